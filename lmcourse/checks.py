@@ -1,0 +1,143 @@
+"""Comparisons for notebook test cells, whose failure messages teach.
+
+A test cell should say *what* is wrong and *why it probably is*, e.g.
+
+    check_distribution(dist, name="p(. | cows eat)",
+                       hint="did you divide by the count of the context?")
+    -> probabilities in p(. | cows eat) sum to 0.8333, not 1 — did you divide by the count ...
+
+Every helper raises :class:`CheckFailed` (an ``AssertionError``), so nbgrader counts a
+failed check as a failed test. They use only ``math`` and plain Python for the core
+comparisons, so a student who replaces ``numpy.allclose`` cannot make them pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+class CheckFailed(AssertionError):
+    """A check in a test cell failed; the message says what to look at."""
+
+
+def _fail(msg: str, hint: str | None) -> None:
+    raise CheckFailed(msg + (f" — {hint}" if hint else ""))
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return repr(x)
+
+
+def check(condition: bool, message: str) -> None:
+    """Plain assertion with a teaching message (works under ``python -O`` too)."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
+    if not isinstance(value, types):
+        want = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        _fail(f"{name} should be a {want}, but it is a {type(value).__name__}", hint)
+
+
+def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) -> None:
+    if type(actual) is not type(expected) and not (_is_number(actual) and _is_number(expected)):
+        if not (isinstance(actual, Mapping) and isinstance(expected, Mapping)):
+            if not (isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple))):
+                _fail(f"{name} should be a {type(expected).__name__} equal to {_fmt(expected)}, "
+                      f"got a {type(actual).__name__}: {_fmt(actual)}", hint)
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        actual_l, expected_l = list(actual), list(expected)
+        if actual_l != expected_l:
+            if len(actual_l) != len(expected_l):
+                _fail(f"{name} has {len(actual_l)} items, expected {len(expected_l)}: "
+                      f"got {_fmt(actual)}, expected {_fmt(expected)}", hint)
+            i = next(i for i, (a, e) in enumerate(zip(actual_l, expected_l)) if a != e)
+            _fail(f"{name} differs at position {i}: got {_fmt(actual_l[i])}, expected {_fmt(expected_l[i])} "
+                  f"(whole value {_fmt(actual)})", hint)
+        return
+    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        check_same_keys(actual, expected, name, hint)
+        for k in expected:
+            if actual[k] != expected[k]:
+                _fail(f"{name}[{_fmt(k)}] is {_fmt(actual[k])}, expected {_fmt(expected[k])}", hint)
+        return
+    if actual != expected:
+        _fail(f"{name} is {_fmt(actual)}, expected {_fmt(expected)}", hint)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) or type(x).__name__ in (
+        "float64", "float32", "int64", "int32")
+
+
+def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_: float = 1e-12,
+                hint: str | None = None) -> None:
+    """A single number, compared with an explicit tolerance; infinities must match exactly."""
+    if not _is_number(actual):
+        _fail(f"{name} should be a number, got {type(actual).__name__}: {_fmt(actual)}", hint)
+    a, e = float(actual), float(expected)
+    if math.isnan(a):
+        _fail(f"{name} is nan, expected {_fmt(e)}", hint)
+    if math.isinf(e) or math.isinf(a):
+        if a != e:
+            _fail(f"{name} is {_fmt(a)}, expected {_fmt(e)}", hint)
+        return
+    if not math.isclose(a, e, rel_tol=rel, abs_tol=abs_):
+        _fail(f"{name} is {_fmt(a)}, expected {_fmt(e)} (off by {a - e:+.3g})", hint)
+
+
+def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | None = None) -> None:
+    missing = [k for k in expected if k not in actual]
+    extra = [k for k in actual if k not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"is missing {len(missing)} key(s), e.g. {_fmt(missing[0])}")
+        if extra:
+            parts.append(f"has {len(extra)} unexpected key(s), e.g. {_fmt(extra[0])}")
+        _fail(f"{name} " + " and ".join(parts), hint)
+
+
+def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | None = None) -> None:
+    """A dict of probabilities: non-negative, finite, summing to 1."""
+    check_type(dist, Mapping, name)
+    if not dist:
+        _fail(f"{name} is empty; a distribution needs at least one outcome", hint)
+    for k, p in dist.items():
+        if not _is_number(p) or math.isnan(float(p)) or float(p) < 0:
+            _fail(f"{name}[{_fmt(k)}] = {_fmt(p)} is not a probability", hint)
+    total = math.fsum(float(p) for p in dist.values())
+    if abs(total - 1.0) > tol:
+        _fail(f"probabilities in {name} sum to {total:.4g}, not 1", hint)
+
+
+def check_dist_close(actual: Mapping, expected: Mapping, name: str, tol: float = 1e-9,
+                     hint: str | None = None) -> None:
+    """Two distributions over the same outcomes, entry by entry."""
+    check_type(actual, Mapping, name)
+    check_same_keys(actual, expected, name, hint)
+    for k, e in expected.items():
+        check_close(actual[k], e, f"{name}[{_fmt(k)}]", rel=tol, abs_=tol, hint=hint)
+
+
+@contextlib.contextmanager
+def forbid(owner: Any, attr: str, reason: str = "a graded answer must be your own code"):
+    """Within the block, calling ``owner.attr`` raises — used by hidden tests to make sure a
+    graded function does not just call the course's reference implementation."""
+    original = getattr(owner, attr)
+    label = f"{getattr(owner, '__name__', type(owner).__name__)}.{attr}"
+
+    def _blocked(*args, **kwargs):
+        raise CheckFailed(f"your code called {label}: {reason}")
+
+    setattr(owner, attr, _blocked)
+    try:
+        yield
+    finally:
+        setattr(owner, attr, original)

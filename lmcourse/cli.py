@@ -1,0 +1,89 @@
+"""The `lmcourse` command: build, doctor, solutions (and grade, for TAs)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sys
+from pathlib import Path
+
+
+def _cmd_build(args) -> int:
+    from .grading.build import MasterError, build
+
+    try:
+        build(names=args.names or None)
+    except MasterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_doctor(args) -> int:
+    """Versions, device, profile and corpus, each with what to do when it is missing."""
+    from . import __version__, data, runtime
+
+    problems = 0
+    print(f"lmcourse {__version__} on Python {platform.python_version()} ({sys.executable})")
+    if sys.version_info < (3, 10):
+        print("  ! Python 3.10 or newer is required")
+        problems += 1
+    for mod, fix in [("torch", "pip install torch==2.13.0 (CPU) or the CUDA build for your GPU"),
+                     ("numpy", "pip install -e ."), ("matplotlib", "pip install -e ."),
+                     ("tqdm", "pip install -e ."), ("nbgrader", "pip install -e ."),
+                     ("jupytext", "pip install -e ."), ("nbclient", "pip install -e ."),
+                     ("jupyterlab", "pip install -e .")]:
+        try:
+            m = importlib.import_module(mod)
+            print(f"  {mod:<11} {getattr(m, '__version__', '?')}")
+        except ImportError:
+            print(f"  ! {mod} is not installed: {fix}")
+            problems += 1
+    try:
+        device = runtime.pick_device()
+        print(f"  device      {device}" + ("" if device.type != "cpu" else
+                                           "  (no GPU found: training cells use the cpu profile)"))
+        print(f"  profile     {runtime.profile_name(device)}  (set LMCOURSE_PROFILE=tiny|cpu|gpu to override)")
+    except Exception as exc:  # doctor must report, not crash
+        print(f"  ! device/profile: {exc}")
+        problems += 1
+    print(f"  corpus      {data.corpus_status()}")
+    if args.fetch:
+        try:
+            folder = data.ensure_shakespeare()
+            print(f"  corpus      ready in {folder}")
+        except data.CorpusUnavailable as exc:
+            print(f"  ! {exc}")
+            problems += 1
+    print("all good" if problems == 0 else f"{problems} problem(s) found; see the lines marked '!'")
+    return 0 if problems == 0 else 1
+
+
+def _cmd_solutions(args) -> int:
+    from .grading.execute import run_notebooks
+
+    paths = [Path(p) for p in args.notebooks] or sorted(Path("solutions").glob("[0-9][0-9]_*.ipynb"))
+    return run_notebooks(paths, Path(args.out), profile=args.profile)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
+    b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
+    b.set_defaults(func=_cmd_build)
+    d = sub.add_parser("doctor", help="check the installation, device, profile and corpus")
+    d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")
+    d.set_defaults(func=_cmd_doctor)
+    s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")
+    s.add_argument("notebooks", nargs="*", help="default: every solutions/NN_*.ipynb")
+    s.add_argument("--out", default="build/executed", help="where executed copies go")
+    s.add_argument("--profile", choices=["tiny", "cpu", "gpu"], default=None)
+    s.set_defaults(func=_cmd_solutions)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

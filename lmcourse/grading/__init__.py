@@ -1,0 +1,1 @@
+"""The TA's side: build the notebooks, run nbgrader, grade a class."""

@@ -1,0 +1,36 @@
+"""Run nbgrader as a subprocess of *this* Python environment.
+
+nbgrader shells out to ``alembic`` when it creates a gradebook, so the environment's
+``bin/`` must be on PATH; calling ``python -m nbgrader`` with a bare PATH fails on
+machines where the venv is not activated. Every nbgrader call in the project goes here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.update(extra or {})
+    return env
+
+
+def run_nbgrader(args: list[str], course_root: Path, timeout: float | None = 900,
+                 extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``nbgrader <args>`` in ``course_root``; raises with nbgrader's log tail on failure."""
+    db = f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}"
+    cmd = [sys.executable, "-m", "nbgrader", *args,
+           f"--CourseDirectory.root={Path(course_root).resolve()}", f"--db={db}"]
+    proc = subprocess.run(cmd, cwd=course_root, env=nbgrader_env(extra_env), capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed (exit {proc.returncode}):\n{tail}")
+    return proc

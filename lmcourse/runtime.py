@@ -1,0 +1,119 @@
+"""Where and how big: device choice, seeding, and the tiny / cpu / gpu profiles.
+
+Every training cell reads its sizes from :func:`get_profile`, so the same notebook
+finishes in seconds under the autograder, in minutes on a laptop and at full size on a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+PROFILE_ENV = "LMCOURSE_PROFILE"
+PROFILES = ("tiny", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes a notebook may read. Notebooks add their own fields via ``extra``."""
+
+    name: str  # "tiny" | "cpu" | "gpu"
+    max_sentences: int | None  # cap on corpus sentences used by counting notebooks (None = all)
+    max_order: int  # largest n-gram order explored in sweeps
+    train_steps: int  # optimisation steps for training cells
+    batch_size: int  # sequences per batch
+    block_size: int  # context length (tokens) for neural models
+    n_embd: int  # embedding width for neural models
+    n_layer: int  # layers for neural models
+    n_head: int  # attention heads
+    eval_interval: int  # steps between validation evaluations
+    eval_batches: int  # batches averaged per validation estimate
+
+
+_PROFILES = {
+    "tiny": Profile("tiny", max_sentences=3_000, max_order=3, train_steps=30, batch_size=8,
+                    block_size=32, n_embd=32, n_layer=1, n_head=2, eval_interval=15, eval_batches=2),
+    "cpu": Profile("cpu", max_sentences=None, max_order=5, train_steps=1_500, batch_size=32,
+                   block_size=64, n_embd=128, n_layer=4, n_head=4, eval_interval=250, eval_batches=20),
+    "gpu": Profile("gpu", max_sentences=None, max_order=5, train_steps=5_000, batch_size=64,
+                   block_size=256, n_embd=384, n_layer=6, n_head=6, eval_interval=500, eval_batches=50),
+}
+
+
+def is_autograding() -> bool:
+    """True when nbgrader is executing the notebook (it sets NBGRADER_EXECUTION)."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def pick_device(prefer: str | None = None) -> "torch.device":  # noqa: F821
+    """CUDA, then Apple MPS, then CPU. ``prefer`` (or LMCOURSE_DEVICE) forces one."""
+    import torch
+
+    want = prefer or os.environ.get("LMCOURSE_DEVICE")
+    if want:
+        dev = torch.device(want)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"device {want!r} was asked for, but torch sees no CUDA GPU "
+                               "(torch.cuda.is_available() is False). Unset LMCOURSE_DEVICE or "
+                               "install a CUDA build of torch.")
+        return dev
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def profile_name(device: "torch.device | None" = None) -> str:  # noqa: F821
+    """The profile in force: LMCOURSE_PROFILE, else tiny under nbgrader, else by device."""
+    name = os.environ.get(PROFILE_ENV, "").strip().lower()
+    if name:
+        if name not in PROFILES:
+            raise ValueError(f"{PROFILE_ENV}={name!r} is not a profile; choose one of {', '.join(PROFILES)}")
+        return name
+    if is_autograding():
+        return "tiny"
+    if device is None:
+        device = pick_device()
+    return "gpu" if device.type == "cuda" else "cpu"
+
+
+def get_profile(name: str | None = None, **overrides) -> Profile:
+    """The profile named, or the one in force; keyword overrides replace single fields."""
+    prof = _PROFILES[name or profile_name()]
+    return replace(prof, **overrides) if overrides else prof
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and torch (all devices) so a run can be repeated."""
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        import torch
+    except ImportError:  # the n-gram notebook does not need torch
+        return
+    torch.manual_seed(seed)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: "torch.device"  # noqa: F821
+    profile: Profile
+    seed: int
+
+    def __str__(self) -> str:
+        return f"device={self.device} profile={self.profile.name} seed={self.seed}"
+
+
+def setup(seed: int = 0, quiet: bool = False) -> Runtime:
+    """The first call of every notebook: seed everything and report device and profile."""
+    seed_everything(seed)
+    device = pick_device()
+    rt = Runtime(device=device, profile=get_profile(profile_name(device)), seed=seed)
+    if not quiet:
+        print(f"lmcourse: {rt}")
+    return rt

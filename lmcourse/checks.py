@@ -141,3 +141,73 @@ def forbid(owner: Any, attr: str, reason: str = "a graded answer must be your ow
         yield
     finally:
         setattr(owner, attr, original)
+
+
+# --- Tensors ----------------------------------------------------------------------------------
+# The verdicts below are reached in plain Python on numbers read out of the tensors, so a
+# notebook that rebinds torch.allclose cannot make them pass.
+
+
+def check_shape(actual: Any, expected: tuple, name: str, hint: str | None = None) -> None:
+    """A tensor (anything with ``.shape``) of exactly the expected shape."""
+    shape = getattr(actual, "shape", None)
+    if shape is None:
+        _fail(f"{name} should be a tensor of shape {tuple(expected)}, but it is a {type(actual).__name__}", hint)
+    if tuple(shape) != tuple(expected):
+        _fail(f"{name} has shape {tuple(shape)}, expected {tuple(expected)}", hint)
+
+
+def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8, rtol: float = 1e-5,
+                       hint: str | None = None) -> None:
+    """Same shape, and ``|actual - expected| <= atol + rtol * |expected|`` entry by entry.
+
+    On failure the message gives the worst entry (its index, both values), and says so when
+    the values are nan or the shapes differ.
+    """
+    import torch
+
+    if not isinstance(actual, torch.Tensor):
+        _fail(f"{name} should be a torch.Tensor, but it is a {type(actual).__name__}", hint)
+    expected = torch.as_tensor(expected)
+    check_shape(actual, tuple(expected.shape), name, hint)
+    if actual.numel() == 0:
+        return
+    a = [float(v) for v in actual.detach().to("cpu", torch.float64).reshape(-1).tolist()]
+    e = [float(v) for v in expected.detach().to("cpu", torch.float64).reshape(-1).tolist()]
+    worst, worst_i = -1.0, 0
+    for i, (x, y) in enumerate(zip(a, e)):
+        if math.isnan(x) != math.isnan(y):
+            _fail(f"{name} has nan at flat index {i} (got {_fmt(x)}, expected {_fmt(y)})", hint)
+        if math.isnan(x) or x == y:
+            continue
+        excess = abs(x - y) - (atol + rtol * abs(y)) if math.isfinite(x - y) else math.inf
+        if excess > worst:
+            worst, worst_i = excess, i
+    if worst > 0:
+        idx = _unravel(worst_i, tuple(actual.shape))
+        diff = max((abs(x - y) for x, y in zip(a, e) if not math.isnan(x)), default=0.0)
+        _fail(f"{name} differs from the expected values: at index {idx} got {_fmt(a[worst_i])}, "
+              f"expected {_fmt(e[worst_i])} (largest difference {diff:.3g}; tolerance atol={atol:g}, "
+              f"rtol={rtol:g})", hint)
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    idx = []
+    for dim in reversed(shape):
+        idx.append(flat % dim)
+        flat //= dim
+    return tuple(reversed(idx))
+
+
+def call_checked(fn, *args, name: str | None = None, hint: str | None = None, **kwargs):
+    """Call ``fn(*args, **kwargs)``; an exception becomes a :class:`CheckFailed` naming the call.
+
+    ``NotImplementedError`` (an unanswered cell) passes through unchanged.
+    """
+    label = name or f"{getattr(fn, '__name__', 'the function')}(...)"
+    try:
+        return fn(*args, **kwargs)
+    except (NotImplementedError, CheckFailed):
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"{label} raised {type(exc).__name__}: {exc}" + (f" — {hint}" if hint else "")) from exc

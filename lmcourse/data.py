@@ -238,3 +238,52 @@ def corpus_status() -> str:
         n = len(list(target.glob("*.txt")))
         return f"Shakespeare corpus cached: {n} works in {target}"
     return f"Shakespeare corpus not downloaded yet (it will be fetched on first use into {target})"
+
+
+# --- Batches for neural language models -------------------------------------------------------
+# A split is encoded once into a 1-D tensor of token ids; a batch is B windows of T + 1
+# consecutive ids taken at random offsets, cut into inputs x = window[:-1] and targets
+# y = window[1:], so y[b, t] is the token that follows x[b, t] in the text.
+
+
+def encode_text(text: str, tokenizer) -> "torch.Tensor":  # noqa: F821
+    """All of ``text`` as a 1-D LongTensor of token ids (``tokenizer.encode`` gives the ids)."""
+    import torch
+
+    return torch.tensor(tokenizer.encode(text), dtype=torch.long)
+
+
+def encode_split(corpus: Corpus, split: str, tokenizer, max_chars: int | None = None) -> "torch.Tensor":  # noqa: F821
+    """One split of ``corpus`` (``"train"``, ``"val"`` or ``"test"``) as a 1-D LongTensor of ids.
+
+    ``max_chars`` keeps only the first characters of the split (for quick experiments).
+    """
+    text = corpus.text(split)
+    return encode_text(text if max_chars is None else text[:max_chars], tokenizer)
+
+
+def get_batch(tokens: "torch.Tensor", batch_size: int, block_size: int,  # noqa: F821
+              generator: "torch.Generator | None" = None,  # noqa: F821
+              device: "torch.device | str" = "cpu") -> "tuple[torch.Tensor, torch.Tensor]":  # noqa: F821
+    """``batch_size`` random contiguous windows of ``tokens``: inputs and next-token targets.
+
+    Returns ``x, y`` of shape ``(batch_size, block_size)`` with ``y[:, t] == x[:, t + 1]`` for
+    ``t < block_size - 1`` and ``y[:, -1]`` the token after the window. Offsets are drawn with
+    ``generator`` (a CPU ``torch.Generator``; seed it to repeat a run). One gather, no Python
+    loop over tokens.
+    """
+    import torch
+
+    if tokens.dim() != 1:
+        raise ValueError(f"tokens must be 1-D (one long sequence of ids), got shape {tuple(tokens.shape)}")
+    n_starts = tokens.numel() - block_size
+    if n_starts < 1:
+        raise ValueError(f"need more than block_size = {block_size} tokens for one window, got {tokens.numel()}")
+    starts = torch.randint(n_starts, (batch_size,), generator=generator)  # (B,)
+    offsets = starts[:, None] + torch.arange(block_size + 1)  # (B, T + 1)
+    windows = tokens[offsets]  # (B, T + 1)
+    x, y = windows[:, :-1], windows[:, 1:]  # (B, T), (B, T)
+    device = torch.device(device)
+    if device.type == "cuda":
+        return (x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True))
+    return x.to(device), y.to(device)

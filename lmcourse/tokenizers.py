@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 BOS, EOS, UNK, PAD = "<s>", "</s>", "<unk>", "<pad>"
 SPECIALS = (PAD, BOS, EOS, UNK)
+_MARKUP = {PAD, BOS, EOS}  # dropped by decode(skip_specials=True); <unk> stays visible
 
 # A word is letters with inner apostrophes (o'er, 'tis keeps its leading quote off),
 # or a single punctuation mark that matters for sentence structure.
@@ -99,7 +100,7 @@ class CharTokenizer(_Vocab):
     def decode(self, ids: Iterable[int], skip_specials: bool = False) -> str:
         toks = self._decode_ids(ids)
         if skip_specials:
-            toks = [t for t in toks if t not in SPECIALS]
+            toks = [t for t in toks if t not in _MARKUP]
         return "".join(toks)
 
 
@@ -131,5 +132,5 @@ class WordTokenizer(_Vocab):
     def decode(self, ids: Iterable[int], skip_specials: bool = True) -> str:
         toks = self._decode_ids(ids)
         if skip_specials:
-            toks = [t for t in toks if t not in SPECIALS]
+            toks = [t for t in toks if t not in _MARKUP]
         return join_words(toks)

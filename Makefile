@@ -1,0 +1,43 @@
+# Thin wrappers; see README.md. Everything runs inside .venv, created on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# CPU build of torch, installed before the project so pip never pulls a multi-GB CUDA build.
+# On a GPU machine: install your CUDA torch into .venv first, then `make setup` keeps it.
+TORCH  ?= torch==2.13.0
+
+.PHONY: setup lab test test-quick build solutions doctor bench clean
+
+$(BIN)/lmcourse: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BIN)/lmcourse
+
+setup: $(BIN)/lmcourse
+
+lab: setup                ## set up, fetch the corpus, open JupyterLab on the student notebooks
+	$(BIN)/lmcourse doctor --fetch
+	$(BIN)/jupyter lab notebooks/
+
+solutions: setup          ## run every solution notebook headlessly (no browser needed)
+	$(BIN)/lmcourse solutions --out build/executed
+
+test: setup               ## the whole test suite (what CI runs)
+	$(BIN)/python -m pytest -q
+
+test-quick: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+build: setup              ## masters -> autograder/source, notebooks/, solutions/
+	$(BIN)/lmcourse build
+
+doctor: setup
+	$(BIN)/lmcourse doctor
+
+bench: setup
+	$(BIN)/python bench/bench_ngram.py
+
+clean:
+	rm -rf build .pytest_cache

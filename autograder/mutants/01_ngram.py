@@ -1,0 +1,288 @@
+"""Typical student bugs for notebook 01 (n-gram LMs). Each must lose points."""
+
+from lmcourse.grading.mutants import Mutant
+
+MUTANTS = [
+    # --- padding
+    Mutant("one <s> whatever n", "pad_sentence", '''
+def pad_sentence(words, n):
+    return [BOS] + list(words) + [EOS]
+'''),
+    Mutant("forgets the </s> token", "pad_sentence", '''
+def pad_sentence(words, n):
+    return [BOS] * (n - 1) + list(words)
+'''),
+    Mutant("modifies the caller's list", "pad_sentence", '''
+def pad_sentence(words, n):
+    words.append(EOS)
+    for _ in range(n - 1):
+        words.insert(0, BOS)
+    return words
+'''),
+    # --- counting
+    Mutant("context window off by one (stops one window early)", "count_ngrams", '''
+def count_ngrams(sentences, n):
+    counts = Counter()
+    for words in sentences:
+        padded = pad_sentence(words, n)
+        for i in range(len(padded) - n):
+            counts[tuple(padded[i:i + n])] += 1
+    return counts
+'''),
+    Mutant("no padding before counting", "count_ngrams", '''
+def count_ngrams(sentences, n):
+    counts = Counter()
+    for words in sentences:
+        for i in range(len(words) - n + 1):
+            counts[tuple(words[i:i + n])] += 1
+    return counts
+'''),
+    Mutant("counts each n-gram once per sentence (set)", "count_ngrams", '''
+def count_ngrams(sentences, n):
+    counts = Counter()
+    for words in sentences:
+        padded = pad_sentence(words, n)
+        counts.update(set(tuple(padded[i:i + n]) for i in range(len(padded) - n + 1)))
+    return counts
+'''),
+    # --- MLE
+    Mutant("normalises by the total of all n-grams", "mle_prob", '''
+def mle_prob(table, context, word):
+    context = tuple(context)
+    if context not in table.next:
+        return 0.0
+    return table.next[context].get(word, 0) / sum(table.total.values())
+'''),
+    Mutant("normalises by the number of distinct next words", "mle_prob", '''
+def mle_prob(table, context, word):
+    context = tuple(context)
+    if context not in table.next:
+        return 0.0
+    return table.next[context].get(word, 0) / table.distinct[context]
+'''),
+    Mutant("raises KeyError on an unseen context", "mle_prob", '''
+def mle_prob(table, context, word):
+    context = tuple(context)
+    return table.next[context].get(word, 0) / table.total[context]
+'''),
+    Mutant("returns counts, not probabilities", "next_word_distribution", '''
+def next_word_distribution(table, context):
+    return dict(table.next.get(tuple(context), {}))
+'''),
+    Mutant("distribution normalised by the number of words", "next_word_distribution", '''
+def next_word_distribution(table, context):
+    nxt = table.next.get(tuple(context), {})
+    return {w: c / len(nxt) for w, c in nxt.items()}
+'''),
+    # --- chain rule
+    Mutant("forgets the </s> prediction", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)[:-1]
+    total = 0.0
+    for i in range(n - 1, len(padded)):
+        p = prob(tuple(padded[i - n + 1:i]), padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log(p)
+    return total
+'''),
+    Mutant("log of zero (no -inf case)", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    return sum(math.log(prob(tuple(padded[i - n + 1:i]), padded[i])) for i in range(n - 1, len(padded)))
+'''),
+    Mutant("log base 2 instead of natural log", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    total = 0.0
+    for i in range(n - 1, len(padded)):
+        p = prob(tuple(padded[i - n + 1:i]), padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log2(p)
+    return total
+'''),
+    Mutant("context is a list, not a tuple", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    total = 0.0
+    for i in range(n - 1, len(padded)):
+        p = prob(padded[i - n + 1:i], padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log(p)
+    return total
+'''),
+    Mutant("context window includes the predicted word", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    total = 0.0
+    for i in range(n - 1, len(padded)):
+        p = prob(tuple(padded[i - n + 2:i + 1]), padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log(p)
+    return total
+'''),
+    # --- perplexity
+    Mutant("perplexity with log base mixed up (2 ** natural-log mean)", "perplexity", '''
+def perplexity(prob, sentences, n):
+    lp = sum(sentence_logprob(prob, s, n) for s in sentences)
+    return 2 ** (-lp / sum(len(s) + 1 for s in sentences))
+'''),
+    Mutant("perplexity divides by words only (forgets </s>)", "perplexity", '''
+def perplexity(prob, sentences, n):
+    lp = sum(sentence_logprob(prob, s, n) for s in sentences)
+    return math.exp(-lp / sum(len(s) for s in sentences))
+'''),
+    Mutant("perplexity averages per sentence, not per token", "perplexity", '''
+def perplexity(prob, sentences, n):
+    lp = sum(sentence_logprob(prob, s, n) for s in sentences)
+    return math.exp(-lp / len(sentences))
+'''),
+    Mutant("returns the cross-entropy, not its exp", "perplexity", '''
+def perplexity(prob, sentences, n):
+    lp = sum(sentence_logprob(prob, s, n) for s in sentences)
+    return -lp / sum(len(s) + 1 for s in sentences)
+'''),
+    # --- add-k
+    Mutant("add-k forgets unseen words in |V|", "add_k_prob", '''
+def add_k_prob(table, vocab_size, context, word, k=1.0):
+    context = tuple(context)
+    nxt = table.next.get(context, {})
+    return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k * max(1, len(nxt)))
+'''),
+    Mutant("add-k adds k to the numerator only", "add_k_prob", '''
+def add_k_prob(table, vocab_size, context, word, k=1.0):
+    context = tuple(context)
+    nxt = table.next.get(context, {})
+    return (nxt.get(word, 0) + k) / max(1, table.total.get(context, 0))
+'''),
+    Mutant("add-k adds k once instead of k per word", "add_k_prob", '''
+def add_k_prob(table, vocab_size, context, word, k=1.0):
+    context = tuple(context)
+    nxt = table.next.get(context, {})
+    return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k + vocab_size)
+'''),
+    # --- Kneser-Ney
+    Mutant("continuation counts sum occurrences", "continuation_counts", '''
+def continuation_counts(ngram_counts):
+    out = Counter()
+    for gram, c in ngram_counts.items():
+        out[gram[1:]] += c
+    return out
+'''),
+    Mutant("continuation counts keep the first word instead of dropping it", "continuation_counts", '''
+def continuation_counts(ngram_counts):
+    return Counter(gram[:-1] for gram, c in ngram_counts.items() if c > 0)
+'''),
+    Mutant("Kneser-Ney backs off only when the word is unseen (no interpolation)", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
+    table = tables[len(context)]
+    count = table.next.get(context, {}).get(word, 0)
+    if count == 0:
+        return lower
+    return (count - d) / table.total[context]
+'''),
+    Mutant("Kneser-Ney weight uses c(h) instead of N1+(h .)", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
+    table = tables[len(context)]
+    total = table.total.get(context, 0)
+    if total == 0:
+        return lower
+    return (max(table.next[context].get(word, 0) - d, 0) + d * total * lower) / total
+'''),
+    Mutant("Kneser-Ney lowest order not interpolated with uniform", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    table = tables[len(context)]
+    total = table.total.get(context, 0)
+    if not context:
+        return table.next[()].get(word, 0) / total
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
+    if total == 0:
+        return lower
+    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''),
+    Mutant("Kneser-Ney drops the newest word instead of the oldest", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    lower = kneser_ney_prob(tables, vocab_size, context[:-1], word, d) if context else 1.0 / vocab_size
+    table = tables[len(context)]
+    total = table.total.get(context, 0)
+    if total == 0:
+        return lower
+    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''),
+    # --- sampling
+    Mutant("sampler ignores the weights", "sample_next", '''
+def sample_next(dist, rng):
+    words = [w for w, p in dist.items() if p > 0]
+    return words[int(rng.random() * len(words))]
+'''),
+    Mutant("sampler returns the most likely word (argmax)", "sample_next", '''
+def sample_next(dist, rng):
+    return max(dist, key=dist.get)
+'''),
+    Mutant("sampler uses the global random module", "sample_next", '''
+def sample_next(dist, rng):
+    u = random.random()
+    total = 0.0
+    for w, p in dist.items():
+        total += p
+        if u < total and p > 0:
+            return w
+    return w
+'''),
+    Mutant("sampler compares u with each probability, not the running total", "sample_next", '''
+def sample_next(dist, rng):
+    u = rng.random()
+    for w, p in dist.items():
+        if u < p:
+            return w
+    return max(dist, key=dist.get)
+'''),
+    # --- generation
+    Mutant("generation never shifts the context", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    context = tuple([BOS] * (n - 1))
+    words = []
+    while len(words) < max_words:
+        w = sample_next(next_dist(context), rng)
+        if w == EOS:
+            break
+        words.append(w)
+    return words
+'''),
+    Mutant("generation keeps </s> in the output", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    tokens = [BOS] * (n - 1)
+    words = []
+    while len(words) < max_words:
+        w = sample_next(next_dist(tuple(tokens[len(tokens) - (n - 1):])), rng)
+        words.append(w)
+        tokens.append(w)
+        if w == EOS:
+            break
+    return words
+'''),
+    Mutant("context slice tokens[-(n-1):] breaks for n = 1", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    tokens = [BOS] * (n - 1)
+    words = []
+    while len(words) < max_words:
+        w = sample_next(next_dist(tuple(tokens[-(n - 1):])), rng)
+        if w == EOS:
+            break
+        words.append(w)
+        tokens.append(w)
+    return words
+'''),
+    Mutant("multiple choice: blames out-of-vocabulary words", "q1", '''
+answer_q1 = "A"
+'''),
+]

@@ -1,0 +1,184 @@
+"""Test strength: inject typical student bugs ("mutants") and check the tests catch them.
+
+A mutant replaces one graded answer cell with a plausible wrong implementation. The harness
+runs the solution notebook once in a single kernel (the ``tiny`` profile, as the autograder
+would), then for each mutant: executes the mutant's source (redefining the function), re-runs
+the test cells from the target's onwards — first the **visible** part (as released to
+students), then the **full** cell with hidden tests — and finally restores the solution.
+One kernel per notebook keeps hundreds of mutants within CI's budget.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # the mistake, in words a student would recognise
+    target: str  # grade id of the answer cell it replaces
+    source: str  # the full replacement cell
+
+
+@dataclass
+class MutantResult:
+    mutant: Mutant
+    lost_points: bool = False
+    caught_visible_by: str | None = None  # grade id of the first visible test that failed
+    message: str = ""  # that test's message (or the hidden test's, if only hidden caught it)
+    hidden_only_by: str | None = None
+
+    @property
+    def caught_visible(self) -> bool:
+        return self.caught_visible_by is not None
+
+
+def load_mutants(path: Path) -> list[Mutant]:
+    spec = importlib.util.spec_from_file_location(f"mutants_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    mutants = list(module.MUTANTS)
+    names = [m.name for m in mutants]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ValueError(f"{path}: mutant names must be unique, repeated: {sorted(dupes)}")
+    return mutants
+
+
+def _error_text(exc: Exception) -> str:
+    if isinstance(exc, CellTimeoutError):
+        return "timed out (the test cell did not finish)"
+    if isinstance(exc, DeadKernelError):
+        return "the kernel died"
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    return f"{ename}: {evalue}".strip()
+
+
+class NotebookSession:
+    """A kernel that has run a source notebook, ready to run extra code."""
+
+    def __init__(self, source_nb: Path, release_nb: Path, cell_timeout: int = 60):
+        self.source = nbformat.read(source_nb, as_version=4)
+        release = nbformat.read(release_nb, as_version=4)
+        self.visible = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
+                        if c.metadata.get("nbgrader", {}).get("grade")
+                        and c.cell_type == "code"}
+        self.cells = list(self.source.cells)
+        # nbclient stores each executed cell back into the notebook at its index, so extra
+        # code runs in one scratch slot after the real cells
+        self.source.cells.append(nbformat.v4.new_code_cell(""))
+        self._scratch = len(self.cells)
+        self.workdir = source_nb.parent
+        self.client = NotebookClient(self.source, kernel_name="python3", timeout=cell_timeout,
+                                     resources={"metadata": {"path": str(self.workdir)}})
+
+    def _meta(self, cell) -> dict:
+        return cell.metadata.get("nbgrader", {})
+
+    def index_of(self, grade_id: str) -> int:
+        for i, cell in enumerate(self.cells):
+            if self._meta(cell).get("grade_id") == grade_id:
+                return i
+        raise KeyError(f"no cell with grade id {grade_id!r}")
+
+    def run(self, source: str) -> None:
+        """Execute code in the kernel; raises CellExecutionError / CellTimeoutError."""
+        cell = nbformat.v4.new_code_cell(source)
+        self.client.execute_cell(cell, self._scratch, store_history=False)
+
+    def test_cells_after(self, index: int) -> list[int]:
+        return [i for i, c in enumerate(self.cells) if i > index and self._meta(c).get("grade")
+                and c.cell_type == "code"]
+
+    @contextmanager
+    def started(self, env: dict[str, str] | None = None):
+        """Start the kernel and run the whole source notebook (it must pass)."""
+        saved = {k: os.environ.get(k) for k in (env or {})}
+        os.environ.update(env or {})
+        try:
+            with self.client.setup_kernel():
+                for i, cell in enumerate(self.cells):
+                    if cell.cell_type == "code":
+                        self.client.execute_cell(cell, i)
+                yield self
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def try_mutant(self, mutant: Mutant) -> MutantResult:
+        target = self.index_of(mutant.target)
+        result = MutantResult(mutant)
+        try:
+            self.run(mutant.source)
+        except (CellExecutionError, CellTimeoutError) as exc:
+            raise ValueError(f"mutant {mutant.name!r} does not even define cleanly: {_error_text(exc)}") from exc
+        try:
+            for i in self.test_cells_after(target):
+                gid = self._meta(self.cells[i])["grade_id"]
+                try:
+                    self.run(self.visible[gid])
+                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                    result.lost_points = True
+                    result.caught_visible_by, result.message = gid, _error_text(exc)
+                    break
+                try:
+                    self.run(self.cells[i].source)
+                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                    result.lost_points = True
+                    if result.hidden_only_by is None:
+                        result.hidden_only_by, result.message = gid, _error_text(exc)
+        finally:
+            self.run(self.cells[target].source)  # restore the solution
+        return result
+
+
+@dataclass
+class Report:
+    notebook: str
+    results: list[MutantResult] = field(default_factory=list)
+
+    @property
+    def visible_rate(self) -> float:
+        return sum(r.caught_visible for r in self.results) / max(1, len(self.results))
+
+    def table(self) -> str:
+        lines = [f"Mutants for {self.notebook}: {len(self.results)} total, "
+                 f"{sum(r.lost_points for r in self.results)} lose points, "
+                 f"{sum(r.caught_visible for r in self.results)} caught by visible tests "
+                 f"({self.visible_rate:.0%})"]
+        for r in self.results:
+            if r.caught_visible:
+                how = f"visible {r.caught_visible_by}"
+            elif r.lost_points:
+                how = f"hidden  {r.hidden_only_by}"
+            else:
+                how = "NOT CAUGHT"
+            msg = r.message.replace("\n", " ")
+            lines.append(f"  [{how:<34}] {r.mutant.target}: {r.mutant.name}"
+                         + (f"\n      -> {msg[:220]}" if msg else ""))
+        return "\n".join(lines)
+
+
+def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
+    """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
+    source = root / "autograder" / "source" / name / f"{name}.ipynb"
+    release = root / "notebooks" / f"{name}.ipynb"
+    mutants = mutants if mutants is not None else load_mutants(root / "autograder" / "mutants" / f"{name}.py")
+    session = NotebookSession(source, release)
+    report = Report(name)
+    with session.started({"NBGRADER_EXECUTION": "autograde", "LMCOURSE_PROFILE": "tiny"}):
+        for m in mutants:
+            report.results.append(session.try_mutant(m))
+    return report

@@ -1,0 +1,82 @@
+"""One source, three products: the committed notebooks are exactly what the masters build."""
+
+import json
+import re
+
+import pytest
+
+from lmcourse.grading.build import MasterError, build, master_to_source
+
+from .conftest import NOTEBOOKS, ROOT
+
+
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rebuild")
+    build(ROOT, out, quiet=True)
+    return out
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_build_is_in_sync(rebuilt, name):
+    for rel in (f"autograder/source/{name}/{name}.ipynb", f"notebooks/{name}.ipynb", f"solutions/{name}.ipynb"):
+        committed = (ROOT / rel).read_text(encoding="utf-8")
+        fresh = (rebuilt / rel).read_text(encoding="utf-8")
+        assert committed == fresh, f"{rel} differs from what `lmcourse build` makes: run `make build` and commit"
+
+
+def test_build_is_deterministic(rebuilt, tmp_path):
+    build(ROOT, tmp_path, names=NOTEBOOKS[:1], quiet=True)
+    rel = f"notebooks/{NOTEBOOKS[0]}.ipynb"
+    assert (tmp_path / rel).read_bytes() == (rebuilt / rel).read_bytes()
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_student_notebook_has_no_solutions_or_hidden_tests(name):
+    source = json.loads((ROOT / "autograder" / "source" / name / f"{name}.ipynb").read_text())
+    student_text = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
+    assert not re.search(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS", student_text)
+    # no line of any solution region or hidden-test region may survive into the student notebook
+    for cell in source["cells"]:
+        text = "".join(cell["source"])
+        for region in re.findall(r"### BEGIN (?:SOLUTION|HIDDEN TESTS)\n(.*?)### END", text, flags=re.S):
+            for line in region.splitlines():
+                line = line.strip()
+                if len(line) > 25:  # short lines such as "return total" legitimately recur
+                    assert json.dumps(line)[1:-1] not in student_text, f"{name}: leaked {line!r}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_student_notebook_shape(name):
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    answers = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
+    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
+             and c["cell_type"] == "code"]
+    assert answers and tests
+    for c in answers:
+        if c["cell_type"] == "code":
+            assert "raise NotImplementedError()" in "".join(c["source"])
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_answer_is_followed_by_its_tests(name):
+    nb = json.loads((ROOT / "autograder" / "source" / name / f"{name}.ipynb").read_text())
+    cells = nb["cells"]
+    for i, c in enumerate(cells):
+        meta = c["metadata"].get("nbgrader", {})
+        if meta.get("solution") and c["cell_type"] == "code":
+            nxt = cells[i + 1]["metadata"].get("nbgrader", {})
+            assert nxt.get("grade") and nxt.get("grade_id") == meta["grade_id"] + "_tests", (
+                f"{name}: answer {meta['grade_id']!r} must be followed by its locked test cell "
+                f"{meta['grade_id']}_tests")
+
+
+def test_malformed_master_is_refused_with_the_cell_named(tmp_path):
+    bad = tmp_path / "99_bad.py"
+    bad.write_text('# %% tests="t1"\nassert True\n')
+    with pytest.raises(MasterError, match=r"99_bad.py, cell 1: graded cells need points"):
+        master_to_source(bad)
+    bad.write_text('# %% solution="a"\nx = 1\n\n# %% solution="a"\ny = 2\n')
+    with pytest.raises(MasterError, match="used twice"):
+        master_to_source(bad)

@@ -1,0 +1,30 @@
+"""environment.yml (conda) and pyproject.toml (pip) describe the same environment."""
+
+import re
+import tomllib
+
+import yaml
+
+from .conftest import ROOT
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~ ;\[]", req.strip(), maxsplit=1)[0].lower()
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r): r.replace(" ", "") for r in project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        wanted.update({_name(r): r.replace(" ", "") for r in extra})
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d for d in env["dependencies"] if isinstance(d, dict))["pip"]
+    got = {_name(r): r.replace(" ", "") for r in pip if not r.startswith("-e")}
+    assert set(got) == set(wanted), f"only in one file: {sorted(set(got) ^ set(wanted))}"
+    for name, req in wanted.items():
+        if name == "torch":  # conda pins the CPU build CI installs; pyproject allows any >= 2.4
+            assert got[name] == "torch==2.13.0" and req == "torch>=2.4"
+        else:
+            assert got[name] == req, f"{name}: pyproject says {req!r}, environment.yml says {got[name]!r}"
+    assert any(r.startswith("-e") for r in pip), "environment.yml must install the lmcourse package itself"
+    assert str(env["dependencies"][0]).startswith("python=3.1")

@@ -1,0 +1,30 @@
+"""Test strength: every catalogued student bug loses points; most are caught by visible tests."""
+
+from pathlib import Path
+
+import pytest
+
+from lmcourse.grading.mutants import load_mutants, run_mutants
+
+from .conftest import NOTEBOOKS, ROOT
+
+WITH_MUTANTS = [n for n in NOTEBOOKS if (ROOT / "autograder" / "mutants" / f"{n}.py").exists()]
+
+
+def test_every_notebook_has_a_mutant_catalogue():
+    assert WITH_MUTANTS == NOTEBOOKS, f"no mutant catalogue for {sorted(set(NOTEBOOKS) - set(WITH_MUTANTS))}"
+
+
+@pytest.mark.parametrize("name", WITH_MUTANTS)
+def test_mutants_are_caught(name):
+    mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
+    assert len(mutants) >= 12, f"{name}: the catalogue needs at least 12 mutants"
+    report = run_mutants(ROOT, name, mutants)
+    text = report.table()
+    out = Path(ROOT / "build" / f"mutants-{name}.txt")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text + "\n")
+    print("\n" + text)
+    survivors = [r.mutant.name for r in report.results if not r.lost_points]
+    assert not survivors, f"{name}: mutants that lose no points: {survivors}\n{text}"
+    assert report.visible_rate >= 0.8, f"{name}: only {report.visible_rate:.0%} caught by visible tests\n{text}"

@@ -1,0 +1,68 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from lmcourse import runtime
+
+
+def test_profile_is_tiny_under_nbgrader(monkeypatch):
+    monkeypatch.delenv("LMCOURSE_PROFILE", raising=False)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert runtime.profile_name() == "tiny"
+    assert runtime.is_autograding()
+
+
+def test_env_override_wins_and_bad_value_is_explained(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("LMCOURSE_PROFILE", "cpu")
+    assert runtime.get_profile().name == "cpu"
+    monkeypatch.setenv("LMCOURSE_PROFILE", "huge")
+    with pytest.raises(ValueError, match="tiny, cpu, gpu"):
+        runtime.profile_name()
+
+
+def test_profile_follows_device_when_not_grading(monkeypatch):
+    monkeypatch.delenv("LMCOURSE_PROFILE", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert runtime.profile_name(torch.device("cuda")) == "gpu"
+    assert runtime.profile_name(torch.device("cpu")) == "cpu"
+
+
+def test_profiles_grow_from_tiny_to_gpu():
+    tiny, cpu, gpu = (runtime.get_profile(n) for n in runtime.PROFILES)
+    assert tiny.train_steps < cpu.train_steps < gpu.train_steps
+    assert tiny.n_embd < cpu.n_embd < gpu.n_embd
+    assert runtime.get_profile("cpu", train_steps=7).train_steps == 7
+
+
+def test_device_falls_back_to_cpu_and_explains_missing_cuda(monkeypatch):
+    monkeypatch.delenv("LMCOURSE_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert runtime.pick_device().type == "cpu"
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        runtime.pick_device("cuda")
+
+
+def test_device_prefers_cuda(monkeypatch):
+    monkeypatch.delenv("LMCOURSE_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert runtime.pick_device().type == "cuda"
+
+
+def test_seeding_repeats_python_numpy_torch():
+    def draw():
+        runtime.seed_everything(3)
+        return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+    assert draw() == draw()
+
+
+def test_setup_prints_device_profile_seed(capsys, monkeypatch):
+    monkeypatch.setenv("LMCOURSE_PROFILE", "tiny")
+    rt = runtime.setup(seed=5)
+    out = capsys.readouterr().out
+    assert "profile=tiny" in out and "seed=5" in out and "device=" in out
+    assert rt.profile.name == "tiny"

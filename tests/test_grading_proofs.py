@@ -5,8 +5,9 @@ notebook scores 0 and the grader does not crash."""
 import pytest
 
 from lmcourse.grading.course import TempCourse, perfect_submission
+from lmcourse.grading.mutants import load_mutants
 
-from .conftest import NOTEBOOKS
+from .conftest import NOTEBOOKS, ROOT
 
 
 @pytest.fixture(scope="module", params=NOTEBOOKS)
@@ -19,6 +20,13 @@ def graded(request, tmp_path_factory):
     source = nbformat.read(course.path / "source" / name / f"{name}.ipynb", as_version=4)
     course.submit("perfect", name, perfect_submission(release, source))
     course.submit("untouched", name, release)
+    # the mutant harness emulates nbgrader in one kernel; check one mutant on the real grader too
+    mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
+    with_bug = perfect_submission(release, source)
+    for cell in with_bug.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == mutants[0].target:
+            cell.source = mutants[0].source
+    course.submit("mutant", name, with_bug)
     course.autograde(name)
     return course, name
 
@@ -35,3 +43,10 @@ def test_untouched_release_scores_zero(graded):
     s = course.score(name, "untouched")
     assert s.score == 0, f"{name}: the untouched student notebook scored {s.score}"
     assert s.max_score == course.score(name, "perfect").max_score
+
+
+def test_a_mutant_loses_points_under_real_nbgrader(graded):
+    course, name = graded
+    s = course.score(name, "mutant")
+    assert s.failed_tests and s.score < course.score(name, "perfect").score, (
+        f"{name}: the first mutant lost no points under nbgrader autograde")

@@ -14,27 +14,21 @@ from pathlib import Path
 import nbformat
 
 from lmcourse import data
-from lmcourse.grading.build import repo_root, source_to_solution
+from lmcourse.grading.build import repo_root
 from lmcourse.tokenizers import split_sentences
 
 SETUP_AND_COUNTING = ("setup", "pad_sentence", "count_ngrams")
 
 
-def notebook_functions(name: str, cells: tuple[str, ...]) -> dict:
-    """Execute the named solution cells of a notebook in a fresh namespace."""
-    src = nbformat.read(repo_root() / "autograder" / "source" / name / f"{name}.ipynb", as_version=4)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in source_to_solution_with_ids(src)}
+def notebook_functions(name: str, cell_ids: tuple[str, ...]) -> dict:
+    """Execute the named cells of a solution notebook (cell ids are the grade ids) in a fresh
+    namespace, so the benchmark measures exactly the code the notebook teaches."""
+    nb = nbformat.read(repo_root() / "solutions" / f"{name}.ipynb", as_version=4)
+    by_id = {c.id: c for c in nb.cells}
     ns: dict = {}
-    for gid in cells:
-        exec(compile(by_id[gid].source, f"<{name}:{gid}>", "exec"), ns)
+    for cid in cell_ids:
+        exec(compile(by_id[cid].source, f"<{name}:{cid}>", "exec"), ns)
     return ns
-
-
-def source_to_solution_with_ids(src):
-    solved = source_to_solution(src)
-    for cell, orig in zip(solved.cells, src.cells):
-        cell.metadata["nbgrader"] = orig.metadata.get("nbgrader", {})
-    return solved.cells
 
 
 def main() -> None:

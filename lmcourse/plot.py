@@ -243,6 +243,9 @@ def attention_cost(lengths: Sequence[int], seconds: Mapping[str, Sequence[float]
         if first:
             t_n, y_n = lengths[-1], max(first[-1], 1e-9)
             ax.loglog(lengths, [y_n * (t / t_n) ** 2 for t in lengths], "k--", lw=1, label="∝ T²")
+        ax.set_xticks(list(lengths))
+        ax.set_xticklabels([str(t) for t in lengths])
+        ax.minorticks_off()
         ax.set_xlabel("sequence length T")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both")

@@ -1,0 +1,853 @@
+# %% [markdown]
+# # 03 · Attention: from one query to multi-head causal self-attention
+#
+# **What you will build.** The layer at the heart of every transformer, from the inside out:
+# a numerically stable softmax, attention scores $q \cdot k / \sqrt{d_k}$, the causal mask,
+# scaled dot-product attention $\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)\,V$, and finally a
+# `MultiHeadAttention` module that works on batches of shape `(B, T, C)`, causal or not. You will
+# check it against PyTorch's own implementations, look at attention weights as pictures, and
+# measure why long contexts are expensive.
+#
+# **Prerequisites.** Notebook 02 (PyTorch tensors, `nn.Module`, `nn.Linear`), matrix
+# multiplication and broadcasting. No training happens here: notebook 04 puts this layer into a
+# transformer language model.
+#
+# **Time.** About 1.5–2 hours to work through. Every cell runs in seconds on a laptop CPU (the
+# whole notebook in about a minute on the `cpu` profile); a GPU only makes the timing plot
+# reach longer sequences.
+#
+# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours. The cell right after
+# each one checks your answer: when a check fails, its message says what looks wrong. The
+# autograder runs further hidden tests, so make your function correct in general, not only for
+# the examples. In graded cells write the computation yourself with basic tensor operations
+# (`@`, `.exp()`, `.max()`, `.sum()`, `.transpose()`, `.view()`): calling a ready-made softmax or
+# attention function there scores 0.
+
+# %% locked="setup"
+import math
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import lmcourse
+import lmcourse.nn.attention
+from lmcourse import plot
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, check_type, forbid
+
+rt = lmcourse.setup(seed=0)
+
+# %% [markdown]
+# ## 1. Why a word needs its context
+#
+# Compare three sentences:
+#
+# * *I hope the dog next door doesn't **bark** tonight.*
+# * *Birch **bark** peels off in thin white sheets.*
+# * *She broke the chocolate **bark** into pieces.*
+#
+# A word embedding gives "bark" one vector, whatever the sentence: it has to blend the sound a
+# dog makes, the skin of a tree and a sweet. Everything downstream must then untangle which
+# meaning is meant. Better: let each position **look at the other words** and adjust its vector,
+# $x'_i = x_i + \Delta_i$, where $\Delta_i$ is gathered from the words that matter for it ("dog",
+# "birch", "chocolate"). Attention is how $\Delta_i$ is gathered: a **soft look-up**.
+#
+# Every position plays three roles, each a learned linear map of its vector $x_j$:
+#
+# | role | vector | meaning |
+# |---|---|---|
+# | query | $q_i = x_i W_q$ | what position $i$ is looking for ("bark" looks for an animal) |
+# | key | $k_j = x_j W_k$ | what position $j$ offers, to be matched against queries |
+# | value | $v_j = x_j W_v$ | what position $j$ hands over when it is chosen |
+#
+# For one query $q_i$ the look-up has three steps:
+#
+# $$s_{i,j} = \frac{q_i \cdot k_j}{\sqrt{d_k}} \quad\text{(scores)}, \qquad
+#   a_{i} = \mathrm{softmax}(s_{i}) \quad\text{(weights, summing to 1)}, \qquad
+#   x'_i = \sum_j a_{i,j}\, v_j \quad\text{(output)}.$$
+#
+# Unlike a Python `dict`, which returns the value of the one key that matches exactly, attention
+# returns a **blend** of all values, weighted by how well each key matches. The weights come
+# from a softmax, so that is where we start.
+
+# %% [markdown]
+# ## 2. A softmax that does not overflow
+#
+# $$\mathrm{softmax}(z)_j = \frac{e^{z_j}}{\sum_{k} e^{z_k}}
+#   = \frac{e^{z_j - m}}{\sum_{k} e^{z_k - m}} \qquad\text{for any constant } m.$$
+#
+# Both forms are equal on paper (the factor $e^{-m}$ cancels). On a computer they are not:
+# `exp(1000.0)` is `inf` in floating point, and `inf / inf` is `nan`. Choosing $m = \max_k z_k$
+# makes the largest exponent $e^0 = 1$, so nothing overflows and the sum is at least 1.
+#
+# Masked scores are $-\infty$, and $e^{-\infty - m} = 0$: a masked entry gets weight exactly 0,
+# as long as the row has at least one finite score (the causal mask always leaves one).
+#
+# ### Exercise 1 — stable softmax
+# Write `softmax(x, dim=-1)`: the softmax of a tensor along dimension `dim` (every other
+# dimension is a batch). Subtract the maximum along `dim` first; `keepdim=True` keeps shapes
+# broadcastable. Use `.exp()`, `.max()` and `.sum()`, not `torch.softmax`.
+
+# %% solution="softmax"
+def softmax(x, dim=-1):
+    """Softmax of tensor x along dimension dim, stable for large inputs and -inf entries."""
+    ### BEGIN SOLUTION
+    shifted = x - x.max(dim=dim, keepdim=True).values
+    e = shifted.exp()
+    return e / e.sum(dim=dim, keepdim=True)
+    ### END SOLUTION
+
+
+# %% tests="softmax_tests" points=3
+_z = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+_e = [math.exp(1.0), math.exp(2.0), math.exp(3.0)]
+check_tensor_close(softmax(_z), torch.tensor([v / sum(_e) for v in _e], dtype=torch.float64),
+                   "softmax([1, 2, 3])", atol=1e-12, rtol=1e-12,
+                   hint="softmax(z)_j = exp(z_j) / sum_k exp(z_k)")
+check_tensor_close(softmax(_z + 1000.0), softmax(_z), "softmax([1001, 1002, 1003])", atol=1e-12, rtol=1e-12,
+                   hint="exp(1001) overflows to inf and inf/inf is nan: subtract the maximum "
+                        "before exponentiating")
+_neg = torch.tensor([0.0, float("-inf"), 0.0], dtype=torch.float64)
+check_tensor_close(softmax(_neg), torch.tensor([0.5, 0.0, 0.5], dtype=torch.float64),
+                   "softmax([0, -inf, 0])", atol=1e-12, rtol=1e-12,
+                   hint="exp(-inf) = 0, so a -inf score must get weight exactly 0 and the rest share 1")
+_x = torch.arange(6, dtype=torch.float64).view(2, 3)
+check_tensor_close(softmax(_x, dim=0).sum(dim=0), torch.ones(3, dtype=torch.float64),
+                   "softmax(x, dim=0).sum(dim=0)", atol=1e-12, rtol=1e-12,
+                   hint="use the dim argument in both .max(dim=dim, keepdim=True) and .sum(dim=dim, keepdim=True)")
+check_tensor_close(softmax(_x).sum(dim=-1), torch.ones(2, dtype=torch.float64),
+                   "softmax(x).sum(dim=-1)", atol=1e-12, rtol=1e-12,
+                   hint="the default is the last dimension: each row sums to 1, not the whole tensor")
+_levels = torch.tensor([[0.0, 1.0], [1000.0, 1001.0]], dtype=torch.float64)
+_p = 1 / (1 + math.e)
+check_tensor_close(softmax(_levels), torch.tensor([[_p, 1 - _p], [_p, 1 - _p]], dtype=torch.float64),
+                   "softmax([[0, 1], [1000, 1001]])",
+                   atol=1e-12, rtol=1e-12,
+                   hint="subtract each row's own maximum (x.max(dim=dim, keepdim=True)), not the largest "
+                        "value of the whole tensor: exp(0 - 1001) underflows to 0 and 0/0 is nan")
+check_shape(softmax(torch.zeros(2, 3, 4)), (2, 3, 4), "softmax of a (2, 3, 4) tensor",
+            hint="softmax keeps the shape of its input; use keepdim=True")
+### BEGIN HIDDEN TESTS
+check(softmax not in (torch.softmax, F.softmax, torch.special.softmax),
+      "softmax must be your own function, not torch's")
+_g = torch.Generator().manual_seed(301)
+_r = torch.randn(3, 4, 5, generator=_g, dtype=torch.float64) * 5
+_r[0, 1, 2] = float("-inf")
+_r[2, :, 0] = float("-inf")
+_expected = {d: torch.softmax(_r, dim=d) for d in (0, 1, 2, -1)}
+_big = torch.randn(4, 6, generator=_g, dtype=torch.float64) * 1e4
+_expected_big = torch.softmax(_big, dim=-1)
+_f32 = torch.randn(5, 7, generator=_g)
+_expected_f32 = torch.softmax(_f32, dim=1)
+with forbid(torch, "softmax"), forbid(F, "softmax"), forbid(torch.Tensor, "softmax"), \
+        forbid(torch.special, "softmax"):
+    for _d, _want in _expected.items():
+        check_tensor_close(softmax(_r, dim=_d), _want, f"softmax(x, dim={_d}) on a random (3, 4, 5) tensor",
+                           atol=1e-12, rtol=1e-10)
+    _out = softmax(_big)
+    check_tensor_close(_out, _expected_big, "softmax of scores spread over ±1e4", atol=1e-12, rtol=1e-10)
+    _out32 = softmax(_f32, dim=1)
+    check_equal(_out32.dtype, torch.float32, "dtype of softmax of a float32 tensor")
+    check_tensor_close(_out32, _expected_f32, "softmax of a float32 tensor", atol=1e-6, rtol=1e-5)
+    check_tensor_close(softmax(torch.full((2, 3), 1e4, dtype=torch.float64)),
+                       torch.full((2, 3), 1 / 3, dtype=torch.float64), "softmax of equal huge scores",
+                       atol=1e-12, rtol=1e-12)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. Scores for all queries at once
+#
+# One query at a time is a loop; a GPU wants matrices. Stack the vectors of a sequence of
+# length $T$ as rows: $X$ is $T \times d_{\text{model}}$, and
+#
+# $$Q = X W_q, \qquad K = X W_k, \qquad V = X W_v, \qquad
+#   S = \frac{Q K^\top}{\sqrt{d_k}}, \quad S_{i,j} = \frac{q_i \cdot k_j}{\sqrt{d_k}}.$$
+#
+# Row $i$ of $S$ holds the scores of query $i$ against every key. Why divide by $\sqrt{d_k}$? If
+# the entries of $q$ and $k$ are independent with variance 1, the dot product of two
+# $d_k$-dimensional vectors has variance $d_k$. Without the scaling, wider heads would produce
+# larger scores, the softmax would put almost all weight on one key, and its gradients would
+# vanish. Dividing by $\sqrt{d_k}$ brings the variance back to 1.
+#
+# In practice tensors carry extra leading dimensions — a batch, and later the heads:
+# `Q` is `(..., T_q, d_k)` and `K` is `(..., T_k, d_k)`. `K.transpose(-2, -1)` swaps only the last
+# two dimensions (`K.T` would reverse all of them), and `@` batches over the leading ones.
+#
+# ### Exercise 2 — attention scores
+# Write `attention_scores(Q, K)` returning $QK^\top/\sqrt{d_k}$ of shape `(..., T_q, T_k)`, where
+# $d_k$ is the size of the last dimension of `Q`.
+
+# %% solution="attention_scores"
+def attention_scores(Q, K):
+    """Scaled dot-product scores: (..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k)."""
+    ### BEGIN SOLUTION
+    d_k = Q.size(-1)
+    return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+    ### END SOLUTION
+
+
+# %% tests="attention_scores_tests" points=2
+_Q = torch.tensor([[1.0, 0.0, 1.0, 0.0],
+                   [0.0, 2.0, 0.0, 0.0]], dtype=torch.float64)    # 2 queries, d_k = 4
+_K = torch.tensor([[1.0, 1.0, 1.0, 1.0],
+                   [0.0, 0.0, 2.0, 0.0],
+                   [1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)    # 3 keys
+# q_1·k_1 = 2, q_1·k_2 = 2, q_1·k_3 = 1, q_2·k_1 = 2, q_2·k_2 = 0, q_2·k_3 = 0; sqrt(d_k) = 2
+_S = attention_scores(_Q, _K)
+check_shape(_S, (2, 3), "attention_scores(Q, K) for 2 queries and 3 keys",
+            hint="row i belongs to query i and column j to key j: Q @ K^T, not K @ Q^T")
+check_tensor_close(_S, torch.tensor([[1.0, 1.0, 0.5], [1.0, 0.0, 0.0]], dtype=torch.float64),
+                   "attention_scores(Q, K)", atol=1e-12, rtol=1e-12,
+                   hint="S = Q K^T / sqrt(d_k) with d_k = 4: divide the dot products by 2 "
+                        "(not by d_k = 4, and not by nothing)")
+_g = torch.Generator().manual_seed(302)
+_Qb = torch.randn(2, 3, 5, 4, generator=_g, dtype=torch.float64)   # (B, h, T_q, d_k)
+_Kb = torch.randn(2, 3, 6, 4, generator=_g, dtype=torch.float64)   # (B, h, T_k, d_k)
+_batch_hint = "transpose only the last two dimensions of K: K.transpose(-2, -1) (K.T reverses all of them)"
+try:
+    _Sb = attention_scores(_Qb, _Kb)
+except RuntimeError as _err:
+    _Sb = None
+    check(False, f"attention_scores failed on (2, 3, 5, 4) queries and (2, 3, 6, 4) keys: {_err} — {_batch_hint}")
+check_shape(_Sb, (2, 3, 5, 6), "attention_scores on (2, 3, 5, 4) queries and (2, 3, 6, 4) keys", hint=_batch_hint)
+check_tensor_close(_Sb, torch.einsum("bhqd,bhkd->bhqk", _Qb, _Kb) / 2.0, "batched attention_scores",
+                   atol=1e-12, rtol=1e-12, hint="the batch dimensions must be carried along unchanged")
+### BEGIN HIDDEN TESTS
+for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
+    _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
+    _k = torch.randn(*_shape_k, generator=_g, dtype=torch.float64)
+    _want = torch.einsum("...qd,...kd->...qk", _q, _k) / math.sqrt(_shape_q[-1])
+    with forbid(F, "scaled_dot_product_attention"):
+        check_tensor_close(attention_scores(_q, _k), _want, f"attention_scores for Q {_shape_q}, K {_shape_k}",
+                           atol=1e-12, rtol=1e-10)
+_q32 = torch.randn(3, 5, generator=_g)
+check_tensor_close(attention_scores(_q32, _q32), _q32 @ _q32.T / math.sqrt(5), "attention_scores in float32",
+                   atol=1e-5, rtol=1e-5)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. No peeking: the causal mask
+#
+# A language model predicts token $t+1$ from tokens $1..t$. During training we feed whole
+# sequences at once, so if position $t$ could attend to positions after it, it would simply read
+# the answer. The fix is an additive mask $M$ with $M_{i,j} = 0$ where query $i$ may look at key
+# $j$ and $M_{i,j} = -\infty$ where it may not:
+#
+# $$A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right), \qquad X' = A V.$$
+#
+# Adding $-\infty$ before the softmax gives weight exactly 0 (section 2), and the remaining
+# weights of the row still sum to 1.
+#
+# **Question (lecture quiz).** For a causal language model, which is the right $M$ for $T = 4$?
+# (Rows are queries $i$, columns are keys $j$.)
+#
+# $$\text{A: }\begin{bmatrix} 0 & 0 & 0 & 0 \\ -\infty & 0 & 0 & 0 \\ -\infty & -\infty & 0 & 0 \\
+#   -\infty & -\infty & -\infty & 0 \end{bmatrix}\qquad
+# \text{B: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ 0 & 0 & -\infty & -\infty \\
+#   0 & 0 & 0 & -\infty \\ 0 & 0 & 0 & 0 \end{bmatrix}\qquad
+# \text{C: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ -\infty & 0 & -\infty & -\infty \\
+#   -\infty & -\infty & 0 & -\infty \\ -\infty & -\infty & -\infty & 0 \end{bmatrix}$$
+#
+# Set `answer_q_mask` to `"A"`, `"B"` or `"C"`.
+
+# %% solution="q_mask"
+### BEGIN SOLUTION
+answer_q_mask = "B"
+### END SOLUTION
+
+# %% tests="q_mask_tests" points=1
+check_type(answer_q_mask, str, "answer_q_mask", hint='write answer_q_mask = "A", "B" or "C"')
+check(answer_q_mask.strip().upper() in {"A", "B", "C"},
+      f'answer_q_mask should be "A", "B" or "C", got {answer_q_mask!r}')
+### BEGIN HIDDEN TESTS
+check_equal(answer_q_mask.strip().upper(), "B", "answer_q_mask")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Question (lecture quiz).** In $A = \mathrm{softmax}(S + M)$, is the softmax applied
+# **A.** column-wise (each column of $A$ sums to 1) or **B.** row-wise (each row sums to 1)?
+# Think about what one row of $S$ holds. Set `answer_q_softmax` to `"A"` or `"B"`.
+
+# %% solution="q_softmax"
+### BEGIN SOLUTION
+answer_q_softmax = "B"
+### END SOLUTION
+
+# %% tests="q_softmax_tests" points=1
+check_type(answer_q_softmax, str, "answer_q_softmax", hint='write answer_q_softmax = "A" or "B"')
+check(answer_q_softmax.strip().upper() in {"A", "B"},
+      f'answer_q_softmax should be "A" or "B", got {answer_q_softmax!r}')
+### BEGIN HIDDEN TESTS
+check_equal(answer_q_softmax.strip().upper(), "B", "answer_q_softmax")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 3 — the causal mask
+# Write `causal_mask(T)`: a float tensor of shape `(T, T)` with `0.0` where $j \le i$ (the past and
+# the token itself) and `float("-inf")` where $j > i$ (the future). Use a true $-\infty$, not a
+# large negative number such as `-1e9`: it is exact in every dtype, and it says what it means.
+# `torch.ones(T, T).triu(diagonal=1)` or `torch.tril` help, and so does `masked_fill`.
+
+# %% solution="causal_mask"
+def causal_mask(T):
+    """(T, T) float tensor: 0 on and below the diagonal, -inf above it."""
+    ### BEGIN SOLUTION
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    return torch.zeros(T, T).masked_fill(future, float("-inf"))
+    ### END SOLUTION
+
+
+# %% tests="causal_mask_tests" points=2
+_inf = float("-inf")
+_M = causal_mask(4)
+check_type(_M, torch.Tensor, "causal_mask(4)")
+check(_M.dtype.is_floating_point, f"causal_mask(4) should hold floats (0.0 and -inf), got dtype {_M.dtype} "
+      "— the mask is added to the scores")
+check_tensor_close(_M, torch.tensor([[0, _inf, _inf, _inf],
+                                     [0, 0, _inf, _inf],
+                                     [0, 0, 0, _inf],
+                                     [0, 0, 0, 0]]), "causal_mask(4)", atol=0, rtol=0,
+                   hint="row i is the query: it may see keys j <= i (0, including the diagonal), "
+                        "never j > i (-inf above the diagonal); -inf means float('-inf'), not -1e9")
+check_tensor_close(causal_mask(1), torch.zeros(1, 1), "causal_mask(1)", atol=0, rtol=0,
+                   hint="a single token may always look at itself")
+### BEGIN HIDDEN TESTS
+for _T in (2, 7, 16):
+    _want = torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)])
+    with forbid(lmcourse.nn.attention, "causal_mask"), forbid(lmcourse.nn, "causal_mask"):
+        check_tensor_close(causal_mask(_T), _want, f"causal_mask({_T})", atol=0, rtol=0)
+check(causal_mask is not lmcourse.nn.attention.causal_mask, "causal_mask must be your own function")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Here is the mask as a picture: dark cells are the future that each query must not see.
+
+# %%
+plot.attention_mask(causal_mask(6), tokens=["the", "dog", "did", "not", "bark", "."])
+plt.show()
+
+# %% [markdown]
+# ## 5. Scaled dot-product attention
+#
+# Put the pieces together:
+#
+# $$\mathrm{Attention}(Q, K, V) = \underbrace{\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} +
+#   M\right)}_{A \;:\; T_q \times T_k} V .$$
+#
+# Shapes: `Q` is `(..., T_q, d_k)`, `K` is `(..., T_k, d_k)`, `V` is `(..., T_k, d_v)`; the output is
+# `(..., T_q, d_v)` and the weights `A` are `(..., T_q, T_k)`, with `A[..., i, j]` the weight that
+# query $i$ gives key $j$. `mask` is either `None` (no mask: every query sees every key) or an
+# additive mask like yours that broadcasts to `(..., T_q, T_k)`.
+#
+# ### Exercise 4 — scaled dot-product attention
+# Write `scaled_dot_product_attention(Q, K, V, mask=None)` returning the pair `(output, weights)`.
+# Reuse your `attention_scores` and `softmax`.
+
+# %% solution="scaled_dot_product_attention"
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    """softmax(Q K^T / sqrt(d_k) + mask) V; returns (output (..., T_q, d_v), weights (..., T_q, T_k))."""
+    ### BEGIN SOLUTION
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights @ V, weights
+    ### END SOLUTION
+
+
+# %% tests="scaled_dot_product_attention_tests" points=4
+# With Q = 0 every score is 0, so each query spreads its weight evenly over the keys it may see.
+_Q0 = torch.zeros(4, 2, dtype=torch.float64)
+_K0 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]], dtype=torch.float64)
+_V0 = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)
+_res = scaled_dot_product_attention(_Q0, _K0, _V0, causal_mask(4).double())
+check(isinstance(_res, tuple) and len(_res) == 2,
+      "scaled_dot_product_attention should return a pair (output, weights)")
+_out, _w = _res
+check_shape(_out, (4, 1), "the output for 4 queries and values of size 1",
+            hint="the output is weights @ V: (T_q, T_k) @ (T_k, d_v) — use V, not K")
+check_shape(_w, (4, 4), "the weights for 4 queries and 4 keys")
+check_tensor_close(_w, torch.tensor([[1, 0, 0, 0], [1 / 2, 1 / 2, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0],
+                                     [1 / 4, 1 / 4, 1 / 4, 1 / 4]], dtype=torch.float64),
+                   "causal weights when all scores are 0", atol=1e-12, rtol=1e-12,
+                   hint="row i must spread its weight evenly over keys 0..i and give exactly 0 to the "
+                        "future: add the mask to the scores before the softmax, softmax each row "
+                        "(dim=-1), and return the weights as (T_q, T_k), query in the row")
+check_tensor_close(_out, torch.tensor([[1.0], [1.5], [2.0], [2.5]], dtype=torch.float64),
+                   "causal output when all scores are 0 (a running mean of the values)", atol=1e-12,
+                   rtol=1e-12, hint="the output is weights @ V")
+_out_nomask, _ = scaled_dot_product_attention(_Q0, _K0, _V0)
+check_tensor_close(_out_nomask, torch.full((4, 1), 2.5, dtype=torch.float64), "output without a mask",
+                   atol=1e-12, rtol=1e-12, hint="mask=None means no masking: every query sees all keys")
+# Against PyTorch's own implementation, batched, in float64.
+_g = torch.Generator().manual_seed(303)
+_Qr, _Kr = (torch.randn(2, 3, 5, 8, generator=_g, dtype=torch.float64) for _ in range(2))
+_Vr = torch.randn(2, 3, 5, 6, generator=_g, dtype=torch.float64)
+_out, _w = scaled_dot_product_attention(_Qr, _Kr, _Vr, causal_mask(5).double())
+check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr, is_causal=True),
+                   "causal attention on random (2, 3, 5, 8) inputs vs F.scaled_dot_product_attention",
+                   atol=1e-10, rtol=1e-8,
+                   hint="scale by sqrt(d_k) = sqrt(8), softmax over the keys (last dimension)")
+check_tensor_close(_w.sum(dim=-1), torch.ones(2, 3, 5, dtype=torch.float64), "the sum of each row of weights",
+                   atol=1e-12, rtol=1e-12, hint="each query's weights over the keys sum to 1")
+check_tensor_close(_out, _w @ _Vr, "output vs weights @ V", atol=1e-10, rtol=1e-8,
+                   hint="return the weights you used, as (..., T_q, T_k), without transposing them")
+_out, _ = scaled_dot_product_attention(_Qr, _Kr, _Vr)
+check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr), "attention without a mask vs "
+                   "F.scaled_dot_product_attention", atol=1e-10, rtol=1e-8)
+### BEGIN HIDDEN TESTS
+check(scaled_dot_product_attention is not lmcourse.nn.attention.scaled_dot_product_attention,
+      "scaled_dot_product_attention must be your own function")
+_cases = []
+_q = torch.randn(3, 4, 6, generator=_g, dtype=torch.float64)    # cross-attention: T_q = 4, T_k = 7
+_k = torch.randn(3, 7, 6, generator=_g, dtype=torch.float64)
+_v = torch.randn(3, 7, 2, generator=_g, dtype=torch.float64)
+_cases.append(("cross-attention (T_q=4, T_k=7, d_v=2)", _q, _k, _v, None, None))
+_pad = torch.zeros(4, 7, dtype=torch.float64)
+_pad[:, 5:] = float("-inf")   # a padding mask: keys 5, 6 unseen
+_cases.append(("a padding mask", _q, _k, _v, _pad, ~torch.isinf(_pad)))
+_q = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64) * 30   # large scores
+_k = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64) * 30
+_v = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64)
+_cases.append(("causal attention with large scores", _q, _k, _v, causal_mask(9).double(),
+               torch.ones(9, 9, dtype=torch.bool).tril()))
+_wanted = []
+for _name, _q, _k, _v, _m, _allowed in _cases:
+    _ref_w = torch.softmax(_q @ _k.transpose(-2, -1) / math.sqrt(_q.size(-1))
+                           + (0 if _m is None else _m), dim=-1)
+    _wanted.append((_ref_w @ _v, _ref_w))
+with forbid(F, "scaled_dot_product_attention"), forbid(lmcourse.nn.attention, "scaled_dot_product_attention"), \
+        forbid(lmcourse.nn, "scaled_dot_product_attention"):
+    for (_name, _q, _k, _v, _m, _allowed), (_want_out, _want_w) in zip(_cases, _wanted):
+        _out, _w = scaled_dot_product_attention(_q, _k, _v, _m)
+        check_tensor_close(_out, _want_out, f"output for {_name}", atol=1e-10, rtol=1e-8)
+        check_tensor_close(_w, _want_w, f"weights for {_name}", atol=1e-10, rtol=1e-8)
+        if _allowed is not None:
+            check(bool((_w.masked_select(~_allowed.expand_as(_w)) == 0).all()),
+                  f"masked weights for {_name} must be exactly 0")
+    # causality: changing the future leaves the past unchanged
+    _x = torch.randn(1, 8, 4, generator=_g, dtype=torch.float64)
+    _x2 = _x.clone()
+    _x2[:, 5:] = torch.randn(1, 3, 4, generator=_g, dtype=torch.float64)
+    _a, _ = scaled_dot_product_attention(_x, _x, _x, causal_mask(8).double())
+    _b, _ = scaled_dot_product_attention(_x2, _x2, _x2, causal_mask(8).double())
+    check_tensor_close(_b[:, :5], _a[:, :5], "outputs 0..4 after changing tokens 5..7", atol=0, rtol=0)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Attention weights as a picture
+#
+# Trained weights come in notebook 05; here we **set** $W_q$ by hand to see what a head does.
+# The words get one-hot embeddings and $W_k = I$, so $k_j$ says which word sits at position $j$.
+# A head's $W_q$ decides what each word looks for: with $q_{\text{bark}} = c\sqrt{d_k}\, e_{\text{dog}}$
+# the score of "bark" against "dog" is $c$ and 0 against everything else. A word whose query is
+# zero scores every key 0, and spreads its weight evenly over what the mask lets it see.
+#
+# Three heads, stacked as a batch dimension of your `scaled_dot_product_attention`:
+# **head 0** has all queries zero, **head 1** lets "bark" look for "dog" (who barks?),
+# **head 2** lets "bark" look for "tree" and "tree" for "old" (which bark?).
+
+# %%
+words = "the dog near the old tree began to bark".split()
+vocab = list(dict.fromkeys(words))                    # distinct words, in order of appearance
+d = len(vocab)
+X = torch.eye(d)[[vocab.index(w) for w in words]]    # (T, d): one-hot embeddings
+T = len(words)
+
+
+def hand_made_query(looks_for, strength=4.0):
+    """Queries (T, d) from a W_q where word a looks for word b: score(a, b) = strength."""
+    W_q = torch.zeros(d, d)
+    for a, b in looks_for.items():
+        W_q[vocab.index(a), vocab.index(b)] = strength * math.sqrt(d)
+    return X @ W_q
+
+
+Q_heads = torch.stack([hand_made_query({}),
+                       hand_made_query({"bark": "dog"}),
+                       hand_made_query({"bark": "tree", "tree": "old"})])   # (h, T, d)
+K_heads = X.expand(3, T, d)                                                 # W_k = I for every head
+_, weights_heads = scaled_dot_product_attention(Q_heads, K_heads, K_heads, causal_mask(T))
+plot.attention_heatmap(weights_heads[1], tokens=words, title='head 1: "bark" looks for "dog"')
+plt.show()
+plot.attention_heads(weights_heads, tokens=words,
+                     titles=["head 0: all queries 0", "head 1: bark → dog", "head 2: bark → tree, tree → old"])
+plt.show()
+
+# %% [markdown]
+# Read the pictures row by row: each row is one query and sums to 1. In head 0 every row is
+# uniform over its past, so row $i$ is just the mean of the first $i+1$ values. In head 1 the
+# last row puts most of its weight on "dog" ($e^4 \approx 55$ times the weight of any other
+# word); the other rows are unchanged. Head 2 gathers something else for the same word. A
+# multi-head layer runs several such heads side by side, each with its own $W_q, W_k, W_v$, so
+# "bark" can gather the animal and the tree at once.
+
+# %% [markdown]
+# ## 6. Attention does not know the order of words
+#
+# **Question (lecture poll).** Take four embeddings and the weights that query 4 gives them,
+# with $W_v = I$ (so $v_j = x_j$):
+#
+# | $j$ | $x_j$ | $a_{4,j}$ |
+# |---|---|---|
+# | 1 | $[1, 0, 0, 0]$ | 0.1 |
+# | 2 | $[0, 1, 0, 0]$ | 0.2 |
+# | 3 | $[0, 0, 2, 0]$ | 0.6 |
+# | 4 | $[0, 0, 0, 1]$ | 0.1 |
+#
+# Then $x'_4 = \sum_j a_{4,j} v_j = [0.1, 0.2, 1.2, 0.1]$. Now swap the embeddings of positions 2 and 3,
+# so that $x_2 = [0, 0, 2, 0]$ and $x_3 = [0, 1, 0, 0]$, and run self-attention again (remember
+# where the weights come from). What is $x'_4$ now?
+#
+# * **A.** $[0.1, 0.6, 0.4, 0.1]$: positions 2 and 3 keep their weights 0.2 and 0.6
+# * **B.** $[0.1, 0.2, 1.2, 0.1]$: nothing changes
+# * **C.** it cannot be computed without knowing the positions of the words
+#
+# Set `answer_q_swap` to `"A"`, `"B"` or `"C"`.
+
+# %% solution="q_swap"
+### BEGIN SOLUTION
+answer_q_swap = "B"
+### END SOLUTION
+
+# %% tests="q_swap_tests" points=1
+check_type(answer_q_swap, str, "answer_q_swap", hint='write answer_q_swap = "A", "B" or "C"')
+check(answer_q_swap.strip().upper() in {"A", "B", "C"},
+      f'answer_q_swap should be "A", "B" or "C", got {answer_q_swap!r}')
+### BEGIN HIDDEN TESTS
+check_equal(answer_q_swap.strip().upper(), "B", "answer_q_swap")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Check your answer with your own attention. The weights are not given by the positions: they
+# come from the scores $q_4 \cdot k_j$, i.e. from the **content** at each position. Below, $W_k = I$
+# and $q_4$ is chosen so that the scores reproduce the weights of the table.
+
+# %%
+X_poll = torch.tensor([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 2.0, 0], [0, 0, 0, 1.0]])
+d_k = X_poll.size(1)
+q4 = math.sqrt(d_k) * torch.tensor([math.log(0.1), math.log(0.2), math.log(0.6) / 2, math.log(0.1)])
+for label, X_now in [("before the swap", X_poll), ("after the swap ", X_poll[[0, 2, 1, 3]])]:
+    x4_new, a4 = scaled_dot_product_attention(q4[None, :], X_now, X_now)   # K = V = X (W_k = W_v = I)
+    print(f"{label}: a_4 = {[round(a, 3) for a in a4[0].tolist()]}, "
+          f"x'_4 = {[round(v, 3) for v in x4_new[0].tolist()]}")
+
+# %% [markdown]
+# The weights travel **with the embeddings**: after the swap, position 3 holds $[0, 1, 0, 0]$ and
+# gets its weight 0.2. The weighted sum is a sum, and sums do not care about order, so $x'_4$
+# is unchanged. In general, without a mask, permuting the input rows of self-attention just
+# permutes its output rows (it is *permutation equivariant*); your `MultiHeadAttention` below is
+# tested for exactly that.
+
+# %% [markdown] answer="q_swap_why" points=2
+# **Question (free text).** In two or three sentences: why does $x'_4$ not change, what does that
+# mean for a language model reading "dog bites man" versus "man bites dog", and what must be
+# added to the input so that order matters?
+#
+# ### BEGIN SOLUTION
+# The weights $a_{4,j}$ are computed from the content of each position ($q_4 \cdot k_j$), so
+# swapping two embeddings swaps their weights too, and the output is a sum over positions,
+# which is the same in any order. Self-attention alone therefore sees a *set* of words: the
+# last token of "dog bites man" and of "man bites dog" gets exactly the same vector, although
+# the meanings differ. Adding a position-dependent vector $p_t$ to each token embedding
+# (learned or sinusoidal positional encodings, notebook 04) makes equal words at different
+# positions different inputs, so order can influence the scores.
+# ### END SOLUTION
+
+# %% [markdown]
+# ## 7. Many heads at once
+#
+# One head produces one set of weights per query, so it can look for one kind of thing.
+# Multi-head attention runs $h$ heads in parallel, each on its own $d_k = d_{\text{model}}/h$
+# channels, and glues the results back together:
+#
+# $$\mathrm{head}_i = \mathrm{softmax}\!\left(\frac{Q^{(i)} K^{(i)\top}}{\sqrt{d_k}} + M\right)V^{(i)},
+#   \quad Q^{(i)} = X W_q^{(i)},\ K^{(i)} = X W_k^{(i)},\ V^{(i)} = X W_v^{(i)},$$
+#
+# $$\mathrm{MultiHead}(X) = \mathrm{concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O .$$
+#
+# Choosing $d_k = d_{\text{model}}/h$ makes the concatenation $d_{\text{model}}$ wide again, so the
+# layer maps `(B, T, C)` to `(B, T, C)` with `C` $= d_{\text{model}}$ and can be stacked.
+#
+# The efficient way does all heads with **one** `nn.Linear` each for $Q$, $K$, $V$ (the $h$ matrices
+# $W_q^{(i)}$ side by side form one $C \times C$ matrix) and then reshapes: channels
+# `i*d_k ... (i+1)*d_k - 1` belong to head `i`.
+#
+# ```
+# q = self.W_q(x)                    # (B, T, C)
+# q = q.view(B, T, h, d_k)           # (B, T, h, d_k): split the channels into heads
+# q = q.transpose(1, 2)              # (B, h, T, d_k): heads become a batch dimension
+# ```
+#
+# `view(B, h, T, d_k)` directly would have the right shape but the wrong content (it mixes time
+# steps and heads). After attention, undo it: `out.transpose(1, 2).contiguous().view(B, T, C)`,
+# then apply $W_O$.
+#
+# ### Exercise 5 — `MultiHeadAttention`
+# `__init__` is written for you (keep the names: the tests copy weights into `W_q`, `W_k`, `W_v`,
+# `W_o`). Write `forward(x, return_weights=False)`: `x` is `(B, T, C)`; return the output
+# `(B, T, C)`, or the pair `(output, weights)` with weights `(B, h, T, T)` when `return_weights`
+# is true. Apply your `causal_mask` only when `self.causal` is true, moved to the input's device
+# and dtype with `.to(x.device, x.dtype)`. Use your own `scaled_dot_product_attention`.
+
+# %% solution="multi_head_attention"
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention on batch-first input (B, T, C), causal or not."""
+
+    def __init__(self, n_embd, n_head, causal=True, bias=True):
+        super().__init__()
+        if n_embd % n_head != 0:
+            raise ValueError(f"n_embd={n_embd} must be divisible by n_head={n_head}")
+        self.n_embd, self.n_head, self.d_k = n_embd, n_head, n_embd // n_head
+        self.causal = causal
+        self.W_q = nn.Linear(n_embd, n_embd, bias=bias)   # all heads' W_q^(i), side by side
+        self.W_k = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_v = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_o = nn.Linear(n_embd, n_embd, bias=bias)   # W_O, applied to the concatenated heads
+
+    def forward(self, x, return_weights=False):
+        ### BEGIN SOLUTION
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+        out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+        y = self.W_o(out)                                                   # (B, T, C)
+        return (y, weights) if return_weights else y
+        ### END SOLUTION
+
+
+# %% tests="multi_head_attention_tests" points=6
+def _torch_twin(mine):
+    """nn.MultiheadAttention (float64) with the weights of `mine` copied in."""
+    bias = mine.W_q.bias is not None
+    ref = nn.MultiheadAttention(mine.n_embd, mine.n_head, bias=bias, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
+        ref.out_proj.weight.copy_(mine.W_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
+            ref.out_proj.bias.copy_(mine.W_o.bias)
+    return ref.eval()
+
+
+def _compare_with_torch(n_embd, n_head, causal, x, hint, bias=True):
+    torch.manual_seed(n_embd * 10 + n_head)
+    mine = MultiHeadAttention(n_embd, n_head, causal=causal, bias=bias).double()
+    ref = _torch_twin(mine)
+    T = x.size(1)
+    blocked = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
+    with torch.no_grad():
+        want, want_w = ref(x, x, x, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+        got = mine(x)
+    check_tensor_close(got, want, f"MultiHeadAttention({n_embd}, {n_head}, causal={causal}) vs "
+                       "nn.MultiheadAttention with the same weights", atol=1e-10, rtol=1e-8, hint=hint)
+    return mine, want_w
+
+
+_g = torch.Generator().manual_seed(304)
+_x = torch.randn(2, 5, 16, generator=_g, dtype=torch.float64)
+_mha = MultiHeadAttention(16, 4).double()
+_y = _mha(_x)
+check_shape(_y, (2, 5, 16), "MultiHeadAttention(16, 4) on x of shape (2, 5, 16)",
+            hint="the heads are concatenated back to (B, T, C) and projected with W_o")
+_res = _mha(_x, return_weights=True)
+check(isinstance(_res, tuple) and len(_res) == 2, "with return_weights=True, forward returns (output, weights)")
+check_shape(_res[1], (2, 4, 5, 5), "the weights of MultiHeadAttention(16, 4) on (2, 5, 16)",
+            hint="split C = 16 into h = 4 heads of d_k = 4: (B, T, C) -> (B, h, T, d_k); weights are (B, h, T, T)")
+_compare_with_torch(16, 1, True, _x, hint="with a single head: scale by sqrt(d_k), add the causal mask "
+                    "before the softmax, and apply W_o to the result")
+_, _want_w = _compare_with_torch(16, 4, True, _x, hint="one head works but four do not? Split heads with "
+                                 ".view(B, T, h, d_k).transpose(1, 2), scale by sqrt(d_k) where d_k = C / h "
+                                 "(not sqrt(C)), merge with .transpose(1, 2).contiguous().view(B, T, C)")
+_compare_with_torch(16, 4, False, _x, hint="causal=False means no mask at all")
+# Causality: changing the tokens after position t must leave outputs 0..t unchanged.
+_x2 = _x.clone()
+_x2[:, 3:] = torch.randn(2, 2, 16, generator=_g, dtype=torch.float64)
+with torch.no_grad():
+    _a, _b = _mha(_x), _mha(_x2)
+check_tensor_close(_b[:, :3], _a[:, :3], "outputs at positions 0..2 after changing the inputs at 3..4",
+                   atol=1e-12, rtol=0, hint="with causal=True the mask must hide the future from every head")
+# Without a mask, permuting the positions permutes the outputs.
+_free = MultiHeadAttention(16, 4, causal=False).double()
+_perm = torch.tensor([3, 0, 4, 1, 2])
+with torch.no_grad():
+    check_tensor_close(_free(_x[:, _perm]), _free(_x)[:, _perm], "output of a permuted input (causal=False)",
+                       atol=1e-10, rtol=1e-8, hint="self-attention without a mask treats the input as a set: "
+                       "work on each (batch, head) pair along the T dimension only")
+### BEGIN HIDDEN TESTS
+with forbid(nn, "MultiheadAttention"), forbid(F, "scaled_dot_product_attention"), \
+        forbid(F, "multi_head_attention_forward"), forbid(lmcourse.nn.attention, "CausalSelfAttention"), \
+        forbid(lmcourse.nn.attention, "scaled_dot_product_attention"), forbid(lmcourse.nn, "CausalSelfAttention"), \
+        forbid(lmcourse.nn, "scaled_dot_product_attention"):
+    torch.manual_seed(305)
+    _cases = [(24, 6, True, False, (3, 9)), (24, 3, False, True, (2, 7)), (8, 2, True, True, (1, 1)),
+              (12, 12, True, True, (2, 4))]
+    _models = [MultiHeadAttention(c, h, causal=cz, bias=bz).double() for c, h, cz, bz, _ in _cases]
+_refs = [_torch_twin(m) for m in _models]
+for (_c, _h, _cz, _bz, (_B, _T)), _m, _ref in zip(_cases, _models, _refs):
+    _xx = torch.randn(_B, _T, _c, generator=_g, dtype=torch.float64)
+    _blocked = torch.ones(_T, _T, dtype=torch.bool).triu(1) if _cz else None
+    with torch.no_grad():
+        _want, _want_w = _ref(_xx, _xx, _xx, attn_mask=_blocked, need_weights=True, average_attn_weights=False)
+    with forbid(nn, "MultiheadAttention"), forbid(F, "scaled_dot_product_attention"), \
+            forbid(F, "multi_head_attention_forward"), forbid(lmcourse.nn.attention, "CausalSelfAttention"), \
+            forbid(lmcourse.nn.attention, "scaled_dot_product_attention"), forbid(lmcourse.nn, "CausalSelfAttention"), \
+            forbid(lmcourse.nn, "scaled_dot_product_attention"):
+        _got, _got_w = _m(_xx, return_weights=True)
+        check_tensor_close(_got, _want, f"MultiHeadAttention({_c}, {_h}, causal={_cz}, bias={_bz}) on "
+                           f"({_B}, {_T}, {_c})", atol=1e-10, rtol=1e-8)
+        check_tensor_close(_got_w, _want_w, f"weights of MultiHeadAttention({_c}, {_h}, causal={_cz})",
+                           atol=1e-10, rtol=1e-8)
+        _got.sum().backward()
+        check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _m.parameters()),
+              "every weight of MultiHeadAttention should receive a finite gradient")
+# float32 and the running mean of head 0 in section 5, through the module
+_m32 = MultiHeadAttention(8, 2)
+with torch.no_grad():
+    _y32 = _m32(torch.randn(2, 6, 8, generator=_g))
+check_equal(_y32.dtype, torch.float32, "dtype of the output for a float32 input")
+check(bool(torch.isfinite(_y32).all()), "the float32 output should be finite")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Your layer computes what `lmcourse.nn.CausalSelfAttention` computes, the reference that the
+# next notebooks build on. It keeps $W_q, W_k, W_v$ in a single `nn.Linear(C, 3C)` (`c_attn`) and
+# can run either your explicit formula or PyTorch's fused kernel. Copy your weights in and
+# compare both paths:
+
+# %%
+torch.manual_seed(rt.seed)
+C, h = rt.profile.n_embd, rt.profile.n_head
+mine = MultiHeadAttention(C, h)
+x = torch.randn(2, rt.profile.block_size, C)
+for fast in (False, True):
+    cfg = lmcourse.nn.AttentionConfig(n_embd=C, n_head=h, block_size=rt.profile.block_size, fast=fast)
+    ref = lmcourse.nn.CausalSelfAttention(cfg)
+    with torch.no_grad():
+        ref.c_attn.weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
+        ref.c_attn.bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
+        ref.c_proj.weight.copy_(mine.W_o.weight)
+        ref.c_proj.bias.copy_(mine.W_o.bias)
+        diff = (ref(x) - mine(x)).abs().max().item()
+    print(f"reference ({'fused kernel' if fast else 'explicit'}) vs yours: largest difference {diff:.2e}")
+
+# %% [markdown]
+# And all heads of your (untrained) layer on a random sequence. With random weights the heads
+# attend almost evenly to the past; training (notebook 05) is what makes them specialise.
+
+# %%
+with torch.no_grad():
+    _, w_rand = mine(x[:1, :12], return_weights=True)      # (1, h, 12, 12)
+plot.attention_heads(w_rand[0], title="untrained heads on 12 random tokens")
+plt.show()
+
+# %% [markdown]
+# ## 8. The price of attention: $T \times T$
+#
+# The explicit formula builds the scores and the weights, two `(B, h, T, T)` tensors: doubling the
+# context multiplies that memory by four. Fused kernels (`F.scaled_dot_product_attention`, which
+# uses FlashAttention-style algorithms where available) compute the same result in tiles and
+# never store the whole matrix. Below we time your explicit attention against the fused kernel
+# as $T$ grows. The memory plot shows the bytes each method must hold: for yours the inputs,
+# output and the $T \times T$ scores and weights; for the fused kernel the inputs and output
+# (measured with `torch.cuda.max_memory_allocated` when running on a GPU). The sequence lengths
+# come from the profile, so this cell takes seconds in `tiny`. `bench/bench_attention.py`
+# measures CPU memory in separate processes.
+
+# %%
+lengths = {"tiny": [32, 64, 128, 256], "cpu": [64, 128, 256, 512, 1024, 2048],
+           "gpu": [256, 512, 1024, 2048, 4096, 8192]}[rt.profile.name]
+n_head, head_size = rt.profile.n_head, rt.profile.n_embd // rt.profile.n_head
+on_gpu = rt.device.type == "cuda"
+
+
+def explicit_attention(q, k, v, M):
+    return scaled_dot_product_attention(q, k, v, M)          # yours: stores (B, h, T, T) twice
+
+
+def fused_attention(q, k, v, M):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)   # builds its own mask
+
+
+def time_and_memory(fn, args, repeats=3):
+    """Best-of-`repeats` seconds per call, and the peak extra bytes on CUDA (None elsewhere)."""
+    fn(*args)                                              # warm-up
+    if on_gpu:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*args)
+        if on_gpu:
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() - base if on_gpu else None
+    return best, peak
+
+
+methods = {"explicit (yours)": explicit_attention, "fused F.scaled_dot_product_attention": fused_attention}
+seconds = {name: [] for name in methods}
+memory = {name: [] for name in methods}
+for n in lengths:
+    args = [torch.randn(1, n_head, n, head_size, device=rt.device) for _ in range(3)]   # q, k, v: (B, h, T, d_k)
+    args.append(causal_mask(n).to(rt.device))                                           # M: (T, T)
+    one = args[0].numel() * args[0].element_size()        # bytes of one (B, h, T, d_k) tensor
+    tt_bytes = 2 * n_head * n * n * args[0].element_size()  # scores + weights: (B, h, T, T) twice
+    for name, fn in methods.items():
+        s, peak = time_and_memory(fn, args)
+        seconds[name].append(s)
+        if peak is None:                                  # CPU: count what the call must hold at once
+            peak = one + (tt_bytes if fn is explicit_attention else 0)
+        memory[name].append(3 * one + peak)               # q, k, v + what the call allocates
+    del args
+print(f"B=1, heads={n_head}, head size={head_size}, device={rt.device}")
+print(f"{'T':>6} {'explicit ms':>12} {'fused ms':>10} {'explicit MiB':>13} {'fused MiB':>10}")
+e, f = methods
+for i, n in enumerate(lengths):
+    print(f"{n:>6} {seconds[e][i] * 1e3:>12.2f} {seconds[f][i] * 1e3:>10.2f} "
+          f"{memory[e][i] / 2**20:>13.2f} {memory[f][i] / 2**20:>10.2f}")
+plot.attention_cost(lengths, seconds, memory, title=f"Causal attention on {rt.device.type}")
+plt.show()
+
+# %% [markdown] answer="q_cost" points=2
+# **Question (free text).** Use the figures above. (a) When $T$ doubles, by what factor does the
+# explicit path's extra memory grow, and why? (b) GPT-3 has a context of 2048 tokens and 96
+# heads per layer. How many bytes do the attention weights of **one** layer take for **one**
+# sequence in 16-bit floats, and what does that suggest about the fused kernel?
+#
+# ### BEGIN SOLUTION
+# (a) By about 4: the scores and weights hold one number per (query, key) pair, $T^2$ of them
+# per head, while inputs and outputs grow only like $T$; the time also grows roughly like $T^2$
+# once $T$ is large, because every query is compared with every key. (b) $96 \times 2048^2
+# \times 2$ bytes $\approx 805$ MB (768 MiB) per layer and per sequence, for the weights alone,
+# and the same again for the scores; with 96 layers and a batch of sequences this cannot be
+# kept around. The fused kernel computes the same output tile by tile, keeping only running
+# maxima and sums per query, so its memory grows linearly with $T$, and it is faster because it
+# moves far less data.
+# ### END SOLUTION
+
+# %% [markdown]
+# ## Wrap-up
+#
+# You built, and checked against PyTorch:
+#
+# * a softmax that survives huge scores and $-\infty$ entries (subtract the row maximum);
+# * scores $QK^\top/\sqrt{d_k}$, and why the $\sqrt{d_k}$;
+# * the causal mask $M$ ($0$ on and below the diagonal, $-\infty$ above) and where it goes
+#   (before the softmax);
+# * scaled dot-product attention, returning the output and the weights you can plot;
+# * `MultiHeadAttention`: split into heads with `view` + `transpose`, attend, merge, project
+#   with $W_O$ — causal for a language model, bidirectional otherwise.
+#
+# You also saw that self-attention by itself ignores word order, and that its cost grows with
+# $T^2$. **Next, notebook 04:** positional encodings fix the order problem, and attention joins
+# layer norm, residual connections and an MLP in a transformer block, stacked into a language
+# model. From there on the course uses `lmcourse.nn.CausalSelfAttention`, the reference version
+# of what you just wrote.

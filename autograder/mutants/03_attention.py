@@ -1,0 +1,296 @@
+"""Typical student bugs for notebook 03 (attention). Each must lose points."""
+
+from lmcourse.grading.mutants import Mutant
+
+_MHA_INIT = '''
+class MultiHeadAttention(nn.Module):
+    def __init__(self, n_embd, n_head, causal=True, bias=True):
+        super().__init__()
+        if n_embd % n_head != 0:
+            raise ValueError(f"n_embd={n_embd} must be divisible by n_head={n_head}")
+        self.n_embd, self.n_head, self.d_k = n_embd, n_head, n_embd // n_head
+        self.causal = causal
+        self.W_q = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_k = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_v = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_o = nn.Linear(n_embd, n_embd, bias=bias)
+'''
+
+
+def _mha(forward_body: str) -> str:
+    """A complete MultiHeadAttention cell: the given __init__ plus a buggy forward."""
+    return _MHA_INIT + "\n    def forward(self, x, return_weights=False):\n" + forward_body
+
+
+MUTANTS = [
+    # --- softmax
+    Mutant("softmax without subtracting the maximum (overflows)", "softmax", '''
+def softmax(x, dim=-1):
+    e = x.exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
+    Mutant("softmax subtracts the mean instead of the maximum", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.mean(dim=dim, keepdim=True)).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
+    Mutant("softmax subtracts the maximum of the whole tensor", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max()).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
+    Mutant("softmax normalises over axis 0 (wrong axis)", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return e / e.sum(dim=0, keepdim=True)
+'''),
+    Mutant("softmax ignores dim (always the last axis)", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+'''),
+    Mutant("softmax divides by the sum of the whole tensor", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return e / e.sum()
+'''),
+    Mutant("softmax takes the maximum without keepdim", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max(dim=dim).values).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
+    # --- scores
+    Mutant("scores not scaled", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q @ K.transpose(-2, -1)
+'''),
+    Mutant("scores scaled by d_k instead of sqrt(d_k)", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / Q.size(-1)
+'''),
+    Mutant("scores scaled by sqrt(number of keys)", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(K.size(-2))
+'''),
+    Mutant("K.T instead of K.transpose(-2, -1) (breaks batches)", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q @ K.T / math.sqrt(Q.size(-1))
+'''),
+    Mutant("scores transposed (K Q^T)", "attention_scores", '''
+def attention_scores(Q, K):
+    return K @ Q.transpose(-2, -1) / math.sqrt(Q.size(-1))
+'''),
+    # --- causal mask
+    Mutant("mask transposed (matrix A: hides the past)", "causal_mask", '''
+def causal_mask(T):
+    past = torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)
+    return torch.zeros(T, T).masked_fill(past, float("-inf"))
+'''),
+    Mutant("diagonal masked out (a token cannot see itself)", "causal_mask", '''
+def causal_mask(T):
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=0)
+    return torch.zeros(T, T).masked_fill(future, float("-inf"))
+'''),
+    Mutant("identity mask (matrix C: sees only itself)", "causal_mask", '''
+def causal_mask(T):
+    return torch.zeros(T, T).masked_fill(~torch.eye(T, dtype=torch.bool), float("-inf"))
+'''),
+    Mutant("mask of ones and zeros instead of 0 and -inf", "causal_mask", '''
+def causal_mask(T):
+    return torch.ones(T, T).tril()
+'''),
+    Mutant("mask uses -1e9 instead of -inf", "causal_mask", '''
+def causal_mask(T):
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    return torch.zeros(T, T).masked_fill(future, -1e9)
+'''),
+    Mutant("mask returned as booleans", "causal_mask", '''
+def causal_mask(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+'''),
+    # --- scaled dot-product attention
+    Mutant("mask applied after the softmax", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    weights = softmax(attention_scores(Q, K), dim=-1)
+    if mask is not None:
+        weights = weights + mask
+    return weights @ V, weights
+'''),
+    Mutant("masked scores set to 0 instead of -inf", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores.masked_fill(torch.isinf(mask), 0.0)
+    weights = softmax(scores, dim=-1)
+    return weights @ V, weights
+'''),
+    Mutant("mask multiplied instead of added", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores * mask
+    weights = softmax(scores, dim=-1)
+    return weights @ V, weights
+'''),
+    Mutant("mask ignored", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    weights = softmax(attention_scores(Q, K), dim=-1)
+    return weights @ V, weights
+'''),
+    Mutant("keys used as values", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights @ K, weights
+'''),
+    Mutant("weights returned transposed", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights @ V, weights.transpose(-2, -1)
+'''),
+    Mutant("softmax over the queries (dim=-2)", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-2)
+    return weights @ V, weights
+'''),
+    Mutant("attention without the 1/sqrt(d_k) scaling", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights @ V, weights
+'''),
+    Mutant("returns (weights, output) in the wrong order", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights, weights @ V
+'''),
+    # --- multi-head attention
+    Mutant("heads split with view(B, h, T, d_k), no transpose", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, self.n_head, T, self.d_k)
+        k = self.W_k(x).view(B, self.n_head, T, self.d_k)
+        v = self.W_v(x).view(B, self.n_head, T, self.d_k)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("heads merged with view, no transpose back", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("no output projection W_O", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = out.transpose(1, 2).contiguous().view(B, T, C)
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("scaled by sqrt(d_model) instead of sqrt(d_k)", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(C)
+        if self.causal:
+            scores = scores + causal_mask(T).to(x.device, x.dtype)
+        weights = softmax(scores, dim=-1)
+        out = (weights @ v).transpose(1, 2).contiguous().view(B, T, C)
+        y = self.W_o(out)
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("never masks (ignores causal=True)", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        out, weights = scaled_dot_product_attention(q, k, v)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("always masks (ignores causal=False)", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        out, weights = scaled_dot_product_attention(q, k, v, causal_mask(T).to(x.device, x.dtype))
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("W_q used for the keys too", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("return_weights ignored", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        return self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+''')),
+    Mutant("weights averaged over heads", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights.mean(dim=1)) if return_weights else y
+''')),
+    # --- correct answers that call a ready-made implementation: the hidden tests must refuse them
+    Mutant("calls torch.softmax", "softmax", '''
+def softmax(x, dim=-1):
+    return torch.softmax(x, dim=dim)
+'''),
+    Mutant("calls the course's reference causal_mask", "causal_mask", '''
+def causal_mask(T):
+    return lmcourse.nn.causal_mask(T)
+'''),
+    Mutant("calls the course's reference attention", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    return lmcourse.nn.scaled_dot_product_attention(Q, K, V, mask)
+'''),
+    Mutant("output from F.scaled_dot_product_attention", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        if not return_weights:
+            return y
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        return y, scaled_dot_product_attention(q, k, v, mask)[1]
+''')),
+]

@@ -616,8 +616,9 @@ check_equal(sample_next(_cows, random.Random(7)), _a, "a draw with seed 7 after 
             hint="your function depends on the global random state: draw from rng")
 _rng = random.Random(0)
 _freq = Counter(sample_next(_cows, _rng) for _ in range(20_000))
-check(len(_freq) > 1, f"20,000 draws all gave {next(iter(_freq))!r} — that is the most likely word every time "
-      "(greedy decoding), not a sample; roll the die with rng.random()")
+check(len(_freq) > 1, f"20,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
+      "words; always taking the most likely one is greedy decoding. Draw u = rng.random() and return the first "
+      "word at which the running total of probabilities exceeds u")
 for _w, _p in _cows.items():
     check(abs(_freq[_w] / 20_000 - _p) < 0.015,
           f"'{_w}' came out {_freq[_w] / 20_000:.3f} of the time, but its probability is {_p:.3f} — "

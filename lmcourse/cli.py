@@ -67,6 +67,24 @@ def _cmd_solutions(args) -> int:
     return run_notebooks(paths, Path(args.out), profile=args.profile)
 
 
+def _cmd_grade(args) -> int:
+    from .grading.grade import Limits, grade, sandbox_description, summary
+    from .grading.ingest import IngestError
+
+    limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
+                    memory_mb=args.memory_mb, output_chars=args.output_chars)
+    print(f"sandbox: {sandbox_description()}", file=sys.stderr)
+    try:
+        results = grade(Path(args.submissions), args.assignment, Path(args.out), jobs=args.jobs,
+                        limits=limits, force=args.force, progress=not args.no_progress)
+    except (IngestError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(summary(results))
+    print(f"wrote {Path(args.out) / 'grades.csv'} and feedback in {Path(args.out) / 'feedback'}/")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -81,6 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", default="build/executed", help="where executed copies go")
     s.add_argument("--profile", choices=["tiny", "cpu", "gpu"], default=None)
     s.set_defaults(func=_cmd_solutions)
+    g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv")
+    g.add_argument("assignment", help="e.g. 01_ngram")
+    g.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")
+    g.add_argument("--out", default="build/grades", help="output folder (default: build/grades)")
+    g.add_argument("-j", "--jobs", type=int, default=None, help="parallel workers (default: cores)")
+    g.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    g.add_argument("--notebook-timeout", type=float, default=600, help="whole notebook, s (600)")
+    g.add_argument("--cell-timeout", type=int, default=120, help="one cell, s (120)")
+    g.add_argument("--memory-mb", type=int, default=4096, help="memory cap per submission, MB (4096)")
+    g.add_argument("--output-chars", type=int, default=1_000_000,
+                   help="printed output kept per notebook, characters (1000000)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.set_defaults(func=_cmd_grade)
     args = p.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,72 @@
+"""Throughput of `lmcourse grade -j J` against plain serial `nbgrader autograde`.
+
+    .venv/bin/python bench/bench_grade.py [N] [J]
+
+N submissions of notebook 01 (half correct, half with a wrong answer) are graded twice:
+1. plain nbgrader: one temporary course, `nbgrader autograde 01_ngram` (serial, no feedback);
+2. `lmcourse grade 01_ngram -j J --force` (checks, guards, limits and feedback included).
+Prints submissions per minute for each and the ratio. Timings only: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lmcourse.grading.course import TempCourse, perfect_submission
+
+A = "01_ngram"
+
+
+def submissions(n: int) -> list[tuple[str, nbformat.NotebookNode]]:
+    student = nbformat.read(ROOT / "notebooks" / f"{A}.ipynb", as_version=4)
+    source = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)
+    out = []
+    for i in range(n):
+        nb = perfect_submission(student, source)
+        if i % 2:
+            for c in nb.cells:
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "q1":
+                    c.source = "answer_q1 = 'A'\n"
+        out.append((f"s{i:03d}", nb))
+    return out
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 6
+    jobs = sys.argv[2] if len(sys.argv) > 2 else "2"
+    subs = submissions(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        course = TempCourse(tmp / "plain", [A])          # generate_assignment: not timed
+        for sid, nb in subs:
+            course.submit(sid, A, nb)
+        t0 = time.perf_counter()
+        course.autograde(A)
+        plain = time.perf_counter() - t0
+
+        folder = tmp / "class"
+        for sid, nb in subs:
+            (folder / sid).mkdir(parents=True)
+            nbformat.write(nb, folder / sid / f"{A}.ipynb")
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "lmcourse.cli", "grade", A, str(folder), "--out",
+                        str(tmp / "out"), "-j", jobs, "--force", "--no-progress"], check=True,
+                       cwd=ROOT, stdout=subprocess.DEVNULL)
+        ours = time.perf_counter() - t0   # includes its own generate_assignment and feedback
+    print(f"{n} submissions of {A}")
+    print(f"  nbgrader autograde (serial):  {plain:7.1f} s  {60 * n / plain:6.1f} submissions/min")
+    print(f"  lmcourse grade -j {jobs}:         {ours:7.1f} s  {60 * n / ours:6.1f} submissions/min")
+    print(f"  ratio: {plain / ours:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

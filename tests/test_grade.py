@@ -1,0 +1,237 @@
+"""`lmcourse grade` on a catalogue of bad submissions built from the real notebook 01.
+
+One batch (``-j 2``) holds every case beside a correct student, so the test also shows that
+no submission disturbs another one's grade. Time caps are small to keep the file quick.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmcourse.cli import main
+from lmcourse.grading.course import perfect_submission
+from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
+
+from .conftest import ROOT
+
+A = "01_ngram"
+SOURCE = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)
+STUDENT = nbformat.read(ROOT / "notebooks" / f"{A}.ipynb", as_version=4)
+AUTO_MAX = sum(c.metadata["nbgrader"]["points"] for c in SOURCE.cells
+               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
+
+
+def perfect():
+    return perfect_submission(STUDENT, SOURCE)
+
+
+def cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def with_answer(grade_id, source):
+    nb = perfect()
+    cell(nb, grade_id).source = source
+    return nb
+
+
+def catalogue() -> dict[str, object]:
+    """student -> notebook (or raw bytes, or None for an empty folder)."""
+    c: dict[str, object] = {"correct": perfect()}
+    c["wrong"] = with_answer("q1", "answer_q1 = 'A'\n")
+    # an exception in one answer, a syntax error in another (one kernel run for both)
+    c["errors"] = with_answer("mle_prob", "def mle_prob(table, context, word):\n"
+                                          "    raise RuntimeError('not yet')\n")
+    cell(c["errors"], "q1").source = "answer_q1 = 'B'\nif True\n    pass\n"
+    c["loop"] = with_answer("q1", "while True:\n    pass\nanswer_q1 = 'B'\n")
+    c["sigint_loop"] = with_answer("q1", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                         "answer_q1 = 'B'\nwhile True:\n    pass\n")
+    c["invalid_json"] = b'{"cells": [ {"cell_type": "code", '
+    c["empty"] = b""
+    c["renamed"] = perfect()                     # written as "01_ngram (1).ipynb"
+    wrong_asg = nbformat.v4.new_notebook()
+    wrong_asg.cells = [nbformat.v4.new_code_cell("x = 1")]
+    wrong_asg.cells[0].metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False,
+                                               "grade_id": "rnn_forward", "schema_version": 3}
+    c["wrong_assignment"] = wrong_asg
+    nb = perfect()
+    nb.cells = [x for x in nb.cells
+                if x.metadata.get("nbgrader", {}).get("grade_id") not in {"pad_sentence_tests", "q1_tests"}]
+    cell(nb, "count_ngrams_tests").metadata["nbgrader"]["points"] = 100   # and edited metadata
+    c["deleted_tests"] = nb
+    # wrong answer + its test edited to pass it: restored and graded anyway
+    nb = with_answer("q1", "answer_q1 = 'A'\n")
+    cell(nb, "q1_tests").source = "pass\n"
+    c["edited_tests"] = nb
+    # wrong answers whose tests compare with np.allclose / math.isclose / check_close, which
+    # the student replaced so that everything compares equal
+    nb = with_answer("mle_prob", "import numpy as np, math, lmcourse.checks\n"
+                                 "np.allclose = np.isclose = math.isclose = lambda *a, **k: True\n"
+                                 "check_close = lmcourse.checks.check_close = lambda *a, **k: None\n"
+                                 "def mle_prob(table, context, word):\n    return 0.5\n")
+    c["monkeypatch"] = nb
+    c["missing"] = None
+    return c
+
+
+def write_batch(folder: Path) -> Path:
+    for student, nb in catalogue().items():
+        d = folder / "submitted" / student / A
+        d.mkdir(parents=True)
+        name = f"{A} (1).ipynb" if student == "renamed" else f"{A}.ipynb"
+        if isinstance(nb, bytes):
+            (d / name).write_bytes(nb)
+        elif nb is not None:
+            nbformat.write(nb, d / name)
+    return folder
+
+
+def tree_hash(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        h.update(str(p.relative_to(folder)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    subs = write_batch(tmp_path_factory.mktemp("class"))
+    out = tmp_path_factory.mktemp("grades")
+    before = tree_hash(subs)
+    args = ["grade", A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "45",
+            "--cell-timeout", "8", "--no-progress"]
+    assert main(args) == 0
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    return subs, out, rows, before, args
+
+
+EXPECTED = {   # student: (status, flags that must be present, score: exact / "<" full / None = 0)
+    "correct": ("graded", set(), AUTO_MAX),
+    "renamed": ("graded", {"renamed"}, AUTO_MAX),
+    "wrong": ("graded", set(), AUTO_MAX - 1),
+    "errors": ("graded", set(), "<"),
+    "loop": ("timeout", set(), AUTO_MAX - 1),
+    "sigint_loop": ("timeout", set(), 0),
+    "invalid_json": ("invalid-notebook", set(), 0),
+    "empty": ("invalid-notebook", set(), 0),
+    "wrong_assignment": ("wrong-assignment", set(), 0),
+    "missing": ("missing-notebook", set(), 0),
+    "deleted_tests": ("graded", {"tests-deleted", "metadata-edited"}, AUTO_MAX),
+    "edited_tests": ("graded", {"tests-edited"}, AUTO_MAX - 1),
+    "monkeypatch": ("graded", {"helpers-tampered"}, "<"),
+}
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_catalogue(batch, student):
+    _, _, rows, _, _ = batch
+    status, flags, score = EXPECTED[student]
+    row = rows[student]
+    assert row["status"] == status, row
+    assert flags <= set(filter(None, row["flags"].split(";"))), row
+    if score == "<":
+        assert 0 <= float(row["score"]) < AUTO_MAX, row
+    else:
+        assert float(row["score"]) == score, row
+    if status != "graded":
+        assert row["detail"], f"{student}: a non-graded status must say why"
+    assert float(row["max_score"]) == AUTO_MAX + 2   # + the hand-graded free-text answer
+
+
+def test_every_status_is_explained_and_clean_students_unflagged(batch):
+    _, _, rows, _, _ = batch
+    assert rows["correct"]["flags"] == "" and rows["wrong"]["flags"] == ""
+    # the renamed copy of the correct notebook gets exactly the same per-test points
+    tests = [k for k in rows["correct"] if k.endswith("_tests")]
+    assert [rows["correct"][t] for t in tests] == [rows["renamed"][t] for t in tests]
+
+
+def test_specific_tests_lose_points(batch):
+    _, _, rows, _, _ = batch
+    assert rows["wrong"]["q1_tests"] == "0"
+    assert rows["edited_tests"]["q1_tests"] == "0"      # the edit was undone
+    assert rows["errors"]["mle_prob_tests"] == "0" and rows["errors"]["q1_tests"] == "0"
+    assert rows["errors"]["pad_sentence_tests"] == "1"
+    assert rows["deleted_tests"]["pad_sentence_tests"] == "1"   # restored, and it passes
+    # tampered helpers: the test that ran after the patch is zeroed, earlier ones count
+    assert rows["monkeypatch"]["mle_prob_tests"] == "0"
+    assert rows["monkeypatch"]["pad_sentence_tests"] == "1"
+    assert "np" in rows["monkeypatch"]["detail"] or "allclose" in rows["monkeypatch"]["detail"]
+    # a cell-level timeout interrupts that cell only: the rest of the notebook is graded
+    assert rows["loop"]["q1_tests"] == "0" and "cell" in rows["loop"]["detail"]
+    assert "killed" in rows["sigint_loop"]["detail"] or "cell" in rows["sigint_loop"]["detail"]
+
+
+def test_feedback_has_no_hidden_tests(batch):
+    _, out, rows, _, _ = batch
+    hidden, inside = [], False
+    for c in SOURCE.cells:
+        for line in c.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 10:
+                hidden.append(line.strip())
+    assert hidden, "notebook 01 is expected to have hidden tests"
+    pages = sorted((out / "feedback").glob("*.html"))
+    graded = {s for s, r in rows.items() if r["status"] == "graded"}
+    assert graded <= {p.stem for p in pages}
+    for page in pages:
+        text = html.unescape(page.read_text())
+        leaked = [h for h in hidden if h in text]
+        assert not leaked, f"{page.name} shows hidden test source: {leaked[:2]}"
+        assert "lmcourse-guard" not in text
+
+
+def test_originals_untouched_and_rerun_is_idempotent(batch):
+    subs, out, rows, before, args = batch
+    assert tree_hash(subs) == before
+    results = {p.name: p.read_text() for p in (out / "results").glob("*.json")}
+    assert main(args) == 0                         # no --force: everything comes from the cache
+    assert {p.name: p.read_text() for p in (out / "results").glob("*.json")} == results
+    assert {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())} == rows
+
+
+def test_zip_and_flat_folder_inputs(tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    nbformat.write(perfect(), flat / "Ada Lovelace.ipynb")
+    (flat / "bob.ipynb").write_bytes(b"")
+    subs = find_submissions(flat, A, tmp_path / "unpack")
+    assert [(s.student, s.path.name) for s in subs] == [("Ada_Lovelace", "Ada Lovelace.ipynb"),
+                                                         ("bob", "bob.ipynb")]
+    z = tmp_path / "lms.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.write(flat / "bob.ipynb", "export/carol/01_ngram (2).ipynb")
+        zf.write(flat / "bob.ipynb", "export/dan/01_ngram.ipynb")
+    # one wrapper folder, then one folder per student
+    subs = find_submissions(z, A, tmp_path / "unpack")
+    assert [(s.student, s.path.name, s.flags) for s in subs] == [
+        ("carol", "01_ngram (2).ipynb", ["renamed"]), ("dan", "01_ngram.ipynb", [])]
+
+
+def test_zip_traversal_refused(tmp_path):
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("../../escape.ipynb", "{}")
+    with pytest.raises(IngestError, match="unsafe path"):
+        safe_extract(z, tmp_path / "x")
+    assert not (tmp_path.parent / "escape.ipynb").exists()
+
+
+def test_results_cache_is_json(batch):
+    _, out, _, _, _ = batch
+    data = json.loads((out / "results" / "correct.json").read_text())
+    assert data["status"] == "graded" and re.fullmatch(r"[0-9a-f]{64}", data["key"])

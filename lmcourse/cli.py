@@ -26,9 +26,6 @@ def _cmd_doctor(args) -> int:
 
     problems = 0
     print(f"lmcourse {__version__} on Python {platform.python_version()} ({sys.executable})")
-    if sys.version_info < (3, 10):
-        print("  ! Python 3.10 or newer is required")
-        problems += 1
     for mod, fix in [("torch", "pip install torch==2.13.0 (CPU) or the CUDA build for your GPU"),
                      ("numpy", "pip install -e ."), ("matplotlib", "pip install -e ."),
                      ("tqdm", "pip install -e ."), ("nbgrader", "pip install -e ."),

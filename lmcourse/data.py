@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import io
 import os
 import re
 import shutil

@@ -1,8 +1,8 @@
 """environment.yml (conda) and pyproject.toml (pip) describe the same environment."""
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 from .conftest import ROOT

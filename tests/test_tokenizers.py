@@ -1,7 +1,6 @@
 import pytest
 
-from lmcourse.tokenizers import (BOS, EOS, UNK, CharTokenizer, WordTokenizer, join_words, split_sentences,
-                                 split_words)
+from lmcourse.tokenizers import BOS, EOS, UNK, CharTokenizer, WordTokenizer, join_words, split_sentences, split_words
 
 
 def test_split_words_keeps_apostrophes_and_punctuation():

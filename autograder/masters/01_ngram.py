@@ -372,7 +372,8 @@ check_close(perplexity(_toy_prob, [["to", "be"], ["to", "be"]], 2), (0.5 * 0.25 
 # %% locked="mle_sweep"
 orders = list(range(1, rt.profile.max_order + 1))
 train_sample = train_sents[:: max(1, len(train_sents) // max(1, len(val_sents)))]
-mle_tables = {n: ContextTable.from_counts(count_ngrams(train_sents, n)) for n in orders}
+train_counts = {n: count_ngrams(train_sents, n) for n in orders}
+mle_tables = {n: ContextTable.from_counts(train_counts[n]) for n in orders}
 results = {"MLE": {"train": [], "val": []}}
 for n in orders:
     model = lambda h, w, t=mle_tables[n]: mle_prob(t, h, w)  # noqa: E731
@@ -475,13 +476,15 @@ check_equal(dict(continuation_counts(_tri)), {("b", "c"): 2, ("b", "d"): 1}, "co
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# We provide the bookkeeping: `build_kn_tables(sentences, n)` returns a list `tables` where
-# `tables[k]` is the `ContextTable` for contexts of length $k$. The top one, `tables[n-1]`, holds
-# the raw n-gram counts; each lower one holds continuation counts computed with your function.
+# We provide the bookkeeping: given the output of `count_ngrams`, `build_kn_tables(ngram_counts)`
+# returns a list `tables` where `tables[k]` is the `ContextTable` for contexts of length $k$. The
+# top one, `tables[n-1]`, holds the raw n-gram counts; each lower one holds continuation counts
+# computed with your function.
 
 # %% locked="build_kn_tables"
-def build_kn_tables(sentences, n):
-    raw = count_ngrams(sentences, n)
+def build_kn_tables(raw):
+    """KN tables from raw n-gram counts: tables[k] holds the counts for contexts of length k."""
+    n = len(next(iter(raw)))
     tables = [None] * n
     tables[n - 1] = ContextTable.from_counts(raw)
     for m in range(n - 1, 0, -1):
@@ -517,7 +520,7 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
 
 # %% tests="kneser_ney_prob_tests" points=3
 _kn_sents = [["san", "francisco", "is", "foggy"], ["the", "cat", "is", "grey"], ["my", "cat", "is", "foggy"]]
-_kn = build_kn_tables(_kn_sents, 2)
+_kn = build_kn_tables(count_ngrams(_kn_sents, 2))
 _kn_vocab = sorted({w for s in _kn_sents for w in s} | {"</s>", "dog"})
 # Lowest order: 12 distinct bigrams; 'cat' follows 2 different words; 9 words have a continuation count.
 _p_uni_cat = (2 - 0.75 + 0.75 * 9 * (1 / 10)) / 12
@@ -535,7 +538,7 @@ for _h in [("the",), ("cat",), ("dog",), ()]:
 check(kneser_ney_prob(_kn, len(_kn_vocab), ("the",), "dog") > 0,
       "p_KN(dog | the) should be > 0 — an unseen word must still get mass from the uniform distribution")
 ### BEGIN HIDDEN TESTS
-_kn3 = build_kn_tables(_kn_sents + [["the", "cat", "is", "foggy"]], 3)
+_kn3 = build_kn_tables(count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"]], 3))
 for _h in [("cat", "is"), ("<s>", "the"), ("is", "is"), ("zebra", "cat")]:
     check_close(math.fsum(kneser_ney_prob(_kn3, len(_kn_vocab), _h, w, d=0.5) for w in _kn_vocab), 1.0,
                 f"trigram KN sums to 1 after {_h}", rel=1e-9)
@@ -557,7 +560,7 @@ results["add-0.01"] = {"train": [], "val": []}
 results["Kneser-Ney"] = {"train": [], "val": []}
 for n in orders:
     table = mle_tables[n]
-    kn_tables = build_kn_tables(train_sents, n)
+    kn_tables = build_kn_tables(train_counts[n])
     for name, model in [("add-0.01", lambda h, w, t=table: add_k_prob(t, V, h, w, k=0.01)),
                         ("Kneser-Ney", lambda h, w, ts=kn_tables: kneser_ney_prob(ts, V, h, w, d=0.75))]:
         results[name]["train"].append(perplexity(model, train_sample, n))

@@ -66,3 +66,26 @@ def test_setup_prints_device_profile_seed(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "profile=tiny" in out and "seed=5" in out and "device=" in out
     assert rt.profile.name == "tiny"
+
+
+def test_threads_one_under_autograding_and_env_override(monkeypatch):
+    monkeypatch.delenv("LMCOURSE_THREADS", raising=False)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert runtime.cpu_threads() == 1
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    assert runtime.cpu_threads() is None
+    monkeypatch.setenv("LMCOURSE_THREADS", "3")
+    assert runtime.cpu_threads() == 3
+    monkeypatch.setenv("LMCOURSE_THREADS", "many")
+    with pytest.raises(ValueError, match="positive whole number"):
+        runtime.cpu_threads()
+
+
+def test_setup_applies_thread_count(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv("LMCOURSE_THREADS", "1")
+    monkeypatch.setenv("LMCOURSE_PROFILE", "tiny")
+    try:
+        assert runtime.setup(quiet=True).threads == 1 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)

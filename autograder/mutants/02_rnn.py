@@ -1,0 +1,253 @@
+"""Typical student bugs for notebook 02 (recurrent LMs). Each must lose points."""
+
+from lmcourse.grading.mutants import Mutant
+
+_RNNLM_HEAD = '''
+class RNNLM(nn.Module):
+    def __init__(self, vocab_size, n_embd, n_hidden):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        bound = 1 / math.sqrt(n_hidden)
+        self.W_xh = nn.Parameter(torch.empty(n_hidden, n_embd).uniform_(-bound, bound))
+        self.W_hh = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-bound, bound))
+        self.b_h = nn.Parameter(torch.zeros(n_hidden))
+        self.lm_head = nn.Linear(n_hidden, vocab_size)
+
+    def forward(self, idx, h0=None):
+        return self.forward_state(idx, h0)[0]
+
+    def forward_state(self, idx, h0=None):
+'''
+
+_SAMPLE_HEAD = '''
+@torch.no_grad()
+def sample(model, prompt_ids, n_new, generator, temperature=1.0):
+    device = next(model.parameters()).device
+'''
+
+MUTANTS = [
+    # --- elman_step
+    Mutant("no nonlinearity (returns a_t)", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return x_t @ W_xh.T + h_prev @ W_hh.T + b_h
+'''),
+    Mutant("bias b_h dropped", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T)
+'''),
+    Mutant("W_xh and W_hh swapped", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_hh.T + h_prev @ W_xh.T + b_h)
+'''),
+    Mutant("weights not transposed", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_xh + h_prev @ W_hh + b_h)
+'''),
+    Mutant("sigmoid instead of tanh", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.sigmoid(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)
+'''),
+    Mutant("previous state ignored (feed-forward net)", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_xh.T + b_h)
+'''),
+    Mutant("calls nn.RNNCell with the weights copied in", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    cell = nn.RNNCell(W_xh.shape[1], W_xh.shape[0], dtype=x_t.dtype)
+    with torch.no_grad():
+        cell.weight_ih.copy_(W_xh)
+        cell.weight_hh.copy_(W_hh)
+        cell.bias_ih.copy_(b_h)
+        cell.bias_hh.zero_()
+    return cell(x_t, h_prev)
+'''),
+    # --- rnn_forward
+    Mutant("hidden state not carried across steps (h0 every time)", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h0 = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    return torch.stack([elman_step(x[:, t], h0, W_xh, W_hh, b_h) for t in range(T)], dim=1)
+'''),
+    Mutant("stores h_{t-1} where h_t belongs", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        hs.append(h)
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("returns only the last hidden state", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+    return h
+'''),
+    Mutant("ignores the given h0 (always starts from zeros)", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0])
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("reads the sequence backwards", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in reversed(range(T)):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs[::-1], dim=1)
+'''),
+    Mutant("calls nn.RNN with the weights copied in", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    rnn = nn.RNN(W_xh.shape[1], W_xh.shape[0], batch_first=True, dtype=x.dtype)
+    with torch.no_grad():
+        rnn.weight_ih_l0.copy_(W_xh)
+        rnn.weight_hh_l0.copy_(W_hh)
+        rnn.bias_ih_l0.copy_(b_h)
+        rnn.bias_hh_l0.zero_()
+    out, _ = rnn(x, None if h0 is None else h0[None])
+    return out
+'''),
+    # --- RNNLM
+    Mutant("predicts from h_{t-1} instead of h_t", "RNNLM", _RNNLM_HEAD + '''
+        x = self.wte(idx)
+        hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)
+        prev = torch.cat([torch.zeros_like(hs[:, :1]) if h0 is None else h0[:, None], hs[:, :-1]], dim=1)
+        return self.lm_head(prev), hs[:, -1]
+'''),
+    Mutant("returns h_1 as the last state", "RNNLM", _RNNLM_HEAD + '''
+        x = self.wte(idx)
+        hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)
+        return self.lm_head(hs), hs[:, 0]
+'''),
+    Mutant("forward_state ignores h0", "RNNLM", _RNNLM_HEAD + '''
+        x = self.wte(idx)
+        hs = rnn_forward(x, None, self.W_xh, self.W_hh, self.b_h)
+        return self.lm_head(hs), hs[:, -1]
+'''),
+    Mutant("uses nn.RNN inside the model", "RNNLM", '''
+class RNNLM(nn.Module):
+    def __init__(self, vocab_size, n_embd, n_hidden):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.rnn = nn.RNN(n_embd, n_hidden, batch_first=True)
+        self.W_xh, self.W_hh, self.b_h = self.rnn.weight_ih_l0, self.rnn.weight_hh_l0, self.rnn.bias_ih_l0
+        nn.init.zeros_(self.rnn.bias_hh_l0)
+        self.rnn.bias_hh_l0.requires_grad_(False)
+        self.lm_head = nn.Linear(n_hidden, vocab_size)
+
+    def forward(self, idx, h0=None):
+        return self.forward_state(idx, h0)[0]
+
+    def forward_state(self, idx, h0=None):
+        hs, _ = self.rnn(self.wte(idx), None if h0 is None else h0[None])
+        return self.lm_head(hs), hs[:, -1]
+'''),
+    # --- lm_loss
+    Mutant("targets not shifted", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.cross_entropy(logits.reshape(B * T, V), idx.reshape(B * T))
+'''),
+    Mutant("softmax applied before cross_entropy", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    probs = F.softmax(logits[:, :-1], dim=-1)
+    return F.cross_entropy(probs.reshape(-1, V), idx[:, 1:].reshape(-1))
+'''),
+    Mutant("sum where the mean is asked", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1), reduction="sum")
+'''),
+    Mutant("shifted the wrong way", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.cross_entropy(logits[:, 1:].reshape(-1, V), idx[:, :-1].reshape(-1))
+'''),
+    Mutant("averages per sequence, then sums over the batch", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return sum(F.cross_entropy(logits[b, :-1], idx[b, 1:]) for b in range(B))
+'''),
+    # --- perplexity
+    Mutant("perplexity as exp of the summed loss", "perplexity", '''
+def perplexity(token_losses):
+    return math.exp(float(token_losses.sum()))
+'''),
+    Mutant("mean of exp instead of exp of mean", "perplexity", '''
+def perplexity(token_losses):
+    return float(token_losses.double().exp().mean())
+'''),
+    Mutant("base 2 with losses in nats", "perplexity", '''
+def perplexity(token_losses):
+    return 2.0 ** float(token_losses.double().mean())
+'''),
+    # --- sample
+    Mutant("sampling with argmax (greedy)", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        nxt = int(logits[0, -1].argmax())
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
+    return out
+'''),
+    Mutant("drawn token not fed back (prompt re-read every step)", "sample", _SAMPLE_HEAD + '''
+    out = []
+    for _ in range(n_new):
+        logits, _ = model.forward_state(torch.tensor([prompt_ids], device=device))
+        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
+        out.append(int(torch.multinomial(probs, 1, generator=generator)))
+    return out
+'''),
+    Mutant("temperature multiplies the logits", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        probs = F.softmax(logits[0, -1].float().cpu() * temperature, dim=-1)
+        nxt = int(torch.multinomial(probs, 1, generator=generator))
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
+    return out
+'''),
+    Mutant("ignores the generator (not reproducible)", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
+        nxt = int(torch.multinomial(probs, 1))
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
+    return out
+'''),
+    Mutant("samples from the first position's logits", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        probs = F.softmax(logits[0, 0].float().cpu() / temperature, dim=-1)
+        nxt = int(torch.multinomial(probs, 1, generator=generator))
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
+    return out
+'''),
+    Mutant("state dropped between steps", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
+        nxt = int(torch.multinomial(probs, 1, generator=generator))
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device))
+    return out
+'''),
+]

@@ -20,7 +20,7 @@
 # tensors and their shapes, `nn.Module`, autograd (`loss.backward()`).
 #
 # **Time.** About 60–90 minutes of reading and coding. The two training cells take under a
-# minute each on an otherwise idle 2-core CPU (profile `cpu`; measured 34 s and 49 s), longer if
+# minute each on a 2-core CPU (profile `cpu`; measured with one thread: 34 s and 49 s), longer if
 # other programs compete for the cores (then try `LMCOURSE_THREADS=1`), and a few minutes each
 # on a GPU (profile `gpu`, which trains a larger model for longer; not yet timed). Under the autograder (profile
 # `tiny`) the whole notebook runs in well under a minute.

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # On a GPU machine: install your CUDA torch into .venv first, then `make setup` keeps it.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup lab test test-quick build solutions doctor bench clean
+.PHONY: setup lab test test-quick build solutions grade doctor bench clean
 
 $(BIN)/lmcourse: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ test-quick: setup
 
 build: setup              ## masters -> autograder/source, notebooks/, solutions/
 	$(BIN)/lmcourse build
+
+grade: setup              ## make grade ASSIGNMENT=01_ngram SUBMISSIONS=path/to/folder-or.zip
+	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=01_ngram SUBMISSIONS=path"; exit 2; }
+	$(BIN)/lmcourse grade $(ASSIGNMENT) $(SUBMISSIONS) --out build/grades
 
 doctor: setup
 	$(BIN)/lmcourse doctor

@@ -4,7 +4,8 @@
 
 N submissions of notebook 01 (half correct, half with a wrong answer) are graded twice:
 1. plain nbgrader: one temporary course, `nbgrader autograde 01_ngram` (serial, no feedback);
-2. `lmcourse grade 01_ngram -j J --force` (checks, guards, limits and feedback included).
+2. `lmcourse grade 01_ngram -j J --force` (sandbox, checks, guards, limits, feedback and
+   the gradebook writes included; the sandbox in force is printed).
 Prints submissions per minute for each and the ratio. Timings only: nothing is asserted.
 """
 
@@ -58,14 +59,18 @@ def main() -> None:
             (folder / sid).mkdir(parents=True)
             nbformat.write(nb, folder / sid / f"{A}.ipynb")
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lmcourse.cli", "grade", A, str(folder), "--out",
-                        str(tmp / "out"), "-j", jobs, "--force", "--no-progress"], check=True,
-                       cwd=ROOT, stdout=subprocess.DEVNULL)
-        ours = time.perf_counter() - t0   # includes its own generate_assignment and feedback
+        proc = subprocess.run([sys.executable, "-m", "lmcourse.cli", "grade", A, str(folder), "--out",
+                               str(tmp / "out"), "-j", jobs, "--force", "--no-progress",
+                               "--gradebook", str(tmp / "course" / "gradebook.db")], check=True,
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # includes its own generate_assignment, feedback pages and gradebook writes
+        ours = time.perf_counter() - t0
+    sandbox_line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("sandbox:")), "?")
     print(f"{n} submissions of {A}")
     print(f"  nbgrader autograde (serial):  {plain:7.1f} s  {60 * n / plain:6.1f} submissions/min")
     print(f"  lmcourse grade -j {jobs}:         {ours:7.1f} s  {60 * n / ours:6.1f} submissions/min")
     print(f"  ratio: {plain / ours:.2f}x")
+    print(f"  {sandbox_line}")
 
 
 if __name__ == "__main__":

@@ -65,20 +65,26 @@ def _cmd_solutions(args) -> int:
 
 
 def _cmd_grade(args) -> int:
+    from .grading.build import repo_root
     from .grading.grade import Limits, grade, sandbox_description, summary
     from .grading.ingest import IngestError
 
     limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
-                    memory_mb=args.memory_mb, output_chars=args.output_chars)
+                    memory_mb=args.memory_mb, output_chars=args.output_chars, processes=args.processes)
     print(f"sandbox: {sandbox_description()}", file=sys.stderr)
+    gradebook = (None if args.gradebook.lower() == "none" else
+                 Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
     try:
         results = grade(Path(args.submissions), args.assignment, Path(args.out), jobs=args.jobs,
-                        limits=limits, force=args.force, progress=not args.no_progress)
+                        limits=limits, force=args.force, progress=not args.no_progress,
+                        gradebook=gradebook)
     except (IngestError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary(results))
     print(f"wrote {Path(args.out) / 'grades.csv'} and feedback in {Path(args.out) / 'feedback'}/")
+    if gradebook is not None:
+        print(f"gradebook: {gradebook} (autograded notebooks beside it, for formgrader / nbgrader export)")
     return 0
 
 
@@ -107,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--memory-mb", type=int, default=4096, help="memory cap per submission, MB (4096)")
     g.add_argument("--output-chars", type=int, default=1_000_000,
                    help="printed output kept per notebook, characters (1000000)")
+    g.add_argument("--processes", type=int, default=256,
+                   help="processes and threads per sandbox (RLIMIT_NPROC; 256)")
+    g.add_argument("--gradebook", default="",
+                   help="nbgrader gradebook to write the results into (default: the course's "
+                        "autograder/gradebook.db; 'none' to skip)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_cmd_grade)
     args = p.parse_args(argv)

@@ -2,6 +2,8 @@
 
 One batch (``-j 2``) holds every case beside a correct student, so the test also shows that
 no submission disturbs another one's grade. Time caps are small to keep the file quick.
+The attacks on the sandbox (reading the course, writing elsewhere, network, fork bomb) are in
+the same batch; what they must not achieve is asserted only where bubblewrap is in force.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import nbformat
 import pytest
 
 from lmcourse.cli import main
+from lmcourse.grading import sandbox
 from lmcourse.grading.course import perfect_submission
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
+from lmcourse.grading.nbgrader_cli import run_nbgrader
 
 from .conftest import ROOT
 
@@ -44,7 +48,33 @@ def with_answer(grade_id, source):
     return nb
 
 
-def catalogue() -> dict[str, object]:
+BWRAP = sandbox.mode()[0] == "bubblewrap"
+needs_bwrap = pytest.mark.skipif(not BWRAP, reason=f"bubblewrap sandbox not in force: {sandbox.mode()[1]}")
+SLEEPER = "987654"      # a detached `sleep` the sigint_loop student leaves behind
+
+
+def snoop_source(subs: Path, out: Path) -> str:
+    """Tries every forbidden read and write, and the network; prints one line per attempt."""
+    reads = {"source": ROOT / "autograder" / "source" / A / f"{A}.ipynb",
+             "master": ROOT / "autograder" / "masters" / f"{A}.py",
+             "gradebook": out / "template" / "gradebook.db",
+             "other_submission": subs / "submitted" / "correct" / A / f"{A}.ipynb"}
+    writes = {"other_folder": subs / "submitted" / "correct" / A / "evil.txt",
+              "results": out / "results" / "correct.json",
+              "work": out / "work" / "evil.txt"}
+    return (f"import socket\n"
+            f"for _n, _p in {dict((k, str(v)) for k, v in reads.items())!r}.items():\n"
+            f"    try:\n        open(_p, 'rb').read(); print('SNOOP read', _n, 'ok')\n"
+            f"    except OSError:\n        print('SNOOP read', _n, 'blocked')\n"
+            f"for _n, _p in {dict((k, str(v)) for k, v in writes.items())!r}.items():\n"
+            f"    try:\n        open(_p, 'w').write('pwned'); print('SNOOP write', _n, 'ok')\n"
+            f"    except OSError:\n        print('SNOOP write', _n, 'blocked')\n"
+            f"try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3).close(); print('SNOOP net ok')\n"
+            f"except OSError:\n    print('SNOOP net blocked')\n"
+            f"answer_q1 = 'B'\n")
+
+
+def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, object]:
     """student -> notebook (or raw bytes, or None for an empty folder)."""
     c: dict[str, object] = {"correct": perfect()}
     c["wrong"] = with_answer("q1", "answer_q1 = 'A'\n")
@@ -53,7 +83,9 @@ def catalogue() -> dict[str, object]:
                                           "    raise RuntimeError('not yet')\n")
     cell(c["errors"], "q1").source = "answer_q1 = 'B'\nif True\n    pass\n"
     c["loop"] = with_answer("q1", "while True:\n    pass\nanswer_q1 = 'B'\n")
-    c["sigint_loop"] = with_answer("q1", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    c["sigint_loop"] = with_answer("q1", "import signal, subprocess\n"
+                                         f"subprocess.Popen(['sleep', '{SLEEPER}'], start_new_session=True)\n"
+                                         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                          "answer_q1 = 'B'\nwhile True:\n    pass\n")
     c["invalid_json"] = b'{"cells": [ {"cell_type": "code", '
     c["empty"] = b""
@@ -80,11 +112,28 @@ def catalogue() -> dict[str, object]:
                                  "def mle_prob(table, context, word):\n    return 0.5\n")
     c["monkeypatch"] = nb
     c["missing"] = None
+    # the kernel dies before the last answer: the tests before it count
+    c["exit"] = with_answer("q1", "import os\nos._exit(3)\n")
+    c["membomb"] = with_answer("q1", "_hog = []\nwhile True:\n    _hog.append(b'x' * (64 * 2**20))\n")
+    c["flood"] = with_answer("q1", "print('\\n'.join(map(str, range(10**7))))\nimport os\n"
+                                   "os.write(1, b'y\\n' * 5_000_000)\nanswer_q1 = 'B'\n")
+    # IPython hooks that hide the failure of the next test, each with a wrong answer
+    c["custom_exc"] = with_answer("q1", "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)\n"
+                                        "answer_q1 = 'A'\n")
+    c["showtraceback"] = with_answer("q1", "_ip = get_ipython()\n_ip.showtraceback = lambda *a, **k: None\n"
+                                           "_ip._showtraceback = lambda *a, **k: None\nanswer_q1 = 'A'\n")
+    # a function defined under the name a test calls: the test would call the student's copy
+    c["shadow"] = with_answer("pad_sentence", "def check_equal(*a, **k):\n    return None\n\n"
+                                              "def pad_sentence(words, n):\n    return list(words)\n")
+    if subs is not None and out is not None:
+        c["snoop"] = with_answer("q1", snoop_source(subs, out))
     return c
 
 
-def write_batch(folder: Path) -> Path:
-    for student, nb in catalogue().items():
+def write_batch(folder: Path, out: Path | None = None, only: set[str] | None = None) -> Path:
+    for student, nb in catalogue(folder, out).items():
+        if only is not None and student not in only:
+            continue
         d = folder / "submitted" / student / A
         d.mkdir(parents=True)
         name = f"{A} (1).ipynb" if student == "renamed" else f"{A}.ipynb"
@@ -106,11 +155,13 @@ def tree_hash(folder: Path) -> str:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    subs = write_batch(tmp_path_factory.mktemp("class"))
     out = tmp_path_factory.mktemp("grades")
+    subs = write_batch(tmp_path_factory.mktemp("class"), out)
     before = tree_hash(subs)
-    args = ["grade", A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "45",
-            "--cell-timeout", "8", "--no-progress"]
+    course = tmp_path_factory.mktemp("course")
+    args = ["grade", A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "30",
+            "--cell-timeout", "8", "--memory-mb", "3072", "--processes", "256", "--no-progress",
+            "--gradebook", str(course / "gradebook.db")]
     assert main(args) == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     return subs, out, rows, before, args
@@ -122,7 +173,14 @@ EXPECTED = {   # student: (status, flags that must be present, score: exact / "<
     "wrong": ("graded", set(), AUTO_MAX - 1),
     "errors": ("graded", set(), "<"),
     "loop": ("timeout", set(), AUTO_MAX - 1),
-    "sigint_loop": ("timeout", set(), 0),
+    "sigint_loop": ("timeout", set(), AUTO_MAX - 1),
+    "exit": ("crashed", set(), AUTO_MAX - 1),
+    "membomb": ("memory-limit", set(), AUTO_MAX - 1),
+    "flood": ("graded", set(), AUTO_MAX),
+    "custom_exc": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
+    "showtraceback": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
+    "shadow": ("graded", {"helpers-tampered"}, "<"),
+    "snoop": ("graded", set(), AUTO_MAX),
     "invalid_json": ("invalid-notebook", set(), 0),
     "empty": ("invalid-notebook", set(), 0),
     "wrong_assignment": ("wrong-assignment", set(), 0),
@@ -170,7 +228,14 @@ def test_specific_tests_lose_points(batch):
     assert "np" in rows["monkeypatch"]["detail"] or "allclose" in rows["monkeypatch"]["detail"]
     # a cell-level timeout interrupts that cell only: the rest of the notebook is graded
     assert rows["loop"]["q1_tests"] == "0" and "cell" in rows["loop"]["detail"]
-    assert "killed" in rows["sigint_loop"]["detail"] or "cell" in rows["sigint_loop"]["detail"]
+    assert "stopped" in rows["sigint_loop"]["detail"] or "killed" in rows["sigint_loop"]["detail"]
+    assert rows["sigint_loop"]["generate_tests"] == "2"        # graded before the loop
+    assert "died" in rows["exit"]["detail"] and rows["exit"]["q1_tests"] == "0"
+    for student in ("custom_exc", "showtraceback"):
+        assert rows[student]["q1_tests"] == "0", rows[student]
+    assert "set_custom_exc" in rows["custom_exc"]["detail"]
+    assert "showtraceback" in rows["showtraceback"]["detail"]
+    assert rows["shadow"]["pad_sentence_tests"] == "0" and "check_equal" in rows["shadow"]["detail"]
 
 
 def test_feedback_has_no_hidden_tests(batch):
@@ -235,3 +300,84 @@ def test_results_cache_is_json(batch):
     _, out, _, _, _ = batch
     data = json.loads((out / "results" / "correct.json").read_text())
     assert data["status"] == "graded" and re.fullmatch(r"[0-9a-f]{64}", data["key"])
+
+
+def _output_text(out: Path, student: str) -> str:
+    nb = nbformat.read(out / "autograded" / f"{student}.ipynb", as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+def test_output_flood_is_capped(batch):
+    _, out, rows, _, _ = batch
+    assert rows["flood"]["status"] == "graded"
+    assert (out / "autograded" / "flood.ipynb").stat().st_size < 4_000_000
+    assert (out / "feedback" / "flood.html").stat().st_size < 6_000_000
+    assert "output cut" in _output_text(out, "flood")
+
+
+def test_whole_notebook_cap_kills_the_process_tree(batch):
+    """The sigint_loop student started a detached `sleep` before looping: none may survive."""
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and SLEEPER.encode() in (proc / "cmdline").read_bytes():
+                left.append(proc.name)
+        except OSError:
+            continue
+    assert not left, f"processes of a killed sandbox still run: {left}"
+
+
+@needs_bwrap
+def test_sandbox_blocks_course_other_students_and_network(batch):
+    subs, out, rows, before, _ = batch
+    text = _output_text(out, "snoop")
+    lines = sorted(ln for ln in text.splitlines() if ln.startswith("SNOOP"))
+    assert lines == sorted(["SNOOP read source blocked", "SNOOP read master blocked",
+                            "SNOOP read gradebook blocked", "SNOOP read other_submission blocked",
+                            "SNOOP write other_folder blocked", "SNOOP write results blocked",
+                            "SNOOP write work blocked", "SNOOP net blocked"]), text[:2000]
+    assert tree_hash(subs) == before
+    assert json.loads((out / "results" / "correct.json").read_text())["score"] == AUTO_MAX
+    assert rows["correct"]["score"] == rows["snoop"]["score"] == str(AUTO_MAX)
+
+
+def test_feedback_never_points_at_ta_files(batch):
+    _, out, _, _, _ = batch
+    for page in (out / "feedback").glob("*.html"):
+        if page.stem == "snoop":      # its own code names those paths
+            continue
+        text = page.read_text()
+        assert str(out) not in text and "gradebook.db" not in text, page.name
+
+
+def test_results_land_in_the_gradebook(batch):
+    from nbgrader.api import Gradebook
+
+    _, out, rows, _, args = batch
+    db = Path(args[args.index("--gradebook") + 1])
+    with Gradebook(f"sqlite:///{db}") as gb:
+        sub = gb.find_submission_notebook(A, A, "correct")
+        assert sub.score == AUTO_MAX and sub.max_score == AUTO_MAX + 2
+        assert gb.find_grade("mle_prob_tests", A, A, "monkeypatch").auto_score == 0
+        assert gb.find_grade("q2", A, A, "correct").needs_manual_grade
+        students = {s.id for s in gb.students}
+    assert {s for s, r in rows.items() if (out / "autograded" / f"{s}.ipynb").is_file()} <= students
+    assert (db.parent / "autograded" / "correct" / A / f"{A}.ipynb").is_file()   # for formgrader
+    export = db.parent / "export.csv"
+    run_nbgrader(["export", f"--to={export}"], db.parent)
+    exported = {r["student_id"]: r for r in csv.DictReader(export.read_text().splitlines())}
+    assert float(exported["correct"]["raw_score"]) == AUTO_MAX
+    assert float(exported["wrong"]["raw_score"]) == AUTO_MAX - 1
+
+
+def test_same_grades_with_one_worker(batch, tmp_path):
+    """Determinism: a second run, serial, of part of the batch gives identical rows."""
+    _, _, rows, _, _ = batch
+    some = {"correct", "wrong", "errors", "monkeypatch", "shadow"}
+    subs = write_batch(tmp_path / "class", only=some)
+    out = tmp_path / "grades"
+    assert main(["grade", A, str(subs), "--out", str(out), "-j", "1", "--notebook-timeout", "30",
+                 "--cell-timeout", "8", "--memory-mb", "3072", "--processes", "256", "--no-progress",
+                 "--gradebook", "none"]) == 0
+    again = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    assert again == {s: rows[s] for s in some}

@@ -1,19 +1,26 @@
-"""``lmcourse grade``: autograde a whole class with nbgrader, one isolated course per student.
+"""``lmcourse grade``: autograde a whole class, one sandboxed kernel per student.
 
 For each submission (see :mod:`.ingest` for the accepted inputs) the grader
 1. checks and repairs it against the release (:mod:`.prepare`): a named status for unusable
    files, flags for renamed files, edited/deleted tests and edited metadata;
-2. copies a template course (``nbgrader_config.py``, the source notebook, the release and the
-   gradebook made once by ``generate_assignment``) into a private work folder and runs
-   ``nbgrader autograde`` there, under limits (:class:`Limits`), in its own process session
-   that is killed as a whole tree when the notebook-wide time cap is reached;
-3. reads the scores from that gradebook, the guard markers from the executed notebook
-   (``helpers-tampered`` zeroes the affected tests), and writes feedback HTML from which
-   hidden-test source is removed and then verified absent.
+2. puts the hidden tests back into the test cells (as ``nbgrader autograde`` does) and pipes the
+   notebook into a runner inside the sandbox (:mod:`.sandbox`: bubblewrap, or a documented
+   weaker fallback), which executes it with nbclient under limits (:class:`Limits`) and hands
+   the executed notebook back; the notebook-wide cap kills the whole sandbox;
+3. outside the sandbox: scores every test cell with nbgrader's own rule
+   (``nbgrader.utils.determine_grade``), reads the guard markers (``helpers-tampered`` zeroes
+   the affected tests), renders nbgrader's feedback page in-process with hidden-test source
+   removed and then verified absent, and at the end of the batch writes the results into an
+   nbgrader gradebook (assignment, cells, submissions, auto scores) plus the autograded
+   notebooks beside it, so formgrader and ``nbgrader export`` work as usual.
 
 One submission's failure never stops the batch. Results are cached per submission under
 ``OUT/results/`` keyed by the submission's bytes, the assignment source and the limits, so a
 rerun skips finished work unless ``force``. The original submissions are only read.
+
+``OUT`` is a TA-only folder: ``OUT/template/`` (nbgrader's release and its gradebook) and
+``OUT/autograded/`` hold hidden-test source. Only ``OUT/feedback/*.html`` is for students; the
+pages are self-contained (no links into ``OUT``).
 """
 
 from __future__ import annotations
@@ -23,11 +30,13 @@ import hashlib
 import html
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -35,12 +44,13 @@ from pathlib import Path
 
 import nbformat
 
+from . import sandbox
 from .build import repo_root
 from .ingest import Submission, find_submissions
 from .nbgrader_cli import run_nbgrader
-from .prepare import prepare, read_guards, strip_injected
+from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
 STATUSES = ("graded", "timeout", "crashed", "memory-limit", "invalid-notebook",
             "missing-notebook", "wrong-assignment")
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -52,9 +62,9 @@ class Limits:
     which autogrades in seconds)."""
     notebook_timeout: float = 600.0   # whole notebook, wall clock (s): the process tree is killed
     cell_timeout: int = 120           # one cell (s): nbgrader interrupts it and goes on
-    memory_mb: int = 4096             # address space of nbgrader and the kernel (RLIMIT_AS)
-    output_chars: int = 1_000_000     # stdout+stderr the student's code may print, in total
-    output_lines: int = 1000          # lines kept per output in the graded notebook (LimitOutput)
+    memory_mb: int = 4096             # address space of the runner and the kernel (RLIMIT_AS)
+    output_chars: int = 1_000_000     # output the student's code may produce, in total (characters)
+    processes: int = 256              # processes and threads in the sandbox (RLIMIT_NPROC)
     seed: int = 0                     # random, numpy and torch seeds set before student code
 
 
@@ -75,9 +85,7 @@ class Result:
 
 
 def sandbox_description() -> str:
-    return ("fallback: per-submission private work folder, scrubbed environment, rlimits "
-            "(address space, file size, no core dumps), own process session killed as a tree; "
-            "NO filesystem or network isolation (bubblewrap support is not implemented yet)")
+    return sandbox.describe()
 
 
 class Template:
@@ -89,24 +97,32 @@ class Template:
         if not src.is_file():
             raise FileNotFoundError(f"no source notebook {src} (is the assignment name right?)")
         self.assignment = assignment
+        self.source_path = src
         self.course = Path(workdir) / "template"
-        if self.course.exists():
-            shutil.rmtree(self.course)
-        (self.course / "source" / assignment).mkdir(parents=True)
-        shutil.copy(root / "autograder" / "nbgrader_config.py", self.course / "nbgrader_config.py")
-        shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
-        run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
-        self.source = nbformat.read(src, as_version=4)
-        self.release = nbformat.read(self.course / "release" / assignment / f"{assignment}.ipynb",
-                                     as_version=4)
         self.fingerprint = hashlib.sha256(src.read_bytes()).hexdigest()
+        released = self.course / "release" / assignment / f"{assignment}.ipynb"
+        stamp = self.course / "source.sha256"
+        if not (released.is_file() and stamp.is_file() and stamp.read_text() == self.fingerprint):
+            # built once per assignment version, reused by later runs into the same --out
+            if self.course.exists():
+                shutil.rmtree(self.course)
+            (self.course / "source" / assignment).mkdir(parents=True)
+            shutil.copy(root / "autograder" / "nbgrader_config.py", self.course / "nbgrader_config.py")
+            shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
+            run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
+            stamp.write_text(self.fingerprint)
+        self.source = nbformat.read(src, as_version=4)
+        self.release = nbformat.read(released, as_version=4)
         self.grade_cells = [(c.metadata["nbgrader"]["grade_id"], c.cell_type,
                              float(c.metadata["nbgrader"].get("points", 0)))
                             for c in self.source.cells
                             if c.metadata.get("nbgrader", {}).get("grade")]
+        self.points = {gid: p for gid, _, p in self.grade_cells}
         self.max_score = sum(p for _, _, p in self.grade_cells)
         self.release_source = {c.metadata["nbgrader"]["grade_id"]: c.source for c in self.release.cells
                                if c.metadata.get("nbgrader", {}).get("grade_id")}
+        self.source_by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in self.source.cells
+                             if c.metadata.get("nbgrader", {}).get("grade_id")}
 
     def hidden_lines(self) -> list[str]:
         """Every non-trivial line of hidden-test source in the source notebook."""
@@ -125,32 +141,19 @@ class Template:
 
 # ---------------------------------------------------------------- running one submission
 
-def _sandbox_env(work: Path) -> dict[str, str]:
-    from .. import data
-
-    bindir = str(Path(sys.executable).parent)
-    env = {"PATH": os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"]),
-           "HOME": str(work / "home"), "TMPDIR": str(work / "tmp"),
-           "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
-           "PYTHONNOUSERSITE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "LMCOURSE_DATA_DIR": str(data.data_dir())}
-    for d in ("home", "tmp"):
-        (work / d).mkdir(parents=True, exist_ok=True)
-    return env
-
-
-_LIMITED = ("import os, resource, sys\n"
-            "mem = int(sys.argv[1]) * 2**20\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (mem, mem))\n"
-            "resource.setrlimit(resource.RLIMIT_FSIZE, (512 * 2**20, 512 * 2**20))\n"
-            "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
-            "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n")
-
-
-def _limited(memory_mb: int, args: list[str]) -> list[str]:
-    """``python args`` under rlimits. The limits are set in the child just before it becomes
-    Python again (exec), not through ``preexec_fn``, which is unsafe in a threaded grader."""
-    return [sys.executable, "-c", _LIMITED, str(int(memory_mb)), *args]
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the sandbox and every process below it (bwrap's pid namespace dies with it)."""
+    victims = _descendants(proc.pid) if Path("/proc").is_dir() else []
+    for target in [proc.pid, *victims]:
+        try:
+            os.kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def _descendants(pid: int) -> list[int]:
@@ -165,65 +168,64 @@ def _descendants(pid: int) -> list[int]:
             children.setdefault(ppid, []).append(int(entry.name))
     out, todo = [], [pid]
     while todo:
-        p = todo.pop()
-        for c in children.get(p, []):
+        for c in children.get(todo.pop(), []):
             out.append(c)
             todo.append(c)
     return out
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    victims = _descendants(proc.pid) if Path("/proc").is_dir() else []
-    for sig_target in [proc.pid, *victims]:
+def _execute(nb, work: Path, slot: int, limits: Limits) -> tuple[dict | None, bool]:
+    """Run the notebook in the sandbox; (runner report or None, killed by the notebook cap)."""
+    argv, env, cwd = sandbox.command(work, slot)
+    job = json.dumps({"nb": nb, "cell_timeout": limits.cell_timeout,
+                      "notebook_timeout": limits.notebook_timeout, "output_chars": limits.output_chars,
+                      "memory_mb": limits.memory_mb, "nproc": limits.processes,
+                      "guard_tag": GUARD_TAG}).encode()
+    with tempfile.TemporaryFile() as result:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=result,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            os.kill(sig_target, signal.SIGKILL)
-        except ProcessLookupError:
+            proc.stdin.write(job)
+            proc.stdin.close()
+        except BrokenPipeError:
             pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
-def _nbgrader(args: list[str], course: Path, env: dict, limits: Limits, timeout: float,
-              log: Path) -> tuple[int, bool]:
-    """Run nbgrader in its own session under rlimits; (exit code, timed out)."""
-    cmd = _limited(limits.memory_mb, ["-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
-                                      f"--db=sqlite:///{course / 'gradebook.db'}"])
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout), False
+        try:   # the runner stops itself at the cap; this is the backstop
+            proc.wait(timeout=limits.notebook_timeout + 30)
+            killed = False
         except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            return proc.returncode, True
-
-
-def _tail(path: Path, n: int = 4000) -> str:
+            killed = True
+        _kill_tree(proc)          # whatever the student left running dies now
+        result.seek(0)
+        data = result.read(MAX_NOTEBOOK_BYTES * 4)
+    if killed or not data:
+        return None, killed
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+        report = json.loads(data)
+    except ValueError:
+        return None, False
+    return report, False
 
 
-def _errors(nb) -> list[str]:
-    return [o.get("ename", "") for c in nb.cells if c.cell_type == "code"
-            for o in c.get("outputs", []) if o.get("output_type") == "error"]
+def _run_notebook(prep_nb, tpl: Template):
+    """The notebook the kernel executes: test cells as in the source (hidden tests included),
+    exactly what nbgrader's autograde runs."""
+    nb = nbformat.from_dict(json.loads(json.dumps(prep_nb)))
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            cell.source = tpl.source_by_id.get(meta["grade_id"], cell.source)
+    return nb
 
 
-def _scores(course: Path, assignment: str, student: str) -> dict[str, tuple[float | None, str]] | None:
-    from nbgrader.api import Gradebook, MissingEntry
+def _scores(nb, tpl: Template) -> dict[str, float | None]:
+    """nbgrader's own rule (``determine_grade``) on every grade cell."""
+    from nbgrader.utils import determine_grade, is_grade
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        try:
-            sub = gb.find_submission_notebook(assignment, assignment, student)
-        except MissingEntry:
-            return None
-        return {g.name: (g.auto_score if g.cell_type == "code" else None, g.cell_type) for g in sub.grades}
+    out = {}
+    for cell in nb.cells:
+        if GUARD_TAG not in cell.metadata and is_grade(cell):
+            out[cell.metadata["nbgrader"]["grade_id"]] = determine_grade(cell)[0]
+    return out
 
 
 def _feedback_notebook(nb, tpl: Template) -> None:
@@ -244,8 +246,54 @@ def _leaks(text: str, hidden: list[str]) -> list[str]:
     return [line for line in hidden if line in plain]
 
 
+_local = threading.local()
+
+
+def _exporter():
+    """nbgrader's feedback page (its template), rendered in-process; one exporter per thread."""
+    if getattr(_local, "exporter", None) is None:
+        import nbgrader
+        from nbconvert.exporters import HTMLExporter
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+        from traitlets.config import Config
+
+        base = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        c = Config()
+        c.HTMLExporter.template_name = "feedback"
+        c.HTMLExporter.extra_template_basedirs = [str(base / "templates")]
+        c.HTMLExporter.extra_template_paths = [str(base / "static" / "node_modules" / "bootstrap" /
+                                                   "dist" / "css")]
+        exp = HTMLExporter(config=c)
+        exp.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+        _local.exporter = exp
+    return _local.exporter
+
+
+def _write_feedback(nb, tpl: Template, sid: str, out: Path, res: Result) -> None:
+    fb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    _feedback_notebook(fb, tpl)
+    for cell in fb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"] = res.tests.get(meta["grade_id"])
+            meta["points"] = tpl.points.get(meta["grade_id"], 0.0)
+        if meta.get("solution") or meta.get("task"):
+            meta["comment"] = None
+    resources = {"nbgrader": {"notebook": tpl.assignment, "assignment": tpl.assignment,
+                              "student": sid, "score": res.score, "max_score": res.max_score,
+                              "late_penalty": 0}}
+    text, _ = _exporter().from_notebook_node(fb, resources=resources)
+    if _leaks(text, tpl.hidden_lines()):
+        res.flags.append("feedback-withheld")   # never hand out hidden tests
+        return
+    dest = out / "feedback" / f"{sid}.html"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text, encoding="utf-8")
+    res.feedback = str(dest.relative_to(out))
+
+
 def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: bool = False,
-              keep_work: bool = False) -> Result:
+              keep_work: bool = False, slots: queue.Queue | None = None) -> Result:
     start = time.perf_counter()
     asg = tpl.assignment
     res = Result(sub.student, asg, "missing-notebook", max_score=tpl.max_score,
@@ -267,11 +315,17 @@ def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: 
         except (ValueError, TypeError):
             pass
     res.key = key
+    graded = out / "autograded" / f"{sub.student}.ipynb"
+    graded.unlink(missing_ok=True)
+    slot = slots.get() if slots is not None else 0
     try:
         if sub.path is not None:
-            _grade(sub, raw, tpl, limits, out, res, keep_work)
+            _grade(sub, raw, tpl, limits, out, res, keep_work, slot)
     except Exception as exc:  # noqa: BLE001 (one submission never stops the batch)
         res.status, res.detail = "crashed", f"grader error: {type(exc).__name__}: {exc}"[:300]
+    finally:
+        if slots is not None:
+            slots.put(slot)
     res.seconds = round(time.perf_counter() - start, 2)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(asdict(res), indent=1))
@@ -279,8 +333,8 @@ def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: 
 
 
 def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path, res: Result,
-           keep_work: bool) -> None:
-    asg, sid = tpl.assignment, sub.student
+           keep_work: bool, slot: int) -> None:
+    sid = sub.student
     if raw == b"\0":
         res.status, res.detail = "invalid-notebook", f"larger than {MAX_NOTEBOOK_BYTES} bytes"
         return
@@ -293,80 +347,55 @@ def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path
     (out / "work").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{sid}-", dir=out / "work"))
     try:
-        course = work / "course"
-        shutil.copytree(tpl.course, course)
-        dest = course / "submitted" / sid / asg / f"{asg}.ipynb"
-        dest.parent.mkdir(parents=True)
-        nbformat.write(prep.nb, dest)
-        env = _sandbox_env(work)
-        log = work / "nbgrader.log"
-        rc, timed_out = _nbgrader(
-            ["autograde", asg, "--student", sid, "--force", "--log-level=INFO",
-             f"--Execute.timeout={limits.cell_timeout}",
-             f"--ExecutePreprocessor.timeout={limits.cell_timeout}",
-             f"--LimitOutput.max_lines={limits.output_lines}"],
-            course, env, limits, limits.notebook_timeout, log)
-        graded_nb = course / "autograded" / sid / asg / f"{asg}.ipynb"
-        nb = nbformat.read(graded_nb, as_version=4) if graded_nb.is_file() and not timed_out else None
-        errors = _errors(nb) if nb is not None else []
-        text = _tail(log, 200_000)
-        if timed_out:
-            res.status = "timeout"
-            res.detail = f"notebook ran past {limits.notebook_timeout:g} s and was killed"
-        elif "MemoryError" in errors or "MemoryError" in text:
-            res.status, res.detail = "memory-limit", f"over {limits.memory_mb} MB"
-        elif "CellTimeoutError" in errors or "CellTimeoutError" in text or "Timeout waiting" in text:
-            res.status = "timeout"
-            res.detail = f"a cell ran past {limits.cell_timeout} s (interrupted; the rest was graded)"
-        elif rc != 0 or nb is None or "DeadKernelError" in text or "Kernel died" in text:
-            res.status = "crashed"
-            last = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or ["no log"]
-            res.detail = f"nbgrader exit {rc}: {last[0][:200]}"
-        else:
-            res.status = "graded"
-        scores = _scores(course, asg, sid) if nb is not None else None
-        if scores is None:
-            return
-        for gid, (pts, _kind) in scores.items():
-            if gid in res.tests:
-                res.tests[gid] = pts if pts is None else float(pts)
-        tampered, silent = read_guards(nb)
-        if res.status == "graded":
-            for gid in silent:   # the guard ran but its report never arrived
-                tampered.setdefault(gid, ["guard-silenced"])
-        if tampered:
-            res.flags.append("helpers-tampered")
-            names = sorted({n for v in tampered.values() for n in v})
-            res.detail = "; ".join(x for x in [res.detail, "tampered: " + ",".join(names)] if x)
-            for gid in tampered:
-                if res.tests.get(gid) is not None:
-                    res.tests[gid] = 0.0
-        res.score = float(sum(v for v in res.tests.values() if v is not None))
-        _write_feedback(nb, graded_nb, course, env, limits, tpl, sid, out, res, log)
+        report, killed = _execute(_run_notebook(prep.nb, tpl), work, slot, limits)
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
-
-
-def _write_feedback(nb, graded_nb: Path, course: Path, env: dict, limits: Limits, tpl: Template,
-                    sid: str, out: Path, res: Result, log: Path) -> None:
-    asg = tpl.assignment
-    _feedback_notebook(nb, tpl)
-    nbformat.write(nb, graded_nb)
-    rc, _ = _nbgrader(["generate_feedback", asg, "--student", sid, "--force", "--log-level=WARN"],
-                      course, env, limits, 300, log)
-    made = course / "feedback" / sid / asg / f"{asg}.html"
-    if rc != 0 or not made.is_file():
-        res.flags.append("no-feedback")
+    nb = nbformat.from_dict(report["nb"]) if report and report.get("nb") else None
+    errors = [o.get("ename", "") for c in (nb.cells if nb else []) if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    if killed:
+        res.status = "timeout"
+        res.detail = f"the notebook ran past {limits.notebook_timeout:g} s and was killed (no grade)"
+    elif nb is None:
+        res.status = "crashed"
+        res.detail = "the sandbox returned no notebook" + (f": {report.get('error')}" if report else "")
+    elif any("MemoryError" in e for e in errors):
+        res.status, res.detail = "memory-limit", f"over {limits.memory_mb} MB (MemoryError); the rest was graded"
+    elif report.get("deadline") is not None:
+        res.status = "timeout"
+        res.detail = (f"the notebook ran past {limits.notebook_timeout:g} s and was stopped; "
+                      "cells not run score 0")
+    elif report.get("died") is not None:
+        res.status = "crashed"
+        res.detail = ("the kernel died (os._exit, a signal or a crash); tests before it were graded, "
+                      "the rest score 0" + (f"; {report['error']}" if report.get("error") else ""))
+    elif report.get("timed_out_cells"):
+        res.status = "timeout"
+        res.detail = f"a cell ran past {limits.cell_timeout} s (interrupted; the rest was graded)"
+    else:
+        res.status = "graded"
+    if nb is None:
         return
-    text = made.read_text(encoding="utf-8", errors="replace")
-    if _leaks(text, tpl.hidden_lines()):
-        res.flags.append("feedback-withheld")   # never hand out hidden tests
-        return
-    dest = out / "feedback" / f"{sid}.html"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(text, encoding="utf-8")
-    res.feedback = str(dest.relative_to(out))
+    for gid, pts in _scores(nb, tpl).items():
+        if gid in res.tests:
+            res.tests[gid] = pts if pts is None else float(pts)
+    tampered, silent = read_guards(nb)
+    if res.status == "graded":
+        for gid in silent:   # the guard ran but its report never arrived
+            tampered.setdefault(gid, ["guard-silenced"])
+    if tampered:
+        res.flags.append("helpers-tampered")
+        names = sorted({n for v in tampered.values() for n in v})
+        res.detail = "; ".join(x for x in [res.detail, "tampered: " + ",".join(names)] if x)
+        for gid in tampered:
+            if res.tests.get(gid) is not None:
+                res.tests[gid] = 0.0
+    res.score = float(sum(v for v in res.tests.values() if v is not None))
+    graded = out / "autograded" / f"{sid}.ipynb"        # TA-only: holds the hidden tests
+    graded.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(strip_injected(nbformat.from_dict(json.loads(json.dumps(nb)))), graded)
+    _write_feedback(nb, tpl, sid, out, res)
 
 
 # ---------------------------------------------------------------- the batch
@@ -396,13 +425,68 @@ def summary(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def write_gradebook(results: list[Result], tpl: Template, out: Path, db: Path) -> int:
+    """Results into the nbgrader gradebook ``db`` (created if missing): the assignment and its
+    cells (nbgrader's ``SaveCells`` on the source notebook), one submission per student with a
+    notebook that ran, auto scores by nbgrader's ``SaveAutoGrades`` then the grader's verdict
+    (tampered tests 0). The autograded notebooks go to ``<db folder>/autograded/<student>/A/``,
+    where formgrader looks for them. Hand-graded scores of earlier runs are not kept for a
+    regraded student (nbgrader's own ``autograde --force`` does the same). Returns the count."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.preprocessors import SaveAutoGrades, SaveCells
+
+    asg = tpl.assignment
+    db = Path(db).resolve()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    bindir = str(Path(sys.executable).parent)   # nbgrader runs `alembic` to create a gradebook
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    url = f"sqlite:///{db}"
+    with Gradebook(url) as gb:
+        gb.update_or_create_assignment(asg)
+    res = {"nbgrader": {"db_url": url, "assignment": asg, "notebook": asg}}
+    SaveCells().preprocess(nbformat.from_dict(json.loads(json.dumps(tpl.source))), res)
+    written = 0
+    for r in results:
+        graded = out / "autograded" / f"{r.student}.ipynb"
+        if not graded.is_file():
+            continue
+        nb = nbformat.read(graded, as_version=4)
+        with Gradebook(url) as gb:
+            gb.update_or_create_student(r.student)
+            try:
+                gb.remove_submission(asg, r.student)
+            except MissingEntry:
+                pass
+        with Gradebook(url) as gb:
+            gb.add_submission(asg, r.student)
+        SaveAutoGrades().preprocess(nb, {"nbgrader": {**res["nbgrader"], "student": r.student}})
+        with Gradebook(url) as gb:
+            for gid, pts in r.tests.items():
+                if pts is None:
+                    continue
+                g = gb.find_grade(gid, asg, asg, r.student)
+                if g.auto_score != pts:
+                    g.auto_score = pts
+            gb.db.commit()
+        dest = db.parent / "autograded" / r.student / asg / f"{asg}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(graded, dest)
+        written += 1
+    return written
+
+
 def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits: Limits = Limits(),
-          force: bool = False, progress: bool = True, keep_work: bool = False) -> list[Result]:
+          force: bool = False, progress: bool = True, keep_work: bool = False,
+          gradebook: Path | None = None) -> list[Result]:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     subs = find_submissions(Path(src), assignment, out / "input")
     tpl = Template(assignment, out)
     jobs = max(1, jobs or os.cpu_count() or 1)
+    slots: queue.Queue = queue.Queue()
+    for i in range(jobs):
+        slots.put(i)
     results: dict[str, Result] = {}
     bar = None
     if progress:
@@ -410,7 +494,7 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
 
         bar = tqdm(total=len(subs), desc=f"grading {assignment}", unit="nb", file=sys.stderr)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_one, s, tpl, limits, out, force, keep_work): s for s in subs}
+        futures = {pool.submit(grade_one, s, tpl, limits, out, force, keep_work, slots): s for s in subs}
         for fut in as_completed(futures):
             r = fut.result()
             results[r.student] = r
@@ -422,4 +506,6 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     if (out / "work").is_dir() and not any((out / "work").iterdir()):
         (out / "work").rmdir()
     write_csv(ordered, tpl, out / "grades.csv")
+    if gradebook is not None:
+        write_gradebook(ordered, tpl, out, Path(gradebook))
     return ordered

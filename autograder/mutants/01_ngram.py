@@ -285,4 +285,44 @@ def generate(next_dist, n, rng, max_words=30):
     Mutant("multiple choice: blames out-of-vocabulary words", "q1", '''
 answer_q1 = "A"
 '''),
+    # --- found by a student-eye review
+    Mutant("log of the product of probabilities (underflows)", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    p = math.prod(prob(tuple(padded[i - n + 1:i]), padded[i]) for i in range(n - 1, len(padded)))
+    return math.log(p) if p > 0 else -math.inf
+'''),
+    Mutant("distribution computed in place in the table", "next_word_distribution", '''
+def next_word_distribution(table, context):
+    context = tuple(context)
+    if context not in table.next:
+        return {}
+    nxt = table.next[context]
+    total = sum(nxt.values())
+    for w in nxt:
+        nxt[w] = nxt[w] / total
+    return nxt
+'''),
+    Mutant("add-k ignores k (always add-1)", "add_k_prob", '''
+def add_k_prob(table, vocab_size, context, word, k=1.0):
+    context = tuple(context)
+    count = table.next.get(context, {}).get(word, 0)
+    return (count + 1) / (table.total.get(context, 0) + vocab_size)
+'''),
+    Mutant("continuation counts keyed by a word, not a tuple", "continuation_counts", '''
+def continuation_counts(ngram_counts):
+    return Counter(gram[-1] for gram, c in ngram_counts.items() if c > 0)
+'''),
+    Mutant("generation passes the context as a list", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    tokens = [BOS] * (n - 1)
+    words = []
+    while len(words) < max_words:
+        w = sample_next(next_dist(tokens[len(tokens) - (n - 1):]), rng)
+        if w == EOS:
+            break
+        words.append(w)
+        tokens.append(w)
+    return words
+'''),
 ]

@@ -106,9 +106,7 @@ class NotebookSession:
         os.environ.update(env or {})
         try:
             with self.client.setup_kernel():
-                for i, cell in enumerate(self.cells):
-                    if cell.cell_type == "code":
-                        self.client.execute_cell(cell, i)
+                self._run_notebook()
                 yield self
         finally:
             for k, v in saved.items():
@@ -117,6 +115,11 @@ class NotebookSession:
                 else:
                     os.environ[k] = v
 
+    def _run_notebook(self) -> None:
+        for i, cell in enumerate(self.cells):
+            if cell.cell_type == "code":
+                self.client.execute_cell(cell, i)
+
     def try_mutant(self, mutant: Mutant) -> MutantResult:
         target = self.index_of(mutant.target)
         result = MutantResult(mutant)
@@ -124,8 +127,10 @@ class NotebookSession:
             self.run(mutant.source)
         except (CellExecutionError, CellTimeoutError) as exc:
             raise ValueError(f"mutant {mutant.name!r} does not even define cleanly: {_error_text(exc)}") from exc
+        ran: list[int] = []
         try:
             for i in self.test_cells_after(target):
+                ran.append(i)
                 gid = self._meta(self.cells[i])["grade_id"]
                 try:
                     self.run(self.visible[gid])
@@ -141,7 +146,18 @@ class NotebookSession:
                         result.hidden_only_by, result.message = gid, _error_text(exc)
         finally:
             self.run(self.cells[target].source)  # restore the solution
+        self._recover_state(ran)
         return result
+
+    def _recover_state(self, ran: list[int]) -> None:
+        """A mutant may have damaged shared state (e.g. divided a table in place). If the
+        restored solution no longer passes the tests the mutant ran, run the notebook again
+        from the top so the next mutant starts from a clean state."""
+        try:
+            for i in ran:
+                self.run(self.cells[i].source)
+        except (CellExecutionError, CellTimeoutError):
+            self._run_notebook()
 
 
 @dataclass

@@ -24,7 +24,8 @@ lab: setup                ## set up, fetch the corpus, open JupyterLab on the st
 solutions: setup          ## run every solution notebook headlessly (no browser needed)
 	$(BIN)/lmcourse solutions --out build/executed
 
-test: setup               ## the whole test suite (what CI runs)
+test: setup               ## lint, then the whole test suite (what CI runs)
+	$(BIN)/ruff check lmcourse tests bench
 	$(BIN)/python -m pytest -q
 
 test-quick: setup

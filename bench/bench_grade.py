@@ -19,10 +19,9 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from lmcourse.grading.course import TempCourse, perfect_submission
+
+ROOT = Path(__file__).resolve().parents[1]
 
 A = "01_ngram"
 

@@ -19,7 +19,7 @@ setup: $(BIN)/lmcourse
 
 lab: setup                ## set up, fetch the corpus, open JupyterLab on the student notebooks
 	$(BIN)/lmcourse doctor --fetch
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)  # containers and Colab run as root
 
 solutions: setup          ## run every solution notebook headlessly (no browser needed)
 	$(BIN)/lmcourse solutions --out build/executed

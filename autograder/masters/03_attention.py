@@ -50,9 +50,10 @@ rt = lmcourse.setup(seed=0)
 #
 # A word embedding gives "bark" one vector, whatever the sentence: it has to blend the sound a
 # dog makes, the skin of a tree and a sweet. Everything downstream must then untangle which
-# meaning is meant. Better: let each position **look at the other words** and adjust its vector,
-# $x'_i = x_i + \Delta_i$, where $\Delta_i$ is gathered from the words that matter for it ("dog",
-# "birch", "chocolate"). Attention is how $\Delta_i$ is gathered: a **soft look-up**.
+# meaning is meant. Better: let each position **look at the other words** and gather a context
+# vector $x'_i$ from the words that matter for it ("dog", "birch", "chocolate"), then adjust its
+# own vector to $x_i + x'_i$ (notebook 04 adds it this way). Attention is how $x'_i$ is
+# gathered: a **soft look-up**.
 #
 # Every position plays three roles, each a learned linear map of its vector $x_j$:
 #
@@ -88,7 +89,9 @@ rt = lmcourse.setup(seed=0)
 # ### Exercise 1 — stable softmax
 # Write `softmax(x, dim=-1)`: the softmax of a tensor along dimension `dim` (every other
 # dimension is a batch). Subtract the maximum along `dim` first; `keepdim=True` keeps shapes
-# broadcastable. Use `.exp()`, `.max()` and `.sum()`, not `torch.softmax`.
+# broadcastable. `x.max(dim=dim, keepdim=True)` returns a pair (values, indices): take its
+# `.values`, or use `x.amax(dim=dim, keepdim=True)`, which returns only the values. Use `.exp()`,
+# `.max()` and `.sum()`, not `torch.softmax`, and return a new tensor: leave `x` unchanged.
 
 # %% solution="softmax"
 def softmax(x, dim=-1):
@@ -106,6 +109,12 @@ _e = [math.exp(1.0), math.exp(2.0), math.exp(3.0)]
 check_tensor_close(softmax(_z), torch.tensor([v / sum(_e) for v in _e], dtype=torch.float64),
                    "softmax([1, 2, 3])", atol=1e-12, rtol=1e-12,
                    hint="softmax(z)_j = exp(z_j) / sum_k exp(z_k)")
+_input = torch.tensor([[1.0, 2.0, 3.0], [0.0, float("-inf"), 5.0]], dtype=torch.float64)
+_input_before = _input.clone()
+softmax(_input)
+check_tensor_close(_input, _input_before, "your input tensor after calling softmax", atol=0, rtol=0,
+                   hint="do not modify x in place (x -= ..., x.sub_(...), x.exp_()): build new tensors "
+                        "instead, with out-of-place operations such as y = x - m and y.exp()")
 check_tensor_close(softmax(_z + 1000.0), softmax(_z), "softmax([1001, 1002, 1003])", atol=1e-12, rtol=1e-12,
                    hint="exp(1001) overflows to inf and inf/inf is nan: subtract the maximum "
                         "before exponentiating")
@@ -135,7 +144,7 @@ check(softmax not in (torch.softmax, F.softmax, torch.special.softmax),
 _g = torch.Generator().manual_seed(301)
 _r = torch.randn(3, 4, 5, generator=_g, dtype=torch.float64) * 5
 _r[0, 1, 2] = float("-inf")
-_r[2, :, 0] = float("-inf")
+_r[2, :3, 0] = float("-inf")   # along dim=1 one entry of that slice stays finite
 _expected = {d: torch.softmax(_r, dim=d) for d in (0, 1, 2, -1)}
 _big = torch.randn(4, 6, generator=_g, dtype=torch.float64) * 1e4
 _expected_big = torch.softmax(_big, dim=-1)
@@ -213,7 +222,9 @@ except RuntimeError as _err:
     check(False, f"attention_scores failed on (2, 3, 5, 4) queries and (2, 3, 6, 4) keys: {_err} — {_batch_hint}")
 check_shape(_Sb, (2, 3, 5, 6), "attention_scores on (2, 3, 5, 4) queries and (2, 3, 6, 4) keys", hint=_batch_hint)
 check_tensor_close(_Sb, torch.einsum("bhqd,bhkd->bhqk", _Qb, _Kb) / 2.0, "batched attention_scores",
-                   atol=1e-12, rtol=1e-12, hint="the batch dimensions must be carried along unchanged")
+                   atol=1e-12, rtol=1e-12,
+                   hint="d_k is the size of the last dimension, Q.size(-1) (Q.shape[1] is d_k only for a 2-D Q), "
+                        "and the batch dimensions must be carried along unchanged")
 ### BEGIN HIDDEN TESTS
 for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
     _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
@@ -285,14 +296,14 @@ check_equal(answer_q_softmax.strip().upper(), "B", "answer_q_softmax")
 
 # %% [markdown]
 # ### Exercise 3 — the causal mask
-# Write `causal_mask(T)`: a float tensor of shape `(T, T)` with `0.0` where $j \le i$ (the past and
+# Write `causal_mask(T)`: a float32 tensor (the default dtype) of shape `(T, T)` with `0.0` where $j \le i$ (the past and
 # the token itself) and `float("-inf")` where $j > i$ (the future). Use a true $-\infty$, not a
 # large negative number such as `-1e9`: it is exact in every dtype, and it says what it means.
 # `torch.ones(T, T).triu(diagonal=1)` or `torch.tril` help, and so does `masked_fill`.
 
 # %% solution="causal_mask"
 def causal_mask(T):
-    """(T, T) float tensor: 0 on and below the diagonal, -inf above it."""
+    """(T, T) float32 tensor: 0 on and below the diagonal, -inf above it."""
     ### BEGIN SOLUTION
     future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
     return torch.zeros(T, T).masked_fill(future, float("-inf"))
@@ -305,6 +316,9 @@ _M = causal_mask(4)
 check_type(_M, torch.Tensor, "causal_mask(4)")
 check(_M.dtype.is_floating_point, f"causal_mask(4) should hold floats (0.0 and -inf), got dtype {_M.dtype} "
       "— the mask is added to the scores")
+check_equal(_M.dtype, torch.float32, "the dtype of causal_mask(4)",
+            hint="build the mask in the default dtype, float32 (no dtype=torch.float64): code that uses it "
+                 "converts it with .to(...) where it needs another dtype")
 check_tensor_close(_M, torch.tensor([[0, _inf, _inf, _inf],
                                      [0, 0, _inf, _inf],
                                      [0, 0, 0, _inf],
@@ -363,9 +377,12 @@ _Q0 = torch.zeros(4, 2, dtype=torch.float64)
 _K0 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]], dtype=torch.float64)
 _V0 = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)
 _res = scaled_dot_product_attention(_Q0, _K0, _V0, causal_mask(4).double())
-check(isinstance(_res, tuple) and len(_res) == 2,
-      "scaled_dot_product_attention should return a pair (output, weights)")
+check(isinstance(_res, (tuple, list)) and len(_res) == 2,
+      f"scaled_dot_product_attention should return a tuple (output, weights), got a {type(_res).__name__}"
+      + (f" of length {len(_res)}" if isinstance(_res, (tuple, list)) else ""))
 _out, _w = _res
+check(not (getattr(_out, "shape", None) == (4, 4) and getattr(_w, "shape", None) == (4, 1)),
+      "scaled_dot_product_attention returned (weights, output): return (output, weights), in that order")
 check_shape(_out, (4, 1), "the output for 4 queries and values of size 1",
             hint="the output is weights @ V: (T_q, T_k) @ (T_k, d_v) — use V, not K")
 check_shape(_w, (4, 4), "the weights for 4 queries and 4 keys")
@@ -419,7 +436,8 @@ for _name, _q, _k, _v, _m, _allowed in _cases:
                            + (0 if _m is None else _m), dim=-1)
     _wanted.append((_ref_w @ _v, _ref_w))
 with forbid(F, "scaled_dot_product_attention"), forbid(lmcourse.nn.attention, "scaled_dot_product_attention"), \
-        forbid(lmcourse.nn, "scaled_dot_product_attention"):
+        forbid(lmcourse.nn, "scaled_dot_product_attention"), forbid(torch, "softmax"), forbid(F, "softmax"), \
+        forbid(torch.Tensor, "softmax"), forbid(torch.special, "softmax"):
     for (_name, _q, _k, _v, _m, _allowed), (_want_out, _want_w) in zip(_cases, _wanted):
         _out, _w = scaled_dot_product_attention(_q, _k, _v, _m)
         check_tensor_close(_out, _want_out, f"output for {_name}", atol=1e-10, rtol=1e-8)
@@ -656,7 +674,11 @@ _y = _mha(_x)
 check_shape(_y, (2, 5, 16), "MultiHeadAttention(16, 4) on x of shape (2, 5, 16)",
             hint="the heads are concatenated back to (B, T, C) and projected with W_o")
 _res = _mha(_x, return_weights=True)
-check(isinstance(_res, tuple) and len(_res) == 2, "with return_weights=True, forward returns (output, weights)")
+check(isinstance(_res, (tuple, list)) and len(_res) == 2,
+      f"with return_weights=True, forward should return a tuple (output, weights), got a {type(_res).__name__}"
+      + (f" of length {len(_res)}" if isinstance(_res, (tuple, list)) else ""))
+check(not (getattr(_res[0], "shape", None) == (2, 4, 5, 5) and getattr(_res[1], "shape", None) == (2, 5, 16)),
+      "with return_weights=True, forward returned (weights, output): return (output, weights), in that order")
 check_shape(_res[1], (2, 4, 5, 5), "the weights of MultiHeadAttention(16, 4) on (2, 5, 16)",
             hint="split C = 16 into h = 4 heads of d_k = 4: (B, T, C) -> (B, h, T, d_k); weights are (B, h, T, T)")
 _compare_with_torch(16, 1, True, _x, hint="with a single head: scale by sqrt(d_k), add the causal mask "
@@ -697,7 +719,8 @@ for (_c, _h, _cz, _bz, (_B, _T)), _m, _ref in zip(_cases, _models, _refs):
     with forbid(nn, "MultiheadAttention"), forbid(F, "scaled_dot_product_attention"), \
             forbid(F, "multi_head_attention_forward"), forbid(lmcourse.nn.attention, "CausalSelfAttention"), \
             forbid(lmcourse.nn.attention, "scaled_dot_product_attention"), forbid(lmcourse.nn, "CausalSelfAttention"), \
-            forbid(lmcourse.nn, "scaled_dot_product_attention"):
+            forbid(lmcourse.nn, "scaled_dot_product_attention"), forbid(torch, "softmax"), forbid(F, "softmax"), \
+            forbid(torch.Tensor, "softmax"), forbid(torch.special, "softmax"):
         _got, _got_w = _m(_xx, return_weights=True)
         check_tensor_close(_got, _want, f"MultiHeadAttention({_c}, {_h}, causal={_cz}, bias={_bz}) on "
                            f"({_B}, {_T}, {_c})", atol=1e-10, rtol=1e-8)
@@ -712,6 +735,28 @@ with torch.no_grad():
     _y32 = _m32(torch.randn(2, 6, 8, generator=_g))
 check_equal(_y32.dtype, torch.float32, "dtype of the output for a float32 input")
 check(bool(torch.isfinite(_y32).all()), "the float32 output should be finite")
+# The mask must follow the input's dtype and device: .to(x.device, x.dtype). On a CPU, bfloat16
+# shows a mask left in float32, and the "meta" device one left on the CPU.
+from lmcourse.checks import call_checked
+_mask_hint = "create the mask inside forward with causal_mask(T).to(x.device, x.dtype)"
+_m16 = MultiHeadAttention(8, 2).to(torch.bfloat16)
+_m64 = MultiHeadAttention(8, 2).double()
+_m64.load_state_dict(_m16.state_dict())
+_x16 = torch.randn(2, 6, 8, generator=_g).to(torch.bfloat16)
+with torch.no_grad():
+    _y16 = call_checked(_m16, _x16, name="MultiHeadAttention(8, 2) in bfloat16", hint=_mask_hint)
+    _y64 = _m64(_x16.double())
+check_equal(_y16.dtype, torch.bfloat16, "dtype of the output for a bfloat16 input", hint=_mask_hint)
+check_tensor_close(_y16, _y64, "MultiHeadAttention(8, 2) in bfloat16 vs float64", atol=0.05, rtol=0.05,
+                   hint=_mask_hint)
+_m_meta = MultiHeadAttention(8, 2).to("meta")
+try:
+    _y_meta = _m_meta(torch.empty(2, 6, 8, device="meta"))
+except Exception as _err:       # only device mix-ups count: meta tensors have no values to inspect
+    check("device" not in str(_err), f"MultiHeadAttention on a non-CPU device raised {_err} — {_mask_hint}")
+else:
+    check_equal(str(_y_meta.device), "meta", "device of the output for an input on the meta device",
+                hint=_mask_hint)
 ### END HIDDEN TESTS
 
 # %% [markdown]

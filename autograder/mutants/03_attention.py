@@ -59,6 +59,12 @@ def softmax(x, dim=-1):
     e = (x - x.max(dim=dim).values).exp()
     return e / e.sum(dim=dim, keepdim=True)
 '''),
+    Mutant("softmax modifies its input in place", "softmax", '''
+def softmax(x, dim=-1):
+    x -= x.max(dim=dim, keepdim=True).values
+    x.exp_()
+    return x / x.sum(dim=dim, keepdim=True)
+'''),
     # --- scores
     Mutant("scores not scaled", "attention_scores", '''
 def attention_scores(Q, K):
@@ -79,6 +85,10 @@ def attention_scores(Q, K):
     Mutant("scores transposed (K Q^T)", "attention_scores", '''
 def attention_scores(Q, K):
     return K @ Q.transpose(-2, -1) / math.sqrt(Q.size(-1))
+'''),
+    Mutant("d_k taken as Q.shape[1] (right only for 2-D Q)", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[1])
 '''),
     # --- causal mask
     Mutant("mask transposed (matrix A: hides the past)", "causal_mask", '''
@@ -107,6 +117,11 @@ def causal_mask(T):
     Mutant("mask returned as booleans", "causal_mask", '''
 def causal_mask(T):
     return torch.ones(T, T, dtype=torch.bool).tril()
+'''),
+    Mutant("mask built in float64", "causal_mask", '''
+def causal_mask(T):
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    return torch.zeros(T, T, dtype=torch.float64).masked_fill(future, float("-inf"))
 '''),
     # --- scaled dot-product attention
     Mutant("mask applied after the softmax", "scaled_dot_product_attention", '''
@@ -268,6 +283,36 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
         return (y, weights.mean(dim=1)) if return_weights else y
 ''')),
+    Mutant("forward returns (weights, output) in the wrong order", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (weights, y) if return_weights else y
+''')),
+    Mutant("mask not moved to the input's dtype and device", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("mask moved to the input's dtype only, not its device", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
     # --- correct answers that call a ready-made implementation: the hidden tests must refuse them
     Mutant("calls torch.softmax", "softmax", '''
 def softmax(x, dim=-1):
@@ -281,6 +326,26 @@ def causal_mask(T):
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return lmcourse.nn.scaled_dot_product_attention(Q, K, V, mask)
 '''),
+    Mutant("weights from torch.softmax instead of the student's softmax", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    w = torch.softmax(scores, -1)
+    return w @ V, w
+'''),
+    Mutant("inline Tensor.softmax, bypassing the student's attention", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if self.causal:
+            s = s + causal_mask(T).to(x.device, x.dtype)
+        weights = s.softmax(-1)
+        y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
     Mutant("output from F.scaled_dot_product_attention", "multi_head_attention", _mha('''
         B, T, C = x.shape
         q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)

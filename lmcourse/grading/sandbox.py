@@ -21,8 +21,13 @@ With **bubblewrap** (``bwrap`` on PATH and able to start; the default):
 - rlimits set by the runner before the kernel starts: address space (``memory-limit``), file
   size, no core dumps, and a process count (``RLIMIT_NPROC``: a fork bomb gets ``EAGAIN``).
   When the grader runs as root, the runner switches to an unprivileged uid of its own
-  (``61000 + slot``) so that the process count applies; otherwise a user namespace maps the
-  TA's uid and the count is per namespace;
+  (``UID_BASE + 256 * grader pid + slot``: distinct for concurrent graders on one machine,
+  since the kernel counts processes per uid) so that the process count applies; otherwise a
+  user namespace maps the TA's uid and the count is per namespace. The runner also watches
+  the sandbox's process table and, when the count comes within a few of the limit, kills
+  everything in the sandbox but itself (``process-limit``): a fork bomb's children keep the
+  table full, and the kernel, unable to start a thread, would otherwise stall until the cell
+  timeout;
 - the runner makes itself non-dumpable and keeps the result pipe on a descriptor the kernel
   does not inherit, so the kernel can neither read the runner's memory (where the hidden tests
   are) nor write the result.
@@ -52,27 +57,58 @@ import tempfile
 from pathlib import Path
 
 INSIDE = "/grade"             # the work folder's path inside the bubblewrap sandbox
-UID_BASE = 61000              # sandbox uids when the grader runs as root: UID_BASE + slot
+UID_BASE = 100_000            # sandbox uids when the grader runs as root: see `command`
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
         "group", "fonts", "alternatives")
+
+
+def _world_readable(root: Path) -> bool:
+    import stat
+
+    for p in [root, *root.rglob("*")]:
+        mode = p.stat().st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _readable_corpus(corpus: Path) -> Path:
+    """``corpus``, or a world-readable copy of it made once per grader process when the
+    sandbox's unprivileged uid could not read it (the download leaves its folder 0700)."""
+    import atexit
+
+    if _world_readable(corpus):
+        return corpus
+    copy = Path(tempfile.mkdtemp(prefix="lmcourse-corpus-"))
+    atexit.register(shutil.rmtree, copy, True)
+    shutil.copytree(corpus, copy / "c", ignore=shutil.ignore_patterns(".*"))
+    for p in [copy, *copy.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return copy / "c"
 
 
 def _ro_paths() -> list[Path]:
     """Read-only folders the kernel needs besides the system: Python, venv, lmcourse, corpus."""
     import lmcourse
 
-    from .. import data
-
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent,
              Path(lmcourse.__file__).resolve().parent]
-    corpus = data.data_dir()
-    if Path(corpus).is_dir():
-        paths.append(Path(corpus).resolve())
+    corpus = _corpus()
+    if corpus is not None:
+        paths.append(corpus)
     out: list[Path] = []
     for p in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
         if not any(p == q or q in p.parents for q in out) and not str(p).startswith("/usr"):
             out.append(p)
     return out
+
+
+def _corpus() -> Path | None:
+    from .. import data
+
+    corpus = Path(data.data_dir())
+    return corpus.resolve() if corpus.is_dir() else None
 
 
 def bwrap_args(work: Path, uid: int | None) -> list[str]:
@@ -92,16 +128,20 @@ def bwrap_args(work: Path, uid: int | None) -> list[str]:
     for name in _ETC:
         if (Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    # the writable folders first: a checkout or venv under /tmp (CI clones there) is then
+    # bound read-only on top of the private /tmp instead of being hidden by it
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--bind", str(work), INSIDE, "--bind", str(work / "tmp"), "/tmp"]
     made = {"/", "/usr", "/etc", INSIDE, "/tmp"}
     for p in _ro_paths():
         for parent in reversed(p.parents):
             if str(parent) not in made:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(str(parent))
-        args += ["--ro-bind", str(p), str(p)]
+        src = _readable_corpus(p) if uid is not None and p == _corpus() else p
+        args += ["--ro-bind", str(src), str(p)]
         made.add(str(p))
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--bind", str(work), INSIDE, "--bind", str(work / "tmp"), "/tmp", "--chdir", f"{INSIDE}/run"]
+    args += ["--chdir", f"{INSIDE}/run"]
     return args
 
 
@@ -114,7 +154,7 @@ def _env(base: str) -> dict[str, str]:
             "JUPYTER_RUNTIME_DIR": f"{base}/home/runtime", "MPLCONFIGDIR": f"{base}/home/mpl",
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
             "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "NBGRADER_EXECUTION": "autograde",
+            "MKL_NUM_THREADS": "1", "LMCOURSE_THREADS": "1", "NBGRADER_EXECUTION": "autograde",
             "LMCOURSE_DATA_DIR": str(Path(data.data_dir()).resolve())}
 
 
@@ -160,9 +200,11 @@ def prepare_work(work: Path, uid: int | None) -> None:
 
 def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
     """(argv, env, cwd) that runs the runner for the work folder ``work``."""
-    runner = [sys.executable, "-m", "lmcourse.grading.sandbox"]
+    # the runner is this file run as a script (-I: no script folder, cwd or PYTHON* variables
+    # on its path): importing the lmcourse package would import numpy for nothing
+    runner = [sys.executable, "-I", str(Path(__file__).resolve())]
     if mode()[0] == "bubblewrap":
-        uid = UID_BASE + slot if os.geteuid() == 0 else None
+        uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
         prepare_work(work, uid)
         argv = [*bwrap_args(work, uid), *runner, INSIDE]
         if uid is not None:
@@ -193,13 +235,39 @@ def _undumpable() -> None:
         pass
 
 
-def _run(job: dict, base: Path) -> dict:
+def _tasks() -> int:
+    """Processes and threads visible in /proc (in the sandbox: its own pid namespace)."""
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                n += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                pass
+    return n
+
+
+def _kill_all_but_me() -> None:
+    import signal
+
+    for _ in range(3):          # a fork bomb forks while it is being killed
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and int(entry.name) not in (1, os.getpid()):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = False) -> dict:
     import asyncio
     import time
 
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+
+    stamps["imports"] = time.time()
 
     nb = nbformat.from_dict(job["nb"])
     budget = {"left": int(job["output_chars"])}
@@ -230,22 +298,52 @@ def _run(job: dict, base: Path) -> dict:
     client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True,
                     error_on_timeout=timeout_reply, allow_errors=True, kernel_name="python3",
                     record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
+                    extra_arguments=["--HistoryManager.enabled=False"],
                     resources={"metadata": {"path": str(base / "run")}})
-    report = {"timed_out_cells": [], "died": None, "deadline": None}
+    report = {"timed_out_cells": [], "died": None, "deadline": None, "process_limit": None}
     end = time.monotonic() + float(job["notebook_timeout"])
 
+    bombed: asyncio.Event | None = None
+
+    async def watchdog():
+        """A fork bomb fills the process table; the kernel then cannot start a thread and
+        stalls. Near the limit, kill everything in the sandbox but bwrap's init and this
+        runner (the kernel dies: the cells not run score 0)."""
+        while True:
+            await asyncio.sleep(0.1)
+            if _tasks() >= int(job["nproc"]) - 4:
+                report["process_limit"] = _tasks()
+                _kill_all_but_me()
+                bombed.set()
+                return
+
     async def main():
+        nonlocal bombed
+        bombed = asyncio.Event()
+        if sandboxed:
+            asyncio.get_running_loop().create_task(watchdog())
         async with client.async_setup_kernel():
+            stamps["kernel"] = time.time()
             for i, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
+                if i and "preamble" not in stamps:
+                    stamps["preamble"] = time.time()
                 left = end - time.monotonic()
                 if left <= 0:
                     report["deadline"] = i
                     return
                 started = time.monotonic()
+                run = asyncio.ensure_future(asyncio.wait_for(client.async_execute_cell(cell, i), left))
+                stop = asyncio.ensure_future(bombed.wait())
+                await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if bombed.is_set():     # the kernel was killed: do not wait for nbclient to notice
+                    run.cancel()
+                    report["died"] = i
+                    return
                 try:
-                    await asyncio.wait_for(client.async_execute_cell(cell, i), left)
+                    await run
                 except asyncio.TimeoutError:
                     report["deadline"] = i
                     return
@@ -259,6 +357,7 @@ def _run(job: dict, base: Path) -> dict:
                     # interrupted by nbclient: an error output, so a test cell scores 0
                     report["timed_out_cells"].append(i)
                     cell.outputs.append(nbformat.v4.new_output("error", **timeout_reply))
+            stamps["cells"] = time.time()
 
     try:
         asyncio.run(main())
@@ -271,16 +370,21 @@ def _run(job: dict, base: Path) -> dict:
     if stop is not None:
         # cells that never ran (or were cut off) must not look clean: nbgrader's rule gives
         # full points to a test cell without an error output
-        why = "the kernel died" if report["died"] is not None else "the notebook time cap was reached"
+        why = ("the sandbox reached its process limit" if report["process_limit"] is not None else
+               "the kernel died" if report["died"] is not None else "the notebook time cap was reached")
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and (stop < 0 or i >= stop):
                 cell.outputs.append(nbformat.v4.new_output(
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
+    stamps["shutdown"] = time.time()
     report["nb"] = nb
     return report
 
 
 def runner_main(argv: list[str]) -> int:
+    import time
+
+    stamps = {"start": time.time()}
     # jsonschema (via nbformat) would import rfc3987_syntax, which builds a grammar for about a
     # second of CPU per submission; the runner never validates URIs, so it is left out here.
     sys.modules.setdefault("rfc3987_syntax", None)
@@ -301,11 +405,13 @@ def runner_main(argv: list[str]) -> int:
     os.chdir(base / "run")
     _limit(job["memory_mb"], job["nproc"])
     try:
-        report = _run(job, base)
+        # only in bubblewrap's pid namespace does /proc show just the sandbox
+        report = _run(job, base, stamps, sandboxed=str(base) == INSIDE)
     except MemoryError:
         report = {"died": -1, "error": "MemoryError in the runner", "nb": None}
     except Exception as exc:  # noqa: BLE001 (report, never hang)
         report = {"died": -1, "error": f"{type(exc).__name__}: {exc}"[:300], "nb": None}
+    report["stamps"] = stamps
     data = json.dumps(report).encode()
     with os.fdopen(result_fd, "wb") as out:
         out.write(data)

@@ -211,3 +211,23 @@ def call_checked(fn, *args, name: str | None = None, hint: str | None = None, **
         raise
     except Exception as exc:
         raise CheckFailed(f"{label} raised {type(exc).__name__}: {exc}" + (f" — {hint}" if hint else "")) from exc
+
+
+@contextlib.contextmanager
+def forbid_torch_functions(*name_substrings: str, reason: str = "a graded answer must be your own code"):
+    """Within the block, calling any torch function whose ``__name__`` contains one of
+    ``name_substrings`` raises :class:`CheckFailed`, however it is reached: ``torch.X``,
+    ``torch._VF.X``, ``torch._C._VariableFunctions.X``, ``torch.ops.aten.X`` or an ``nn`` module
+    that calls it (e.g. ``forbid_torch_functions("rnn_tanh")`` blocks ``nn.RNN``). A
+    :class:`torch.overrides.TorchFunctionMode`, so rebinding names cannot get around it."""
+    from torch.overrides import TorchFunctionMode
+
+    class _Forbid(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if any(s in name for s in name_substrings):
+                raise CheckFailed(f"your code called torch.{name}: {reason}")
+            return func(*args, **(kwargs or {}))
+
+    with _Forbid():
+        yield

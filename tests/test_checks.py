@@ -44,3 +44,28 @@ def test_forbid_blocks_and_restores():
         with pytest.raises(CheckFailed, match="your code called"):
             Ref.f()
     assert Ref.f() == 1
+
+
+def test_forbid_torch_functions_blocks_every_route_and_restores():
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    x, h = torch.randn(2, 3), torch.randn(2, 4)
+    W_xh, W_hh, b = torch.randn(4, 3), torch.randn(4, 4), torch.randn(4)
+    routes = {
+        "torch.rnn_tanh_cell": lambda: torch.rnn_tanh_cell(x, h, W_xh, W_hh, b),
+        "_VariableFunctions": lambda: torch._C._VariableFunctions.rnn_tanh_cell(x, h, W_xh, W_hh, b),
+        "torch.ops.aten": lambda: torch.ops.aten.rnn_tanh_cell(x, h, W_xh, W_hh, b),
+        "torch.rnn_tanh": lambda: torch.rnn_tanh(x[None], h[None], [W_xh, W_hh, b, b], True, 1, 0.0,
+                                                 False, False, False),
+        "nn.RNNCell": lambda: nn.RNNCell(3, 4)(x, h),
+        "nn.RNN": lambda: nn.RNN(3, 4, batch_first=True)(x[None]),
+        "nn.LSTM": lambda: nn.LSTM(3, 4)(x[None]),
+        "nn.GRUCell": lambda: nn.GRUCell(3, 4)(x),
+    }
+    with checks.forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason="do it yourself"):
+        for route, call in routes.items():
+            with pytest.raises(CheckFailed, match=r"your code called torch\.\w+") as info:
+                call()
+            assert str(info.value).endswith(": do it yourself"), route
+        torch.tanh(x @ W_xh.T + h @ W_hh.T + b)  # plain tensor code still runs
+    assert torch.rnn_tanh_cell(x, h, W_xh, W_hh, b).shape == (2, 4)  # and nothing is blocked after

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 import lmcourse
 from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape,
-                             check_tensor_close, check_type, forbid)
+                             check_tensor_close, check_type, forbid_torch_functions)
 from lmcourse.data import encode_split, load_shakespeare
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
@@ -100,7 +100,9 @@ def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
     """One step of the Elman RNN: h_t = tanh(x_t W_xh^T + h_prev W_hh^T + b_h).
 
     x_t: (B, I) inputs at step t; h_prev: (B, H) the previous hidden state h_{t-1};
-    W_xh: (H, I); W_hh: (H, H); b_h: (H,).  Returns h_t: (B, H).
+    W_xh: (H, I); W_hh: (H, H); b_h: (H,).  Returns h_t: (B, H), in the inputs' dtype.
+    The training loop back-propagates through every step: no .detach() and no in-place writes
+    into a preallocated tensor.
     """
     ### BEGIN SOLUTION
     return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)
@@ -122,35 +124,60 @@ _out = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(worked 
                     hint="x_t (B, I) goes with W_xh (H, I), h_prev (B, H) with W_hh (H, H): "
                          "multiply by the transposes, x_t @ W_xh.T and h_prev @ W_hh.T")
 check_shape(_out, (1, 2), "elman_step(worked example)", hint="h_t has one row per example and H columns")
+check(_out.dtype == torch.float64, f"elman_step returned {_out.dtype} for float64 inputs — keep the inputs' "
+                                   "dtype; don't call .float()")
 _close = lambda a, b: float((a - torch.tensor(b, **_f64)).abs().max()) < 1e-9  # noqa: E731
 check(not _close(_out, [[1.0, -0.35]]),
       "elman_step returned a_t = [1.0, -0.35] itself — apply the nonlinearity: h_t = tanh(a_t)")
 check(not _close(_out, [[math.tanh(1.0), math.tanh(-0.45)]]),
       "elman_step gives tanh([1.0, -0.45]): the bias b_h = [0, 0.1] is missing")
+check(not _close(_out, [[math.tanh(0.5), math.tanh(-0.6)]]),
+      "elman_step computed h_prev @ W_hh without the transpose (W_hh is square, so no shape error warns "
+      "you): use h_prev @ W_hh.T")
 check(not _close(_out, [[1 / (1 + math.exp(-1.0)), 1 / (1 + math.exp(0.35))]]),
       "elman_step applied the logistic sigmoid; this notebook's nonlinearity H is tanh")
 check_tensor_close(_out, [[math.tanh(1.0), math.tanh(-0.35)]], "elman_step(worked example)", atol=1e-12,
                    hint="h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h): compare each term with the comment above")
 
 # A batch, against PyTorch's own RNN cell with the same weights (float64, tight tolerance).
+# Your code runs with PyTorch's recurrent functions (nn.RNNCell, torch.rnn_tanh_cell, ...) switched off.
+_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
+    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="compute the recurrence yourself with @, .T and torch.tanh")
 torch.manual_seed(0)
 _cell = nn.RNNCell(4, 4, dtype=torch.float64)  # I = H here, so swapped weights cannot hide behind a shape error
 _x, _h = torch.randn(5, 4, **_f64), torch.randn(5, 4, **_f64)
 _Wxh, _Whh = _cell.weight_ih.detach(), _cell.weight_hh.detach()
 _b = (_cell.bias_ih + _cell.bias_hh).detach()
 _want = _cell(_x, _h).detach()
-_got = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(batch of 5)")
+with _no_rnn():
+    _got = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(batch of 5)")
 check_tensor_close(_got, _want, "elman_step(batch of 5) vs nn.RNNCell", atol=1e-12, rtol=1e-10,
                    hint="are W_xh and W_hh each multiplied with the right vector (W_xh with x_t, "
-                        "W_hh with h_prev)? Is every row of the batch treated the same way?")
+                        "W_hh with h_prev), and each transposed (x_t @ W_xh.T, h_prev @ W_hh.T)? "
+                        "Is every row of the batch treated the same way?")
+
+# Gradients, against nn.RNNCell's: training back-propagates through elman_step.
+_grad_hint = ("the training loop back-propagates through every step: no .detach() and no in-place "
+              "writes into a preallocated tensor")
+_h = _h.clone().requires_grad_()
+_want = torch.autograd.grad(_cell(_x, _h).pow(2).sum(), [_h, _cell.weight_ih, _cell.weight_hh, _cell.bias_ih])
+_ps = [_h.detach().clone().requires_grad_(), _Wxh.clone().requires_grad_(), _Whh.clone().requires_grad_(),
+       _b.clone().requires_grad_()]
+with _no_rnn():
+    _got = call_checked(elman_step, _x, *_ps, name="elman_step(batch of 5, weights requiring grad)")
+check(isinstance(_got, torch.Tensor) and _got.requires_grad,
+      "elman_step's result does not require grad although its weights do — " + _grad_hint)
+_got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through elman_step", hint=_grad_hint)
+for _a, _w, _n in zip(_got, _want, ["h_prev", "W_xh", "W_hh", "b_h"]):
+    check_tensor_close(_a, _w, f"gradient of elman_step w.r.t. {_n} vs nn.RNNCell", atol=1e-10, hint=_grad_hint)
 print("elman_step: all visible checks passed")
 ### BEGIN HIDDEN TESTS
 def _ref_step(x, h, Wxh, Whh, b):
     return torch.tanh(torch.einsum("bi,hi->bh", x, Wxh) + torch.einsum("bj,hj->bh", h, Whh) + b)
 
 
-_why = "elman_step must compute the step itself, not call nn.RNNCell / nn.RNN"
-with forbid(torch._VF, "rnn_tanh_cell", _why), forbid(torch._VF, "rnn_tanh", _why):
+_why = "elman_step must compute the step itself, not call nn.RNNCell / nn.RNN / torch.rnn_tanh_cell"
+with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
     for _B, _I, _H in [(1, 1, 1), (3, 7, 5), (8, 5, 9)]:
         _g = torch.Generator().manual_seed(_B * 100 + _I)
         _args = [torch.randn(_B, _I, generator=_g, **_f64), torch.randn(_B, _H, generator=_g, **_f64),
@@ -171,6 +198,11 @@ with forbid(torch._VF, "rnn_tanh_cell", _why), forbid(torch._VF, "rnn_tanh", _wh
 # %% [markdown]
 # ## 3. Unrolling over a sequence
 #
+# (The lecture's slide writes the Elman network with other letters: its $a_t$, $W_{ax}$, $W_{ah}$,
+# $b_a$ are our $h_t$, $W_{xh}$, $W_{hh}$, $b_h$; its $\sigma$ is our $\tanh$; its $W_{yh}$ and
+# $y_t = \mathrm{softmax}(\dots)$ are the output layer of Section 4, where our $y_t$ are the logits
+# *before* the softmax.)
+#
 # Reading a sequence is the Elman pseudo-code from the lecture: start from $h_0$ (zeros unless
 # we are continuing from an earlier state), and for $t = 1, \dots, T$ compute
 # $h_t$ from $x_t$ and $h_{t-1}$. Each step needs the previous one, so the $T$ steps run one after
@@ -188,7 +220,9 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
     """Run the Elman RNN over a batch of sequences.
 
     x: (B, T, I) inputs; h0: (B, H) initial state, or None for zeros.
-    Returns hs: (B, T, H) with hs[:, t - 1] = h_t, for t = 1..T (h_0 is not included).
+    Returns hs: (B, T, H) with hs[:, t - 1] = h_t, for t = 1..T (h_0 is not included), in x's dtype.
+    The training loop back-propagates through every step: no .detach() and no in-place writes
+    into a preallocated tensor (collect the h_t in a list and torch.stack them).
     """
     ### BEGIN SOLUTION
     B, T, _ = x.shape
@@ -202,14 +236,27 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
 
 
 # %% tests="rnn_forward_tests" points=2
+# rnn_forward is built on elman_step: check that first, so that a failure below is rnn_forward's.
+_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
+    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="run the recurrence yourself, with your elman_step")
+_g = torch.Generator().manual_seed(2)
+_a = [torch.randn(*_s, generator=_g, dtype=torch.float64) for _s in [(2, 3), (2, 4), (4, 3), (4, 4), (4,)]]
+_e = call_checked(elman_step, *_a, name="elman_step", hint="fix elman_step first (see its test cell above)")
+check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 4)
+      and float((_e - torch.tanh(_a[0] @ _a[2].T + _a[1] @ _a[3].T + _a[4])).abs().max()) < 1e-9,
+      "elman_step is wrong — fix elman_step first (see its test cell above): rnn_forward is built on it")
+
 # Hand example: one unit (I = H = 1), W_xh = 1, W_hh = 0.5, b_h = 0, inputs x = 1, 0, 0.
-#   h_1 = tanh(1) = 0.7616,  h_2 = tanh(0.5 * h_1) = 0.3633,  h_3 = tanh(0.5 * h_2) = 0.1805
+#   h_1 = tanh(1) = 0.7616,  h_2 = tanh(0.5 * h_1) = 0.3634,  h_3 = tanh(0.5 * h_2) = 0.1797
+_h0_hint = "h0=None means zeros of shape (B, H), H = W_hh.shape[0], e.g. x.new_zeros(B, H) (same dtype and device as x)"
 _one = lambda v: torch.tensor([[v]], dtype=torch.float64)  # noqa: E731
 _xs = torch.tensor([[[1.0], [0.0], [0.0]]], dtype=torch.float64)  # (B=1, T=3, I=1)
 _hs = call_checked(rnn_forward, _xs, None, _one(1.0), _one(0.5), torch.zeros(1, dtype=torch.float64),
-                   name="rnn_forward(hand example)", hint="h0=None means start from zeros of shape (B, H)")
+                   name="rnn_forward(hand example)", hint=_h0_hint)
 check_shape(_hs, (1, 3, 1), "rnn_forward(hand example)",
             hint="return h_1..h_T stacked on dimension 1: (B, T, H), without h_0")
+check(_hs.dtype == torch.float64, f"rnn_forward returned {_hs.dtype} for float64 inputs — keep the inputs' "
+                                  "dtype; don't call .float()")
 _h1 = math.tanh(1.0)
 _h2 = math.tanh(0.5 * _h1)
 _h3 = math.tanh(0.5 * _h2)
@@ -226,16 +273,36 @@ torch.manual_seed(1)
 _ref = nn.RNN(4, 6, batch_first=True, dtype=torch.float64)
 _x, _h0 = torch.randn(3, 7, 4, dtype=torch.float64), torch.randn(3, 6, dtype=torch.float64)
 _want, _ = _ref(_x, _h0[None])
-_bias = (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach()
-_got = call_checked(rnn_forward, _x, _h0, _ref.weight_ih_l0.detach(), _ref.weight_hh_l0.detach(), _bias,
-                    name="rnn_forward(B=3, T=7)")
-check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7)", hint="(B, T, H): batch first, then time")
+_want0, _ = _ref(_x)  # from zeros
+_W = [_ref.weight_ih_l0.detach(), _ref.weight_hh_l0.detach(), (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach()]
+with _no_rnn():
+    _got = call_checked(rnn_forward, _x, _h0, *_W, name="rnn_forward(B=3, T=7, I=4, H=6)")
+check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6)", hint="(B, T, H): batch first, then time")
 check_tensor_close(_got, _want.detach(), "rnn_forward vs nn.RNN", atol=1e-12, rtol=1e-10,
                    hint="does the loop go forward in time (t = 0, 1, ..., T-1) and start from h0 when it is given?")
+with _no_rnn():
+    _got = call_checked(rnn_forward, _x, None, *_W, name="rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
+check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
+check_tensor_close(_got, _want0.detach(), "rnn_forward(h0=None) vs nn.RNN", atol=1e-12, rtol=1e-10, hint=_h0_hint)
+
+# Gradients, against nn.RNN's: the training loop back-propagates through every step.
+_grad_hint = ("the training loop back-propagates through every step: no .detach() and no in-place writes into "
+              "a preallocated tensor — collect the h_t in a list and torch.stack them")
+_h0r = _h0.clone().requires_grad_()
+_out, _ = _ref(_x, _h0r[None])
+_want = torch.autograd.grad(_out.pow(2).sum(), [_h0r, _ref.weight_ih_l0, _ref.weight_hh_l0, _ref.bias_ih_l0])
+_ps = [_h0.clone().requires_grad_()] + [_w.clone().requires_grad_() for _w in _W]
+with _no_rnn():
+    _got = call_checked(rnn_forward, _x, *_ps, name="rnn_forward(weights requiring grad)", hint=_grad_hint)
+check(isinstance(_got, torch.Tensor) and _got.requires_grad,
+      "rnn_forward's result does not require grad although h0 and the weights do — " + _grad_hint)
+_got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through rnn_forward", hint=_grad_hint)
+for _a, _w, _n in zip(_got, _want, ["h0", "W_xh", "W_hh", "b_h"]):
+    check_tensor_close(_a, _w, f"gradient of rnn_forward w.r.t. {_n} vs nn.RNN", atol=1e-10, hint=_grad_hint)
 print("rnn_forward: all visible checks passed")
 ### BEGIN HIDDEN TESTS
-_why = "rnn_forward must run the recurrence itself, not call nn.RNN / nn.RNNCell"
-with forbid(torch._VF, "rnn_tanh", _why), forbid(torch._VF, "rnn_tanh_cell", _why):
+_why = "rnn_forward must run the recurrence itself, not call nn.RNN / nn.RNNCell / torch.rnn_tanh"
+with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
     for _B, _T, _I, _H in [(1, 1, 2, 3), (2, 9, 3, 3), (4, 5, 6, 2)]:
         _g = torch.Generator().manual_seed(7 * _T + _H)
         _x = torch.randn(_B, _T, _I, generator=_g, dtype=torch.float64)
@@ -315,11 +382,36 @@ class RNNLM(nn.Module):
 
 
 # %% tests="RNNLM_tests" points=3
+# RNNLM is built on elman_step and rnn_forward: check those first, so that a failure below is RNNLM's.
+_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
+    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="RNNLM must run your own rnn_forward")
+_g = torch.Generator().manual_seed(2)
+_a = [torch.randn(*_s, generator=_g, dtype=torch.float64) for _s in [(2, 3), (2, 4), (4, 3), (4, 4), (4,)]]
+_e = call_checked(elman_step, *_a, name="elman_step", hint="fix elman_step first (see its test cell above)")
+check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 4)
+      and float((_e - torch.tanh(_a[0] @ _a[2].T + _a[1] @ _a[3].T + _a[4])).abs().max()) < 1e-9,
+      "elman_step is wrong — fix elman_step first (see its test cell above): RNNLM is built on it")
+_x = torch.randn(2, 5, 3, generator=_g, dtype=torch.float64)
+for _h0 in [_a[1], None]:
+    _e = call_checked(rnn_forward, _x, _h0, *_a[2:], name="rnn_forward",
+                      hint="fix rnn_forward first (see its test cell above)")
+    _h, _want = torch.zeros(2, 4, dtype=torch.float64) if _h0 is None else _h0, []
+    for _t in range(5):
+        _h = torch.tanh(_x[:, _t] @ _a[2].T + _h @ _a[3].T + _a[4])
+        _want.append(_h)
+    check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 5, 4)
+          and float((_e - torch.stack(_want, 1)).abs().max()) < 1e-9,
+          "rnn_forward is wrong — fix rnn_forward first (see its test cell above): RNNLM is built on it")
+
 torch.manual_seed(0)
 _m = RNNLM(vocab_size=11, n_embd=5, n_hidden=7).double()
 _idx = torch.randint(11, (2, 6))
-_out = call_checked(_m.forward_state, _idx, name="RNNLM.forward_state(idx)")
-check(isinstance(_out, tuple) and len(_out) == 2, "forward_state should return a pair (logits, h_T)")
+with _no_rnn():
+    _out = call_checked(_m.forward_state, _idx, name="RNNLM.forward_state(idx)")
+check(isinstance(_out, (tuple, list)) and len(_out) == 2,
+      f"forward_state should return a tuple (logits, h_T), got a {type(_out).__name__}"
+      + (f" of length {len(_out)}" if isinstance(_out, (tuple, list)) else "")
+      + " — end with: return logits, h_T")
 _logits, _hT = _out
 check_shape(_logits, (2, 6, 11), "logits", hint="one score per vocabulary entry at every position: (B, T, V)")
 check_shape(_hT, (2, 7), "h_T", hint="the last hidden state, one row per sequence: (B, H)")
@@ -340,15 +432,16 @@ check_tensor_close(_hT, _ref_hs[:, -1], "h_T", atol=1e-10,
                    hint="return the hidden state after the *last* token, hs[:, -1]")
 
 # Continuing from h_T must give what reading the whole sequence at once gives.
-_first, _h = _m.forward_state(_idx[:, :4])
-_rest, _ = call_checked(_m.forward_state, _idx[:, 4:], _h, name="RNNLM.forward_state(idx, h0)")
+with _no_rnn():
+    _first, _h = _m.forward_state(_idx[:, :4])
+    _rest, _ = call_checked(_m.forward_state, _idx[:, 4:], _h, name="RNNLM.forward_state(idx, h0)")
 check_tensor_close(_rest, _logits[:, 4:], "logits continued from h_T", atol=1e-10,
                    hint="pass h0 on to rnn_forward instead of always starting from zeros")
 check_tensor_close(_m(_idx), _logits, "RNNLM(idx)", atol=1e-12)
 print("RNNLM: all visible checks passed")
 ### BEGIN HIDDEN TESTS
-_why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell"
-with forbid(torch._VF, "rnn_tanh", _why), forbid(torch._VF, "rnn_tanh_cell", _why):
+_why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell / torch.rnn_tanh"
+with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
     torch.manual_seed(3)
     _m = RNNLM(vocab_size=13, n_embd=4, n_hidden=6).double()
     check(not any(isinstance(_mod, (nn.RNNBase, nn.RNNCellBase)) for _mod in _m.modules()),
@@ -423,6 +516,8 @@ _loss = call_checked(lm_loss, _P.log(), _idx, name="lm_loss(worked example)")
 check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0,
       f"lm_loss should return a scalar tensor (shape ()), got {type(_loss).__name__} "
       f"{tuple(getattr(_loss, 'shape', ()))} — average over every prediction")
+check(_loss.dtype == torch.float64, f"lm_loss returned {_loss.dtype} for float64 logits (the numbers look the "
+                                    "same but lose precision) — keep the inputs' dtype; don't call .float()")
 _val = float(_loss)
 _expected = (-math.log(0.25) - math.log(0.8)) / 2
 check(abs(_val - (-math.log(0.5) - math.log(0.8) - math.log(0.2)) / 3) > 1e-6,
@@ -436,6 +531,23 @@ check(abs(_val - _double) > 1e-6,
       "lm_loss applied softmax before F.cross_entropy, which applies log-softmax itself: pass the raw logits")
 check_close(_val, _expected, "lm_loss(worked example)", rel=1e-9,
             hint="mean over the B*(T-1) predictions of -log p(next token)")
+
+# Two sequences (B = 2, T = 2, V = 3), idx = [[0, 1], [2, 0]]: position 0 of each row predicts
+# position 1 of the *same* row, and the last positions predict nothing:
+#   row 0 predicts idx[0, 1] = 1 with p = [0.5, 0.25, 0.25]   -> -log 0.25
+#   row 1 predicts idx[1, 1] = 0 with p = [0.6, 0.3, 0.1]     -> -log 0.6
+# loss = (-log 0.25 - log 0.6) / 2 = 0.948560
+_P2 = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], [[0.6, 0.3, 0.1], [0.2, 0.7, 0.1]]], dtype=torch.float64)
+_idx2 = torch.tensor([[0, 1], [2, 0]])
+_val = float(call_checked(lm_loss, _P2.log(), _idx2, name="lm_loss(two sequences)"))
+_shift_hint = ("shift within each sequence (logits[:, :-1] vs idx[:, 1:]); flattening first makes row b's last "
+               "position predict row b+1's first token")
+check(abs(_val - (-math.log(0.25) - math.log(0.8) - math.log(0.6)) / 3) > 1e-6,
+      "lm_loss(two sequences) scored row 0's last position against row 1's first token — " + _shift_hint)
+check(abs(_val - (-math.log(0.25) - math.log(0.6))) > 1e-6,
+      "lm_loss(two sequences) added up the two rows' losses: take the mean over all B*(T-1) predictions")
+check_close(_val, (-math.log(0.25) - math.log(0.6)) / 2, "lm_loss(two sequences)", rel=1e-9,
+            hint="the mean over all B*(T-1) predictions, each row's logits[b, :-1] against its own idx[b, 1:]")
 
 # A model that knows nothing (all logits equal) pays log V per prediction, whatever the batch.
 _uniform = call_checked(lm_loss, torch.zeros(4, 10, 7), torch.randint(7, (4, 10)), name="lm_loss(uniform)")
@@ -527,6 +639,7 @@ def sample(model, prompt_ids, n_new, generator, temperature=1.0):
     """Draw n_new token ids from the model, continuing the list of ids prompt_ids (length >= 1).
 
     model.forward_state(idx (1, T), state) -> (logits (1, T, V), new state); state=None at first.
+    Build each idx on the model's device, next(model.parameters()).device.
     Returns a list of n_new ints (the prompt is not included).
     """
     ### BEGIN SOLUTION
@@ -579,8 +692,11 @@ class _Clock(nn.Module):
         return 50.0 * F.one_hot(count % 5, 5).float().expand(B, T, 5), int(count[-1])
 
 
+_probs_hint = ("torch.multinomial needs probabilities (non-negative): apply softmax to the logits first, "
+               "F.softmax(logits / temperature, dim=-1)")
 _g = torch.Generator().manual_seed(0)
-_s = call_checked(sample, _Counter(), [4, 2], 6, _g, name="sample(counter model, prompt [4, 2], 6 tokens)")
+_s = call_checked(sample, _Counter(), [4, 2], 6, _g, name="sample(counter model, prompt [4, 2], 6 tokens)",
+                  hint=_probs_hint)
 check_type(_s, list, "sample(...)", hint="return a list of ints")
 check(len(_s) == 6, f"sample(..., n_new=6) returned {len(_s)} tokens; return only the 6 new ones")
 check(all(isinstance(t, int) for t in _s), "sample should return Python ints (use int(...) or .item())")
@@ -590,12 +706,14 @@ check(_s[0] != 0, "the first token should continue the *last* prompt token (2 ->
                  "first one (4 -> 0): use the logits of the last position, logits[0, -1]")
 check_equal(_s, [3, 4, 0, 1, 2, 3], "sample(counter model, prompt [4, 2], 6 tokens)",
             hint="the counter model predicts (last token + 1) mod 5 with near certainty")
-_s = call_checked(sample, _Clock(), [0, 0], 4, _g, name="sample(clock model, prompt [0, 0], 4 tokens)")
+_s = call_checked(sample, _Clock(), [0, 0], 4, _g, name="sample(clock model, prompt [0, 0], 4 tokens)",
+                  hint=_probs_hint)
 check_equal(_s, [2, 3, 4, 0], "sample(clock model, prompt [0, 0], 4 tokens)",
             hint="the clock model's prediction depends on its state: pass the state returned by "
                  "forward_state back in with the next token")
 
-_draws = call_checked(sample, _Die(), [0], 3000, torch.Generator().manual_seed(1), name="sample(die, 3000)")
+_draws = call_checked(sample, _Die(), [0], 3000, torch.Generator().manual_seed(1), name="sample(die, 3000)",
+                      hint=_probs_hint)
 _freq = [_draws.count(k) / len(_draws) for k in range(3)]
 check(_freq[0] < 0.99, "sample always returned the most likely token: that is arg-max (greedy), not "
                        "sampling — draw with torch.multinomial(probs, 1, generator=generator)")
@@ -666,7 +784,8 @@ tok = CharTokenizer.from_text(corpus.text("train"))
 train_ids = encode_split(corpus, "train", tok)
 val_ids = encode_split(corpus, "val", tok)
 P = rt.profile
-print(f"{tok.vocab_size} characters in the vocabulary; {len(train_ids):,} training and "
+print(f"{tok.vocab_size} tokens in the vocabulary (the training text's characters and <unk>); "
+      f"{len(train_ids):,} training and "
       f"{len(val_ids):,} validation characters")
 print(f"profile {P.name}: {P.train_steps} steps of {P.batch_size} x {P.block_size} characters, "
       f"embedding and hidden size {P.n_embd}")

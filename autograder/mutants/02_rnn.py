@@ -61,6 +61,26 @@ def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
         cell.bias_hh.zero_()
     return cell(x_t, h_prev)
 '''),
+    Mutant("calls torch.rnn_tanh_cell directly", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)
+'''),
+    Mutant("calls torch._C._VariableFunctions.rnn_tanh_cell", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch._C._VariableFunctions.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)
+'''),
+    Mutant("W_hh not transposed (square, so no shape error)", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh + b_h)
+'''),
+    Mutant("elman_step returns float32 (.float())", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t.float() @ W_xh.float().T + h_prev.float() @ W_hh.float().T + b_h.float())
+'''),
+    Mutant("detaches its result", "elman_step", '''
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h).detach()
+'''),
     # --- rnn_forward
     Mutant("hidden state not carried across steps (h0 every time)", "rnn_forward", '''
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
@@ -117,6 +137,73 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
     out, _ = rnn(x, None if h0 is None else h0[None])
     return out
 '''),
+    Mutant("calls torch.rnn_tanh directly", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    h0 = x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0
+    out, _ = torch.rnn_tanh(x, h0[None], [W_xh, W_hh, b_h, torch.zeros_like(b_h)], True, 1, 0.0, False, False, True)
+    return out
+'''),
+    Mutant("start state of shape (B, I)", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, I = x.shape
+    h = x.new_zeros(B, I) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("float32 start state (torch.zeros(B, H))", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = torch.zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("rnn_forward returns float32 (.float())", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs, dim=1).float()
+'''),
+    Mutant("carried state detached between steps", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+        h = h.detach()
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("outputs detached", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(T):
+        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h.detach())
+    return torch.stack(hs, dim=1)
+'''),
+    Mutant("writes into a preallocated tensor in place", "rnn_forward", '''
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    B, T, _ = x.shape
+    hs = x.new_zeros(B, T + 1, W_hh.shape[0])
+    if h0 is not None:
+        hs[:, 0] = h0
+    for t in range(T):
+        hs[:, t + 1] = elman_step(x[:, t], hs[:, t], W_xh, W_hh, b_h)
+    return hs[:, 1:]
+'''),
     # --- RNNLM
     Mutant("predicts from h_{t-1} instead of h_t", "RNNLM", _RNNLM_HEAD + '''
         x = self.wte(idx)
@@ -152,6 +239,13 @@ class RNNLM(nn.Module):
         hs, _ = self.rnn(self.wte(idx), None if h0 is None else h0[None])
         return self.lm_head(hs), hs[:, -1]
 '''),
+    Mutant("calls torch.rnn_tanh inside the model", "RNNLM", _RNNLM_HEAD + '''
+        x = self.wte(idx)
+        h0 = x.new_zeros(x.shape[0], self.W_hh.shape[0]) if h0 is None else h0
+        hs, _ = torch.rnn_tanh(x, h0[None], [self.W_xh, self.W_hh, self.b_h, torch.zeros_like(self.b_h)],
+                               True, 1, 0.0, self.training, False, True)
+        return self.lm_head(hs), hs[:, -1]
+'''),
     # --- lm_loss
     Mutant("targets not shifted", "lm_loss", '''
 def lm_loss(logits, idx):
@@ -178,6 +272,16 @@ def lm_loss(logits, idx):
 def lm_loss(logits, idx):
     B, T, V = logits.shape
     return sum(F.cross_entropy(logits[b, :-1], idx[b, 1:]) for b in range(B))
+'''),
+    Mutant("flattens before shifting", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.cross_entropy(logits.reshape(-1, V)[:-1], idx.reshape(-1)[1:])
+'''),
+    Mutant("computes in float32 (.float())", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.cross_entropy(logits[:, :-1].float().reshape(-1, V), idx[:, 1:].reshape(-1))
 '''),
     # --- perplexity
     Mutant("perplexity as exp of the summed loss", "perplexity", '''
@@ -248,6 +352,16 @@ def perplexity(token_losses):
         nxt = int(torch.multinomial(probs, 1, generator=generator))
         out.append(nxt)
         logits, state = model.forward_state(torch.tensor([[nxt]], device=device))
+    return out
+'''),
+    Mutant("multinomial on raw logits (no softmax)", "sample", _SAMPLE_HEAD + '''
+    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
+    out = []
+    for _ in range(n_new):
+        weights = logits[0, -1].float().cpu() / temperature
+        nxt = int(torch.multinomial(weights, 1, generator=generator))
+        out.append(nxt)
+        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
     return out
 '''),
 ]

@@ -66,7 +66,7 @@ def _cmd_solutions(args) -> int:
 
 def _cmd_grade(args) -> int:
     from .grading.build import repo_root
-    from .grading.grade import Limits, grade, sandbox_description, summary
+    from .grading.grade import Limits, grade, sandbox_description, summary, timing_table
     from .grading.ingest import IngestError
 
     limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
@@ -74,14 +74,17 @@ def _cmd_grade(args) -> int:
     print(f"sandbox: {sandbox_description()}", file=sys.stderr)
     gradebook = (None if args.gradebook.lower() == "none" else
                  Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
+    batch: dict[str, float] = {}
     try:
         results = grade(Path(args.submissions), args.assignment, Path(args.out), jobs=args.jobs,
                         limits=limits, force=args.force, progress=not args.no_progress,
-                        gradebook=gradebook)
+                        gradebook=gradebook, timings=batch)
     except (IngestError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary(results))
+    if args.timings:
+        print(timing_table(results, batch), file=sys.stderr)
     print(f"wrote {Path(args.out) / 'grades.csv'} and feedback in {Path(args.out) / 'feedback'}/")
     if gradebook is not None:
         print(f"gradebook: {gradebook} (autograded notebooks beside it, for formgrader / nbgrader export)")
@@ -119,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="nbgrader gradebook to write the results into (default: the course's "
                         "autograder/gradebook.db; 'none' to skip)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--timings", action="store_true",
+                   help="print where the time went (per-submission phases and batch phases)")
     g.set_defaults(func=_cmd_grade)
     args = p.parse_args(argv)
     return args.func(args)

@@ -12,6 +12,7 @@ import csv
 import hashlib
 import html
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -127,6 +128,9 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
                                               "def pad_sentence(words, n):\n    return list(words)\n")
     if subs is not None and out is not None:
         c["snoop"] = with_answer("q1", snoop_source(subs, out))
+    if BWRAP:   # (the fallback has no process table of its own: never run a fork bomb there)
+        # exponential: every child forks too; the sandbox must stop it at its process limit
+        c["fork_bomb"] = with_answer("q1", "import os\nwhile True:\n    os.fork()\n")
     return c
 
 
@@ -189,6 +193,8 @@ EXPECTED = {   # student: (status, flags that must be present, score: exact / "<
     "edited_tests": ("graded", {"tests-edited"}, AUTO_MAX - 1),
     "monkeypatch": ("graded", {"helpers-tampered"}, "<"),
 }
+if BWRAP:
+    EXPECTED["fork_bomb"] = ("process-limit", set(), AUTO_MAX - 1)
 
 
 @pytest.mark.parametrize("student", sorted(EXPECTED))
@@ -381,3 +387,24 @@ def test_same_grades_with_one_worker(batch, tmp_path):
                  "--gradebook", "none"]) == 0
     again = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     assert again == {s: rows[s] for s in some}
+
+
+@needs_bwrap
+def test_fork_bomb_stopped_at_the_process_limit(batch):
+    """Stopped when the process table fills, well before the 30 s notebook cap (the kernel
+    would otherwise stall until the cell timeout), and nothing of it is left running."""
+    _, out, rows, _, _ = batch
+    assert rows["fork_bomb"]["generate_tests"] == "2"          # graded before the bomb
+    assert "process" in rows["fork_bomb"]["detail"]
+    seconds = json.loads((out / "results" / "fork_bomb.json").read_text())["seconds"]
+    assert seconds < 25, seconds
+    mine = range(sandbox.UID_BASE + 256 * os.getpid(), sandbox.UID_BASE + 256 * (os.getpid() + 1))
+    left = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _uid(p) in mine]
+    assert not left, f"processes of a sandbox uid still run: {left}"
+
+
+def _uid(proc: Path) -> int:
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return -1

@@ -7,14 +7,17 @@ For each submission (see :mod:`.ingest` for the accepted inputs) the grader
    notebook into a runner inside the sandbox (:mod:`.sandbox`: bubblewrap, or a documented
    weaker fallback), which executes it with nbclient under limits (:class:`Limits`) and hands
    the executed notebook back; the notebook-wide cap kills the whole sandbox;
-3. outside the sandbox: scores every test cell with nbgrader's own rule
+3. outside the sandbox, in one finisher thread (so a worker's slot takes the next submission as
+   soon as its sandbox exits): scores every test cell with nbgrader's own rule
    (``nbgrader.utils.determine_grade``), reads the guard markers (``helpers-tampered`` zeroes
    the affected tests), renders nbgrader's feedback page in-process with hidden-test source
    removed and then verified absent, and at the end of the batch writes the results into an
    nbgrader gradebook (assignment, cells, submissions, auto scores) plus the autograded
    notebooks beside it, so formgrader and ``nbgrader export`` work as usual.
 
-One submission's failure never stops the batch. Results are cached per submission under
+``--timings`` prints where the time went (per-submission phases: sandbox and Python start,
+runner imports, kernel start, preamble, notebook cells, ...; batch phases: template, grading,
+gradebook). One submission's failure never stops the batch. Results are cached per submission under
 ``OUT/results/`` keyed by the submission's bytes, the assignment source and the limits, so a
 rerun skips finished work unless ``force``. The original submissions are only read.
 
@@ -31,6 +34,7 @@ import html
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -51,7 +55,7 @@ from .nbgrader_cli import run_nbgrader
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 
 GRADER_VERSION = "2"
-STATUSES = ("graded", "timeout", "crashed", "memory-limit", "invalid-notebook",
+STATUSES = ("graded", "timeout", "crashed", "memory-limit", "process-limit", "invalid-notebook",
             "missing-notebook", "wrong-assignment")
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
@@ -82,6 +86,7 @@ class Result:
     feedback: str = ""
     seconds: float = 0.0
     key: str = ""
+    timings: dict[str, float] = field(default_factory=dict)   # phase -> seconds (``--timings``)
 
 
 def sandbox_description() -> str:
@@ -182,6 +187,7 @@ def _execute(nb, work: Path, slot: int, limits: Limits) -> tuple[dict | None, bo
                       "memory_mb": limits.memory_mb, "nproc": limits.processes,
                       "guard_tag": GUARD_TAG}).encode()
     with tempfile.TemporaryFile() as result:
+        t_popen = time.time()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=result,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -194,7 +200,9 @@ def _execute(nb, work: Path, slot: int, limits: Limits) -> tuple[dict | None, bo
             killed = False
         except subprocess.TimeoutExpired:
             killed = True
+        t_exit = time.time()
         _kill_tree(proc)          # whatever the student left running dies now
+        t_killed = time.time()
         result.seek(0)
         data = result.read(MAX_NOTEBOOK_BYTES * 4)
     if killed or not data:
@@ -203,7 +211,24 @@ def _execute(nb, work: Path, slot: int, limits: Limits) -> tuple[dict | None, bo
         report = json.loads(data)
     except ValueError:
         return None, False
+    report.setdefault("stamps", {}).update(popen=t_popen, exited=t_exit, killed=t_killed, parsed=time.time())
     return report, False
+
+
+# runner stamps -> phases (``--timings``): each phase ends at its stamp, starts at the one before
+_PHASES = (("sandbox+python start", "start"), ("runner imports", "imports"), ("kernel start", "kernel"),
+           ("preamble cell", "preamble"), ("notebook cells", "cells"), ("kernel shutdown", "shutdown"),
+           ("runner: result out, exit", "exited"), ("process-tree kill", "killed"),
+           ("result parse", "parsed"))
+
+
+def _phase_times(stamps: dict[str, float]) -> dict[str, float]:
+    out, last = {}, stamps.get("popen")
+    for name, key in _PHASES:
+        if key in stamps and last is not None:
+            out[name] = round(stamps[key] - last, 3)
+            last = stamps[key]
+    return out
 
 
 def _run_notebook(prep_nb, tpl: Template):
@@ -247,13 +272,38 @@ def _leaks(text: str, hidden: list[str]) -> list[str]:
 
 
 _local = threading.local()
+_IMG_NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.IGNORECASE)
+
+
+def _feedback_exporter_class():
+    from nbconvert.exporters import HTMLExporter, TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class FeedbackExporter(HTMLExporter):
+        """nbconvert's HTMLExporter minus its BeautifulSoup pass over the finished page (which
+        only adds ``alt`` to images and ``tabindex`` to cells, and was most of the render time);
+        ``alt`` is added here by a regular expression."""
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            langinfo = nb.metadata.get("language_info", {})
+            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+            self.register_filter("highlight_code", self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            resources = self._init_resources(resources)
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            text, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return _IMG_NO_ALT.sub('<img alt="No description has been provided for this image"',
+                                   text), resources
+
+    return FeedbackExporter
 
 
 def _exporter():
     """nbgrader's feedback page (its template), rendered in-process; one exporter per thread."""
     if getattr(_local, "exporter", None) is None:
         import nbgrader
-        from nbconvert.exporters import HTMLExporter
         from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
         from traitlets.config import Config
 
@@ -263,7 +313,7 @@ def _exporter():
         c.HTMLExporter.extra_template_basedirs = [str(base / "templates")]
         c.HTMLExporter.extra_template_paths = [str(base / "static" / "node_modules" / "bootstrap" /
                                                    "dist" / "css")]
-        exp = HTMLExporter(config=c)
+        exp = _feedback_exporter_class()(config=c)
         exp.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
         _local.exporter = exp
     return _local.exporter
@@ -292,8 +342,19 @@ def _write_feedback(nb, tpl: Template, sid: str, out: Path, res: Result) -> None
     res.feedback = str(dest.relative_to(out))
 
 
-def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: bool = False,
-              keep_work: bool = False, slots: queue.Queue | None = None) -> Result:
+@dataclass
+class _Pending:
+    """A submission between its two stages: the sandbox run (a worker) and the finishing
+    (scoring, autograded copy, feedback page, cache: one finisher thread in the parent)."""
+    res: Result
+    start: float
+    report: dict | None = None
+    killed: bool = False
+    done: bool = True              # nothing left to finish (cached, unusable file, grader error)
+
+
+def _sandbox_stage(sub: Submission, tpl: Template, limits: Limits, out: Path, force: bool = False,
+                   keep_work: bool = False, slots: queue.Queue | None = None) -> _Pending:
     start = time.perf_counter()
     asg = tpl.assignment
     res = Result(sub.student, asg, "missing-notebook", max_score=tpl.max_score,
@@ -311,39 +372,66 @@ def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: 
         try:
             old = Result(**json.loads(cache.read_text()))
             if old.key == key:
-                return old
+                old.timings = {}          # nothing was run for it now
+                return _Pending(old, start, done=True)
         except (ValueError, TypeError):
             pass
     res.key = key
-    graded = out / "autograded" / f"{sub.student}.ipynb"
-    graded.unlink(missing_ok=True)
+    pending = _Pending(res, start, done=False)
+    (out / "autograded" / f"{sub.student}.ipynb").unlink(missing_ok=True)
+    if sub.path is None:
+        return pending
     slot = slots.get() if slots is not None else 0
     try:
-        if sub.path is not None:
-            _grade(sub, raw, tpl, limits, out, res, keep_work, slot)
+        pending.report, pending.killed = _run_sandboxed(sub, raw, tpl, limits, out, res, keep_work, slot)
     except Exception as exc:  # noqa: BLE001 (one submission never stops the batch)
         res.status, res.detail = "crashed", f"grader error: {type(exc).__name__}: {exc}"[:300]
+        pending.report, pending.killed = None, False
     finally:
         if slots is not None:
             slots.put(slot)
-    res.seconds = round(time.perf_counter() - start, 2)
+    return pending
+
+
+def _finish_stage(p: _Pending, tpl: Template, limits: Limits, out: Path) -> Result:
+    res = p.res
+    if p.done:
+        return res
+    try:
+        if res.status == "running":
+            _conclude(p.report, p.killed, tpl, limits, out, res)
+    except Exception as exc:  # noqa: BLE001 (one submission never stops the batch)
+        res.status, res.detail = "crashed", f"grader error: {type(exc).__name__}: {exc}"[:300]
+    res.seconds = round(time.perf_counter() - p.start, 2)
+    cache = out / "results" / f"{res.student}.json"
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(asdict(res), indent=1))
     return res
 
 
-def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path, res: Result,
-           keep_work: bool, slot: int) -> None:
+def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: bool = False,
+              keep_work: bool = False, slots: queue.Queue | None = None) -> Result:
+    """One submission, both stages in this thread."""
+    return _finish_stage(_sandbox_stage(sub, tpl, limits, out, force, keep_work, slots), tpl, limits, out)
+
+
+def _run_sandboxed(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path, res: Result,
+                   keep_work: bool, slot: int) -> tuple[dict | None, bool]:
+    """Check and prepare the notebook, run it in the sandbox; status ``running`` when there is
+    a run to conclude, else the final status (invalid file, wrong assignment)."""
     sid = sub.student
     if raw == b"\0":
         res.status, res.detail = "invalid-notebook", f"larger than {MAX_NOTEBOOK_BYTES} bytes"
-        return
+        return None, False
+    t = time.perf_counter()
     prep = prepare(raw, tpl.release, seed=limits.seed, output_cap=limits.output_chars)
+    res.timings["prepare"] = round(time.perf_counter() - t, 3)
     res.flags += prep.flags
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)
     if prep.status != "graded":
         res.status = prep.status
-        return
+        return None, False
+    res.status = "running"
     (out / "work").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{sid}-", dir=out / "work"))
     try:
@@ -351,6 +439,17 @@ def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
+    if report:
+        res.timings.update(_phase_times(report.get("stamps", {})))
+    return report, killed
+
+
+def _conclude(report: dict | None, killed: bool, tpl: Template, limits: Limits, out: Path,
+              res: Result) -> None:
+    """Status, scores and guard flags from the runner's report; the autograded copy and the
+    feedback page."""
+    sid = res.student
+    t = time.perf_counter()
     nb = nbformat.from_dict(report["nb"]) if report and report.get("nb") else None
     errors = [o.get("ename", "") for c in (nb.cells if nb else []) if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -360,6 +459,11 @@ def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path
     elif nb is None:
         res.status = "crashed"
         res.detail = "the sandbox returned no notebook" + (f": {report.get('error')}" if report else "")
+    elif report.get("process_limit") is not None:
+        res.status = "process-limit"
+        res.detail = (f"the notebook filled its process table ({report['process_limit']} of "
+                      f"{limits.processes} processes and threads: a fork bomb?); everything in the "
+                      "sandbox was killed, tests before it were graded, the rest score 0")
     elif any("MemoryError" in e for e in errors):
         res.status, res.detail = "memory-limit", f"over {limits.memory_mb} MB (MemoryError); the rest was graded"
     elif report.get("deadline") is not None:
@@ -392,10 +496,15 @@ def _grade(sub: Submission, raw: bytes, tpl: Template, limits: Limits, out: Path
             if res.tests.get(gid) is not None:
                 res.tests[gid] = 0.0
     res.score = float(sum(v for v in res.tests.values() if v is not None))
+    res.timings["scoring"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
     graded = out / "autograded" / f"{sid}.ipynb"        # TA-only: holds the hidden tests
     graded.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(strip_injected(nbformat.from_dict(json.loads(json.dumps(nb)))), graded)
+    res.timings["autograded write"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
     _write_feedback(nb, tpl, sid, out, res)
+    res.timings["feedback render"] = round(time.perf_counter() - t, 3)
 
 
 # ---------------------------------------------------------------- the batch
@@ -446,22 +555,50 @@ def write_gradebook(results: list[Result], tpl: Template, out: Path, db: Path) -
         gb.update_or_create_assignment(asg)
     res = {"nbgrader": {"db_url": url, "assignment": asg, "notebook": asg}}
     SaveCells().preprocess(nbformat.from_dict(json.loads(json.dumps(tpl.source))), res)
+
+    class _Session:
+        """The open session, with nbgrader's per-cell commits turned into flushes."""
+        def __init__(self, session):
+            self._session = session
+
+        def commit(self):
+            self._session.flush()
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+    class _Batched:
+        def __init__(self, gb):
+            self._gb, self.db = gb, _Session(gb.db)
+
+        def __getattr__(self, name):
+            return getattr(self._gb, name)
+
+    class BatchedSaveAutoGrades(SaveAutoGrades):
+        """nbgrader's SaveAutoGrades (same rules, same rows) on one open gradebook, committed
+        once per student instead of once per cell."""
+
+        def preprocess(self, nb, resources):
+            info = resources["nbgrader"]
+            self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
+            self.student_id, self.db_url = info["student"], info["db_url"]
+            self.gradebook = _Batched(gb)
+            return super(SaveAutoGrades, self).preprocess(nb, resources)
+
     written = 0
-    for r in results:
-        graded = out / "autograded" / f"{r.student}.ipynb"
-        if not graded.is_file():
-            continue
-        nb = nbformat.read(graded, as_version=4)
-        with Gradebook(url) as gb:
+    with Gradebook(url) as gb:
+        for r in results:
+            graded = out / "autograded" / f"{r.student}.ipynb"
+            if not graded.is_file():
+                continue
+            nb = nbformat.read(graded, as_version=4)
             gb.update_or_create_student(r.student)
             try:
                 gb.remove_submission(asg, r.student)
             except MissingEntry:
                 pass
-        with Gradebook(url) as gb:
             gb.add_submission(asg, r.student)
-        SaveAutoGrades().preprocess(nb, {"nbgrader": {**res["nbgrader"], "student": r.student}})
-        with Gradebook(url) as gb:
+            BatchedSaveAutoGrades().preprocess(nb, {"nbgrader": {**res["nbgrader"], "student": r.student}})
             for gid, pts in r.tests.items():
                 if pts is None:
                     continue
@@ -469,20 +606,27 @@ def write_gradebook(results: list[Result], tpl: Template, out: Path, db: Path) -
                 if g.auto_score != pts:
                     g.auto_score = pts
             gb.db.commit()
-        dest = db.parent / "autograded" / r.student / asg / f"{asg}.ipynb"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(graded, dest)
-        written += 1
+            dest = db.parent / "autograded" / r.student / asg / f"{asg}.ipynb"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(graded, dest)
+            written += 1
     return written
 
 
 def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits: Limits = Limits(),
           force: bool = False, progress: bool = True, keep_work: bool = False,
-          gradebook: Path | None = None) -> list[Result]:
+          gradebook: Path | None = None, timings: dict[str, float] | None = None) -> list[Result]:
+    """Grade every submission in ``src``; ``timings`` (if given) receives the batch phases."""
+    timings = {} if timings is None else timings
+    t = time.perf_counter()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     subs = find_submissions(Path(src), assignment, out / "input")
+    timings["find submissions"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
     tpl = Template(assignment, out)
+    timings["template (generate_assignment, cached per --out)"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
     jobs = max(1, jobs or os.cpu_count() or 1)
     slots: queue.Queue = queue.Queue()
     for i in range(jobs):
@@ -493,19 +637,48 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
         from tqdm import tqdm
 
         bar = tqdm(total=len(subs), desc=f"grading {assignment}", unit="nb", file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_one, s, tpl, limits, out, force, keep_work, slots): s for s in subs}
-        for fut in as_completed(futures):
+    # `jobs` workers keep `jobs` sandboxes busy; one finisher thread scores, writes the
+    # autograded copy and renders feedback for each run as it comes back, so a worker's slot
+    # is free again as soon as its sandbox exits
+    with ThreadPoolExecutor(max_workers=jobs) as pool, ThreadPoolExecutor(max_workers=1) as finisher:
+        running = [pool.submit(_sandbox_stage, s, tpl, limits, out, force, keep_work, slots) for s in subs]
+        finishing = []
+        for fut in as_completed(running):
+            finishing.append(finisher.submit(_finish_stage, fut.result(), tpl, limits, out))
+            if bar is not None:
+                finishing[-1].add_done_callback(lambda _: bar.update(1))
+        for fut in finishing:
             r = fut.result()
             results[r.student] = r
-            if bar is not None:
-                bar.update(1)
     if bar is not None:
         bar.close()
     ordered = [results[s.student] for s in subs]
     if (out / "work").is_dir() and not any((out / "work").iterdir()):
         (out / "work").rmdir()
+    timings["grading (wall, all workers)"] = round(time.perf_counter() - t, 3)
     write_csv(ordered, tpl, out / "grades.csv")
     if gradebook is not None:
+        t = time.perf_counter()
         write_gradebook(ordered, tpl, out, Path(gradebook))
+        timings["gradebook write"] = round(time.perf_counter() - t, 3)
     return ordered
+
+
+def timing_table(results: list[Result], batch: dict[str, float]) -> str:
+    """``--timings``: per-submission phases (mean and total over the submissions graded in this
+    run), then the batch phases."""
+    fresh = [r for r in results if r.timings]
+    names: list[str] = []
+    for r in fresh:
+        names += [n for n in r.timings if n not in names]
+    lines = [f"timings ({len(fresh)} submissions run now; seconds)",
+             f"  {'phase':34s} {'mean':>7s} {'total':>8s}"]
+    for n in names:
+        vals = [r.timings[n] for r in fresh if n in r.timings]
+        lines.append(f"  {n:34s} {sum(vals) / len(vals):7.2f} {sum(vals):8.2f}")
+    if fresh:
+        tot = [r.seconds for r in fresh]
+        lines.append(f"  {'whole submission (in its worker)':34s} {sum(tot) / len(tot):7.2f} {sum(tot):8.2f}")
+    for n, v in batch.items():
+        lines.append(f"  batch: {n:48s} {v:8.2f}")
+    return "\n".join(lines)

@@ -3,7 +3,7 @@
 Threat model (what a student's code can do while its notebook is graded)
 -----------------------------------------------------------------------
 The grader (trusted) prepares the notebook outside, pipes it into a small runner
-(``python -m lmcourse.grading.sandbox``) and reads the executed notebook back from the
+(this file run as a script, ``python -I .../sandbox.py``) and reads the executed notebook back from the
 runner's stdout. The runner starts the student's kernel with nbclient, inside the sandbox.
 
 With **bubblewrap** (``bwrap`` on PATH and able to start; the default):

@@ -126,7 +126,10 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
     # a function defined under the name a test calls: the test would call the student's copy
     c["shadow"] = with_answer("pad_sentence", "def check_equal(*a, **k):\n    return None\n\n"
                                               "def pad_sentence(words, n):\n    return list(words)\n")
-    if subs is not None and out is not None:
+    if BWRAP and subs is not None and out is not None:
+        # the fallback does not hide the grader's files (documented): the attacks would succeed
+        # there and corrupt the other students' results this batch checks, so run them only
+        # where the sandbox must stop them
         c["snoop"] = with_answer("q1", snoop_source(subs, out))
     if BWRAP:   # (the fallback has no process table of its own: never run a fork bomb there)
         # exponential: every child forks too; the sandbox must stop it at its process limit
@@ -184,7 +187,6 @@ EXPECTED = {   # student: (status, flags that must be present, score: exact / "<
     "custom_exc": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
     "showtraceback": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
     "shadow": ("graded", {"helpers-tampered"}, "<"),
-    "snoop": ("graded", set(), AUTO_MAX),
     "invalid_json": ("invalid-notebook", set(), 0),
     "empty": ("invalid-notebook", set(), 0),
     "wrong_assignment": ("wrong-assignment", set(), 0),
@@ -194,6 +196,7 @@ EXPECTED = {   # student: (status, flags that must be present, score: exact / "<
     "monkeypatch": ("graded", {"helpers-tampered"}, "<"),
 }
 if BWRAP:
+    EXPECTED["snoop"] = ("graded", set(), AUTO_MAX)
     EXPECTED["fork_bomb"] = ("process-limit", set(), AUTO_MAX - 1)
 
 
@@ -321,6 +324,7 @@ def test_output_flood_is_capped(batch):
     assert "output cut" in _output_text(out, "flood")
 
 
+@needs_bwrap   # the fallback's session kill misses a child that detaches into its own session
 def test_whole_notebook_cap_kills_the_process_tree(batch):
     """The sigint_loop student started a detached `sleep` before looping: none may survive."""
     left = []

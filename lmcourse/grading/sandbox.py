@@ -41,7 +41,8 @@ tamper with its own kernel (hooks, helpers): see ``prepare.py`` (``helpers-tampe
 **Fallback** (no bwrap, or it fails to start; or ``LMCOURSE_SANDBOX=fallback``): the same
 runner and rlimits, a private work folder as the working directory and home, a scrubbed
 environment, its own process session killed as a tree. It does NOT hide files the grader can
-read (masters, gradebook, other students' submissions) and does NOT block the network; the
+read (masters, gradebook, other students' submissions, other results) and does NOT block the
+network; a child that detaches into a new session of its own can outlive the kill; the
 process-count limit does not bind when the grader runs as root. Use it only for trusted input.
 """
 

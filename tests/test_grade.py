@@ -51,7 +51,9 @@ def with_answer(grade_id, source):
 
 BWRAP = sandbox.mode()[0] == "bubblewrap"
 needs_bwrap = pytest.mark.skipif(not BWRAP, reason=f"bubblewrap sandbox not in force: {sandbox.mode()[1]}")
-SLEEPER = "987654"      # a detached `sleep` the sigint_loop student leaves behind
+# a detached `sleep` the sigint_loop student leaves behind; its argument is unique to this test
+# run, so a leftover of another run (e.g. one in the weaker fallback mode) is not counted here
+SLEEPER = str(1_000_000 + os.getpid())
 
 
 def snoop_source(subs: Path, out: Path) -> str:

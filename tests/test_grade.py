@@ -397,13 +397,13 @@ def test_same_grades_with_one_worker(batch, tmp_path):
 
 @needs_bwrap
 def test_fork_bomb_stopped_at_the_process_limit(batch):
-    """Stopped when the process table fills, well before the 30 s notebook cap (the kernel
-    would otherwise stall until the cell timeout), and nothing of it is left running."""
+    """Stopped by the process-table watchdog, not by the 30 s notebook cap (which would give
+    status `timeout`; the kernel would otherwise stall until then), and nothing of it is left
+    running. No wall-clock bound: on a loaded 2-core machine the forks themselves are slow."""
     _, out, rows, _, _ = batch
+    assert rows["fork_bomb"]["status"] == "process-limit", rows["fork_bomb"]
     assert rows["fork_bomb"]["generate_tests"] == "2"          # graded before the bomb
     assert "process" in rows["fork_bomb"]["detail"]
-    seconds = json.loads((out / "results" / "fork_bomb.json").read_text())["seconds"]
-    assert seconds < 25, seconds
     mine = range(sandbox.UID_BASE + 256 * os.getpid(), sandbox.UID_BASE + 256 * (os.getpid() + 1))
     left = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _uid(p) in mine]
     assert not left, f"processes of a sandbox uid still run: {left}"

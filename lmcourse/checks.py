@@ -231,3 +231,86 @@ def forbid_torch_functions(*name_substrings: str, reason: str = "a graded answer
 
     with _Forbid():
         yield
+
+
+def _code_objects(target: Any, found: dict, label: str) -> None:
+    """Every code object that running ``target`` may execute: a function's own code and the
+    functions nested in it; for a class, every function in its own body (not its bases');
+    for a module, every function and class defined in it."""
+    import types
+
+    if isinstance(target, types.ModuleType):
+        for name, obj in vars(target).items():
+            if getattr(obj, "__module__", None) == target.__name__:
+                _code_objects(obj, found, f"{target.__name__}.{name}")
+        return
+    if isinstance(target, type):
+        for name, obj in vars(target).items():
+            if isinstance(obj, (staticmethod, classmethod)):
+                obj = obj.__func__
+            elif isinstance(obj, property):
+                for f in (obj.fget, obj.fset, obj.fdel):
+                    if f is not None:
+                        _code_objects(f, found, f"{label}.{name}")
+                continue
+            if isinstance(obj, (types.FunctionType, type)):
+                _code_objects(obj, found, f"{label}.{name}")
+        return
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if isinstance(code, types.CodeType):
+        stack = [code]
+        while stack:
+            c = stack.pop()
+            found.setdefault(c, label)
+            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    elif callable(target):  # a builtin (C) function: recognised by identity when it is called
+        found.setdefault(target, label)
+
+
+@contextlib.contextmanager
+def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own code"):
+    """Within the block, running the code of any target raises :class:`CheckFailed`, however the
+    code was reached: the original name, an alias (``from m import f as g``), a reference saved
+    before the block, a subclass, an instance made earlier. A target is a function, a class
+    (every function in its body) or a module (every function and class defined in it).
+
+    It watches what runs (a ``sys.setprofile`` hook on code objects), not names, so rebinding
+    cannot get around it. A call is also remembered, and the block raises on exit if the student
+    code caught the first error and carried on.
+    """
+    import sys
+
+    codes: dict = {}
+    for t in targets:
+        _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
+    seen: list[str] = []
+    previous = sys.getprofile()
+
+    def _profile(frame, event, arg):
+        if event == "call":
+            label = codes.get(frame.f_code)
+        elif event == "c_call":
+            label = codes.get(arg) if _hashable(arg) else None
+        else:
+            label = None
+        if previous is not None:
+            previous(frame, event, arg)
+        if label is not None:
+            seen.append(label)
+            raise CheckFailed(f"your code called {label}: {reason}")
+
+    sys.setprofile(_profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    if seen:
+        raise CheckFailed(f"your code called {seen[0]}: {reason}")
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True

@@ -1,11 +1,12 @@
 """For every notebook, through the real `nbgrader autograde` on a temporary course copy:
 the solution, submitted as a student would, scores full marks; the untouched student
-notebook scores 0 and the grader does not crash."""
+notebook scores 0 and the grader does not crash; a catalogued mutant loses points; every
+catalogued alternative (a valid solution written another way) keeps full marks."""
 
 import pytest
 
 from lmcourse.grading.course import TempCourse, perfect_submission
-from lmcourse.grading.mutants import load_mutants
+from lmcourse.grading.mutants import alternative_rounds, load_alternatives, load_mutants
 
 from .conftest import NOTEBOOKS, ROOT
 
@@ -27,7 +28,18 @@ def graded(request, tmp_path_factory):
         if cell.metadata.get("nbgrader", {}).get("grade_id") == mutants[0].target:
             cell.source = mutants[0].source
     course.submit("mutant", name, with_bug)
+    # alternatives, as few whole submissions as possible (each answer cell replaced once per round)
+    catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
+    rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
+    for k, by_target in enumerate(rounds):
+        nb = perfect_submission(release, source)
+        for cell in nb.cells:
+            alt = by_target.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+            if alt is not None and cell.metadata["nbgrader"].get("solution"):
+                cell.source = alt.source
+        course.submit(f"alternatives-{k}", name, nb)
     course.autograde(name)
+    course.rounds = rounds
     return course, name
 
 
@@ -50,3 +62,13 @@ def test_a_mutant_loses_points_under_real_nbgrader(graded):
     s = course.score(name, "mutant")
     assert s.failed_tests and s.score < course.score(name, "perfect").score, (
         f"{name}: the first mutant lost no points under nbgrader autograde")
+
+
+def test_alternatives_keep_full_marks_under_real_nbgrader(graded):
+    course, name = graded
+    full = course.score(name, "perfect").score
+    for k, by_target in enumerate(course.rounds):
+        s = course.score(name, f"alternatives-{k}")
+        names = [a.name for a in by_target.values()]
+        assert s.score == full, (f"{name}: alternatives {names} scored {s.score} of {full} under nbgrader "
+                                 f"(failed {s.failed_tests})")

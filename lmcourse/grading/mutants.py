@@ -1,4 +1,5 @@
-"""Test strength: inject typical student bugs ("mutants") and check the tests catch them.
+"""Test strength: inject typical student bugs ("mutants") and check the tests catch them; and
+the dual, valid solutions written another way ("alternatives"), which must keep every point.
 
 A mutant replaces one graded answer cell with a plausible wrong implementation. The harness
 runs the solution notebook once in a single kernel (the ``tiny`` profile, as the autograder
@@ -28,6 +29,13 @@ class Mutant:
     source: str  # the full replacement cell
 
 
+@dataclass(frozen=True)
+class Alternative:
+    name: str  # how this valid solution differs from the model answer
+    target: str  # grade id of the answer cell it replaces
+    source: str  # the full replacement cell
+
+
 @dataclass
 class MutantResult:
     mutant: Mutant
@@ -41,16 +49,26 @@ class MutantResult:
         return self.caught_visible_by is not None
 
 
-def load_mutants(path: Path) -> list[Mutant]:
-    spec = importlib.util.spec_from_file_location(f"mutants_{path.stem}", path)
+def _load_catalogue(path: Path, attr: str) -> list:
+    spec = importlib.util.spec_from_file_location(f"{attr.lower()}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    mutants = list(module.MUTANTS)
-    names = [m.name for m in mutants]
+    entries = list(getattr(module, attr))
+    names = [m.name for m in entries]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
-        raise ValueError(f"{path}: mutant names must be unique, repeated: {sorted(dupes)}")
-    return mutants
+        raise ValueError(f"{path}: names in {attr} must be unique, repeated: {sorted(dupes)}")
+    return entries
+
+
+def load_mutants(path: Path) -> list[Mutant]:
+    """``MUTANTS`` of ``autograder/mutants/NN_name.py``."""
+    return _load_catalogue(path, "MUTANTS")
+
+
+def load_alternatives(path: Path) -> list[Alternative]:
+    """``ALTERNATIVES`` of ``autograder/alternatives/NN_name.py``."""
+    return _load_catalogue(path, "ALTERNATIVES")
 
 
 def _error_text(exc: Exception) -> str:
@@ -149,6 +167,29 @@ class NotebookSession:
         self._recover_state(ran)
         return result
 
+    def try_alternative(self, alt: Alternative) -> list[tuple[str, str]]:
+        """Run ``alt`` in place of its target, then every test cell after it in full (visible
+        and hidden); return the failures as ``(grade id, message)`` — empty when it keeps
+        every point."""
+        target = self.index_of(alt.target)
+        try:
+            self.run(alt.source)
+        except (CellExecutionError, CellTimeoutError) as exc:
+            return [(alt.target, f"does not even define cleanly: {_error_text(exc)}")]
+        failures: list[tuple[str, str]] = []
+        ran: list[int] = []
+        try:
+            for i in self.test_cells_after(target):
+                ran.append(i)
+                try:
+                    self.run(self.cells[i].source)
+                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                    failures.append((self._meta(self.cells[i])["grade_id"], _error_text(exc)))
+        finally:
+            self.run(self.cells[target].source)
+        self._recover_state(ran)
+        return failures
+
     def _recover_state(self, ran: list[int]) -> None:
         """A mutant may have damaged shared state (e.g. divided a table in place). If the
         restored solution no longer passes the tests the mutant ran, run the notebook again
@@ -187,14 +228,46 @@ class Report:
         return "\n".join(lines)
 
 
-def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
-    """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
+def _session(root: Path, name: str) -> NotebookSession:
     source = root / "autograder" / "source" / name / f"{name}.ipynb"
     release = root / "notebooks" / f"{name}.ipynb"
+    return NotebookSession(source, release)
+
+
+AUTOGRADE_ENV = {"NBGRADER_EXECUTION": "autograde", "LMCOURSE_PROFILE": "tiny"}
+
+
+def run_alternatives(root: Path, name: str, alternatives: list[Alternative] | None = None
+                     ) -> dict[str, list[tuple[str, str]]]:
+    """Every alternative of notebook ``name``: ``{alternative name: failures}`` (empty lists
+    when all keep full marks)."""
+    alternatives = alternatives if alternatives is not None else load_alternatives(
+        root / "autograder" / "alternatives" / f"{name}.py")
+    session = _session(root, name)
+    with session.started(AUTOGRADE_ENV):
+        return {a.name: session.try_alternative(a) for a in alternatives}
+
+
+def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Alternative]]:
+    """Group alternatives into as few whole submissions as possible: each round replaces
+    every answer cell at most once (``{target grade id: alternative}``)."""
+    rounds: list[dict[str, Alternative]] = []
+    for alt in alternatives:
+        for r in rounds:
+            if alt.target not in r:
+                r[alt.target] = alt
+                break
+        else:
+            rounds.append({alt.target: alt})
+    return rounds
+
+
+def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
+    """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
     mutants = mutants if mutants is not None else load_mutants(root / "autograder" / "mutants" / f"{name}.py")
-    session = NotebookSession(source, release)
+    session = _session(root, name)
     report = Report(name)
-    with session.started({"NBGRADER_EXECUTION": "autograde", "LMCOURSE_PROFILE": "tiny"}):
+    with session.started(AUTOGRADE_ENV):
         for m in mutants:
             report.results.append(session.try_mutant(m))
     return report

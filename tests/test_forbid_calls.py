@@ -1,0 +1,73 @@
+"""`forbid_calls`: 'not the course's reference' is enforced by the code that runs, not by names."""
+
+import sys
+import types
+
+import pytest
+
+from lmcourse.checks import CheckFailed, forbid_calls
+from lmcourse.grading.mutants import Alternative, alternative_rounds
+
+
+def _module() -> types.ModuleType:
+    mod = types.ModuleType("ref_mod")
+    exec(
+        "def helper(x):\n    return x + 1\n"
+        "def outer(x):\n    inner = lambda y: y * 2\n    return inner(x)\n"
+        "class Ref:\n    def forward(self, x):\n        return x - 1\n"
+        "    @staticmethod\n    def make():\n        return 0\n",
+        mod.__dict__,
+    )
+    for obj in (mod.helper, mod.outer, mod.Ref):
+        obj.__module__ = "ref_mod"
+    return mod
+
+
+def test_every_route_to_the_reference_is_blocked():
+    mod = _module()
+    alias = mod.helper  # held under another name before the block
+    saved_instance = mod.Ref()
+
+    class Sub(mod.Ref):  # a subclass runs the reference's code
+        pass
+
+    routes = {
+        "name": lambda: mod.helper(1),
+        "alias": lambda: alias(1),
+        "method": lambda: saved_instance.forward(1),
+        "subclass": lambda: Sub().forward(1),
+        "staticmethod": lambda: mod.Ref.make(),
+        "nested code": lambda: mod.outer(1),
+    }
+    for route, call in routes.items():
+        with pytest.raises(CheckFailed, match="your code called"), forbid_calls(mod, reason="write your own"):
+            call()
+        assert sys.getprofile() is None, f"{route}: the profile hook was left behind"
+    assert alias(1) == 2 and Sub().forward(1) == 0  # nothing is blocked after the block
+
+
+def test_catching_the_first_error_does_not_get_around_it():
+    mod = _module()
+
+    def sneaky(x):
+        try:
+            return mod.helper(x)
+        except Exception:
+            return mod.helper(x)  # the hook is gone after the first error: the exit still fails
+
+    with pytest.raises(CheckFailed, match="helper"), forbid_calls(mod.helper):
+        sneaky(1)
+
+
+def test_own_code_and_builtins_run_freely():
+    mod = _module()
+    with forbid_calls(mod):
+        assert sum(i + 1 for i in range(3)) == 6
+        assert (lambda x: x - 1)(1) == 0
+
+
+def test_alternative_rounds_replace_each_cell_once_per_round():
+    alts = [Alternative("a1", "f", ""), Alternative("a2", "f", ""), Alternative("b1", "g", "")]
+    rounds = alternative_rounds(alts)
+    assert [sorted(r) for r in rounds] == [["f", "g"], ["f"]]
+    assert [r["f"].name for r in rounds] == ["a1", "a2"]

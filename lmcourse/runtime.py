@@ -100,18 +100,25 @@ def seed_everything(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
-def cpu_threads() -> int | None:
+def cpu_threads(device: "torch.device | None" = None) -> int | None:  # noqa: F821
     """How many CPU threads torch should use, or None for torch's own default.
 
-    LMCOURSE_THREADS wins. Under autograding it is 1: the grader runs several kernels side by
-    side, and small models slow down several-fold when their threads fight over the cores.
+    LMCOURSE_THREADS wins. Otherwise it is 1 when the model trains on the CPU (``device``, or
+    the one :func:`pick_device` chooses) and under autograding: the course's models are small,
+    so a second thread buys little, and when other programs (or the grader's other kernels)
+    want the cores, torch's threads wait for each other and a run slows down several-fold.
+    On a GPU the host threads only feed the device, and torch's default stays.
     """
     value = os.environ.get(THREADS_ENV, "").strip()
     if value:
         if not value.isdigit() or int(value) < 1:
             raise ValueError(f"{THREADS_ENV}={value!r} must be a positive whole number")
         return int(value)
-    return 1 if is_autograding() else None
+    if is_autograding():
+        return 1
+    if device is None:
+        device = pick_device()
+    return 1 if device.type == "cpu" else None
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ def setup(seed: int = 0, quiet: bool = False) -> Runtime:
 
     seed_everything(seed)
     device = pick_device()
-    threads = cpu_threads()
+    threads = cpu_threads(device)
     if threads is not None:
         torch.set_num_threads(threads)
     rt = Runtime(device=device, profile=get_profile(profile_name(device)), seed=seed,

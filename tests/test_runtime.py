@@ -68,17 +68,38 @@ def test_setup_prints_device_profile_seed(capsys, monkeypatch):
     assert rt.profile.name == "tiny"
 
 
-def test_threads_one_under_autograding_and_env_override(monkeypatch):
+def test_threads_one_on_cpu_and_under_autograding_env_overrides(monkeypatch):
     monkeypatch.delenv("LMCOURSE_THREADS", raising=False)
+    monkeypatch.delenv("LMCOURSE_DEVICE", raising=False)
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    assert runtime.cpu_threads() == 1
+    assert runtime.cpu_threads(torch.device("cuda")) == 1
     monkeypatch.delenv("NBGRADER_EXECUTION")
-    assert runtime.cpu_threads() is None
+    assert runtime.cpu_threads(torch.device("cpu")) == 1  # the default on CPU, not a tip
+    assert runtime.cpu_threads(torch.device("cuda")) is None  # torch's default feeds a GPU
+    assert runtime.cpu_threads(torch.device("mps")) is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert runtime.cpu_threads() == 1  # no device given: the one pick_device() chooses
     monkeypatch.setenv("LMCOURSE_THREADS", "3")
-    assert runtime.cpu_threads() == 3
+    assert runtime.cpu_threads(torch.device("cpu")) == 3
+    assert runtime.cpu_threads(torch.device("cuda")) == 3
     monkeypatch.setenv("LMCOURSE_THREADS", "many")
     with pytest.raises(ValueError, match="positive whole number"):
         runtime.cpu_threads()
+
+
+def test_setup_uses_one_thread_on_cpu_by_default(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.delenv("LMCOURSE_THREADS", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
+    monkeypatch.setenv("LMCOURSE_PROFILE", "tiny")
+    try:
+        torch.set_num_threads(2)
+        rt = runtime.setup(quiet=True)
+        assert rt.device.type == "cpu" and rt.threads == 1 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_setup_applies_thread_count(monkeypatch):

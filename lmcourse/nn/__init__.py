@@ -1,5 +1,18 @@
 """Reference building blocks that later notebooks stand on (students write their own first)."""
 
 from .attention import AttentionConfig, CausalSelfAttention, causal_mask, scaled_dot_product_attention
+from .block import (
+                    MLP,
+                    Block,
+                    BlockConfig,
+                    LayerNorm,
+                    LearnedPositionEmbedding,
+                    SinusoidalPositionEmbedding,
+                    block_param_count,
+                    rotation_matrix,
+                    sinusoidal_positions,
+)
 
-__all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention"]
+__all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention",
+           "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
+           "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding"]

@@ -112,23 +112,33 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
 
 # %% tests="layer_norm_tests" points=4
-from lmcourse.checks import check, check_equal, check_tensor_close, forbid_calls, forbid_torch_functions
+from lmcourse.checks import call_checked, check, check_equal, check_tensor_close, forbid_calls, forbid_torch_functions
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 _ones4, _zeros4 = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
-_x = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)   # mean 2.5, biased variance 1.25
+# two positions: [1, 2, 3, 4] (mean 2.5, biased variance 1.25) and ten times it (mean 25, variance 125)
+_x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]], dtype=torch.float64)
+_x_before = _x.clone()
 with forbid_torch_functions("layer_norm", "group_norm", "batch_norm", "instance_norm", reason=_rule), \
         forbid_calls(lmcourse.nn.block, reason=_rule):
-    _y0 = layer_norm(_x, _ones4, _zeros4, eps=0.0)
-    _y_eps = layer_norm(_x, _ones4, _zeros4, eps=0.25)
-    _y_gb = layer_norm(_x, torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64),
+    _y0 = call_checked(layer_norm, _x, _ones4, _zeros4, eps=0.0, name="layer_norm(x, gamma, beta, eps=0.0)",
+                       hint="reduce over the last dimension with keepdim=True, so that the mean (..., 1) "
+                            "broadcasts against x (..., d)")
+    _y_eps = layer_norm(_x[:1], _ones4, _zeros4, eps=0.25)
+    _y_gb = layer_norm(_x[:1], torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64),
                        torch.tensor([10.0, 20.0, 30.0, 40.0], dtype=torch.float64), eps=0.0)
+check_tensor_close(_x, _x_before, "your input x after calling layer_norm", atol=0, rtol=0,
+                   hint="do not change x in place (x -= mu, x.sub_(...)): compute new tensors")
 _s = math.sqrt(1.25)
-check_tensor_close(_y0, torch.tensor([[-1.5 / _s, -0.5 / _s, 0.5 / _s, 1.5 / _s]], dtype=torch.float64),
-                   "layer_norm([1, 2, 3, 4]) with gamma = 1, beta = 0, eps = 0", atol=1e-12, rtol=1e-12,
-                   hint="subtract the mean 2.5 and divide by sqrt(1.25): the variance divides by d = 4, not "
-                        "d - 1 = 3 (x.var() is unbiased by default; use ((x - mu) ** 2).mean(...) or "
-                        "x.var(..., unbiased=False)), and the statistics are over the last dimension")
+_row = [-1.5 / _s, -0.5 / _s, 0.5 / _s, 1.5 / _s]
+check_tensor_close(_y0, torch.tensor([_row, _row], dtype=torch.float64),
+                   "layer_norm of the rows [1, 2, 3, 4] and [10, 20, 30, 40] with gamma = 1, beta = 0, eps = 0",
+                   atol=1e-12, rtol=1e-12,
+                   hint="each row (position) is normalised on its own: mean and variance over the last dimension "
+                        "(dim=-1, keepdim=True), never over the rows; and the variance divides by d = 4, not "
+                        "d - 1 = 3 (x.var() is unbiased by default: use ((x - mu) ** 2).mean(...) or "
+                        "x.var(..., unbiased=False)); with gamma = 1 and beta = 0 the result is the normalised x "
+                        "itself (gamma multiplies, beta is added)")
 _s = math.sqrt(1.25 + 0.25)
 check_tensor_close(_y_eps, torch.tensor([[-1.5 / _s, -0.5 / _s, 0.5 / _s, 1.5 / _s]], dtype=torch.float64),
                    "layer_norm([1, 2, 3, 4]) with eps = 0.25", atol=1e-12, rtol=1e-12,
@@ -147,12 +157,10 @@ _beta = torch.randn(6, generator=_g, dtype=torch.float64).requires_grad_()
 _w = torch.randn(2, 3, 6, generator=_g, dtype=torch.float64)
 _want = F.layer_norm(_xb, (6,), _gamma, _beta, 1e-5)
 _want_grads = torch.autograd.grad((_want * _w).sum(), (_xb, _gamma, _beta))
-_xb_before = _xb.detach().clone()
 with forbid_torch_functions("layer_norm", "group_norm", "batch_norm", "instance_norm", reason=_rule), \
         forbid_calls(lmcourse.nn.block, reason=_rule):
-    _got = layer_norm(_xb, _gamma, _beta)
-check_tensor_close(_xb.detach(), _xb_before, "your input x after calling layer_norm", atol=0, rtol=0,
-                   hint="do not change x in place (x -= mu, x.sub_(...)): compute new tensors")
+    _got = call_checked(layer_norm, _xb, _gamma, _beta, name="layer_norm on a (2, 3, 6) tensor that requires grad",
+                        hint="use out-of-place operations only (x - mu, not x -= mu)")
 check_tensor_close(_got, _want, "layer_norm of a (2, 3, 6) tensor vs F.layer_norm", atol=1e-10, rtol=1e-10,
                    hint="every (batch, time) position is normalised on its own: mean and variance over the "
                         "last dimension with keepdim=True (dim=-1), never over the batch or time axis")
@@ -160,7 +168,9 @@ _got_grads = torch.autograd.grad((_got * _w).sum(), (_xb, _gamma, _beta), allow_
 for _name, _a, _e in zip(("x", "gamma", "beta"), _got_grads, _want_grads):
     check(_a is not None, f"no gradient reaches {_name}: build the result from {_name} with tensor operations "
           "(no .detach(), .item() or torch.tensor(...) on it)")
-    check_tensor_close(_a, _e, f"the gradient of layer_norm with respect to {_name}", atol=1e-10, rtol=1e-10)
+    check_tensor_close(_a, _e, f"the gradient of layer_norm with respect to {_name}", atol=1e-10, rtol=1e-10,
+                       hint="the gradient must flow through the mean and the variance too: no .detach() "
+                            "or torch.no_grad() inside")
 _x32 = torch.randn(3, 5, generator=_g)
 _y32 = layer_norm(_x32, torch.ones(5), torch.zeros(5))
 check_equal(_y32.dtype, torch.float32, "the dtype of layer_norm of a float32 tensor",
@@ -424,7 +434,9 @@ with torch.no_grad():
 #
 # ### Exercise 4 — the sinusoidal table
 # Write `sinusoidal_positions(T, d, dtype=torch.float32)` returning the `(T, d)` table with row $t$
-# $= \mathrm{PE}(t, \cdot)$ for $t = 0, \dots, T-1$ ($d$ is even), in the given `dtype`. Sines go to
+# $= \mathrm{PE}(t, \cdot)$ for $t = 0, \dots, T-1$ ($d$ is even), returned in the given `dtype`
+# (compute in float64, or in `dtype` itself: the tests ask for float64 accuracy when
+# `dtype=torch.float64`). Sines go to
 # the even columns `0, 2, 4, ...` and cosines to the odd ones; note the exponent $2i/d$, where $i$
 # counts pairs. Slicing (`pe[:, 0::2] = ...`) or `torch.stack(..., dim=-1)` followed by a reshape
 # both work.
@@ -449,6 +461,8 @@ _rule = "build the table yourself, not with lmcourse.nn's sinusoidal_positions"
 with forbid_calls(lmcourse.nn.block, reason=_rule):
     _pe = sinusoidal_positions(3, 4, dtype=torch.float64)
 check_shape(_pe, (3, 4), "sinusoidal_positions(3, 4)", hint="one row per position t = 0..T-1, one column per channel")
+check_equal(_pe.dtype, torch.float64, "the dtype of sinusoidal_positions(3, 4, dtype=torch.float64)",
+            hint="return the table in the dtype argument: compute, then .to(dtype)")
 check_tensor_close(_pe[0], torch.tensor([0.0, 1.0, 0.0, 1.0], dtype=torch.float64),
                    "row t = 0 of sinusoidal_positions(3, 4)", atol=1e-12, rtol=0,
                    hint="at t = 0 sines are 0 and cosines 1: sin goes to the even columns 0, 2, ... and cos "
@@ -624,7 +638,7 @@ class Embeddings(nn.Module):
 
 
 # %% tests="embeddings_tests" points=2
-from lmcourse.checks import check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import call_checked, check_shape, check_tensor_close, forbid_calls
 
 _rule = "add the embeddings yourself, not with lmcourse.nn's position embeddings"
 _students_pe = sinusoidal_positions
@@ -640,7 +654,8 @@ with torch.no_grad():
     _want = _emb.wte.weight[_idx] + _emb.wpe.weight[:5]
     _want_sin = _emb_sin.wte.weight[_idx] + lmcourse.nn.sinusoidal_positions(8, 6)[:5]
 with forbid_calls(lmcourse.nn.block, reason=_rule), torch.no_grad():
-    _out = _emb(_idx)
+    _out = call_checked(_emb, _idx, name="Embeddings(11, 6, 8) on ids of shape (2, 5)",
+                        hint="the positions are 0..T-1 (torch.arange(T)), not the token ids")
     _out_sin = _emb_sin(_idx)
 check_shape(_out, (2, 5, 6), "Embeddings(11, 6, 8) on ids of shape (2, 5)",
             hint="token vectors (B, T, C) plus position vectors (T, C), which broadcast over the batch")

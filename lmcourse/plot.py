@@ -252,3 +252,29 @@ def attention_cost(lengths: Sequence[int], seconds: Mapping[str, Sequence[float]
         ax.legend()
     fig.suptitle(title)
     return axes
+
+
+def validation_sweep(values: Sequence[float], curves: Mapping[str, Sequence[float]], xlabel: str, ax=None,
+                     log_x: bool = False, title: str = "Choosing a hyperparameter on validation text"):
+    """Validation perplexity against one hyperparameter (``values``), one line per entry of
+    ``curves`` (e.g. ``{"n=2": [...], "n=3": [...]}``); each line's minimum gets a ring and the
+    best of all a star, labelled with its value."""
+    ax = _axes(ax, figsize=(6.5, 4.2))
+    best = None
+    for label, ppl in curves.items():
+        (line,) = ax.plot(values, ppl, marker=".", label=label)
+        i = min(range(len(ppl)), key=ppl.__getitem__)
+        ax.plot([values[i]], [ppl[i]], "o", mfc="none", ms=10, color=line.get_color())
+        if best is None or ppl[i] < best[1]:
+            best = (values[i], ppl[i])
+    if best is not None:
+        ax.plot([best[0]], [best[1]], "*", ms=16, color="black", label=f"best: {xlabel} = {best[0]:g}")
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel + (" (log scale)" if log_x else ""))
+    ax.set_ylabel("validation perplexity (log scale)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax

@@ -14,6 +14,13 @@
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours. The cell right after
 # each one checks your answer: if a check fails, its message tells you what looks wrong. The
 # autograder runs further hidden tests, so make your function correct, not just the examples.
+#
+# Two rules hold for every test cell. **Your answers are your own code:** `lmcourse.ngram` holds the
+# course's reference answers, which the tests use; a graded function that calls one of them scores
+# 0, and its visible check already tells you so. **A mistake costs once:** when an exercise builds
+# on an earlier one (`count_ngrams` calls your `pad_sentence`, `perplexity` your `sentence_logprob`),
+# its tests run it with our reference for the earlier function, so a slip loses the points of the
+# exercise where it is, not those of every later exercise too.
 
 # %% locked="setup"
 import math
@@ -22,12 +29,13 @@ from collections import Counter
 
 import lmcourse
 from lmcourse import data, plot
-from lmcourse.checks import (check, check_close, check_dist_close, check_distribution, check_equal,
-                             check_type)
+from lmcourse.checks import (call_checked, check, check_close, check_dist_close, check_distribution, check_equal,
+                             check_type, forbid_calls, substitute)
 from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS, UNK, split_sentences
 
 rt = lmcourse.setup(seed=0)
+_OWN = "a graded answer must be your own code, not the course's reference answer in lmcourse.ngram"
 
 # %% [markdown]
 # ## 1. What a language model is
@@ -65,19 +73,25 @@ def pad_sentence(words, n):
 
 
 # %% tests="pad_sentence_tests" points=1
-check_equal(pad_sentence(["cows", "eat", "grass"], 3), ["<s>", "<s>", "cows", "eat", "grass", "</s>"],
-            "pad_sentence(['cows', 'eat', 'grass'], 3)",
-            hint="a trigram model needs n-1 = 2 start tokens <s> and one end token </s>")
-check_equal(pad_sentence(["hi"], 1), ["hi", "</s>"], "pad_sentence(['hi'], 1)",
-            hint="a unigram model has no context, so no <s>; it still predicts </s>")
+from lmcourse import ngram as _ref
+
 _words = ["a", "b"]
-pad_sentence(_words, 2)
-check_equal(_words, ["a", "b"], "your input list after calling pad_sentence",
-            hint="build a new list instead of inserting into the caller's list")
+with forbid_calls(_ref.pad_sentence, reason=_OWN):
+    _p3 = pad_sentence(["cows", "eat", "grass"], 3)
+    check_type(_p3, list, "pad_sentence(['cows', 'eat', 'grass'], 3)", hint="return a new list")
+    check_equal(_p3, ["<s>", "<s>", "cows", "eat", "grass", "</s>"], "pad_sentence(['cows', 'eat', 'grass'], 3)",
+                hint="a trigram model needs n-1 = 2 start tokens <s> and one end token </s>")
+    check_equal(pad_sentence(["hi"], 1), ["hi", "</s>"], "pad_sentence(['hi'], 1)",
+                hint="a unigram model has no context, so no <s>; it still predicts </s>")
+    pad_sentence(_words, 2)
+    check_equal(_words, ["a", "b"], "your input list after calling pad_sentence",
+                hint="build a new list instead of inserting into the caller's list")
 ### BEGIN HIDDEN TESTS
-check_equal(pad_sentence([], 5), ["<s>"] * 4 + ["</s>"], "pad_sentence([], 5)")
-check_equal(pad_sentence(["x", "y"], 2), ["<s>", "x", "y", "</s>"], "pad_sentence(['x', 'y'], 2)")
-check_type(pad_sentence(["x"], 4), list, "pad_sentence(['x'], 4)")
+with forbid_calls(_ref.pad_sentence, reason=_OWN):
+    check_equal(pad_sentence([], 5), ["<s>"] * 4 + ["</s>"], "pad_sentence([], 5)")
+    check_equal(pad_sentence(["x", "y"], 2), ["<s>", "x", "y", "</s>"], "pad_sentence(['x', 'y'], 2)")
+    check_type(pad_sentence(["x"], 4), list, "pad_sentence(['x'], 4)")
+    check_equal(pad_sentence(["x"], 4), ["<s>"] * 3 + ["x", "</s>"], "pad_sentence(['x'], 4)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -109,31 +123,43 @@ def count_ngrams(sentences, n):
 
 
 # %% tests="count_ngrams_tests" points=2
+from lmcourse import ngram as _ref
+
 _toy = [["cows", "eat", "grass"], ["cows", "eat", "corn"]]
-_c2 = count_ngrams(_toy, 2)
-check_type(_c2, dict, "count_ngrams(toy, 2)", hint="return a Counter mapping n-gram tuples to counts")
-check(all(isinstance(g, tuple) and len(g) == 2 for g in _c2),
-      f"every key of count_ngrams(toy, 2) should be a tuple of 2 words; found {next(iter(_c2), None)!r}"
-      " — use tuple(padded[i:i + n]) as the key (lists cannot be dict keys)")
-check(("<s>", "cows") in _c2, "count_ngrams(toy, 2) has no ('<s>', 'cows') — did you pad each sentence "
-      "with pad_sentence before counting?")
-check(("grass", "</s>") in _c2, "count_ngrams(toy, 2) has no ('grass', '</s>') — the last window ends at "
-      "</s>: does your loop stop one window early? (range(len(padded) - n + 1))")
-check_equal(sum(_c2.values()), 8, "the total count of bigrams in two 3-word sentences",
-            hint="each sentence of L words has L + 1 windows once padded")
-check_equal(dict(_c2), {("<s>", "cows"): 2, ("cows", "eat"): 2, ("eat", "grass"): 1, ("grass", "</s>"): 1,
-                        ("eat", "corn"): 1, ("corn", "</s>"): 1}, "count_ngrams(toy, 2)")
-check_equal(dict(count_ngrams(_toy, 1)), {("cows",): 2, ("eat",): 2, ("grass",): 1, ("corn",): 1, ("</s>",): 2},
-            "count_ngrams(toy, 1)", hint="unigrams are 1-tuples such as ('cows',), and </s> is counted too")
+# your count_ngrams runs with the reference pad_sentence: a slip there costs its own point only
+with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.count_ngrams, reason=_OWN):
+    _c2 = count_ngrams(_toy, 2)
+    check_type(_c2, dict, "count_ngrams(toy, 2)", hint="return a Counter mapping n-gram tuples to counts")
+    check(all(isinstance(g, tuple) and len(g) == 2 for g in _c2),
+          f"every key of count_ngrams(toy, 2) should be a tuple of 2 words; found {next(iter(_c2), None)!r}"
+          " — use tuple(padded[i:i + n]) as the key (lists cannot be dict keys)")
+    check(("<s>", "cows") in _c2, "count_ngrams(toy, 2) has no ('<s>', 'cows') — did you pad each sentence "
+          "with pad_sentence before counting?")
+    check(("grass", "</s>") in _c2, "count_ngrams(toy, 2) has no ('grass', '</s>') — the last window ends at "
+          "</s>: does your loop stop one window early? (range(len(padded) - n + 1))")
+    check_equal(sum(_c2.values()), 8, "the total count of bigrams in two 3-word sentences",
+                hint="each sentence of L words has L + 1 windows once padded")
+    check_equal(dict(_c2), {("<s>", "cows"): 2, ("cows", "eat"): 2, ("eat", "grass"): 1, ("grass", "</s>"): 1,
+                            ("eat", "corn"): 1, ("corn", "</s>"): 1}, "count_ngrams(toy, 2)")
+    _c3 = count_ngrams(_toy, 3)
+    check(("<s>", "<s>", "cows") in _c3, "count_ngrams(toy, 3) has no ('<s>', '<s>', 'cows') — a trigram model "
+          "pads with n - 1 = 2 start tokens (pad_sentence(words, n)), not one, so that the first word has a "
+          f"2-word context too; your first trigrams: {list(_c3)[:3]}")
+    check_equal(dict(_c3), {("<s>", "<s>", "cows"): 2, ("<s>", "cows", "eat"): 2, ("cows", "eat", "grass"): 1,
+                            ("eat", "grass", "</s>"): 1, ("cows", "eat", "corn"): 1, ("eat", "corn", "</s>"): 1},
+                "count_ngrams(toy, 3)", hint="windows of n = 3 tokens over each padded sentence")
+    check_equal(dict(count_ngrams(_toy, 1)), {("cows",): 2, ("eat",): 2, ("grass",): 1, ("corn",): 1, ("</s>",): 2},
+                "count_ngrams(toy, 1)", hint="unigrams are 1-tuples such as ('cows',), and </s> is counted too")
+    check_equal(dict(count_ngrams([["la", "la", "la"]], 2)), {("<s>", "la"): 1, ("la", "la"): 2, ("la", "</s>"): 1},
+                "count_ngrams([['la', 'la', 'la']], 2)",
+                hint="count every occurrence, also an n-gram repeated within one sentence")
 ### BEGIN HIDDEN TESTS
 _sents = [["a", "b", "a", "b"], ["b"], [], ["a", "a", "a", "a", "a", "a"]]
-for _n in (1, 2, 3, 5):
-    _ref = Counter()
-    for _s in _sents:
-        _p = ["<s>"] * (_n - 1) + _s + ["</s>"]
-        _ref.update(zip(*(_p[i:] for i in range(_n))))
-    check_equal(dict(count_ngrams(_sents, _n)), dict(_ref), f"count_ngrams(hidden corpus, {_n})")
-check_equal(dict(count_ngrams([], 3)), {}, "count_ngrams([], 3)")
+_want = {_n: dict(_ref.count_ngrams(_sents, _n)) for _n in (1, 2, 3, 5)}
+with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.count_ngrams, reason=_OWN):
+    for _n in (1, 2, 3, 5):
+        check_equal(dict(count_ngrams(_sents, _n)), _want[_n], f"count_ngrams(hidden corpus, {_n})")
+    check_equal(dict(count_ngrams([], 3)), {}, "count_ngrams([], 3)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -219,17 +245,25 @@ def mle_prob(table, context, word):
 
 
 # %% tests="mle_prob_tests" points=1
-check_close(mle_prob(cows_table, ("cows", "eat"), "corn"), 4 / 11, "p(corn | cows eat)",
-            hint="divide c(cows eat corn) by c(cows eat) = 11, the count of the context only "
-                 "(not all n-grams, not the count of the last word alone), with / rather than //")
-check_close(mle_prob(cows_table, ("cows", "eat"), "water"), 0.0, "p(water | cows eat)",
-            hint="a word never seen after this context has count 0")
-check_close(mle_prob(cows_table, ("pigs", "eat"), "corn"), 0.0, "p(corn | pigs eat)",
-            hint="return 0.0 for a context that is not in table.total")
+from lmcourse import ngram as _ref
+
+with forbid_calls(_ref.mle_prob, reason=_OWN):
+    check_close(mle_prob(cows_table, ("cows", "eat"), "corn"), 4 / 11, "p(corn | cows eat)",
+                hint="divide c(cows eat corn) by c(cows eat) = 11, the count of the context only "
+                     "(not all n-grams, not the count of the last word alone), with / rather than //")
+    check_close(mle_prob(cows_table, ("cows", "eat"), "water"), 0.0, "p(water | cows eat)",
+                hint="a word never seen after this context has count 0")
+    _p = call_checked(mle_prob, cows_table, ("pigs", "eat"), "corn",
+                      name="mle_prob(cows_table, ('pigs', 'eat'), 'corn')",
+                      hint="the context ('pigs', 'eat') was never seen, so it is not a key of table.next or "
+                           "table.total: check `context in table.total` before looking it up, and return 0.0")
+    check_close(_p, 0.0, "p(corn | pigs eat)", hint="return 0.0 for a context that is not in table.total")
 ### BEGIN HIDDEN TESTS
-check_close(mle_prob(cows_table, ("cows", "drink"), "water"), 1.0, "p(water | cows drink)")
-check_close(mle_prob(cows_table, ("goats", "eat"), "grass"), 1.0, "p(grass | goats eat)")
-check_close(mle_prob(cows_table, ("cows", "eat"), "which"), 1 / 11, "p(which | cows eat)")
+with forbid_calls(_ref.mle_prob, reason=_OWN):
+    check_close(mle_prob(cows_table, ("cows", "drink"), "water"), 1.0, "p(water | cows drink)")
+    check_close(mle_prob(cows_table, ("goats", "eat"), "grass"), 1.0, "p(grass | goats eat)")
+    check_close(mle_prob(cows_table, ("cows", "eat"), "which"), 1 / 11, "p(which | cows eat)")
+    check_close(mle_prob(cows_table, ("goats", "drink"), "water"), 0.0, "p(water | goats drink), unseen context")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -250,19 +284,32 @@ def next_word_distribution(table, context):
 
 
 # %% tests="next_word_distribution_tests" points=2
-_dist = next_word_distribution(cows_table, ("cows", "eat"))
-check_distribution(_dist, "p(. | cows eat)", hint="did you divide every count by c(cows eat)?")
-check_dist_close(_dist, {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11},
-                 "p(. | cows eat)", hint="only words seen after 'cows eat' belong in it, each c(h, w) / c(h)")
-check_equal(next_word_distribution(cows_table, ("pigs", "fly")), {}, "next_word_distribution for an unseen context")
-check_equal(cows_table.next[("cows", "eat")], {"corn": 4, "grass": 3, "hay": 2, "if": 1, "which": 1},
-            "the counts in cows_table after calling next_word_distribution",
-            hint="build a new dict of probabilities; dividing table.next[h] in place destroys the counts "
-                 "every later cell relies on")
+from lmcourse import ngram as _ref
+
+_t1 = ContextTable.from_counts(Counter({("a",): 2, ("b",): 1, ("</s>",): 1}))  # unigrams of [["a", "b", "a"]]
+with substitute(globals(), mle_prob=_ref.mle_prob), forbid_calls(_ref.next_word_distribution, reason=_OWN):
+    _dist = next_word_distribution(cows_table, ("cows", "eat"))
+    check_distribution(_dist, "p(. | cows eat)", hint="did you divide every count by c(cows eat)?")
+    check_dist_close(_dist, {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11},
+                     "p(. | cows eat)", hint="only words seen after 'cows eat' belong in it, each c(h, w) / c(h)")
+    _none = call_checked(next_word_distribution, cows_table, ("pigs", "fly"),
+                         name="next_word_distribution(cows_table, ('pigs', 'fly'))",
+                         hint="('pigs', 'fly') was never seen, so it is not a key of table.next: return {} for it")
+    check_equal(_none, {}, "next_word_distribution for an unseen context")
+    check_dist_close(next_word_distribution(_t1, ()), {"a": 0.5, "b": 0.25, "</s>": 0.25},
+                     "the unigram distribution next_word_distribution(t1, ())",
+                     hint="a unigram table has a single context, the empty tuple (); treat it like any other")
+    check_equal(cows_table.next[("cows", "eat")], {"corn": 4, "grass": 3, "hay": 2, "if": 1, "which": 1},
+                "the counts in cows_table after calling next_word_distribution",
+                hint="build a new dict of probabilities; dividing table.next[h] in place destroys the counts "
+                     "every later cell relies on")
 ### BEGIN HIDDEN TESTS
-check_dist_close(next_word_distribution(cows_table, ("goats", "eat")), {"grass": 1.0}, "p(. | goats eat)")
-_t1 = ContextTable.from_counts(count_ngrams([["a", "b", "a"]], 1))
-check_dist_close(next_word_distribution(_t1, ()), {"a": 0.5, "b": 0.25, "</s>": 0.25}, "unigram distribution")
+_t2 = ContextTable.from_counts(_ref.count_ngrams([["a", "b", "a"], ["b", "b"]], 2))
+_want = {_h: _ref.next_word_distribution(_t2, _h) for _h in [("a",), ("b",), ("<s>",)]}
+with substitute(globals(), mle_prob=_ref.mle_prob), forbid_calls(_ref.next_word_distribution, reason=_OWN):
+    check_dist_close(next_word_distribution(cows_table, ("goats", "eat")), {"grass": 1.0}, "p(. | goats eat)")
+    for _h, _d in _want.items():
+        check_dist_close(next_word_distribution(_t2, _h), _d, f"bigram p(. | {_h})")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -298,36 +345,62 @@ def sentence_logprob(prob, sentence, n):
 
 
 # %% tests="sentence_logprob_tests" points=2
+from lmcourse import ngram as _ref
+
 _bigram = {("<s>",): {"to": 0.5}, ("to",): {"be": 0.25}, ("be",): {"</s>": 0.8}}
 _calls = []
 
 
 def _toy_prob(context, word):
+    check(isinstance(context, tuple), f"prob was called with the context {context!r}; pass it as a tuple, "
+          "tuple(padded[i - n + 1:i]) (a list cannot be a dictionary key)")
     _calls.append(context)
     return _bigram.get(context, {}).get(word, 0.0)
 
 
-check_close(sentence_logprob(_toy_prob, ["to", "be"], 2), math.log(0.5 * 0.25 * 0.8), "log p(to be)", rel=1e-9,
-            hint="sum the natural logs of p(to|<s>), p(be|to) and p(</s>|be) — the </s> step counts too")
-check(all(isinstance(c, tuple) and len(c) == 1 for c in _calls),
-      f"prob was called with context {_calls[0]!r}; for n = 2 it must be a tuple of the 1 previous token")
-check_close(sentence_logprob(_toy_prob, ["to", "go"], 2), -math.inf, "log p(to go)",
-            hint="a word with probability 0 makes the sentence impossible: return -math.inf "
-                 "(math.log(0.0) raises an error)")
-check_close(sentence_logprob(lambda h, w: 0.1, ["a", "b", "c"], 3), 4 * math.log(0.1), "log p under a constant model",
-            hint="3 words + </s> = 4 predictions; use math.log (natural log), not log2 or log10")
-check_close(sentence_logprob(lambda h, w: 0.1, ["a"] * 400, 2), 401 * math.log(0.1), "log p of a 400-word sentence",
-            rel=1e-9, hint="a product of 401 probabilities of 0.1 underflows to 0.0 in floating point: "
-                           "add the logs of the probabilities instead of taking the log of their product")
+_calls3, _calls1 = [], []
+# your sentence_logprob runs with the reference pad_sentence: a slip there costs its own point only
+with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.sentence_logprob, reason=_OWN):
+    check_close(sentence_logprob(_toy_prob, ["to", "be"], 2), math.log(0.5 * 0.25 * 0.8), "log p(to be)", rel=1e-9,
+                hint="sum the natural logs of p(to|<s>), p(be|to) and p(</s>|be) — the </s> step counts too")
+    check(all(len(c) == 1 for c in _calls),
+          f"prob was called with context {_calls[0]!r}; for n = 2 it must be a tuple of the 1 previous token")
+    _lp = call_checked(sentence_logprob, _toy_prob, ["to", "go"], 2, name="sentence_logprob(prob, ['to', 'go'], 2)",
+                       hint="p(go | to) = 0: return -math.inf as soon as a probability is 0 (math.log(0.0) raises)")
+    check_close(_lp, -math.inf, "log p(to go)",
+                hint="a word with probability 0 makes the sentence impossible: return -math.inf "
+                     "(math.log(0.0) raises an error)")
+    check_close(sentence_logprob(lambda h, w: 0.1, ["a", "b", "c"], 3), 4 * math.log(0.1),
+                "log p under a constant model", hint="3 words + </s> = 4 predictions; use math.log (natural log), "
+                                                     "not log2 or log10")
+    check_close(sentence_logprob(lambda h, w: 0.1, ["a"] * 400, 2), 401 * math.log(0.1),
+                "log p of a 400-word sentence", rel=1e-9,
+                hint="a product of 401 probabilities of 0.1 underflows to 0.0 in floating point: "
+                     "add the logs of the probabilities instead of taking the log of their product")
+    # a trigram model: the context is the n - 1 = 2 previous tokens, <s> padding included
+    sentence_logprob(lambda h, w: _calls3.append((h, w)) or 0.5, ["x", "y"], 3)
+    _ctx3 = [h for h, _ in _calls3]
+    check(not (_ctx3 and all(len(h) == 1 for h in _ctx3)),
+          f"with n = 3, prob was called with the contexts {_ctx3}: one token each, a bigram context whatever n — "
+          "the context is the n - 1 previous tokens, tuple(padded[i - n + 1:i])")
+    check(_ctx3[:1] == [("<s>", "<s>")],
+          f"with n = 3 the first context should be ('<s>', '<s>'), got {_ctx3[:1]} — a trigram model pads with "
+          "n - 1 = 2 start tokens (pad_sentence(sentence, n)), not one")
+    check_equal(_calls3, [(("<s>", "<s>"), "x"), (("<s>", "x"), "y"), (("x", "y"), "</s>")],
+                "the (context, word) pairs sentence_logprob(prob, ['x', 'y'], 3) passed to prob",
+                hint="one call per predicted token (the words and </s>), each with the n - 1 tokens before it")
+    sentence_logprob(lambda h, w: _calls1.append((h, w)) or 0.25, ["x"], 1)
+    check_equal(_calls1, [((), "x"), ((), "</s>")], "the (context, word) pairs for ['x'] with n = 1",
+                hint="a unigram model has the empty context () at every position")
 ### BEGIN HIDDEN TESTS
 _seen = []
-sentence_logprob(lambda h, w: (_seen.append((h, w)) or 0.5), ["x", "y"], 3)
-check_equal(_seen, [(("<s>", "<s>"), "x"), (("<s>", "x"), "y"), (("x", "y"), "</s>")], "trigram calls to prob")
-_seen.clear()
-check_close(sentence_logprob(lambda h, w: (_seen.append((h, w)) or 0.25), ["x"], 1), 2 * math.log(0.25),
-            "unigram log-probability")
-check_equal(_seen, [((), "x"), ((), "</s>")], "unigram calls to prob")
-check_close(sentence_logprob(lambda h, w: 1.0, [], 4), 0.0, "log p of the empty sentence under a certain model")
+with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.sentence_logprob, reason=_OWN):
+    check_close(sentence_logprob(lambda h, w: (_seen.append((h, w)) or 0.5), ["x", "y", "z"], 4), 4 * math.log(0.5),
+                "4-gram log-probability")
+    check_equal(_seen, [(("<s>", "<s>", "<s>"), "x"), (("<s>", "<s>", "x"), "y"), (("<s>", "x", "y"), "z"),
+                        (("x", "y", "z"), "</s>")], "4-gram calls to prob")
+    check_close(sentence_logprob(lambda h, w: 1.0, [], 4), 0.0, "log p of the empty sentence under a certain model")
+    check_close(sentence_logprob(_toy_prob, ["to", "be"], 2), math.log(0.1), "log p(to be) again")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -357,18 +430,47 @@ def perplexity(prob, sentences, n):
 
 
 # %% tests="perplexity_tests" points=2
+from lmcourse import ngram as _ref
+
 _uniform10 = lambda context, word: 1 / 10  # noqa: E731
-check_close(perplexity(_uniform10, [["a", "b", "c"], ["d"]], 2), 10.0, "perplexity of a uniform model over 10 words",
-            rel=1e-9, hint="for a uniform model it must equal the number of choices; check that you divide by "
-                           "the number of predictions (words + one </s> per sentence) and use exp, not 2**")
-check_close(perplexity(_toy_prob, [["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3), "perplexity of 'to be'",
-            rel=1e-9, hint="N counts the </s> prediction: 2 words + 1 = 3")
-check_close(perplexity(_toy_prob, [["to", "be"], ["to", "go"]], 2), math.inf, "perplexity with an impossible sentence",
-            hint="one sentence of probability 0 makes the perplexity infinite")
+# two sentences of unequal length under a unigram model: every prediction must weigh the same
+_probs = {"a": 0.5, "b": 0.1, "</s>": 0.4}
+_short, _long = ["a"], ["b", "b", "b", "a"]
+_lps = [math.fsum(math.log(_probs[w]) for w in s + ["</s>"]) for s in (_short, _long)]
+_ns = [len(_short) + 1, len(_long) + 1]
+_pooled = math.exp(-math.fsum(_lps) / sum(_ns))
+_slips = {"the mean of the per-sentence perplexities": (math.exp(-_lps[0] / _ns[0]) + math.exp(-_lps[1] / _ns[1])) / 2,
+          "exp of the mean of the per-sentence averages": math.exp(-(_lps[0] / _ns[0] + _lps[1] / _ns[1]) / 2)}
+# your perplexity runs with the reference sentence_logprob: a slip there costs its own points only
+with substitute(globals(), pad_sentence=_ref.pad_sentence, sentence_logprob=_ref.sentence_logprob), \
+        forbid_calls(_ref.perplexity, reason=_OWN):
+    check_close(perplexity(_uniform10, [["a", "b", "c"], ["d"]], 2), 10.0,
+                "perplexity of a uniform model over 10 words", rel=1e-9,
+                hint="for a uniform model it must equal the number of choices; check that you divide by the "
+                     "number of predictions (words + one </s> per sentence) and use exp, not 2**")
+    check_close(perplexity(_toy_prob, [["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3), "perplexity of 'to be'",
+                rel=1e-9, hint="N counts the </s> prediction: 2 words + 1 = 3")
+    _ppl = perplexity(lambda h, w: _probs[w], [_short, _long], 1)
+    _slip = next((s for s, v in _slips.items() if math.isclose(_ppl, v, rel_tol=1e-9)), None)
+    check_close(_ppl, _pooled, "perplexity of a 1-word and a 4-word sentence under a unigram model", rel=1e-9,
+                hint=(f"you computed {_slip}, which weighs the 2 predictions of the short sentence as much as the "
+                      "5 of the long one. " if _slip else "")
+                + "Pool the predictions: add the log-probabilities of all sentences, divide by the total number "
+                  "of predictions (2 + 5 = 7 here), then take exp")
+    check_close(perplexity(_toy_prob, [["to", "be"], ["to", "go"]], 2), math.inf,
+                "perplexity with an impossible sentence",
+                hint="one sentence of probability 0 makes the perplexity infinite")
 ### BEGIN HIDDEN TESTS
-check_close(perplexity(lambda h, w: 0.5, [["a"], ["b", "c", "d"]], 3), 2.0, "perplexity of a coin")
-check_close(perplexity(_toy_prob, [["to", "be"], ["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3),
-            "perplexity of a repeated sentence")
+_three = [["to", "be"], ["to", "be", "to", "be"], []]
+_bi = {("<s>",): {"to": 0.5, "</s>": 0.5}, ("to",): {"be": 1.0}, ("be",): {"</s>": 0.5, "to": 0.5}}
+_bi_prob = lambda h, w: _bi[h].get(w, 0.0)  # noqa: E731
+_want = _ref.perplexity(_bi_prob, _three, 2)
+with substitute(globals(), pad_sentence=_ref.pad_sentence, sentence_logprob=_ref.sentence_logprob), \
+        forbid_calls(_ref.perplexity, reason=_OWN):
+    check_close(perplexity(lambda h, w: 0.5, [["a"], ["b", "c", "d"]], 3), 2.0, "perplexity of a coin")
+    check_close(perplexity(_toy_prob, [["to", "be"], ["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3),
+                "perplexity of a repeated sentence")
+    check_close(perplexity(_bi_prob, _three, 2), _want, "perplexity of three sentences of lengths 2, 4 and 0")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -420,22 +522,34 @@ def add_k_prob(table, vocab_size, context, word, k=1.0):
 
 
 # %% tests="add_k_prob_tests" points=2
+from lmcourse import ngram as _ref
+
 _vocab6 = ["corn", "grass", "hay", "if", "which", "water"]
-check_close(add_k_prob(cows_table, 6, ("cows", "eat"), "corn", k=1.0), 5 / 17, "add-1 p(corn | cows eat), |V| = 6",
-            hint="(4 + 1) / (11 + 1 * 6)")
-check_close(add_k_prob(cows_table, 6, ("cows", "eat"), "water", k=1.0), 1 / 17, "add-1 p(water | cows eat)",
-            hint="an unseen word gets k / (c(h) + k|V|), never 0")
-check_close(add_k_prob(cows_table, 6, ("cows", "eat"), "corn", k=0.5), 4.5 / 14, "add-0.5 p(corn | cows eat)",
-            hint="use the k you are given: (4 + 0.5) / (11 + 0.5 * 6)")
-check_close(math.fsum(add_k_prob(cows_table, 6, ("cows", "eat"), w, k=0.5) for w in _vocab6), 1.0,
-            "sum over the vocabulary of add-0.5 p(w | cows eat)",
-            hint="the denominator must add k for every word of the vocabulary (k * vocab_size), "
-                 "not only for the words seen after the context")
-check_close(add_k_prob(cows_table, 6, ("pigs", "fly"), "hay", k=2.0), 1 / 6, "add-2 p(hay | unseen context)",
-            hint="for an unseen context c(h) = 0 and the estimate is uniform, 1/|V|")
+_cows_table = ContextTable.from_counts(cows_counts)  # a fresh copy, whatever earlier cells did to it
+with forbid_calls(_ref.add_k_prob, reason=_OWN):
+    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "corn", k=1.0), 5 / 17, "add-1 p(corn | cows eat), |V| = 6",
+                hint="(4 + 1) / (11 + 1 * 6)")
+    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "water", k=1.0), 1 / 17, "add-1 p(water | cows eat)",
+                hint="an unseen word gets k / (c(h) + k|V|), never 0")
+    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "corn", k=0.5), 4.5 / 14, "add-0.5 p(corn | cows eat)",
+                hint="use the k you are given: (4 + 0.5) / (11 + 0.5 * 6)")
+    check_close(math.fsum(add_k_prob(_cows_table, 6, ("cows", "eat"), w, k=0.5) for w in _vocab6), 1.0,
+                "sum over the vocabulary of add-0.5 p(w | cows eat)",
+                hint="the denominator must add k for every word of the vocabulary (k * vocab_size), "
+                     "not only for the words seen after the context")
+    _p = call_checked(add_k_prob, cows_table, 6, ("pigs", "fly"), "hay", k=2.0,
+                      name="add_k_prob(_cows_table, 6, ('pigs', 'fly'), 'hay', k=2.0)",
+                      hint="an unseen context is not a key of table.next or table.total: its counts are 0 "
+                           "(use .get(context, 0))")
+    check_close(_p, 1 / 6, "add-2 p(hay | unseen context)",
+                hint="for an unseen context c(h) = 0 and the estimate is uniform, 1/|V|")
 ### BEGIN HIDDEN TESTS
-check_close(add_k_prob(cows_table, 10, ("cows", "eat"), "hay", k=0.1), 2.1 / 12.0, "add-0.1 p(hay | cows eat), |V|=10")
-check_close(add_k_prob(cows_table, 6, ("cows", "eat"), "grass", k=0.0), 3 / 11, "add-0 equals the MLE")
+with forbid_calls(_ref.add_k_prob, reason=_OWN):
+    check_close(add_k_prob(_cows_table, 10, ("cows", "eat"), "hay", k=0.1), 2.1 / 12.0,
+                "add-0.1 p(hay | cows eat), |V|=10")
+    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "grass", k=0.0), 3 / 11, "add-0 equals the MLE")
+    check_close(add_k_prob(_cows_table, 7, ("goats", "eat"), "corn", k=0.25), 0.25 / (5 + 0.25 * 7),
+                "add-0.25 p(corn | goats eat), |V| = 7")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -472,18 +586,28 @@ def continuation_counts(ngram_counts):
 
 
 # %% tests="continuation_counts_tests" points=1
+from lmcourse import ngram as _ref
+
 _bi = Counter({("san", "francisco"): 5, ("the", "cat"): 1, ("a", "cat"): 1, ("my", "cat"): 2})
-_cc = continuation_counts(_bi)
-check(all(isinstance(g, tuple) for g in _cc), f"the keys of continuation_counts should be tuples such as "
-      f"('cat',), found {next(iter(_cc), None)!r} — keep gram[1:], which is a tuple")
-check_close(_cc[("francisco",)], 1, "continuation count of 'francisco'",
-            hint="count distinct left neighbours, not occurrences: 'francisco' only ever follows 'san'")
-check_close(_cc[("cat",)], 3, "continuation count of 'cat'", hint="'cat' follows 3 different words")
-check_equal(dict(_cc), {("francisco",): 1, ("cat",): 3}, "continuation_counts(bigrams)",
-            hint="keys are the n-grams with their first word dropped, as tuples")
+with forbid_calls(_ref.continuation_counts, reason=_OWN):
+    _cc = continuation_counts(_bi)
+    check(all(isinstance(g, tuple) for g in _cc), f"the keys of continuation_counts should be tuples such as "
+          f"('cat',), found {next(iter(_cc), None)!r} — keep gram[1:], which is a tuple")
+    check_close(_cc[("francisco",)], 1, "continuation count of 'francisco'",
+                hint="count distinct left neighbours, not occurrences: 'francisco' only ever follows 'san'")
+    check_close(_cc[("cat",)], 3, "continuation count of 'cat'", hint="'cat' follows 3 different words")
+    check_equal(dict(_cc), {("francisco",): 1, ("cat",): 3}, "continuation_counts(bigrams)",
+                hint="keys are the n-grams with their first word dropped, as tuples")
+    _cc3 = continuation_counts(Counter({("a", "b", "c"): 3, ("x", "b", "c"): 1, ("a", "b", "d"): 1,
+                                        ("q", "r", "s"): 0}))
+    check_equal(dict(_cc3), {("b", "c"): 2, ("b", "d"): 1}, "continuation_counts of trigrams, one with count 0",
+                hint="the keys keep the last m - 1 = 2 words; an m-gram whose count is 0 was never seen: skip it")
 ### BEGIN HIDDEN TESTS
-_tri = Counter({("a", "b", "c"): 3, ("x", "b", "c"): 1, ("a", "b", "d"): 1, ("q", "r", "s"): 0})
-check_equal(dict(continuation_counts(_tri)), {("b", "c"): 2, ("b", "d"): 1}, "continuation counts of trigrams")
+_four = Counter({("a", "b", "c", "d"): 2, ("x", "b", "c", "d"): 7, ("a", "x", "c", "d"): 1, ("z", "z", "z", "z"): 0})
+with forbid_calls(_ref.continuation_counts, reason=_OWN):
+    check_equal(dict(continuation_counts(_four)), {("b", "c", "d"): 2, ("x", "c", "d"): 1},
+                "continuation counts of 4-grams")
+    check_equal(dict(continuation_counts(Counter())), {}, "continuation counts of nothing")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -530,36 +654,63 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
 
 
 # %% tests="kneser_ney_prob_tests" points=3
+from lmcourse import ngram as _ref
+
+# the tables come from the reference count_ngrams and continuation_counts: a slip there costs its own points
 _kn_sents = [["san", "francisco", "is", "foggy"], ["the", "cat", "is", "grey"], ["my", "cat", "is", "foggy"]]
-_kn = build_kn_tables(count_ngrams(_kn_sents, 2))
+_kn = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents, 2))
 _kn_vocab = sorted({w for s in _kn_sents for w in s} | {"</s>", "dog"})
 # Lowest order: 12 distinct bigrams; 'cat' follows 2 different words; 9 words have a continuation count.
 _p_uni_cat = (2 - 0.75 + 0.75 * 9 * (1 / 10)) / 12
-check_close(kneser_ney_prob(_kn, 10, (), "cat"), _p_uni_cat, "p_KN(cat) at the lowest order, |V| = 10",
-            hint="max(N1+(. cat) - d, 0) / total + d * distinct / total * (1 / |V|), with the continuation table "
-                 "tables[0] and its entry for the empty context ()")
-# c(the cat) = 1 = c(the), and one distinct word followed 'the'
-check_close(kneser_ney_prob(_kn, 10, ("the",), "cat"), (1 - 0.75 + 0.75 * 1 * _p_uni_cat) / 1, "p_KN(cat | the)",
-            hint="discount the count, then add d * N1+(the .) / c(the) times the lower-order probability")
-for _h in [("the",), ("cat",), ("dog",), ()]:
-    check_close(math.fsum(kneser_ney_prob(_kn, len(_kn_vocab), _h, w) for w in _kn_vocab), 1.0,
-                f"sum over the vocabulary of p_KN(w | {_h})", rel=1e-9,
-                hint="each level must give back exactly the discounted mass: d * distinct / total "
-                     "times the lower-order probability; an unseen context uses the lower order alone")
-check(kneser_ney_prob(_kn, len(_kn_vocab), ("the",), "dog") > 0,
-      "p_KN(dog | the) should be > 0 — an unseen word must still get mass from the uniform distribution")
+# Trigrams: 'cat is' was followed by 'grey' once and 'foggy' twice. The lower orders are the reference's.
+_kn3 = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"]], 3))
+_ci = _kn3[2].next[("cat", "is")]
+_tri_with = lambda lower: (max(_ci["foggy"] - 0.5, 0) + 0.5 * len(_ci) * lower) / sum(_ci.values())  # noqa: E731
+_p_foggy_is = _ref.kneser_ney_prob(_kn3, 9, ("is",), "foggy", d=0.5)
+_p_foggy_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "foggy", d=0.5)
+_p_is_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "is", d=0.5)
+with forbid_calls(_ref.kneser_ney_prob, reason=_OWN):
+    check_close(kneser_ney_prob(_kn, 10, (), "cat"), _p_uni_cat, "p_KN(cat) at the lowest order, |V| = 10",
+                hint="max(N1+(. cat) - d, 0) / total + d * distinct / total * (1 / |V|), with the continuation "
+                     "table tables[0] and its entry for the empty context ()")
+    # c(the cat) = 1 = c(the), and one distinct word followed 'the'
+    check_close(kneser_ney_prob(_kn, 10, ("the",), "cat"), (1 - 0.75 + 0.75 * 1 * _p_uni_cat) / 1, "p_KN(cat | the)",
+                hint="discount the count, then add d * N1+(the .) / c(the) times the lower-order probability")
+    for _h in [("the",), ("cat",), ("dog",), ()]:
+        check_close(math.fsum(kneser_ney_prob(_kn, len(_kn_vocab), _h, w) for w in _kn_vocab), 1.0,
+                    f"sum over the vocabulary of p_KN(w | {_h})", rel=1e-9,
+                    hint="each level must give back exactly the discounted mass: d * distinct / total "
+                         "times the lower-order probability; an unseen context uses the lower order alone")
+    check(kneser_ney_prob(_kn, len(_kn_vocab), ("the",), "dog") > 0,
+          "p_KN(dog | the) should be > 0 — an unseen word must still get mass from the uniform distribution")
+    # trigram contexts: the lower order drops the OLDEST word
+    _p = kneser_ney_prob(_kn3, 9, ("cat", "is"), "foggy", d=0.5)
+    check_close(_p, _tri_with(_p_foggy_is), "trigram p_KN(foggy | cat is), d = 0.5", rel=1e-9,
+                hint="the lower order of 'cat is' is 'is' (context[1:], the oldest word dropped), not 'cat' "
+                     "(context[:-1]): you interpolated with p_KN(foggy | cat)"
+                if math.isclose(_p, _tri_with(_p_foggy_cat), rel_tol=1e-9) else
+                "(max(c(cat is foggy) - d, 0) + d * N1+(cat is .) * p_KN(foggy | is)) / c(cat is)")
+    _p = kneser_ney_prob(_kn3, 9, ("zebra", "cat"), "is", d=0.5)
+    check_close(_p, _p_is_cat, "p_KN(is | zebra cat), a context never seen", rel=1e-9,
+                hint="1/|V| is the uniform guess, which ignores what 'cat' tells us: an unseen context gives all "
+                     "its weight to the lower order, p_KN(is | cat)" if math.isclose(_p, 1 / 9, rel_tol=1e-9) else
+                "an unseen context (c(h) = 0) gives all its weight to the lower order p_KN(w | h'), h' = context[1:]")
+    check_close(math.fsum(kneser_ney_prob(_kn3, len(_kn_vocab), ("cat", "is"), w, d=0.5) for w in _kn_vocab), 1.0,
+                "sum over the vocabulary of the trigram p_KN(w | cat is), d = 0.5", rel=1e-9,
+                hint="recurse on context[1:] with tables[len(context)] at each level")
 ### BEGIN HIDDEN TESTS
-_kn3 = build_kn_tables(count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"]], 3))
-for _h in [("cat", "is"), ("<s>", "the"), ("is", "is"), ("zebra", "cat")]:
-    check_close(math.fsum(kneser_ney_prob(_kn3, len(_kn_vocab), _h, w, d=0.5) for w in _kn_vocab), 1.0,
-                f"trigram KN sums to 1 after {_h}", rel=1e-9)
-_t2 = _kn3[2]
-_ci = _t2.next[("cat", "is")]
-_lower = kneser_ney_prob(_kn3, 9, ("is",), "foggy", d=0.5)
-check_close(kneser_ney_prob(_kn3, 9, ("cat", "is"), "foggy", d=0.5),
-            (max(_ci.get("foggy", 0) - 0.5, 0) + 0.5 * len(_ci) * _lower) / sum(_ci.values()), "trigram p_KN")
-check_close(kneser_ney_prob(_kn3, 9, ("zebra", "cat"), "is", d=0.5), kneser_ney_prob(_kn3, 9, ("cat",), "is", d=0.5),
-            "unseen context backs off to the lower order")
+_kn4 = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"], ["my", "cat", "is", "grey"]],
+                                               4))
+_cases = [(_t, _h, _w, _d) for _t, _hs in ((_kn3, [("cat", "is"), ("<s>", "the"), ("is", "is"), ("zebra", "cat"),
+                                                    ("<s>", "<s>"), ("is", "foggy")]),
+                                           (_kn4, [("my", "cat", "is"), ("<s>", "<s>", "the"), ("a", "b", "c"),
+                                                   ("dog", "cat", "is"), ("<s>", "<s>", "<s>")]))
+          for _h in _hs for _w in _kn_vocab for _d in (0.5, 0.9)]
+_want = [_ref.kneser_ney_prob(_t, len(_kn_vocab), _h, _w, _d) for _t, _h, _w, _d in _cases]
+with forbid_calls(_ref.kneser_ney_prob, reason=_OWN):
+    _got = [kneser_ney_prob(_t, len(_kn_vocab), _h, _w, _d) for _t, _h, _w, _d in _cases]
+for (_t, _h, _w, _d), _g, _e in zip(_cases, _got, _want):
+    check_close(_g, _e, f"p_KN({_w} | {_h}), d = {_d}", rel=1e-9)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -569,11 +720,10 @@ check_close(kneser_ney_prob(_kn3, 9, ("zebra", "cat"), "is", d=0.5), kneser_ney_
 # %% locked="smoothing_sweep"
 results["add-0.01"] = {"train": [], "val": []}
 results["Kneser-Ney"] = {"train": [], "val": []}
+kn_tables = {n: build_kn_tables(train_counts[n]) for n in orders}
 for n in orders:
-    table = mle_tables[n]
-    kn_tables = build_kn_tables(train_counts[n])
-    for name, model in [("add-0.01", lambda h, w, t=table: add_k_prob(t, V, h, w, k=0.01)),
-                        ("Kneser-Ney", lambda h, w, ts=kn_tables: kneser_ney_prob(ts, V, h, w, d=0.75))]:
+    for name, model in [("add-0.01", lambda h, w, t=mle_tables[n]: add_k_prob(t, V, h, w, k=0.01)),
+                        ("Kneser-Ney", lambda h, w, ts=kn_tables[n]: kneser_ney_prob(ts, V, h, w, d=0.75))]:
         results[name]["train"].append(perplexity(model, train_sample, n))
         results[name]["val"].append(perplexity(model, val_sents, n))
 for name, per in results.items():
@@ -588,8 +738,98 @@ ax = plot.perplexity_by_order(results, orders)
 # to a well-estimated shorter one. (These numbers are for the `cpu` profile. In the `tiny` profile,
 # with 3,000 training sentences, the curves stop at $n = 3$ and the best order may be $n = 2$:
 # less data makes long contexts sparse sooner.) The gap between the training and validation curves is overfitting, measured.
+
+# %% [markdown]
+# ## 7. Choosing $k$ and $d$ on the validation plays
 #
-# ## 7. Sampling: rolling the weighted die
+# So far $k = 0.01$ and $d = 0.75$ were guesses. They are **hyperparameters**: numbers that
+# counting does not learn, so we choose them by trying several values and keeping the one whose
+# model predicts the **validation** plays best. Not the training text: there the unsmoothed counts
+# always win, since they were taken from that very text. Not the test plays either: we keep those
+# for one final measurement, made once, of a model that no choice was tuned on — that number is
+# an honest estimate of how the chosen model does on new text.
+#
+# We sweep $k$ for add-$k$ at orders $n \le 3$ and $d$ for Kneser–Ney at $n = 2$ and $3$ (the
+# picture above shows that longer contexts bring little more), and choose the pair of order and
+# value with the lowest validation perplexity.
+
+# %% locked="tuning_sweep"
+ks = [1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001]
+ds = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+add_k_val = {n: [perplexity(lambda h, w, t=mle_tables[n], k=k: add_k_prob(t, V, h, w, k=k), val_sents, n)
+                 for k in ks] for n in orders[:3]}
+kn_val = {n: [perplexity(lambda h, w, ts=kn_tables[n], d=d: kneser_ney_prob(ts, V, h, w, d=d), val_sents, n)
+              for d in ds] for n in orders[1:3]}
+best_add_k = min((ppl, n, k) for n, row in add_k_val.items() for k, ppl in zip(ks, row))
+best_kn = min((ppl, n, d) for n, row in kn_val.items() for d, ppl in zip(ds, row))
+for n, row in add_k_val.items():
+    print(f"add-k, n={n}:  " + "  ".join(f"k={k:g}: {p:.1f}" for k, p in zip(ks, row)))
+for n, row in kn_val.items():
+    print(f"KN,    n={n}:  " + "  ".join(f"d={d:g}: {p:.1f}" for d, p in zip(ds, row)))
+print(f"best add-k: n={best_add_k[1]}, k={best_add_k[2]:g} (validation perplexity {best_add_k[0]:.1f})")
+print(f"best Kneser-Ney: n={best_kn[1]}, d={best_kn[2]:g} (validation perplexity {best_kn[0]:.1f}; "
+      f"with d=0.75: {kn_val[best_kn[1]][ds.index(0.75)]:.1f})")
+plot.validation_sweep(ks, {f"add-k, n={n}": row for n, row in add_k_val.items()}, "k", log_x=True,
+                      title="Add-k: validation perplexity against k")
+ax = plot.validation_sweep(ds, {f"Kneser-Ney, n={n}": row for n, row in kn_val.items()}, "d",
+                           title="Kneser-Ney: validation perplexity against the discount d")
+
+# %% [markdown]
+# Read the sweeps. Add-one ($k = 1$) is far too much: the best $k$ is well below $0.1$, because
+# every one of the $|V|$ words receives $k$ pseudo-counts after every context, and $k|V|$ is
+# thousands of counts, more than most contexts have real ones. Too small a $k$ hurts again: unseen
+# words get almost nothing. The best discount of Kneser–Ney is above the textbook $0.75$, and its
+# best model beats the best add-$k$ model by a wide margin: tuning $k$ cannot fix that add-$k$
+# shares the freed mass evenly instead of asking a shorter context.
+#
+# Now, once, the test plays.
+
+# %% locked="test_perplexity"
+test_sents = split_sentences(data.spoken_text(corpus.text("test")))
+if rt.profile.max_sentences:  # the same sampling as the validation plays
+    test_sents = test_sents[:: max(1, 5 * len(test_sents) // rt.profile.max_sentences)]
+test_sents = [[w if w in known else UNK for w in s] for s in test_sents]
+_, n_k, k_best = best_add_k
+_, n_d, d_best = best_kn
+chosen = {f"add-{k_best:g}, n={n_k}": (lambda h, w: add_k_prob(mle_tables[n_k], V, h, w, k=k_best), n_k),
+          f"Kneser-Ney d={d_best:g}, n={n_d}": (lambda h, w: kneser_ney_prob(kn_tables[n_d], V, h, w, d=d_best), n_d)}
+test_ppl = {}
+for name, (model, n) in chosen.items():
+    test_ppl[name] = perplexity(model, test_sents, n)
+    print(f"{name:>24}: validation {perplexity(model, val_sents, n):7.1f}   test {test_ppl[name]:7.1f}")
+
+# %% [markdown]
+# ## 8. Perplexity, cross-entropy and bits
+#
+# Perplexity is one of three faces of the same number. The **cross-entropy** of a model on a
+# text of $N$ predictions is its average surprise per prediction, in **nats** (natural logs):
+#
+# $$H = -\frac{1}{N} \sum_{t=1}^{N} \ln p(w_t \mid h_t), \qquad \mathrm{PPL} = e^{H}.$$
+#
+# Measure the surprise with $\log_2$ instead and it is in **bits**: $H_2 = H / \ln 2$, and
+# $\mathrm{PPL} = 2^{H_2}$. Bits are the language of compression: a coder driven by the model
+# (arithmetic coding) stores the text in about $H_2$ bits per word. Reading it the other way, a
+# perplexity of $128$ is $7$ bits per word: the model is as unsure as a fair choice among $128$
+# words at every step. A model that knows nothing, uniform over the vocabulary, needs
+# $\log_2 |V|$ bits per word.
+#
+# Notebook 02 reports its character-level models in bits per character; multiplying bits per
+# character by the number of characters per word (the space included) gives bits per word,
+# comparable with the numbers below.
+
+# %% locked="bits"
+name = next(n for n in chosen if n.startswith("Kneser"))
+model, n = chosen[name]
+N = sum(len(s) + 1 for s in test_sents)
+H = -math.fsum(sentence_logprob(model, s, n) for s in test_sents) / N
+print(f"{name} on the test plays: N = {N:,} predictions")
+print(f"  cross-entropy H = {H:.3f} nats per word = {H / math.log(2):.3f} bits per word")
+print(f"  exp(H) = {math.exp(H):.1f}   2 ** (H / ln 2) = {2 ** (H / math.log(2)):.1f}   "
+      f"perplexity = {test_ppl[name]:.1f}")
+print(f"  uniform over |V| = {V:,} words: {math.log2(V):.2f} bits per word, perplexity {V:,}")
+
+# %% [markdown]
+# ## 9. Sampling: rolling the weighted die
 #
 # To generate text, treat the next-word distribution as a weighted die with one face per word,
 # roll it, write down the word that lands face up, and repeat with the context shifted by one.
@@ -620,34 +860,38 @@ def sample_next(dist, rng):
 
 
 # %% tests="sample_next_tests" points=2
+from lmcourse import ngram as _ref
+
 _cows = {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11}
-_draws = [sample_next(_cows, random.Random(s)) for s in range(5)]
-check_equal(_draws, [sample_next(_cows, random.Random(s)) for s in range(5)], "draws with the same seeds",
-            hint="use only the rng you are given (rng.random()), not the global random module or numpy")
-random.seed(123)
-_a = sample_next(_cows, random.Random(7))
-random.seed(456)
-check_equal(sample_next(_cows, random.Random(7)), _a, "a draw with seed 7 after re-seeding the global generator",
-            hint="your function depends on the global random state: draw from rng")
-_rng = random.Random(0)
-_freq = Counter(sample_next(_cows, _rng) for _ in range(20_000))
-check(len(_freq) > 1, f"20,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
-      "words; always taking the most likely one is greedy decoding. Draw u = rng.random() and return the first "
-      "word at which the running total of probabilities exceeds u")
-for _w, _p in _cows.items():
-    check(abs(_freq[_w] / 20_000 - _p) < 0.015,
-          f"'{_w}' came out {_freq[_w] / 20_000:.3f} of the time, but its probability is {_p:.3f} — "
-          "does your sampler use the weights (walk the running total until it exceeds u)?")
-check(all(sample_next({"never": 0.0, "always": 1.0}, random.Random(s)) == "always" for s in range(50)),
-      "sample_next returned a word of probability 0")
+with forbid_calls(_ref.sample_next, reason=_OWN):
+    _draws = [sample_next(_cows, random.Random(s)) for s in range(5)]
+    check_equal(_draws, [sample_next(_cows, random.Random(s)) for s in range(5)], "draws with the same seeds",
+                hint="use only the rng you are given (rng.random()), not the global random module or numpy")
+    random.seed(123)
+    _a = sample_next(_cows, random.Random(7))
+    random.seed(456)
+    check_equal(sample_next(_cows, random.Random(7)), _a, "a draw with seed 7 after re-seeding the global generator",
+                hint="your function depends on the global random state: draw from rng")
+    _rng = random.Random(0)
+    _freq = Counter(sample_next(_cows, _rng) for _ in range(20_000))
+    check(len(_freq) > 1, f"20,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
+          "words; always taking the most likely one is greedy decoding. Draw u = rng.random() and return the first "
+          "word at which the running total of probabilities exceeds u")
+    for _w, _p in _cows.items():
+        check(abs(_freq[_w] / 20_000 - _p) < 0.015,
+              f"'{_w}' came out {_freq[_w] / 20_000:.3f} of the time, but its probability is {_p:.3f} — "
+              "does your sampler use the weights (walk the running total until it exceeds u)?")
+    check(all(sample_next({"never": 0.0, "always": 1.0}, random.Random(s)) == "always" for s in range(50)),
+          "sample_next returned a word of probability 0")
 ### BEGIN HIDDEN TESTS
 _skew = {"a": 0.05, "b": 0.0, "c": 0.7, "d": 0.25}
-_rng = random.Random(42)
-_f = Counter(sample_next(_skew, _rng) for _ in range(30_000))
+with forbid_calls(_ref.sample_next, reason=_OWN):
+    _rng = random.Random(42)
+    _f = Counter(sample_next(_skew, _rng) for _ in range(30_000))
+    check_equal(sample_next({"only": 1.0}, random.Random(1)), "only", "a one-word distribution")
 check_equal(_f["b"], 0, "count of a zero-probability word")
 for _w in ("a", "c", "d"):
     check(abs(_f[_w] / 30_000 - _skew[_w]) < 0.012, f"frequency of {_w}")
-check_equal(sample_next({"only": 1.0}, random.Random(1)), "only", "a one-word distribution")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -675,6 +919,8 @@ def generate(next_dist, n, rng, max_words=30):
 
 
 # %% tests="generate_tests" points=2
+from lmcourse import ngram as _ref
+
 _chain = {("<s>",): {"to": 1.0}, ("to",): {"be": 1.0}, ("be",): {"</s>": 1.0}}
 _ctxs = []
 
@@ -686,24 +932,47 @@ def _chain_dist(h):
     return _chain[h]
 
 
-_out = generate(_chain_dist, 2, random.Random(0))
-check_equal(_out, ["to", "be"], "generate on a deterministic bigram chain",
-            hint="start from ('<s>',), feed each new word back as context, stop at </s> and leave it out")
-check_equal(_ctxs, [("<s>",), ("to",), ("be",)], "the contexts generate passed to next_dist",
-            hint="the context is a tuple of the last n-1 tokens")
-check_equal(len(generate(lambda h: {"la": 1.0}, 2, random.Random(0), max_words=7)), 7,
-            "length of a sentence that never ends, with max_words=7", hint="stop after max_words words")
-_ctx1 = []
-generate(lambda h: (_ctx1.append(h), {"a": 0.5, "</s>": 0.5})[1], 1, random.Random(3))
-check(all(h == () for h in _ctx1), f"a unigram model (n=1) must get the empty context (), got {_ctx1[:3]}")
-### BEGIN HIDDEN TESTS
-_ctx3 = []
 _tri_chain = {("<s>", "<s>"): {"x": 1.0}, ("<s>", "x"): {"y": 1.0}, ("x", "y"): {"</s>": 1.0}}
-check_equal(generate(lambda h: (_ctx3.append(h), _tri_chain[h])[1], 3, random.Random(0)), ["x", "y"], "trigram chain")
-check_equal(_ctx3, [("<s>", "<s>"), ("<s>", "x"), ("x", "y")], "trigram contexts")
-_g1 = generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12)
-check_equal(_g1, generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12), "same seed, same text")
-check_equal(generate(lambda h: {"</s>": 1.0}, 4, random.Random(0)), [], "an immediately ending sentence")
+_ctx3 = []
+
+
+def _tri_dist(h):
+    _ctx3.append(h)
+    check(isinstance(h, tuple) and h in _tri_chain, f"with n = 3, generate called next_dist with {h!r} — "
+          + ("the context of a trigram model is the last n - 1 = 2 tokens, and generation starts from "
+             "('<s>', '<s>'): n - 1 start tokens, not one" if isinstance(h, tuple) and len(h) == 1 else
+             "the context is a tuple of the last n - 1 = 2 tokens, <s> padding included"))
+    return _tri_chain[h]
+
+
+# your generate runs with the reference sample_next: a slip there costs its own points only
+with substitute(globals(), sample_next=_ref.sample_next), forbid_calls(_ref.generate, reason=_OWN):
+    _out = generate(_chain_dist, 2, random.Random(0))
+    check_equal(_out, ["to", "be"], "generate on a deterministic bigram chain",
+                hint="start from ('<s>',), feed each new word back as context, stop at </s> and leave it out")
+    check_equal(_ctxs, [("<s>",), ("to",), ("be",)], "the contexts generate passed to next_dist",
+                hint="the context is a tuple of the last n-1 tokens")
+    check_equal(len(generate(lambda h: {"la": 1.0}, 2, random.Random(0), max_words=7)), 7,
+                "length of a sentence that never ends, with max_words=7", hint="stop after max_words words")
+    _ctx1 = []
+    generate(lambda h: (_ctx1.append(h), {"a": 0.5, "</s>": 0.5})[1], 1, random.Random(3))
+    check(all(h == () for h in _ctx1), f"a unigram model (n=1) must get the empty context (), got {_ctx1[:3]}")
+    check_equal(generate(_tri_dist, 3, random.Random(0)), ["x", "y"], "generate on a deterministic trigram chain",
+                hint="start from ('<s>', '<s>') and keep the last n - 1 = 2 tokens as the context")
+    check_equal(_ctx3, [("<s>", "<s>"), ("<s>", "x"), ("x", "y")], "the contexts generate passed with n = 3")
+### BEGIN HIDDEN TESTS
+_ctx4 = []
+_four_chain = {("<s>", "<s>", "<s>"): {"x": 1.0}, ("<s>", "<s>", "x"): {"y": 1.0}, ("<s>", "x", "y"): {"z": 1.0},
+               ("x", "y", "z"): {"</s>": 1.0}}
+with substitute(globals(), sample_next=_ref.sample_next), forbid_calls(_ref.generate, reason=_OWN):
+    check_equal(generate(lambda h: (_ctx4.append(h), _four_chain[h])[1], 4, random.Random(0)), ["x", "y", "z"],
+                "4-gram chain")
+    check_equal(_ctx4, list(_four_chain), "4-gram contexts")
+    _g1 = generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12)
+    check_equal(_g1, generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12),
+                "same seed, same text")
+    check_equal(len(_g1), 12, "a sentence that never ends, with max_words=12")
+    check_equal(generate(lambda h: {"</s>": 1.0}, 4, random.Random(0)), [], "an immediately ending sentence")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -719,7 +988,7 @@ for n in orders:
     print(f"{n}-gram: " + " ".join(generate(next_dist, n, rng, max_words=25)))
 
 # %% [markdown]
-# ## 8. Questions
+# ## 10. Questions
 #
 # **Q1 (auto-graded).** Why is the unsmoothed bigram model's *validation* perplexity infinite?
 #

@@ -208,7 +208,7 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
         return lower
     return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
 '''),
-    Mutant("Kneser-Ney drops the newest word instead of the oldest", "kneser_ney_prob", '''
+    Mutant("Kneser-Ney recurses on context[:-1] (drops the newest word, not the oldest)", "kneser_ney_prob", '''
 def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     context = tuple(context)
     lower = kneser_ney_prob(tables, vocab_size, context[:-1], word, d) if context else 1.0 / vocab_size
@@ -324,5 +324,132 @@ def generate(next_dist, n, rng, max_words=30):
         words.append(w)
         tokens.append(w)
     return words
+'''),
+    # --- issue 8: mistakes that only hidden tests (or no test) caught
+    Mutant("count_ngrams pads with one <s> whatever n", "count_ngrams", '''
+def count_ngrams(sentences, n):
+    counts = Counter()
+    for words in sentences:
+        padded = [BOS] + list(words) + [EOS]
+        for i in range(len(padded) - n + 1):
+            counts[tuple(padded[i:i + n])] += 1
+    return counts
+'''),
+    Mutant("mle_prob looks up an unseen context (bare KeyError)", "mle_prob", '''
+def mle_prob(table, context, word):
+    return table.next[tuple(context)].get(word, 0) / table.total[tuple(context)]
+'''),
+    Mutant("mle_prob divides by zero for an unseen context", "mle_prob", '''
+def mle_prob(table, context, word):
+    context = tuple(context)
+    return table.next.get(context, {}).get(word, 0) / table.total.get(context, 0)
+'''),
+    Mutant("next_word_distribution looks up an unseen context (bare KeyError)", "next_word_distribution", '''
+def next_word_distribution(table, context):
+    context = tuple(context)
+    return {w: c / table.total[context] for w, c in table.next[context].items()}
+'''),
+    Mutant("sentence_logprob uses a bigram context whatever n", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = pad_sentence(sentence, n)
+    total = 0.0
+    for i in range(n - 1, len(padded)):
+        p = prob((padded[i - 1],) if n > 1 else (), padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log(p)
+    return total
+'''),
+    Mutant("sentence_logprob pads with one <s> whatever n", "sentence_logprob", '''
+def sentence_logprob(prob, sentence, n):
+    padded = [BOS] + list(sentence) + [EOS]
+    total = 0.0
+    for i in range(1, len(padded)):
+        p = prob(tuple(padded[max(0, i - n + 1):i]) if n > 1 else (), padded[i])
+        if p <= 0.0:
+            return -math.inf
+        total += math.log(p)
+    return total
+'''),
+    Mutant("perplexity is the mean of per-sentence perplexities", "perplexity", '''
+def perplexity(prob, sentences, n):
+    per_sentence = [math.exp(-sentence_logprob(prob, s, n) / (len(s) + 1)) for s in sentences]
+    return sum(per_sentence) / len(per_sentence)
+'''),
+    Mutant("perplexity is exp of the mean of per-sentence averages", "perplexity", '''
+def perplexity(prob, sentences, n):
+    averages = [sentence_logprob(prob, s, n) / (len(s) + 1) for s in sentences]
+    return math.exp(-sum(averages) / len(averages))
+'''),
+    Mutant("add-k raises KeyError on an unseen context", "add_k_prob", '''
+def add_k_prob(table, vocab_size, context, word, k=1.0):
+    context = tuple(context)
+    count = table.next[context].get(word, 0) if context in table.next else 0
+    return (count + k) / (table.total[context] + k * vocab_size)
+'''),
+    Mutant("continuation counts keep m-grams of count 0", "continuation_counts", '''
+def continuation_counts(ngram_counts):
+    return Counter(gram[1:] for gram in ngram_counts)
+'''),
+    Mutant("Kneser-Ney gives an unseen context the uniform 1/|V|", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    table = tables[len(context)]
+    total = table.total.get(context, 0)
+    if total == 0:
+        return 1.0 / vocab_size
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
+    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''),
+    Mutant("Kneser-Ney uses the bigram table at every order", "kneser_ney_prob", '''
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    context = tuple(context)
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
+    table = tables[min(len(context), 1)]
+    total = table.total.get(context, 0)
+    if total == 0:
+        return lower
+    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''),
+    Mutant("generate starts from one <s> whatever n", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    tokens = [BOS]
+    words = []
+    while len(words) < max_words:
+        context = tuple(tokens[max(0, len(tokens) - (n - 1)):]) if n > 1 else ()
+        w = sample_next(next_dist(context), rng)
+        if w == EOS:
+            break
+        words.append(w)
+        tokens.append(w)
+    return words
+'''),
+    Mutant("generate keeps a one-word (bigram) context whatever n", "generate", '''
+def generate(next_dist, n, rng, max_words=30):
+    tokens = [BOS] * (n - 1)
+    words = []
+    while len(words) < max_words:
+        w = sample_next(next_dist((tokens[-1],) if n > 1 else ()), rng)
+        if w == EOS:
+            break
+        words.append(w)
+        tokens.append(w)
+    return words
+'''),
+    Mutant("pad_sentence returns a tuple", "pad_sentence", '''
+def pad_sentence(words, n):
+    return (BOS,) * (n - 1) + tuple(words) + (EOS,)
+'''),
+    Mutant("graded answer calls the course's reference", "count_ngrams", '''
+from lmcourse.ngram import count_ngrams as _mine
+
+
+def count_ngrams(sentences, n):
+    return _mine(sentences, n)
+'''),
+    Mutant("graded answer calls the course's reference (Kneser-Ney)", "kneser_ney_prob", '''
+import lmcourse.ngram as _helpers
+
+kneser_ney_prob = _helpers.kneser_ney_prob
 '''),
 ]

@@ -333,3 +333,46 @@ def substitute(namespace: dict, **objects: Any):
                 namespace.pop(name, None)
             else:
                 namespace[name] = old
+
+
+@contextlib.contextmanager
+def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answer must be your own code"):
+    """The rules of a graded answer, enforced by what runs. Within the block:
+
+    * no torch function whose name contains one of ``torch_names`` runs, however it is reached
+      (:func:`forbid_torch_functions`; e.g. ``own_code("softmax")`` blocks ``torch.softmax``,
+      ``x.softmax``, ``F.softmax``, ``nn.Softmax``, ``x.log_softmax(d).exp()``, ``torch._softmax``,
+      ``torch.special.softmax``), and a call to such a function straight from Python is noticed
+      even with torch's function modes switched off (``torch._C.DisableTorchFunction``);
+    * none of the code of ``calls`` runs (:func:`forbid_calls`: the course's reference held under
+      any name).
+    """
+    import sys
+
+    seen: list[str] = []
+    previous = None
+
+    def _profile(frame, event, arg):
+        if previous is not None:
+            previous(frame, event, arg)
+        if event == "c_call" and any(s in getattr(arg, "__name__", "") for s in torch_names):
+            owner = getattr(arg, "__self__", None)
+            where = [getattr(arg, "__module__", None), type(owner).__module__,
+                     getattr(owner, "__module__", None), getattr(owner, "__name__", None)]
+            if any(isinstance(w, str) and w.startswith("torch") for w in where):
+                seen.append(arg.__name__)
+        elif event == "call" and frame.f_code.co_name == "__call__":  # torch.ops.aten.X.default(...)
+            op = frame.f_locals.get("self")
+            name = getattr(op, "__name__", "")
+            if type(op).__module__ == "torch._ops" and isinstance(name, str) and any(s in name for s in torch_names):
+                seen.append(name)
+
+    with forbid_torch_functions(*torch_names, reason=reason), forbid_calls(*calls, reason=reason):
+        previous = sys.getprofile()
+        sys.setprofile(_profile if torch_names else previous)
+        try:
+            yield
+        finally:
+            sys.setprofile(previous)
+    if seen:
+        raise CheckFailed(f"your code called torch.{seen[0]}: {reason}")

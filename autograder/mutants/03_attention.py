@@ -358,4 +358,159 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
         return y, scaled_dot_product_attention(q, k, v, mask)[1]
 ''')),
+    # --- issue 8: ready-made softmax reached another way, the reference under another name
+    Mutant("softmax as log_softmax(dim).exp()", "softmax", '''
+def softmax(x, dim=-1):
+    return x.log_softmax(dim).exp()
+'''),
+    Mutant("softmax through the private torch._softmax", "softmax", '''
+def softmax(x, dim=-1):
+    return torch._softmax(x, dim, False)
+'''),
+    Mutant("softmax through torch.special.softmax", "softmax", '''
+def softmax(x, dim=-1):
+    return torch.special.softmax(x, dim)
+'''),
+    Mutant("softmax as F.softmin of -x", "softmax", '''
+def softmax(x, dim=-1):
+    return F.softmin(-x, dim=dim)
+'''),
+    Mutant("softmax through an nn.Softmax module", "softmax", '''
+def softmax(x, dim=-1):
+    return nn.Softmax(dim=dim)(x)
+'''),
+    Mutant("softmax through torch.ops.aten with torch function modes switched off", "softmax", '''
+def softmax(x, dim=-1):
+    with torch._C.DisableTorchFunction():
+        return torch.ops.aten._softmax.default(x, dim % x.dim(), False)
+'''),
+    Mutant("softmax catches the rule's error and calls torch.softmax again unguarded", "softmax", '''
+def softmax(x, dim=-1):
+    try:
+        return torch.softmax(x, dim)
+    except Exception:
+        with torch._C.DisableTorchFunction():
+            return torch.softmax(x, dim)
+'''),
+    Mutant("softmax calls the tests' stand-in", "softmax", '''
+import lmcourse.grading.attention_stand_ins as _helpers
+
+def softmax(x, dim=-1):
+    return _helpers.softmax(x, dim)
+'''),
+    # --- issue 8: dtype, device, shapes
+    Mutant("softmax computes in float64 and returns float64 for a float32 input", "softmax", '''
+def softmax(x, dim=-1):
+    x = x.double()
+    e = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
+    Mutant("softmax sums without keepdim", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return e / e.sum(dim=dim)
+'''),
+    Mutant("softmax writes into a tensor made on the CPU (loses the device)", "softmax", '''
+def softmax(x, dim=-1):
+    out = torch.empty(x.shape, dtype=x.dtype)
+    e = (x - x.max(dim=dim, keepdim=True).values).exp()
+    out[...] = e / e.sum(dim=dim, keepdim=True)
+    return out
+'''),
+    Mutant("scores divide Q in place", "attention_scores", '''
+def attention_scores(Q, K):
+    Q /= math.sqrt(Q.size(-1))
+    return Q @ K.transpose(-2, -1)
+'''),
+    Mutant("scores computed in float64", "attention_scores", '''
+def attention_scores(Q, K):
+    return Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.size(-1))
+'''),
+    Mutant("reference causal_mask imported under another name", "causal_mask", '''
+from lmcourse.nn.attention import causal_mask as _cm
+
+def causal_mask(T):
+    return _cm(T)
+'''),
+    Mutant("causal_mask calls the tests' stand-in", "causal_mask", '''
+from lmcourse.grading.attention_stand_ins import causal_mask as _cm
+
+def causal_mask(T):
+    return _cm(T)
+'''),
+    Mutant("reference attention held under another name", "scaled_dot_product_attention", '''
+_reference = lmcourse.nn.attention.scaled_dot_product_attention
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    return _reference(Q, K, V, mask)
+'''),
+    Mutant("attention calls the tests' stand-in", "scaled_dot_product_attention", '''
+from lmcourse.grading.attention_stand_ins import scaled_dot_product_attention as _attention
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask)
+'''),
+    Mutant("attention weights from log_softmax().exp()", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = scores + mask
+    w = scores.log_softmax(dim=-1).exp()
+    return w @ V, w
+'''),
+    Mutant("attention returns float64 for float32 inputs", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q.double(), K.double())
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    return weights @ V.double(), weights
+'''),
+    Mutant("heads merged without .contiguous()", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("forward wraps nn.MultiheadAttention", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        mha = nn.MultiheadAttention(C, self.n_head, bias=self.W_q.bias is not None, batch_first=True).to(x)
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]))
+            mha.out_proj.weight.copy_(self.W_o.weight)
+            if self.W_q.bias is not None:
+                mha.in_proj_bias.copy_(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
+                mha.out_proj.bias.copy_(self.W_o.bias)
+        blocked = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1) if self.causal else None
+        y, weights = mha(x, x, x, attn_mask=blocked, average_attn_weights=False)
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("forward under torch.no_grad() (no gradients reach the weights)", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        with torch.no_grad():
+            q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+            k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+            v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
+    Mutant("weights by Tensor.softmax with torch function modes switched off", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if self.causal:
+            s = s + causal_mask(T).to(x.device, x.dtype)
+        with torch._C.DisableTorchFunction():
+            weights = s.softmax(-1)
+        y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
 ]

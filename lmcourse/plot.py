@@ -131,7 +131,11 @@ def _matrix(values):
 
 
 def _token_ticks(ax, tokens, n_rows: int, n_cols: int) -> None:
-    if tokens is None:
+    if tokens is None:  # the axes are positions: whole numbers only (never 2.5)
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         return
     tokens = [str(t) for t in tokens]
     if len(tokens) < max(n_rows, n_cols):

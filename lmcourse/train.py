@@ -60,6 +60,7 @@ class TrainConfig:
     checkpoint_interval: int = 0  # save every this many steps (0: only at the end / on interrupt)
     resume: bool = False  # continue from checkpoint_path if it exists
     progress: bool | None = None  # tqdm bar; None: on in a terminal or notebook, off when autograding
+    compile: bool = False  # run the training steps through torch.compile (worth it on a GPU; compiling takes a while)
     quiet: bool = False  # no summary line at the end
 
     @classmethod
@@ -149,10 +150,16 @@ def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int,
     for _ in range(batches):
         x, y = get_batch(tokens, batch_size, block_size, gen, device)
         with _autocast(device, amp):
-            logits = model(x)
+            logits = model_logits(model(x))
         total += lm_cross_entropy(logits, y).item()
     model.train(was_training)
     return total / batches
+
+
+def model_logits(out) -> torch.Tensor:
+    """The logits of a model's output: the output itself, or the first item of a tuple such as a
+    GPT's ``(logits, loss)``."""
+    return out[0] if isinstance(out, (tuple, list)) else out
 
 
 def _autocast(device: torch.device, amp: bool):
@@ -240,6 +247,7 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
     if cfg.resume and ckpt is not None and ckpt.exists():
         start, hist = _load_checkpoint(ckpt, model, opt, gen, device)
     last = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
+    step_model = torch.compile(model) if cfg.compile else model  # shares the parameters with model
 
     def validate(step: int) -> None:
         if val_tokens is None or cfg.eval_batches <= 0 or (hist.val_steps and hist.val_steps[-1] == step):
@@ -265,7 +273,7 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
                 g["lr"] = lr
             x, y = get_batch(train_tokens, cfg.batch_size, cfg.block_size, gen, device)
             with _autocast(device, cfg.amp):
-                logits = model(x)
+                logits = model_logits(step_model(x))
             loss = lm_cross_entropy(logits, y)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"the loss became {loss.item()} at step {step + 1}; "

@@ -12,7 +12,9 @@ from .block import (
                     rotation_matrix,
                     sinusoidal_positions,
 )
+from .gpt import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
 
 __all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention",
            "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
-           "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding"]
+           "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding",
+           "GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt"]

@@ -67,6 +67,13 @@ def test_ready_made_attention_is_refused():
     mha = nn.MultiheadAttention(5, 1, batch_first=True).double()
     with pytest.raises(CheckFailed, match="multi_head_attention"), own_code(*names):
         mha(X, X, X)
+    # the inference fast path of nn.MultiheadAttention and of a whole encoder layer
+    layer = nn.TransformerEncoderLayer(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        for call in (lambda: mha.eval()(X, X, X, need_weights=False), lambda: layer(x)):
+            with pytest.raises(CheckFailed, match="multi_head_attention|softmax"), own_code(*names):
+                call()
 
 
 def test_the_reference_under_another_name_is_refused():

@@ -53,6 +53,14 @@ def softmax(x, dim=-1):
     e = (x - x.detach().max(dim, keepdim=True).values).exp()
     return e * e.sum(dim, keepdim=True).reciprocal()
 '''),
+    Alternative("softmax that refuses a row without a finite score (reads values: an if on a tensor)", "softmax", '''
+def softmax(x, dim=-1):
+    m = x.max(dim=dim, keepdim=True).values
+    if torch.isinf(m).any():
+        raise ValueError("softmax: a row has no finite score")
+    e = (x - m).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''),
     # --- attention scores
     Alternative("scores with einsum", "attention_scores", '''
 def attention_scores(Q, K):
@@ -123,6 +131,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
             ws.append(w)                                    # (B, T, T)
         y = self.W_o(torch.cat(outs, dim=-1))
         return (y, torch.stack(ws, dim=1)) if return_weights else y
+''')),
+    Alternative("forward that validates its input first (reads values: an if on a tensor)", "multi_head_attention",
+                _mha('''
+        if x.dim() != 3 or not torch.isfinite(x).all():
+            raise ValueError("x must be a finite (B, T, C) tensor")
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
 ''')),
     Alternative("the mask built inline from a boolean triangle on x's device", "multi_head_attention", _mha('''
         B, T, C = x.shape

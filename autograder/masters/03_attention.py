@@ -127,8 +127,6 @@ _keepdim_hint = ("keep the reduced dimension so that it lines up with x: x.max(d
                  "and e.sum(dim=dim, keepdim=True) have size 1 along dim and broadcast against x")
 _dtype_hint = ("return the input's dtype: compute in x's own dtype (no .double() or dtype=torch.float64 on "
                "the way), or convert the result back with .to(x.dtype)")
-
-
 _device_hint = ("compute from x only: a tensor you create yourself (torch.zeros(...), torch.tensor(...)) "
                 "lives on the CPU unless you pass device=x.device")
 
@@ -240,11 +238,11 @@ check_tensor_close(_softmax(torch.full((2, 3), 1e4, dtype=torch.float64)),
 #
 # Row $i$ of $S$ holds the scores of query $i$ against every key. Why divide by $\sqrt{d_k}$? If
 # the entries of $q$ and $k$ are independent with **mean 0** and variance 1, each product
-# $q_m k_m$ has mean 0 and variance $\mathbb{E}[q_m^2]\,\mathbb{E}[k_m^2] = 1$ (without mean 0 it
-# would be larger, and the dot product would also drift away from 0), so the sum of $d_k$ such
-# independent terms, the dot product, has variance $d_k$. Without the scaling, wider heads would produce
-# larger scores, the softmax would put almost all weight on one key, and its gradients would
-# vanish. Dividing by $\sqrt{d_k}$ brings the variance back to 1.
+# $q_m k_m$ has mean 0 and variance $\mathbb{E}[q_m^2]\,\mathbb{E}[k_m^2] = 1$, so the dot
+# product, a sum of $d_k$ such independent terms, has mean 0 and variance $d_k$. (Without mean 0
+# each term has a variance above 1 and the sum drifts away from 0 as $d_k$ grows.) Without the
+# scaling, wider heads would produce larger scores, the softmax would put almost all weight on
+# one key, and its gradients would vanish. Dividing by $\sqrt{d_k}$ brings the variance back to 1.
 #
 # In practice tensors carry extra leading dimensions — a batch, and later the heads:
 # `Q` is `(..., T_q, d_k)` and `K` is `(..., T_k, d_k)`. `K.transpose(-2, -1)` swaps only the last

@@ -29,6 +29,8 @@
 # fails, its message says what to look at. Hidden tests run when the notebook is graded.
 
 # %% locked="setup"
+import copy
+import importlib
 import math
 
 import torch
@@ -38,8 +40,9 @@ import torch.nn.functional as F
 import lmcourse
 from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape,
-                             check_tensor_close, check_type, forbid_torch_functions)
-from lmcourse.data import encode_split, load_shakespeare
+                             check_tensor_close, check_type, forbid_calls, forbid_torch_functions,
+                             substitute)
+from lmcourse.data import encode_split, get_batch, load_shakespeare
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
 
@@ -92,8 +95,9 @@ rt = lmcourse.setup()
 # %% [markdown]
 # ### Exercise 1 — one Elman step (2 points)
 #
-# Write `elman_step`. Use tensor operations (`@`, `.T`, `torch.tanh`), not `nn.RNN` or
-# `nn.RNNCell`: the point is to see there is nothing more to it.
+# Write `elman_step`. Use tensor operations (`@`, `.T`, `torch.tanh`), not `nn.RNN`,
+# `nn.RNNCell` or `torch.rnn_tanh_cell` (the tests switch those off): the point is to see there is
+# nothing more to it. Return a new tensor in the inputs' dtype, and leave the inputs unchanged.
 
 # %% solution="elman_step"
 def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
@@ -101,8 +105,7 @@ def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
 
     x_t: (B, I) inputs at step t; h_prev: (B, H) the previous hidden state h_{t-1};
     W_xh: (H, I); W_hh: (H, H); b_h: (H,).  Returns h_t: (B, H), in the inputs' dtype.
-    The training loop back-propagates through every step: no .detach() and no in-place writes
-    into a preallocated tensor.
+    The inputs are not changed. The training loop back-propagates through every step: no .detach().
     """
     ### BEGIN SOLUTION
     return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)
@@ -149,8 +152,11 @@ _x, _h = torch.randn(5, 4, **_f64), torch.randn(5, 4, **_f64)
 _Wxh, _Whh = _cell.weight_ih.detach(), _cell.weight_hh.detach()
 _b = (_cell.bias_ih + _cell.bias_hh).detach()
 _want = _cell(_x, _h).detach()
+_x0, _h0, _b0 = _x.clone(), _h.clone(), _b.clone()
 with _no_rnn():
     _got = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(batch of 5)")
+check(torch.equal(_x, _x0) and torch.equal(_h, _h0) and torch.equal(_b, _b0),
+      "elman_step changed its inputs in place (e.g. x_t += ... or h_prev.tanh_()): compute a new tensor")
 check_tensor_close(_got, _want, "elman_step(batch of 5) vs nn.RNNCell", atol=1e-12, rtol=1e-10,
                    hint="are W_xh and W_hh each multiplied with the right vector (W_xh with x_t, "
                         "W_hh with h_prev), and each transposed (x_t @ W_xh.T, h_prev @ W_hh.T)? "
@@ -212,8 +218,14 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
 # ### Exercise 2 — the forward pass over a sequence (2 points)
 #
 # Write `rnn_forward`, returning **every** hidden state $h_1, \dots, h_T$ stacked along the time
-# axis (dimension 1). Use your `elman_step`. `torch.stack(list_of_tensors, dim=1)` turns a list
-# of `(B, H)` tensors into one `(B, T, H)` tensor.
+# axis (dimension 1), in `x`'s dtype. Use your `elman_step`. `torch.stack(list_of_tensors, dim=1)`
+# turns a list of `(B, H)` tensors into one `(B, T, H)` tensor. As in Exercise 1, PyTorch's
+# recurrent kernels (`nn.RNN`, `torch.rnn_tanh`, ...) are switched off in the tests, and gradients
+# must flow through every step.
+#
+# The tests of this exercise run your `rnn_forward` with a correct `elman_step` (ours) in place
+# of yours, so a mistake in Exercise 1 costs points there only; the same holds for every later
+# exercise.
 
 # %% solution="rnn_forward"
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
@@ -221,8 +233,8 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
 
     x: (B, T, I) inputs; h0: (B, H) initial state, or None for zeros.
     Returns hs: (B, T, H) with hs[:, t - 1] = h_t, for t = 1..T (h_0 is not included), in x's dtype.
-    The training loop back-propagates through every step: no .detach() and no in-place writes
-    into a preallocated tensor (collect the h_t in a list and torch.stack them).
+    The training loop back-propagates through every step: no .detach(), and never overwrite a
+    tensor that a later step reads (collecting the h_t in a list and torch.stack-ing them is simplest).
     """
     ### BEGIN SOLUTION
     B, T, _ = x.shape
@@ -236,22 +248,26 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
 
 
 # %% tests="rnn_forward_tests" points=2
-# rnn_forward is built on elman_step: check that first, so that a failure below is rnn_forward's.
+# One mistake costs once: every call below runs your rnn_forward with our elman_step in place of
+# yours, so a slip in Exercise 1 costs points in Exercise 1 only.
+def _ref_elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(F.linear(x_t, W_xh, b_h) + F.linear(h_prev, W_hh))
+
+
+def _rnn_forward(*args):
+    with substitute(globals(), elman_step=_ref_elman_step):
+        return rnn_forward(*args)
+
+
 _no_rnn = lambda: forbid_torch_functions(  # noqa: E731
-    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="run the recurrence yourself, with your elman_step")
-_g = torch.Generator().manual_seed(2)
-_a = [torch.randn(*_s, generator=_g, dtype=torch.float64) for _s in [(2, 3), (2, 4), (4, 3), (4, 4), (4,)]]
-_e = call_checked(elman_step, *_a, name="elman_step", hint="fix elman_step first (see its test cell above)")
-check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 4)
-      and float((_e - torch.tanh(_a[0] @ _a[2].T + _a[1] @ _a[3].T + _a[4])).abs().max()) < 1e-9,
-      "elman_step is wrong — fix elman_step first (see its test cell above): rnn_forward is built on it")
+    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="run the recurrence yourself, with elman_step")
 
 # Hand example: one unit (I = H = 1), W_xh = 1, W_hh = 0.5, b_h = 0, inputs x = 1, 0, 0.
 #   h_1 = tanh(1) = 0.7616,  h_2 = tanh(0.5 * h_1) = 0.3634,  h_3 = tanh(0.5 * h_2) = 0.1797
 _h0_hint = "h0=None means zeros of shape (B, H), H = W_hh.shape[0], e.g. x.new_zeros(B, H) (same dtype and device as x)"
 _one = lambda v: torch.tensor([[v]], dtype=torch.float64)  # noqa: E731
 _xs = torch.tensor([[[1.0], [0.0], [0.0]]], dtype=torch.float64)  # (B=1, T=3, I=1)
-_hs = call_checked(rnn_forward, _xs, None, _one(1.0), _one(0.5), torch.zeros(1, dtype=torch.float64),
+_hs = call_checked(_rnn_forward, _xs, None, _one(1.0), _one(0.5), torch.zeros(1, dtype=torch.float64),
                    name="rnn_forward(hand example)", hint=_h0_hint)
 check_shape(_hs, (1, 3, 1), "rnn_forward(hand example)",
             hint="return h_1..h_T stacked on dimension 1: (B, T, H), without h_0")
@@ -276,12 +292,12 @@ _want, _ = _ref(_x, _h0[None])
 _want0, _ = _ref(_x)  # from zeros
 _W = [_ref.weight_ih_l0.detach(), _ref.weight_hh_l0.detach(), (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach()]
 with _no_rnn():
-    _got = call_checked(rnn_forward, _x, _h0, *_W, name="rnn_forward(B=3, T=7, I=4, H=6)")
+    _got = call_checked(_rnn_forward, _x, _h0, *_W, name="rnn_forward(B=3, T=7, I=4, H=6)")
 check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6)", hint="(B, T, H): batch first, then time")
 check_tensor_close(_got, _want.detach(), "rnn_forward vs nn.RNN", atol=1e-12, rtol=1e-10,
                    hint="does the loop go forward in time (t = 0, 1, ..., T-1) and start from h0 when it is given?")
 with _no_rnn():
-    _got = call_checked(rnn_forward, _x, None, *_W, name="rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
+    _got = call_checked(_rnn_forward, _x, None, *_W, name="rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
 check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
 check_tensor_close(_got, _want0.detach(), "rnn_forward(h0=None) vs nn.RNN", atol=1e-12, rtol=1e-10, hint=_h0_hint)
 
@@ -293,7 +309,7 @@ _out, _ = _ref(_x, _h0r[None])
 _want = torch.autograd.grad(_out.pow(2).sum(), [_h0r, _ref.weight_ih_l0, _ref.weight_hh_l0, _ref.bias_ih_l0])
 _ps = [_h0.clone().requires_grad_()] + [_w.clone().requires_grad_() for _w in _W]
 with _no_rnn():
-    _got = call_checked(rnn_forward, _x, *_ps, name="rnn_forward(weights requiring grad)", hint=_grad_hint)
+    _got = call_checked(_rnn_forward, _x, *_ps, name="rnn_forward(weights requiring grad)", hint=_grad_hint)
 check(isinstance(_got, torch.Tensor) and _got.requires_grad,
       "rnn_forward's result does not require grad although h0 and the weights do — " + _grad_hint)
 _got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through rnn_forward", hint=_grad_hint)
@@ -314,7 +330,7 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
         for _t in range(_T):
             _h = torch.tanh(_x[:, _t] @ _W1.T + _h @ _W2.T + _b)
             _want.append(_h)
-        check_tensor_close(rnn_forward(_x, None, _W1, _W2, _b), torch.stack(_want, 1),
+        check_tensor_close(_rnn_forward(_x, None, _W1, _W2, _b), torch.stack(_want, 1),
                            f"rnn_forward {(_B, _T, _I, _H)}", atol=1e-12)
     # gradients reach h0 and the weights, matching nn.RNN's
     _ref = nn.RNN(3, 4, batch_first=True, dtype=torch.float64)
@@ -323,7 +339,7 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
     _Wxh = _ref.weight_ih_l0.detach().clone().requires_grad_()
     _Whh = _ref.weight_hh_l0.detach().clone().requires_grad_()
     _bb = (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach().clone().requires_grad_()
-    _gs = torch.autograd.grad(rnn_forward(_x, _h0, _Wxh, _Whh, _bb).pow(2).sum(), [_h0, _Wxh, _Whh])
+    _gs = torch.autograd.grad(_rnn_forward(_x, _h0, _Wxh, _Whh, _bb).pow(2).sum(), [_h0, _Wxh, _Whh])
 _h0b = _h0.detach().clone().requires_grad_()
 _out, _ = _ref(_x, _h0b[None])
 _gr = torch.autograd.grad(_out.pow(2).sum(), [_h0b, _ref.weight_ih_l0, _ref.weight_hh_l0])
@@ -334,26 +350,37 @@ for _a, _b2, _n in zip(_gs, _gr, ["h0", "W_xh", "W_hh"]):
 # %% [markdown]
 # ## 4. The RNN language model
 #
-# For characters, the input $x_t$ is an **embedding**: row $w_t$ of a learned matrix
-# $E \in \mathbb{R}^{|V| \times I}$ (`nn.Embedding`), the same as multiplying a one-hot vector by
-# $E$, without building the one-hot vector. The output layer turns each hidden state into
-# $|V|$ scores, the **logits** $y_t = W_{hy} h_t + b_y$ (`nn.Linear`), and a softmax turns scores
-# into the distribution over the next character:
+# A window of text is a sequence of characters $w_0, w_1, \dots, w_{T-1}$; the first one, $w_0$,
+# is only read (it plays the lecture's start symbol), every later one is also predicted. The
+# input at step $t$ is the character read *before* the one to predict, as an **embedding**:
 #
-# $$p(\,\cdot \mid w_{\le t}) = \mathrm{softmax}(y_t), \qquad
+# $$x_t = E[w_{t-1}], \qquad t = 1, 2, \dots,$$
+#
+# row $w_{t-1}$ of a learned matrix $E \in \mathbb{R}^{|V| \times I}$ (`nn.Embedding`), the same as
+# multiplying a one-hot vector by $E$, without building the one-hot vector. So $h_t$ has read
+# $w_0, \dots, w_{t-1}$ and nothing after. The output layer turns it into $|V|$ scores, the
+# **logits** $y_t = W_{hy} h_t + b_y$ (`nn.Linear`), and a softmax turns scores into the
+# distribution of the character the model has *not* read yet, $w_t$:
+#
+# $$p(w_t = k \mid w_{<t}) = \mathrm{softmax}(y_t)_k, \qquad
 #   \mathrm{softmax}(y)_k = \frac{e^{y_k}}{\sum_{k'} e^{y_{k'}}}.$$
 #
-# **Indexing in code.** Position `t` of a batch reads token `idx[:, t]`, and its logits score the
-# token that comes *next*, `idx[:, t + 1]`. (The lecture's $h_t$ conditions on $w_1 \dots w_{t-1}$;
-# our `hs[:, t]` has read `idx[:, :t+1]` — the same idea, counted from 0.) The model returns the
-# logits at every position; the loss (next section) lines them up with the next tokens.
+# This is the lecture's $p(w_t \mid h_t)$ with $h_t = f_\theta(w_{t-1}, \dots)$.
+#
+# **Indexing in code.** Code counts from 0: `idx[:, j]` holds $w_j$, position `j` reads it, so
+# `hs[:, j]` is $h_{j+1}$ and `logits[:, j]` is $y_{j+1}$, which scores the token that comes
+# *next*, `idx[:, j + 1]`. The model returns the logits at every position; the loss (next
+# section) lines them up with the next tokens, and the last position's logits, which score the
+# character after the window, are used only when sampling.
 #
 # ### Exercise 3 — `RNNLM` (3 points)
 #
 # Complete `forward_state`: embed the token ids, run *your* `rnn_forward` from `h0`, apply the
 # output layer. Return the logits for every position and the last hidden state $h_T$, which lets
 # a caller continue the sequence later (the sampler will). `forward` is the one-output version
-# that the training loop calls.
+# that the training loop calls. Use the parameters that `__init__` creates (no `nn.RNN` or
+# `nn.RNNCell` modules, which the tests reject), so that every parameter receives a gradient.
+# The tests run your `RNNLM` with our `elman_step` and `rnn_forward` in place of yours.
 
 # %% solution="RNNLM"
 class RNNLM(nn.Module):
@@ -362,10 +389,10 @@ class RNNLM(nn.Module):
     def __init__(self, vocab_size: int, n_embd: int, n_hidden: int):
         super().__init__()
         self.wte = nn.Embedding(vocab_size, n_embd)  # E: one row per token
-        bound = 1 / math.sqrt(n_hidden)  # the same initialisation as nn.RNN
+        bound = 1 / math.sqrt(n_hidden)  # nn.RNN draws its weight matrices from U(-bound, bound) too
         self.W_xh = nn.Parameter(torch.empty(n_hidden, n_embd).uniform_(-bound, bound))
         self.W_hh = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-bound, bound))
-        self.b_h = nn.Parameter(torch.zeros(n_hidden))
+        self.b_h = nn.Parameter(torch.zeros(n_hidden))  # starts at 0 (nn.RNN draws its two biases at random)
         self.lm_head = nn.Linear(n_hidden, vocab_size)  # W_hy and b_y
 
     def forward(self, idx, h0=None):
@@ -382,31 +409,32 @@ class RNNLM(nn.Module):
 
 
 # %% tests="RNNLM_tests" points=3
-# RNNLM is built on elman_step and rnn_forward: check those first, so that a failure below is RNNLM's.
+# One mistake costs once: RNNLM runs here with our elman_step and rnn_forward in place of yours,
+# so a slip in Exercise 1 or 2 does not cost points here too.
+def _ref_elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    return torch.tanh(F.linear(x_t, W_xh, b_h) + F.linear(h_prev, W_hh))
+
+
+def _ref_rnn_forward(x, h0, W_xh, W_hh, b_h):
+    h = x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0
+    hs = []
+    for t in range(x.shape[1]):
+        h = _ref_elman_step(x[:, t], h, W_xh, W_hh, b_h)
+        hs.append(h)
+    return torch.stack(hs, dim=1)
+
+
+_refs = lambda: substitute(globals(), elman_step=_ref_elman_step, rnn_forward=_ref_rnn_forward)  # noqa: E731
 _no_rnn = lambda: forbid_torch_functions(  # noqa: E731
-    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="RNNLM must run your own rnn_forward")
-_g = torch.Generator().manual_seed(2)
-_a = [torch.randn(*_s, generator=_g, dtype=torch.float64) for _s in [(2, 3), (2, 4), (4, 3), (4, 4), (4,)]]
-_e = call_checked(elman_step, *_a, name="elman_step", hint="fix elman_step first (see its test cell above)")
-check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 4)
-      and float((_e - torch.tanh(_a[0] @ _a[2].T + _a[1] @ _a[3].T + _a[4])).abs().max()) < 1e-9,
-      "elman_step is wrong — fix elman_step first (see its test cell above): RNNLM is built on it")
-_x = torch.randn(2, 5, 3, generator=_g, dtype=torch.float64)
-for _h0 in [_a[1], None]:
-    _e = call_checked(rnn_forward, _x, _h0, *_a[2:], name="rnn_forward",
-                      hint="fix rnn_forward first (see its test cell above)")
-    _h, _want = torch.zeros(2, 4, dtype=torch.float64) if _h0 is None else _h0, []
-    for _t in range(5):
-        _h = torch.tanh(_x[:, _t] @ _a[2].T + _h @ _a[3].T + _a[4])
-        _want.append(_h)
-    check(isinstance(_e, torch.Tensor) and tuple(_e.shape) == (2, 5, 4)
-          and float((_e - torch.stack(_want, 1)).abs().max()) < 1e-9,
-          "rnn_forward is wrong — fix rnn_forward first (see its test cell above): RNNLM is built on it")
+    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="RNNLM must run rnn_forward, not PyTorch's recurrent kernels")
 
 torch.manual_seed(0)
 _m = RNNLM(vocab_size=11, n_embd=5, n_hidden=7).double()
+_rnn_modules = [type(_mod).__name__ for _mod in _m.modules() if isinstance(_mod, (nn.RNNBase, nn.RNNCellBase))]
+check(not _rnn_modules, f"RNNLM contains {_rnn_modules}: no nn.RNN / nn.RNNCell / nn.LSTM modules — use the "
+                        "W_xh, W_hh, b_h that __init__ creates")
 _idx = torch.randint(11, (2, 6))
-with _no_rnn():
+with _no_rnn(), _refs():
     _out = call_checked(_m.forward_state, _idx, name="RNNLM.forward_state(idx)")
 check(isinstance(_out, (tuple, list)) and len(_out) == 2,
       f"forward_state should return a tuple (logits, h_T), got a {type(_out).__name__}"
@@ -432,16 +460,24 @@ check_tensor_close(_hT, _ref_hs[:, -1], "h_T", atol=1e-10,
                    hint="return the hidden state after the *last* token, hs[:, -1]")
 
 # Continuing from h_T must give what reading the whole sequence at once gives.
-with _no_rnn():
+with _no_rnn(), _refs():
     _first, _h = _m.forward_state(_idx[:, :4])
     _rest, _ = call_checked(_m.forward_state, _idx[:, 4:], _h, name="RNNLM.forward_state(idx, h0)")
+    _whole = _m(_idx)
 check_tensor_close(_rest, _logits[:, 4:], "logits continued from h_T", atol=1e-10,
                    hint="pass h0 on to rnn_forward instead of always starting from zeros")
-check_tensor_close(_m(_idx), _logits, "RNNLM(idx)", atol=1e-12)
+check_tensor_close(_whole, _logits, "RNNLM(idx)", atol=1e-12)
+
+# Training needs a gradient for every parameter: E, W_xh, W_hh, b_h, W_hy and b_y.
+_m.zero_grad()
+_logits.pow(2).sum().backward()
+_no_grad = [_n for _n, _p in _m.named_parameters() if _p.grad is None or float(_p.grad.abs().sum()) == 0]
+check(not _no_grad, f"these parameters of RNNLM get no gradient: {_no_grad} — embed with self.wte, run the "
+                    "recurrence with self.W_xh, self.W_hh, self.b_h and read out with self.lm_head, without .detach()")
 print("RNNLM: all visible checks passed")
 ### BEGIN HIDDEN TESTS
 _why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell / torch.rnn_tanh"
-with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
+with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why), _refs():
     torch.manual_seed(3)
     _m = RNNLM(vocab_size=13, n_embd=4, n_hidden=6).double()
     check(not any(isinstance(_mod, (nn.RNNBase, nn.RNNCellBase)) for _mod in _m.modules()),
@@ -467,19 +503,21 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
 #
 # Training is maximum likelihood, as for the $n$-gram model, but with no closed form: we write
 # down the log-likelihood, let autograd compute its gradient, and follow it downhill with
-# mini-batch SGD (or a variant of it). For one sequence the negative log-likelihood is a sum of
-# one cross-entropy term per predicted token:
+# mini-batch SGD (or a variant of it). For one window $w_0, \dots, w_{T-1}$ the negative
+# log-likelihood of the characters after the first is a sum of one cross-entropy term per
+# predicted token, each scoring a character the model has not read yet ($h_t$ has read
+# $w_0, \dots, w_{t-1}$):
 #
-# $$\ell = -\log p(w_1, \dots, w_T) = \sum_{t} \ell_t, \qquad
+# $$\ell = -\log p(w_1, \dots, w_{T-1} \mid w_0) = \sum_{t=1}^{T-1} \ell_t, \qquad
 #   \ell_t = -\log p(w_{t} \mid h_{t}) = -\log \mathrm{softmax}(y_{t})_{w_{t}}.$$
 #
 # We report the **mean** over predicted tokens (nats per character), so that numbers do not
 # depend on the batch or sequence length.
 #
-# In code: for token ids `idx` of shape `(B, T)`, the logits at position `t` predict
-# `idx[:, t + 1]`. So positions `0 .. T-2` have targets `idx[:, 1:]`, and the last position has
-# no target inside the window: we compare `logits[:, :-1]` with `idx[:, 1:]`, $B(T-1)$
-# predictions in all.
+# In code: for token ids `idx` of shape `(B, T)`, the logits at position `j` (that is $y_{j+1}$)
+# predict `idx[:, j + 1]`. So positions `0 .. T-2` have targets `idx[:, 1:]`, and the last
+# position has no target inside the window: we compare `logits[:, :-1]` with `idx[:, 1:]`,
+# $B(T-1)$ predictions in all.
 #
 # This is **teacher forcing**: during training the input at every position is the *true*
 # previous character, never the model's own guess, so all positions are scored in one pass.
@@ -488,6 +526,9 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
 #
 # `F.cross_entropy(scores, targets)` takes *logits* of shape `(N, V)` (it applies the log-softmax
 # itself) and integer targets of shape `(N,)`, and returns the mean of $-\log p$ over the $N$ rows.
+# (`F.nll_loss` is different: it expects log-probabilities that are already normalised, so on raw
+# logits it returns a wrong number without any error.) Return a scalar tensor in the logits'
+# dtype that autograd can differentiate.
 
 # %% solution="lm_loss"
 def lm_loss(logits, idx):
@@ -495,7 +536,7 @@ def lm_loss(logits, idx):
 
     logits: (B, T, V) scores computed from idx; idx: (B, T) token ids.
     logits[:, t] predicts idx[:, t + 1]; the last position has no target.
-    Returns a scalar tensor (autograd must be able to differentiate it).
+    Returns a scalar tensor in the logits' dtype (autograd must be able to differentiate it).
     """
     ### BEGIN SOLUTION
     B, T, V = logits.shape
@@ -549,10 +590,24 @@ check(abs(_val - (-math.log(0.25) - math.log(0.6))) > 1e-6,
 check_close(_val, (-math.log(0.25) - math.log(0.6)) / 2, "lm_loss(two sequences)", rel=1e-9,
             hint="the mean over all B*(T-1) predictions, each row's logits[b, :-1] against its own idx[b, 1:]")
 
+# Logits are not log-probabilities: adding the same number to every logit of a position leaves
+# its softmax, and so the loss, unchanged. Above, the logits happened to be normalised (log P).
+_shift = torch.tensor([[[3.0], [-2.0], [7.0]]], dtype=torch.float64)  # one constant per position
+_val = float(call_checked(lm_loss, _P.log() + _shift, _idx, name="lm_loss(worked example + a constant per position)"))
+_nll_raw = -(float(_P[0, 0, 1].log() + _shift[0, 0, 0]) + float(_P[0, 1, 1].log() + _shift[0, 1, 0])) / 2
+check(abs(_val - _nll_raw) > 1e-6,
+      "lm_loss treated the raw logits as log-probabilities: F.nll_loss expects log_softmax(logits), not logits — "
+      "use F.cross_entropy(logits, targets), or F.nll_loss(F.log_softmax(logits, dim=-1), targets)")
+check_close(_val, _expected, "lm_loss(worked example + a constant per position)", rel=1e-9,
+            hint="adding a constant to every logit of a position does not change its softmax, so it must "
+                 "not change the loss: normalise the logits with a (log-)softmax over the vocabulary")
+
 # A model that knows nothing (all logits equal) pays log V per prediction, whatever the batch.
 _uniform = call_checked(lm_loss, torch.zeros(4, 10, 7), torch.randint(7, (4, 10)), name="lm_loss(uniform)")
+check(abs(float(_uniform)) > 1e-6, "lm_loss of all-zero logits is 0, as if the logits were log-probabilities "
+                                   "(F.nll_loss on raw logits?): a uniform model pays log 7 = 1.946 per prediction")
 check_close(float(_uniform), math.log(7), "lm_loss of a uniform model over 7 tokens", rel=1e-6,
-            hint="the mean over all B*(T-1) predictions, not over one sequence only")
+            hint="the mean over all B*(T-1) predictions of -log softmax(logits)[target]")
 
 # Gradients must flow back to the logits (the training loop calls backward on this value).
 _lg = torch.randn(2, 5, 4, requires_grad=True)
@@ -759,24 +814,6 @@ check(abs(_f0 - float(_p[0])) < 0.04, f"at temperature 2 token 0 should come {fl
 # Now the real thing. The corpus is Shakespeare's plays, split **by play**: the validation text
 # (*Julius Caesar*, *Twelfth Night*, *Richard II*) is never seen in training. Each split is encoded
 # once into a long tensor of character ids.
-#
-# **Batches.** `lmcourse.data.get_batch` draws `batch_size` windows of `block_size + 1`
-# consecutive characters at random offsets and cuts each into inputs `x = window[:-1]` and
-# targets `y = window[1:]`: the same shift as in Exercise 4, done once on the data side, so the
-# loss is simply the cross-entropy of `model(x)` against `y` at every position.
-#
-# **The loop.** `lmcourse.train.train(model, train_ids, val_ids, cfg)` is the mini-batch SGD of
-# the lecture with the improvements every modern model uses:
-#
-# * **AdamW** instead of plain SGD (per-parameter step sizes from running gradient statistics);
-# * a **learning-rate schedule**: a short linear warm-up, then a cosine decay to 10% of the peak;
-# * **gradient clipping**: if the gradient's global norm $\lVert g \rVert$ exceeds $c$, it is
-#   rescaled to $g \cdot c / \lVert g \rVert$ (same direction, bounded step) — more in Section 10;
-# * a validation estimate every `eval_interval` steps, a progress bar with the loss and the
-#   throughput, and a seed, so that a rerun gives the same curve.
-#
-# Every later notebook trains with this same loop. The sizes come from the profile (`tiny` when
-# grading, `cpu` on a laptop, `gpu` on a GPU), printed by the setup cell.
 
 # %%
 corpus = load_shakespeare()
@@ -792,13 +829,224 @@ print(f"profile {P.name}: {P.train_steps} steps of {P.batch_size} x {P.block_siz
 print(f"a uniform guess costs log |V| = {math.log(tok.vocab_size):.2f} nats per character")
 
 # %% [markdown]
+# ### One optimisation step, by hand
+#
+# Training is the lecture's mini-batch SGD: take a batch, compute the loss $\ell(\theta)$, and move
+# every parameter a little downhill, $\theta \leftarrow \theta - \eta\, \nabla_\theta \ell$, with
+# learning rate $\eta$. In PyTorch one step is four moves:
+#
+# 1. **loss**: the mean next-token loss of the batch, `lm_loss(model(idx), idx)` — the forward
+#    pass records a graph of the computation;
+# 2. **backward**: `loss.backward()` walks the graph back and *adds* $\partial \ell / \partial p$
+#    into `p.grad` for every parameter `p`;
+# 3. **update**: `p -= lr * p.grad` for every parameter, inside `with torch.no_grad():` — the
+#    update is not part of the model, so autograd must not record it (and PyTorch refuses an
+#    in-place change of a parameter it is recording). Change `p` *in place*: `p = p - lr * p.grad`
+#    only rebinds the name `p` and leaves the model as it was;
+# 4. **clear the gradients**: `model.zero_grad()` (or `p.grad = None`), because the next
+#    `backward()` would *add* its gradients to these.
+#
+# ### Exercise 7 — one SGD step (2 points)
+#
+# Write `train_step` with these four moves, by hand: not with `torch.optim` (the tests switch it
+# off; the point is to see what an optimiser's `step()` does). Skip parameters whose `.grad` is
+# `None` (a frozen parameter, `requires_grad=False`, gets none). Return the loss *before* the
+# update as a Python float, and leave every `.grad` cleared (`None` or zeros) for the next step.
+# The tests run your `train_step` with our `lm_loss` in place of yours, on a small model of
+# their own.
+
+# %% solution="train_step"
+def train_step(model, idx, lr):
+    """One step of plain mini-batch SGD on a batch of token windows idx (B, T).
+
+    loss = lm_loss(model(idx), idx); backward; p <- p - lr * p.grad for every parameter that has a
+    gradient (in place, under torch.no_grad()); then clear the gradients (None or zeros).
+    Returns the loss before the update, as a Python float. No torch.optim.
+    """
+    ### BEGIN SOLUTION
+    logits = model(idx)  # (B, T, V)
+    loss = lm_loss(logits, idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    return loss.item()
+    ### END SOLUTION
+
+
+# %% tests="train_step_tests" points=2
+# One mistake costs once: train_step runs here with our lm_loss in place of yours, on a small
+# model of the tests' own (an embedding, a frozen scale, an output layer).
+def _ref_lm_loss(logits, idx):
+    V = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
+
+
+class _BigramLM(nn.Module):
+    def __init__(self, V=5, E=3):
+        super().__init__()
+        self.wte = nn.Embedding(V, E)
+        self.scale = nn.Parameter(torch.ones(E), requires_grad=False)  # frozen: gets no gradient
+        self.lm_head = nn.Linear(E, V)
+
+    def forward(self, idx):
+        return self.lm_head(self.wte(idx) * self.scale)  # (B, T, V)
+
+
+_no_optim = lambda: forbid_calls(  # noqa: E731 (torch.optim.Optimizer.__init__ runs for every optimiser)
+    torch.optim.Optimizer, importlib.import_module("torch.optim.sgd"),
+    reason="write the update yourself, p -= lr * p.grad, not torch.optim")
+_refs = lambda: substitute(globals(), lm_loss=_ref_lm_loss)  # noqa: E731
+torch.manual_seed(0)
+_m = _BigramLM().double()
+_idx = torch.tensor([[0, 1, 2, 3, 4, 0], [4, 4, 3, 1, 0, 2]])
+_before = {_n: _p.detach().clone() for _n, _p in _m.named_parameters()}
+_params = dict(_m.named_parameters())
+_requires = {_n: _p.requires_grad for _n, _p in _m.named_parameters()}
+# what one step must do, computed here without your code
+_loss_want = _ref_lm_loss(_m(_idx), _idx)
+_grads = dict(zip([_n for _n, _p in _m.named_parameters() if _p.requires_grad],
+                  torch.autograd.grad(_loss_want, [_p for _p in _m.parameters() if _p.requires_grad])))
+_lr = 0.5
+with _no_optim(), _refs():
+    _ret = call_checked(train_step, _m, _idx, _lr, name="train_step(model, idx, lr=0.5)",
+                        hint="inside `with torch.no_grad():` update each parameter in place, skipping those "
+                             "whose .grad is None (the frozen scale has none)")
+check_type(_ret, float, "train_step(...)", hint="return loss.item(), the loss as a Python float")
+check(abs(_ret - float(_loss_want)) < 1e-9 or abs(_ret - float(_ref_lm_loss(_m(_idx), _idx))) > 1e-9,
+      "train_step returned the loss *after* the update: return the loss computed before it")
+check_close(_ret, float(_loss_want), "train_step's returned loss", rel=1e-9,
+            hint="the mean next-token loss lm_loss(model(idx), idx), before the update")
+check(all(_p is _params[_n] for _n, _p in _m.named_parameters()),
+      "train_step replaced the model's parameters by new tensors: update them in place, p -= lr * p.grad")
+check(all(_p.is_leaf and _p.requires_grad == _requires[_n] for _n, _p in _m.named_parameters()),
+      "after train_step a parameter is no longer a leaf that requires grad: do the update under torch.no_grad()")
+_moved = {_n: float((_p.detach() - _before[_n]).abs().max()) for _n, _p in _m.named_parameters()}
+_left = [_n for _n, _p in _m.named_parameters() if _p.grad is not None and float(_p.grad.abs().max()) > 0]
+check(any(_v > 0 for _v in _moved.values()) or not _left,
+      "train_step did not change any parameter, and this batch's gradients are still in p.grad: the update "
+      "ran before loss.backward() — the order is loss, backward, update, clear the gradients")
+check(any(_v > 0 for _v in _moved.values()),
+      "train_step did not change any parameter. Either the gradients were cleared before the update used "
+      "them (clear them last), or the update did not change p in place: `p = p - lr * p.grad` only rebinds "
+      "the name p, and an out-of-place p.data.sub(...) is thrown away — use p -= lr * p.grad under torch.no_grad()")
+check(_moved["scale"] == 0.0, "train_step changed the frozen parameter `scale` (requires_grad=False), "
+                              "which has no gradient: skip parameters whose .grad is None")
+for _n, _g in _grads.items():
+    _got = _params[_n].detach()
+    check(float((_got - (_before[_n] + _lr * _g)).abs().max()) > 1e-12 or float(_g.abs().max()) == 0,
+          f"train_step moved {_n} *uphill*, p + lr * grad: gradient descent subtracts, p -= lr * p.grad")
+    check(float((_got - (_before[_n] - _g)).abs().max()) > 1e-12 or float(_g.abs().max()) == 0,
+          f"train_step moved {_n} by the whole gradient: multiply it by the learning rate, p -= lr * p.grad")
+    check_tensor_close(_got, _before[_n] - _lr * _g, f"{_n} after one step of train_step", atol=1e-12,
+                       hint="p <- p - lr * dloss/dp, with the gradient of *this* batch's loss: backward first, "
+                            "then the update, then clear the gradients")
+_left = [_n for _n, _p in _m.named_parameters() if _p.grad is not None and float(_p.grad.abs().max()) > 0]
+check(not _left, f"after train_step, {_left} still hold gradients: clear them after the update (model.zero_grad() "
+                 "or p.grad = None); the next backward() would add to them")
+
+# Three more steps on other batches must follow plain SGD exactly: torch.optim.SGD, run here, agrees.
+_m2 = copy.deepcopy(_m)
+_opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.3)
+for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
+    _opt.zero_grad()
+    _ref_lm_loss(_m2(_b), _b).backward()
+    _opt.step()
+    with _no_optim(), _refs():
+        call_checked(train_step, _m, _b, 0.3, name=f"train_step (step {_k + 2})")
+for (_n, _p), _p2 in zip(_m.named_parameters(), _m2.parameters()):
+    check_tensor_close(_p.detach(), _p2.detach(), f"{_n} after 4 steps vs torch.optim.SGD", atol=1e-12,
+                       hint="each step must use only its own batch's gradient: clear the gradients every step")
+print("train_step: all visible checks passed")
+### BEGIN HIDDEN TESTS
+class _TwoLayerLM(nn.Module):
+    def __init__(self, V=7, E=4, H=6):
+        super().__init__()
+        self.emb = nn.Embedding(V, E)
+        self.mix = nn.Linear(E, H)
+        self.frozen = nn.Linear(H, H)
+        self.frozen.requires_grad_(False)
+        self.lm_head = nn.Linear(H, V)
+
+    def forward(self, idx):
+        return self.lm_head(torch.tanh(self.frozen(torch.tanh(self.mix(self.emb(idx))))))
+
+
+torch.manual_seed(11)
+_m = _TwoLayerLM().double()
+_m2 = copy.deepcopy(_m)
+_opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.7)
+_g = torch.Generator().manual_seed(4)
+for _k in range(5):
+    _b = torch.randint(7, (3, 8), generator=_g)
+    _opt.zero_grad()
+    _want = _ref_lm_loss(_m2(_b), _b)
+    _want.backward()
+    _opt.step()
+    with _refs(), _no_optim():
+        _ret = train_step(_m, _b, 0.7)
+    check(isinstance(_ret, float), "train_step must return a Python float")
+    check_close(_ret, float(_want), f"train_step loss at step {_k + 1}", rel=1e-9)
+for (_n, _q), _q2 in zip(_m.named_parameters(), _m2.parameters()):
+    check_tensor_close(_q.detach(), _q2.detach(), f"{_n} after 5 steps (hidden)", atol=1e-12)
+    check(_q.grad is None or float(_q.grad.abs().max()) == 0, "train_step must clear the gradients")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Your loop.** `lmcourse.data.get_batch` draws `batch_size` windows of `block_size + 1`
+# consecutive characters at random offsets and cuts each into inputs `x = window[:-1]` and
+# targets `y = window[1:]`. Here we glue each window back together, `idx = window`, so that
+# `lm_loss` can do the shift itself, and take a few hundred plain SGD steps with your
+# `train_step` on a fresh RNN (learning rate 1, no schedule, no clipping).
+
+# %%
+import matplotlib.pyplot as plt
+
+torch.manual_seed(rt.seed)
+rnn_sgd = RNNLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd).to(rt.device)
+batch_gen = torch.Generator().manual_seed(rt.seed)
+sgd_losses = []
+for step in range(min(200, P.train_steps // 5)):
+    x, y = get_batch(train_ids, P.batch_size, P.block_size, batch_gen, rt.device)
+    window = torch.cat([x, y[:, -1:]], dim=1)  # (B, T + 1): x plus the last target
+    sgd_losses.append(train_step(rnn_sgd, window, lr=1.0))
+print(f"{len(sgd_losses)} SGD steps: loss {sgd_losses[0]:.3f} -> {sum(sgd_losses[-10:]) / len(sgd_losses[-10:]):.3f} "
+      "nats/char (mean of the last 10)")
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.plot(range(1, len(sgd_losses) + 1), sgd_losses, lw=0.8)
+ax.set_xlabel("step")
+ax.set_ylabel("training loss (nats/char)")
+ax.set_title("Plain SGD with your train_step");
+
+# %% [markdown]
+# ### Handing over to `lmcourse.train`
+#
+# `lmcourse.train.train(model, train_ids, val_ids, cfg)` repeats the same four moves (the
+# targets come already shifted from `get_batch`, so its loss is the cross-entropy of `model(x)`
+# against `y` at every position), with the improvements every modern model uses:
+#
+# * **AdamW** instead of plain SGD (per-parameter step sizes from running gradient statistics);
+# * a **learning-rate schedule**: a short linear warm-up, then a cosine decay to 10% of the peak;
+# * **gradient clipping**: if the gradient's global norm $\lVert g \rVert$ exceeds $c$, it is
+#   rescaled to $g \cdot c / \lVert g \rVert$ (same direction, bounded step) — more in Section 10;
+# * a validation estimate every `eval_interval` steps, a progress bar with the loss and the
+#   throughput, and a seed, so that a rerun gives the same curve.
+#
+# Every later notebook trains with this same loop. The sizes come from the profile (`tiny` when
+# grading, `cpu` on a laptop, `gpu` on a GPU), printed by the setup cell.
+
+# %% [markdown]
 # ### Your RNN
 #
-# The learning rate and clipping threshold below are typical for small character models.
+# AdamW's learning rate of 3e-3 is typical for small character models. The clipping threshold
+# $c = 0.5$ is set from the gradient norms these models actually have (Section 10 plots them):
+# the customary $c = 1$ would never act here.
 
 # %%
 # validate 5x as often as the profile says, so the curves show the fast early drop
-cfg = TrainConfig.from_profile(P, lr=3e-3, grad_clip=1.0, seed=rt.seed,
+cfg = TrainConfig.from_profile(P, lr=3e-3, grad_clip=0.5, seed=rt.seed,
                                eval_interval=max(1, P.eval_interval // 5))
 torch.manual_seed(rt.seed)
 rnn = RNNLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd)
@@ -807,13 +1055,28 @@ hist_rnn = train(rnn, train_ids, val_ids, cfg)
 # %% [markdown]
 # ### An LSTM
 #
-# The **long short-term memory** cell keeps a second state, the *cell* $c_t$, which is changed
-# only by element-wise gates: a forget gate $f_t$ scales the old cell, an input gate adds new
-# content, an output gate decides what the hidden state shows,
-# $c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t$ and $h_t = o_t \odot \tanh(c_t)$.
-# Because $c_t$ is updated by addition rather than squashed through a matrix and a $\tanh$ at
-# every step, information (and gradient) can survive many steps. We use PyTorch's `nn.LSTM`
-# with the same sizes and the same training budget.
+# The **long short-term memory** cell keeps a second state, the *cell* $c_t \in \mathbb{R}^J$,
+# which is changed only by element-wise gates. From the same input $x_t$ and previous hidden
+# state $h_{t-1}$ as the Elman step, it computes three gates with the logistic sigmoid
+# $\sigma(a) = 1 / (1 + e^{-a})$, each a vector of numbers between 0 and 1, and a candidate
+# content $\tilde c_t$:
+#
+# $$\begin{aligned}
+# i_t &= \sigma(W_{xi} x_t + W_{hi} h_{t-1} + b_i) && \text{input gate: how much new content to write}\\
+# f_t &= \sigma(W_{xf} x_t + W_{hf} h_{t-1} + b_f) && \text{forget gate: how much of the old cell to keep}\\
+# \tilde c_t &= \tanh(W_{xc} x_t + W_{hc} h_{t-1} + b_c) && \text{candidate content}\\
+# o_t &= \sigma(W_{xo} x_t + W_{ho} h_{t-1} + b_o) && \text{output gate: how much of the cell to show}\\
+# c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad h_t = o_t \odot \tanh(c_t),
+# \end{aligned}$$
+#
+# with $\odot$ the element-wise product and $h_0 = c_0 = \mathbf{0}$. Each gate has its own
+# weights, four times the Elman step's. Because $c_t$ is updated by addition (scaled by $f_t$)
+# rather than squashed through a matrix and a $\tanh$ at every step, information (and gradient)
+# can survive many steps: with $f_t \approx 1$ and $i_t \approx 0$ the cell simply carries its
+# content on. We use PyTorch's `nn.LSTM` with the same sizes and the same training budget. It
+# stores the four input matrices stacked in one `weight_ih_l0` of shape $(4J, I)$, in the order
+# $i, f, \tilde c, o$ (likewise `weight_hh_l0`, and two bias vectors that it adds); the next
+# cell checks the equations above against it, step by step.
 
 # %%
 class LSTMLM(nn.Module):
@@ -835,6 +1098,28 @@ class LSTMLM(nn.Module):
 
 torch.manual_seed(rt.seed)
 lstm = LSTMLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd)
+
+# The gate equations, written out with nn.LSTM's own weights, give nn.LSTM's outputs.
+_cell = lstm.lstm
+W_i, W_f, W_c, W_o = _cell.weight_ih_l0.detach().chunk(4)  # each (J, I)
+U_i, U_f, U_c, U_o = _cell.weight_hh_l0.detach().chunk(4)  # each (J, J)
+b_i, b_f, b_c, b_o = (_cell.bias_ih_l0 + _cell.bias_hh_l0).detach().chunk(4)
+xs = lstm.wte(torch.randint(tok.vocab_size, (2, 5))).detach()  # (B, T, I)
+h = c = torch.zeros(2, P.n_embd)
+hs_by_hand = []
+with torch.no_grad():
+    for t in range(xs.shape[1]):
+        i_t = torch.sigmoid(xs[:, t] @ W_i.T + h @ U_i.T + b_i)
+        f_t = torch.sigmoid(xs[:, t] @ W_f.T + h @ U_f.T + b_f)
+        c_tilde = torch.tanh(xs[:, t] @ W_c.T + h @ U_c.T + b_c)
+        o_t = torch.sigmoid(xs[:, t] @ W_o.T + h @ U_o.T + b_o)
+        c = f_t * c + i_t * c_tilde
+        h = o_t * torch.tanh(c)
+        hs_by_hand.append(h)
+    hs_lstm, _ = _cell(xs)
+print(f"largest difference between the equations and nn.LSTM: "
+      f"{float((torch.stack(hs_by_hand, 1) - hs_lstm).abs().max()):.1e}")
+
 hist_lstm = train(lstm, train_ids, val_ids, cfg)
 
 # %%
@@ -845,6 +1130,40 @@ for name, h in [("RNN", hist_rnn), ("LSTM", hist_lstm)]:
     v = h.final_val_loss
     print(f"{name:<5} validation loss {v:.3f} nats/char = {v / math.log(2):.3f} bits/char, "
           f"perplexity {perplexity(torch.tensor([v])):.2f}   ({h.tokens_per_sec:,.0f} chars/s)")
+
+# %% [markdown]
+# **Bits per character, and notebook 01's per-word perplexity.** Dividing a loss in nats by
+# $\ln 2$ gives **bits per character** (bpc): the average number of yes/no questions the model
+# needs to pin down the next character; a uniform guess over $|V|$ characters needs $\log_2 |V|$.
+# A per-character perplexity of 5 sounds far better than notebook 01's per-word perplexities in
+# the hundreds, but the units differ: a word costs the sum of its characters' losses (its letters
+# and the space or punctuation after it). If a word token of notebook 01 spans $L$ characters on
+# average, the character model's loss per word is about $L$ times its loss per character, so
+#
+# $$\mathrm{PPL}_\text{word} \approx e^{L \cdot \text{nats/char}} = 2^{L \cdot \text{bpc}}
+#   = \mathrm{PPL}_\text{char}^{\,L}.$$
+#
+# The next cell measures $L$ on notebook 01's validation text (the spoken lines, split into words,
+# punctuation marks and one `</s>` per sentence, as in 01) and the character models' loss on that
+# same text. The comparison favours notebook 01: its models lower-case the text and predict one
+# `<unk>` for every rare word, while a character model must spell out each word, capitals included.
+
+# %%
+from lmcourse.data import spoken_text
+from lmcourse.tokenizers import split_sentences
+from lmcourse.train import estimate_loss
+
+spoken = spoken_text(corpus.text("val"))
+n_word_tokens = sum(len(s) + 1 for s in split_sentences(spoken))  # words, punctuation, </s>
+L = len(spoken) / n_word_tokens
+spoken_ids = torch.tensor(tok.encode(spoken), dtype=torch.long)
+print(f"notebook 01's validation text: {len(spoken):,} characters, {n_word_tokens:,} word tokens, "
+      f"L = {L:.2f} characters per token")
+for name, model in [("RNN", rnn), ("LSTM", lstm)]:
+    v = estimate_loss(model, spoken_ids, P.batch_size, P.block_size, P.eval_batches, seed=rt.seed,
+                      device=next(model.parameters()).device)
+    print(f"{name:<5} on it: {v / math.log(2):.3f} bits/char -> about {math.exp(L * v):,.0f} per word token "
+          "(compare with notebook 01's Kneser-Ney validation perplexity)")
 
 # %% [markdown]
 # ## 9. Samples, and a guessing game
@@ -899,9 +1218,6 @@ print("The real one is", "A" if passages[0][0] == "real" else "B")
 # The cell below measures both trained models on validation windows (averaged over a batch).
 
 # %%
-import copy
-
-
 def gradient_by_distance(model, ids, n_windows=8, length=None):
     """Mean norm of d(loss at the last position) / d(input embedding k steps back), k = 0..T-1."""
     model = copy.deepcopy(model).double().cpu()  # float64: tiny gradients would underflow in float32
@@ -928,14 +1244,15 @@ for name, ys in norms.items():
 
 # %% [markdown]
 # **Clipping.** Vanishing gradients are a property of the architecture; *exploding* ones are
-# handled in the training loop. The loop measured the gradient norm at every step before
-# clipping it to `grad_clip` = 1; here is how often clipping actually acted on each model. The
-# rescaling keeps the direction of the gradient and only bounds the length of the step, so one
+# handled in the training loop. The loop measured the global gradient norm at every step before
+# clipping it to `grad_clip` $= 0.5$; the plot shows those norms and how often clipping acted.
+# A threshold only matters relative to the norms a model has: these small models keep theirs
+# below 1 (typically around 0.2–0.4), so the customary $c = 1$ would never act, while $c = 0.5$
+# catches the larger gradients of the first, fast-changing steps and the occasional spike later.
+# The rescaling keeps the direction of the gradient and only bounds the length of the step, so one
 # unlucky batch cannot throw the weights far away.
 
 # %%
-import matplotlib.pyplot as plt
-
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for name, h in [("RNN", hist_rnn), ("LSTM", hist_lstm)]:
     ax.semilogy(h.steps, h.grad_norm, lw=0.8, label=f"{name} (clipped on {h.clipped_fraction(cfg.grad_clip):.1%} of steps)")

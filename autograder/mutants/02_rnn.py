@@ -364,4 +364,195 @@ def perplexity(token_losses):
         logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
     return out
 '''),
+    Mutant("F.nll_loss on raw logits (no log_softmax)", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return F.nll_loss(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
+'''),
+    Mutant("log_softmax over the time axis", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    logp = F.log_softmax(logits, dim=1)
+    return F.nll_loss(logp[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
+'''),
+    Mutant("mean over the vocabulary too (log-probs of all tokens averaged)", "lm_loss", '''
+def lm_loss(logits, idx):
+    B, T, V = logits.shape
+    return -F.log_softmax(logits[:, :-1], dim=-1).mean()
+'''),
+    # --- train_step: one SGD step by hand
+    Mutant("gradients never cleared (no zero_grad)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    return loss.item()
+'''),
+    Mutant("gradient ascent (p += lr * p.grad)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p += lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("update without torch.no_grad (in-place change of a leaf)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    for p in model.parameters():
+        if p.grad is not None:
+            p -= lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("rebinds the loop variable (p = p - lr * p.grad): nothing changes", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p = p - lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("out-of-place p.data.sub (result thrown away)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    for p in model.parameters():
+        if p.grad is not None:
+            p.data.sub(lr * p.grad)
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("step before backward (updates with the previous gradient)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    loss.backward()
+    return loss.item()
+'''),
+    Mutant("zero_grad between backward and the update (steps with zeros)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    model.zero_grad(set_to_none=False)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    return loss.item()
+'''),
+    Mutant("zero_grad only before backward (gradients left behind)", "train_step", '''
+def train_step(model, idx, lr):
+    model.zero_grad()
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    return loss.item()
+'''),
+    Mutant("learning rate ignored (p -= p.grad)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("crashes on a frozen parameter (p.grad is None)", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("returns the loss tensor, not a float", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    return loss
+'''),
+    Mutant("returns the loss after the update", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    with torch.no_grad():
+        return lm_loss(model(idx), idx).item()
+'''),
+    Mutant("forward pass under torch.no_grad too (no graph to back-propagate)", "train_step", '''
+def train_step(model, idx, lr):
+    with torch.no_grad():
+        loss = lm_loss(model(idx), idx)
+        loss.backward()
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("loss without the shift (scores the token just read)", "train_step", '''
+def train_step(model, idx, lr):
+    logits = model(idx)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx.reshape(-1))
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    model.zero_grad()
+    return loss.item()
+'''),
+    Mutant("uses torch.optim.SGD", "train_step", '''
+def train_step(model, idx, lr):
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss = lm_loss(model(idx), idx)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss.item()
+'''),
+    Mutant("new Parameter objects instead of an in-place update", "train_step", '''
+def train_step(model, idx, lr):
+    loss = lm_loss(model(idx), idx)
+    loss.backward()
+    with torch.no_grad():
+        for mod in model.modules():
+            for name, p in list(mod.named_parameters(recurse=False)):
+                if p.grad is not None:
+                    setattr(mod, name, nn.Parameter(p - lr * p.grad))
+    model.zero_grad()
+    return loss.item()
+'''),
 ]

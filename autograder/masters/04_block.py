@@ -25,10 +25,11 @@
 # which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
 #
 # * write the computation yourself from basic tensor operations (`.mean()`, `.sqrt()`, `@`,
-#   `nn.Linear`, `F.gelu`, ...). A ready-made normalisation (`F.layer_norm`, `nn.LayerNorm`,
-#   `torch.layer_norm`, `F.group_norm`, ...), `nn.TransformerEncoderLayer` and the course's
-#   reference blocks in `lmcourse.nn` (other than the attention layer you are given) score 0,
-#   however they are reached: the tests watch what runs, not what it is called;
+#   `nn.Linear`, `F.gelu`, ...). Each exercise names what it must not call: a ready-made
+#   normalisation (`F.layer_norm`, `nn.LayerNorm`, `torch.layer_norm`, `F.group_norm`, ...) in
+#   Exercises 1 and 2, `nn.TransformerEncoderLayer` and the course's reference versions in
+#   `lmcourse.nn` (other than the attention layer you are given). Calling one scores 0 however
+#   it is reached, under another name included: the tests watch what runs, not names;
 # * return tensors in the **input's dtype** and on the **input's device**, and never change an
 #   input in place (`x -= ...`, `x.sub_(...)`): build new tensors.
 
@@ -183,6 +184,11 @@ for _name, _a, _e in zip(("x", "gamma", "beta"), _got_grads, _want_grads):
     check_tensor_close(_a, _e, f"the gradient of layer_norm with respect to {_name}", atol=1e-10, rtol=1e-10,
                        hint="the gradient must flow through the mean and the variance too: no .detach() "
                             "or torch.no_grad() inside")
+with _rules():
+    _y_const = layer_norm(torch.full((2, 4), 3.0, dtype=torch.float64), _ones4, _zeros4)
+check_tensor_close(_y_const, torch.zeros(2, 4, dtype=torch.float64), "layer_norm of a constant vector",
+                   atol=0, rtol=0, hint="x - mu is 0 and eps keeps sqrt(var + eps) positive: the result is "
+                                        "0 (plus beta), not nan")
 _x32 = torch.randn(3, 5, generator=_g)
 _y32 = layer_norm(_x32, torch.ones(5), torch.zeros(5))
 check_equal(_y32.dtype, torch.float32, "the dtype of layer_norm of a float32 tensor",
@@ -219,7 +225,8 @@ with _rules():
 # parameter called `weight`, initialised to ones, and $\beta$ a parameter called `bias`,
 # initialised to zeros (both of shape `(n_embd,)`, so a normalised vector starts out unchanged
 # by them); store `eps` as `self.eps`. `forward(x)` returns your `layer_norm` of `x` with them.
-# The test gives your module a correct `layer_norm` to call, so only the module is graded here.
+# No ready-made normalisation here either. The test gives your module a correct `layer_norm` to
+# call, so only the module is graded here.
 
 # %% solution="layer_norm_module"
 class LayerNorm(nn.Module):
@@ -334,7 +341,7 @@ finally:
 # 4 * n_embd, bias=bias)` ($W_1$), `self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)` ($W_2$)
 # and an `nn.Dropout(dropout)` called `self.dropout` (keep these names: later tests copy weights into them).
 # `forward(x)` maps `(B, T, C)` to `(B, T, C)`: `c_fc`, GELU, `c_proj`, dropout. The output has the
-# input's dtype.
+# input's dtype. Not allowed here: `lmcourse.nn.MLP` and `nn.TransformerEncoderLayer`.
 
 # %% solution="mlp"
 class MLP(nn.Module):
@@ -412,6 +419,9 @@ check_tensor_close(_eval1, _want_d, "MLP(8, dropout=0.5) in eval mode", atol=1e-
                         "model.train()/eval()), or F.dropout(h, p, training=self.training) — "
                         "F.dropout's default is training=True")
 check_tensor_close(_eval2, _eval1, "two calls of MLP(8, dropout=0.5) in eval mode", atol=0, rtol=0)
+_mb = MLP(8, bias=False)
+check(_mb.c_fc.bias is None and _mb.c_proj.bias is None,
+      "MLP(8, bias=False) should have no biases: pass bias=bias to both nn.Linear layers")
 _md.train()
 torch.manual_seed(405)
 with torch.no_grad():
@@ -469,7 +479,7 @@ with torch.no_grad():
 # `dtype=torch.float64`). Sines go to
 # the even columns `0, 2, 4, ...` and cosines to the odd ones; note the exponent $2i/d$, where $i$
 # counts pairs. Slicing (`pe[:, 0::2] = ...`) or `torch.stack(..., dim=-1)` followed by a reshape
-# both work.
+# both work. Not allowed: `lmcourse.nn.sinusoidal_positions` (the reference).
 
 # %% solution="sinusoidal_positions"
 def sinusoidal_positions(T, d, dtype=torch.float32):
@@ -581,7 +591,8 @@ plt.show()
 # $2 \times 2$ blocks above on the diagonal (rows and columns $2i, 2i+1$ use $\omega_i = 10000^{-2i/d}$).
 # Build it with a loop over the pairs, with `torch.block_diag`, or with index tricks. Mind the
 # signs: $R_k$ moves **forward** by $k$; its transpose $R_{-k}$ moves back. The test checks
-# $\mathrm{PE}(t+k) = R_k \mathrm{PE}(t)$ for many $t$ and $k$, using a correct table.
+# $\mathrm{PE}(t+k) = R_k \mathrm{PE}(t)$ for many $t$ and $k$, using a correct table. Not allowed:
+# `lmcourse.nn.rotation_matrix`.
 
 # %% solution="rotation_matrix"
 def rotation_matrix(k, d, dtype=torch.float32):
@@ -660,7 +671,7 @@ for _k in (2, 17, 100, 333):
 # sinusoidal table. Write `forward(idx)`: `idx` is `(B, T)` token ids with `T <= block_size`;
 # return `drop(wte(idx) + p)` of shape `(B, T, C)` where `p` is the `(T, C)` position vectors of
 # positions `0..T-1` (`self.wpe(torch.arange(T, device=idx.device))` or `self.pe[:T]`), broadcast
-# over the batch.
+# over the batch. Not allowed: the position modules of `lmcourse.nn`.
 
 # %% solution="embeddings"
 class Embeddings(nn.Module):
@@ -834,7 +845,9 @@ check_equal(answer_q_preln.strip().upper(), "B", "answer_q_preln")
 #
 # The tests build your block with correct `LayerNorm` and `MLP` modules, so only `forward` is
 # graded here, and compare it with PyTorch's `nn.TransformerEncoderLayer` (`norm_first=True` is
-# pre-LN, `False` post-LN, `activation="gelu"`, with a causal mask), weights copied in.
+# pre-LN, `False` post-LN, `activation="gelu"`, with a causal mask), weights copied in. Not
+# allowed: `nn.TransformerEncoderLayer`, `nn.TransformerEncoder`, `nn.Transformer` and
+# `lmcourse.nn.Block`.
 
 # %% solution="block"
 class Block(nn.Module):
@@ -941,6 +954,12 @@ for _prenorm, _hint in [(True, _pre_hint), (False, _post_hint)]:
                        hint="do not change x in place (x += ...): write x = x + ...")
     check_tensor_close(_y, _want, f"{_name} vs nn.TransformerEncoderLayer(norm_first={_prenorm})",
                        atol=1e-10, rtol=1e-10, hint=_hint)
+torch.manual_seed(409)
+_blk32 = _reference_parts_block(8, 2, block_size=6)
+with _rules(), torch.no_grad():
+    _y32 = _blk32(torch.randn(2, 6, 8))
+check_equal(_y32.dtype, torch.float32, "the dtype of Block(8, 2)'s output for a float32 input",
+            hint="keep the input's dtype: no .double() or float64 constants inside forward")
 _blk, _x, _want = _block_case(8, 2, 5, True, False, 409)
 with _rules(), torch.no_grad():
     check_tensor_close(_blk(_x), _want, "Block(8, 2, causal=False) vs nn.TransformerEncoderLayer without a mask",
@@ -973,7 +992,8 @@ with torch.no_grad(), _rules():
 #
 # ### Exercise 8 — `block_param_count`
 # Write `block_param_count(d)`: the number of parameters of one block of width `d` (with biases,
-# MLP width $4d$), as a Python `int`, computed from the formula (do not build a model). The test
+# MLP width $4d$), as a Python `int`, computed from the formula: building a model (`nn.Linear`, any
+# `nn.Module`, `lmcourse.nn.Block`) inside it is not allowed. The test
 # compares it with `sum(p.numel() for p in block.parameters())` of the reference block.
 
 # %% solution="block_param_count"

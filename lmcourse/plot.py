@@ -270,9 +270,10 @@ def validation_sweep(values: Sequence[float], curves: Mapping[str, Sequence[floa
         i = min(range(len(ppl)), key=ppl.__getitem__)
         ax.plot([values[i]], [ppl[i]], "o", mfc="none", ms=10, color=line.get_color())
         if best is None or ppl[i] < best[1]:
-            best = (values[i], ppl[i])
+            best = (values[i], ppl[i], label)
     if best is not None:
-        ax.plot([best[0]], [best[1]], "*", ms=16, color="black", label=f"best: {xlabel} = {best[0]:g}")
+        ax.plot([best[0]], [best[1]], "*", ms=16, color="black",
+                label=f"best: {best[2]}, {xlabel} = {best[0]:g} ({best[1]:.1f})")
     if log_x:
         ax.set_xscale("log")
     ax.set_yscale("log")

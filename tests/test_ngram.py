@@ -77,3 +77,14 @@ def test_substitute_restores_and_unbinds():
         assert ns["f"] == 5
         ns.pop("missing")
     assert ns == {"f": 1}
+
+
+def test_validation_sweep_marks_the_best_value():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lmcourse import plot
+
+    ax = plot.validation_sweep([0.5, 0.75, 0.9], {"n=2": [120.0, 110.0, 115.0], "n=3": [130.0, 105.0, 101.0]}, "d")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[-1] == "best: n=3, d = 0.9 (101.0)", labels

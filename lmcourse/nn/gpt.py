@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from .block import Block, BlockConfig, LayerNorm, block_param_count
 
 __all__ = ["GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "generate", "save_gpt", "load_gpt",
-           "RESIDUAL_PROJECTIONS"]
+           "RESIDUAL_PROJECTIONS", "REFERENCE"]
 
 # parameters that write into the residual stream: scaled by 1/sqrt(2 n_layer) at initialisation
 RESIDUAL_PROJECTIONS = ("attn.c_proj.weight", "mlp.c_proj.weight")
@@ -109,10 +109,16 @@ class GPT(nn.Module):
         return n
 
 
-@torch.no_grad()
+# No @torch.no_grad() decorators in this module: a decorator's wrapper shares one code object
+# across every function it decorates, so checks.forbid_calls would forbid them all.
 def init_gpt_weights(model: nn.Module, std: float = 0.02) -> nn.Module:
     """GPT-2's initialisation, in place: linear and embedding weights ~ N(0, std^2), biases 0,
     LayerNorm gain 1 and shift 0, and the residual projections ~ N(0, (std / sqrt(2 L))^2)."""
+    with torch.no_grad():
+        return _init_gpt_weights(model, std)
+
+
+def _init_gpt_weights(model: nn.Module, std: float) -> nn.Module:
     n_layer = model.config.n_layer
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -136,12 +142,17 @@ def gpt_param_count(vocab_size: int, block_size: int, n_layer: int, n_embd: int,
     return vocab_size * d + block_size * d + n_layer * block_param_count(d, bias=bias) + (2 * d if bias else d)
 
 
-@torch.no_grad()
 def generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
              generator: torch.Generator | None = None) -> Tensor:
     """Append ``max_new_tokens`` sampled ids to ``idx`` ``(B, T)``: at each step the model sees
     the last ``block_size`` ids, and the next id is drawn from ``softmax(logits / temperature)``
     at the last position with ``generator``. Returns ``(B, T + max_new_tokens)``."""
+    with torch.no_grad():
+        return _generate(model, idx, max_new_tokens, temperature, generator)
+
+
+def _generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: float,
+              generator: torch.Generator | None) -> Tensor:
     if temperature <= 0:
         raise ValueError(f"temperature={temperature} must be positive")
     block_size = model.config.block_size
@@ -155,6 +166,12 @@ def generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: fl
             nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)
     return idx
+
+
+# What notebook 05's graded answers must not run (its tests pass these to checks.forbid_calls).
+# GPTConfig is left out on purpose: a dataclass's generated __repr__ shares its code with every
+# other dataclass's, so forbidding it would forbid printing any dataclass.
+REFERENCE = (GPT, init_gpt_weights, _init_gpt_weights, gpt_param_count, generate, _generate)
 
 
 def save_gpt(model: GPT, path: str | Path, vocabulary: list[str] | None = None, **extra) -> Path:

@@ -47,7 +47,7 @@ import lmcourse
 import lmcourse.nn.block
 from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_equal, check_shape, check_tensor_close, check_type,
-                             forbid_calls, forbid_torch_functions)
+                             own_code, substitute)
 from lmcourse.data import encode_split, load_shakespeare
 from lmcourse.nn import AttentionConfig, CausalSelfAttention
 from lmcourse.tokenizers import CharTokenizer
@@ -118,7 +118,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 # %% tests="layer_norm_tests" points=4
 import contextlib
 
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close, forbid_calls, forbid_torch_functions
+from lmcourse.checks import call_checked, check, check_equal, check_tensor_close, own_code, substitute
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
@@ -126,9 +126,10 @@ _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_torch_functions("layer_norm", "group_norm", "batch_norm", "instance_norm", reason=_rule), \
-            forbid_calls(lmcourse.nn.block, reason=_rule):
+    with own_code("layer_norm", "group_norm", "batch_norm", "instance_norm", calls=(lmcourse.nn.block,),
+                  reason=_rule):
         yield
+
 
 _ones4, _zeros4 = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
 # two positions: [1, 2, 3, 4] (mean 2.5, biased variance 1.25) and ten times it (mean 25, variance 125)
@@ -249,7 +250,7 @@ class LayerNorm(nn.Module):
 # %% tests="layer_norm_module_tests" points=2
 import contextlib
 
-from lmcourse.checks import check, check_equal, check_tensor_close, forbid_calls, forbid_torch_functions
+from lmcourse.checks import check, check_equal, check_tensor_close, own_code, substitute
 
 
 def _trusted_layer_norm(x, gamma, beta, eps=1e-5):
@@ -263,13 +264,12 @@ _rule = "a LayerNorm module must compute the normalisation itself (through layer
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_torch_functions("layer_norm", "group_norm", "batch_norm", "instance_norm", reason=_rule), \
-            forbid_calls(lmcourse.nn.block, reason=_rule):
+    with own_code("layer_norm", "group_norm", "batch_norm", "instance_norm", calls=(lmcourse.nn.block,),
+                  reason=_rule):
         yield
 
-_students_layer_norm = layer_norm
-layer_norm = _trusted_layer_norm          # your module is graded with a correct layer_norm
-try:
+
+with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is graded with a correct layer_norm
     _ln = LayerNorm(6)
     _params = dict(_ln.named_parameters())
     check(set(_params) == {"weight", "bias"}, f"LayerNorm(6) should have the parameters 'weight' and 'bias' "
@@ -312,8 +312,6 @@ try:
     check_tensor_close(_got, _want, "LayerNorm(10) at initialisation vs nn.LayerNorm(10)", atol=1e-5, rtol=1e-5)
     check_equal(sorted(_ln.state_dict()), ["bias", "weight"], "the state_dict keys of LayerNorm(10)")
     ### END HIDDEN TESTS
-finally:
-    layer_norm = _students_layer_norm
 
 # %% [markdown]
 # ## 3. The position-wise MLP
@@ -364,7 +362,7 @@ class MLP(nn.Module):
 # %% tests="mlp_tests" points=3
 import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "write the MLP from nn.Linear, a GELU and nn.Dropout, not the course's reference MLP or torch's encoder layer"
 
@@ -372,7 +370,7 @@ _rule = "write the MLP from nn.Linear, a GELU and nn.Dropout, not the course's r
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(lmcourse.nn.block, nn.TransformerEncoderLayer, reason=_rule):
+    with own_code(calls=(lmcourse.nn.block, nn.TransformerEncoderLayer), reason=_rule):
         yield
 
 
@@ -497,7 +495,7 @@ def sinusoidal_positions(T, d, dtype=torch.float32):
 # %% tests="sinusoidal_positions_tests" points=3
 import contextlib
 
-from lmcourse.checks import check_equal, check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import check_equal, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "build the table yourself, not with lmcourse.nn's sinusoidal_positions"
 
@@ -505,8 +503,9 @@ _rule = "build the table yourself, not with lmcourse.nn's sinusoidal_positions"
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(lmcourse.nn.block, reason=_rule):
+    with own_code(calls=(lmcourse.nn.block,), reason=_rule):
         yield
+
 
 with _rules():
     _pe = sinusoidal_positions(3, 4, dtype=torch.float64)
@@ -611,7 +610,7 @@ def rotation_matrix(k, d, dtype=torch.float32):
 # %% tests="rotation_matrix_tests" points=2
 import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "build R_k yourself, not with lmcourse.nn's rotation_matrix"
 
@@ -619,8 +618,9 @@ _rule = "build R_k yourself, not with lmcourse.nn's rotation_matrix"
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(lmcourse.nn.block, reason=_rule):
+    with own_code(calls=(lmcourse.nn.block,), reason=_rule):
         yield
+
 
 _table = lmcourse.nn.sinusoidal_positions(128, 8, dtype=torch.float64)     # a correct PE table
 with _rules():
@@ -701,7 +701,7 @@ class Embeddings(nn.Module):
 # %% tests="embeddings_tests" points=2
 import contextlib
 
-from lmcourse.checks import call_checked, check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import call_checked, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "add the embeddings yourself, not with lmcourse.nn's position embeddings"
 
@@ -709,17 +709,14 @@ _rule = "add the embeddings yourself, not with lmcourse.nn's position embeddings
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(lmcourse.nn.block, reason=_rule):
+    with own_code(calls=(lmcourse.nn.block,), reason=_rule):
         yield
 
-_students_pe = sinusoidal_positions
-sinusoidal_positions = lmcourse.nn.sinusoidal_positions     # the sinusoidal buffer is built with a correct table
-try:
+
+with substitute(globals(), sinusoidal_positions=lmcourse.nn.sinusoidal_positions):   # a correct table
     torch.manual_seed(407)
     _emb = Embeddings(11, 6, 8)
     _emb_sin = Embeddings(11, 6, 8, learned=False)
-finally:
-    sinusoidal_positions = _students_pe
 _idx = torch.tensor([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
 with torch.no_grad():
     _want = _emb.wte.weight[_idx] + _emb.wpe.weight[:5]
@@ -875,7 +872,7 @@ class Block(nn.Module):
 # %% tests="block_tests" points=5
 import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, forbid_calls
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "write the block's forward yourself, not with nn.TransformerEncoderLayer or lmcourse.nn.Block"
 _forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer)
@@ -884,15 +881,13 @@ _forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncod
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(*_forbidden, reason=_rule):
+    with own_code(calls=_forbidden, reason=_rule):
         yield
 
 
 
 def _reference_parts_block(*args, **kwargs):
     """Your Block, built with lmcourse.nn's LayerNorm and MLP (so only forward is graded)."""
-    global LayerNorm, MLP
-    saved = LayerNorm, MLP
 
     def ref_ln(n_embd, eps=1e-5):
         return lmcourse.nn.LayerNorm(n_embd, eps=eps)
@@ -900,11 +895,8 @@ def _reference_parts_block(*args, **kwargs):
     def ref_mlp(n_embd, dropout=0.0, bias=True):
         return lmcourse.nn.MLP(lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, dropout=dropout, bias=bias))
 
-    LayerNorm, MLP = ref_ln, ref_mlp
-    try:
+    with substitute(globals(), LayerNorm=ref_ln, MLP=ref_mlp):
         return Block(*args, **kwargs)
-    finally:
-        LayerNorm, MLP = saved
 
 
 def _encoder_twin(blk, n_embd, n_head, prenorm):
@@ -1010,7 +1002,7 @@ def block_param_count(d):
 # %% tests="block_param_count_tests" points=2
 import contextlib
 
-from lmcourse.checks import check_equal, check_type, forbid_calls
+from lmcourse.checks import check_equal, check_type, own_code, substitute
 
 _rule = "compute the count from the formula, without building a block"
 
@@ -1018,7 +1010,8 @@ _rule = "compute the count from the formula, without building a block"
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with forbid_calls(lmcourse.nn.block, nn.TransformerEncoderLayer, nn.Linear, nn.Module.__init__, reason=_rule):
+    with own_code(calls=(lmcourse.nn.block, nn.TransformerEncoderLayer, nn.Linear, nn.Module.__init__),
+                  reason=_rule):
         yield
 
 
@@ -1228,15 +1221,16 @@ for name, h in runs.items():
 # gradient takes from the loss to the first block in each variant.
 #
 # ### BEGIN SOLUTION
-# (a) At lr = 1e-2 without warm-up, post-LN got stuck near the unigram level (about 3.36 nats per
-# character on the cpu profile) while pre-LN kept improving to about 2.28; with a warm-up,
-# post-LN trained normally (2.16 after 300 steps). (b) In post-LN every residual sum is followed by a LayerNorm, so the gradient
-# reaching a lower block passes through all the LayerNorms above it, and at initialisation the
-# gradients are largest in the top blocks (section 7); Adam's first full-size steps then move
-# those blocks a lot, the model can collapse to predicting frequencies and not recover. Warm-up
-# keeps the first steps small until the statistics settle. In pre-LN the stream is a chain of
-# additions, an identity path from the loss to every block, and each block reads a normalised
-# copy, so the gradients are well balanced from the start and no warm-up is needed.
+# (a) At lr = 1e-2 without warm-up, post-LN got stuck near the unigram level (about 3.36 nats
+# per character on the cpu profile) while pre-LN kept improving to about 2.28; with a warm-up,
+# post-LN trained normally (2.16 after 300 steps). (b) In post-LN every residual sum is followed
+# by a LayerNorm, so the gradient reaching a lower block passes through all the LayerNorms above
+# it, and in a deep stack the top blocks get the largest gradients at initialisation (section
+# 7). Adam's first full-size steps then move the model a lot; here it collapsed to predicting
+# character frequencies and did not recover. Warm-up keeps the first steps small until the
+# optimiser's statistics settle. In pre-LN the stream is a chain of additions, an identity path
+# from the loss to every block, and each block reads a normalised copy, so the gradients are
+# balanced from the start and no warm-up is needed.
 # ### END SOLUTION
 
 # %% [markdown]

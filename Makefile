@@ -43,6 +43,7 @@ doctor: setup
 
 bench: setup
 	$(BIN)/python bench/bench_ngram.py
+	$(BIN)/python bench/bench_gpt.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -733,7 +733,8 @@ for label, X_now in [("before the swap", X_poll), ("after the swap ", X_poll[[0,
 # and dtype with `.to(x.device, x.dtype)`. Use your own `scaled_dot_product_attention` (by that
 # name: the tests put the reference versions of the earlier functions in place of yours). The output
 # has the input's dtype and device (the tests run the layer in float32, float64 and bfloat16, and on
-# PyTorch's "meta" device), every weight must receive a gradient, and `x` stays unchanged.
+# PyTorch's "meta" device), with and without biases (`bias=False`), every weight must receive a
+# gradient, and `x` stays unchanged.
 
 # %% solution="multi_head_attention"
 class MultiHeadAttention(nn.Module):
@@ -772,6 +773,8 @@ _rule = ("compute attention with your scaled_dot_product_attention (or by hand):
          "attention (x.softmax, F.scaled_dot_product_attention, nn.MultiheadAttention, ...) or lmcourse's "
          "reference attention scores 0 here")
 _mask_hint = "create the mask inside forward with causal_mask(T).to(x.device, x.dtype)"
+_bias_hint = ("with bias=False the layers have no bias (W_q.bias is None): call the layers, self.W_q(x), "
+              "rather than using their weight and bias yourself")
 _merge_hint = ("after .transpose(1, 2) the tensor is not contiguous in memory, and .view needs it to be: merge "
                "the heads with out.transpose(1, 2).contiguous().view(B, T, C) (or .reshape(B, T, C))")
 
@@ -792,6 +795,7 @@ def _run(module, x, name, **kwargs):
             text = str(err)
             hint = (_merge_hint if "view" in text and "stride" in text else
                     _mask_hint if "dtype" in text or "device" in text or "Half" in text or "BFloat16" in text else
+                    _bias_hint if "NoneType" in text else
                     "split with .view(B, T, h, d_k).transpose(1, 2), merge with "
                     ".transpose(1, 2).contiguous().view(B, T, C)")
             raise CheckFailed(f"{name} raised {type(err).__name__}: {text} — {hint}") from None
@@ -816,11 +820,16 @@ def _compare_with_torch(n_embd, n_head, causal, x, hint, bias=True):
     ref = _torch_twin(mine)
     T = x.size(1)
     blocked = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
+    label = f"MultiHeadAttention({n_embd}, {n_head}, causal={causal}, bias={bias})"
     with torch.no_grad():
         want, want_w = ref(x, x, x, attn_mask=blocked, need_weights=True, average_attn_weights=False)
-        got = _run(mine, x, f"MultiHeadAttention({n_embd}, {n_head}, causal={causal})")
-    check_tensor_close(got, want, f"MultiHeadAttention({n_embd}, {n_head}, causal={causal}) vs "
-                       "nn.MultiheadAttention with the same weights", atol=1e-10, rtol=1e-8, hint=hint)
+        got = _run(mine, x, label)
+        got_w = _run(mine, x, label, return_weights=True)[1]
+    check_tensor_close(got, want, f"{label} vs nn.MultiheadAttention with the same weights",
+                       atol=1e-10, rtol=1e-8, hint=hint)
+    check_tensor_close(got_w, want_w, f"the weights of {label} vs nn.MultiheadAttention's",
+                       atol=1e-10, rtol=1e-8, hint="return the weights of every head, (B, h, T, T), as "
+                       "scaled_dot_product_attention gives them")
     return mine, want_w
 
 
@@ -842,10 +851,11 @@ check_shape(_res[1], (2, 4, 5, 5), "the weights of MultiHeadAttention(16, 4) on 
             hint="split C = 16 into h = 4 heads of d_k = 4: (B, T, C) -> (B, h, T, d_k); weights are (B, h, T, T)")
 _compare_with_torch(16, 1, True, _x, hint="with a single head: scale by sqrt(d_k), add the causal mask "
                     "before the softmax, and apply W_o to the result")
-_, _want_w = _compare_with_torch(16, 4, True, _x, hint="one head works but four do not? Split heads with "
-                                 ".view(B, T, h, d_k).transpose(1, 2), scale by sqrt(d_k) where d_k = C / h "
-                                 "(not sqrt(C)), merge with .transpose(1, 2).contiguous().view(B, T, C)")
+_compare_with_torch(16, 4, True, _x, hint="one head works but four do not? Split heads with "
+                    ".view(B, T, h, d_k).transpose(1, 2), scale by sqrt(d_k) where d_k = C / h "
+                    "(not sqrt(C)), merge with .transpose(1, 2).contiguous().view(B, T, C)")
 _compare_with_torch(16, 4, False, _x, hint="causal=False means no mask at all")
+_compare_with_torch(16, 4, True, _x, bias=False, hint=_bias_hint)
 # Causality: changing the tokens after position t must leave outputs 0..t unchanged.
 _x2 = _x.clone()
 _x2[:, 3:] = torch.randn(2, 2, 16, generator=_g, dtype=torch.float64)

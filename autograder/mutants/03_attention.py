@@ -513,4 +513,14 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
         return (y, weights) if return_weights else y
 ''')),
+    Mutant("projections by hand with W.weight and W.bias (breaks bias=False)", "multi_head_attention", _mha('''
+        B, T, C = x.shape
+        q = (x @ self.W_q.weight.T + self.W_q.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        k = (x @ self.W_k.weight.T + self.W_k.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        v = (x @ self.W_v.weight.T + self.W_v.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+        return (y, weights) if return_weights else y
+''')),
 ]

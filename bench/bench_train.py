@@ -4,7 +4,7 @@
     python bench/bench_train.py --steps 50       # shorter
     python bench/bench_train.py --text FILE      # any UTF-8 text (split 90 % / 10 % by position)
     python bench/bench_train.py --profile gpu    # the gpu profile's sizes (on whatever device)
-    python bench/bench_train.py --threads 1      # one torch thread (see below)
+    python bench/bench_train.py --threads 2      # two torch threads instead of the default one (see below)
 
 Models (embedding and hidden size ``n_embd``, context ``block_size``, batch ``batch_size``):
 
@@ -16,9 +16,10 @@ Models (embedding and hidden size ``n_embd``, context ``block_size``, batch ``ba
 Each model trains ``--warmup`` steps first (not timed), then ``--steps`` steps through
 ``lmcourse.train.train``; tokens/s is the loop's own figure (validation excluded). The
 tokens/s are training tokens (B x T per step) per second of forward + backward + optimizer
-step. Nothing is asserted: timings depend on the machine and on what else runs on it. On a
+step. Nothing is asserted: timings depend on the machine and on what else runs on it. Like the
+notebook (its setup cell runs here), the bench uses one torch thread on a CPU by default: on a
 machine whose cores are busy with other work, torch's OpenMP threads spin-wait for each other
-and 2 threads can be several times *slower* than 1; compare ``--threads 1`` when in doubt.
+and 2 threads can be several times *slower* than 1; ``--threads N`` compares.
 """
 
 from __future__ import annotations
@@ -60,10 +61,8 @@ def main() -> None:
     ap.add_argument("--text", default=None, help="a text file instead of the Shakespeare corpus")
     ap.add_argument("--device", default=None, help="cpu / cuda / mps (default: the best available)")
     ap.add_argument("--threads", type=int, default=None,
-                    help="torch intra-op threads (default: torch's choice); 1 is steadier on a busy machine")
+                    help="torch intra-op threads (default: the notebook's, one on a CPU)")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
 
     prof = get_profile(args.profile)
     device = torch.device(args.device) if args.device else pick_device()
@@ -71,7 +70,9 @@ def main() -> None:
     tok = CharTokenizer.from_text(corpus.text("train"))
     train_ids = encode_split(corpus, "train", tok)
     V, E = tok.vocab_size, prof.n_embd
-    notebook = solution_namespace("02_rnn", ("setup", "elman_step", "rnn_forward", "RNNLM"))
+    notebook = solution_namespace("02_rnn", ("setup", "elman_step", "rnn_forward", "RNNLM"))  # sets threads
+    if args.threads:
+        torch.set_num_threads(args.threads)
     builders = {
         "rnn (loop)": lambda: notebook["RNNLM"](V, E, E),
         "rnn (nn.RNN)": lambda: TorchRecurrentLM("rnn", V, E, E),

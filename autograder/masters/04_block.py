@@ -60,7 +60,7 @@ P = rt.profile
 # ## 1. A block, and the residual stream
 #
 # A transformer language model turns tokens $w_1, \dots, w_T$ into vectors $x_1, \dots, x_T$
-# (a token embedding plus a **position** embedding, section 5), then passes them through $L$
+# (a token embedding plus a **position** embedding, section 4), then passes them through $L$
 # identical **blocks**, and finally predicts the next token from the last vectors. Each block has
 # four ingredients: (1) attention, (2) a feed-forward network (MLP), (3) layer normalisation,
 # (4) residual connections.
@@ -76,7 +76,7 @@ P = rt.profile
 # nothing to add can output almost zero and let the stream pass unchanged, and the gradient
 # flows back through the additions to the first layer directly. That is what lets us stack
 # dozens of blocks. Where the LayerNorm sits in this picture is the pre-LN vs post-LN question
-# of section 6.
+# of section 5.
 
 # %% [markdown]
 # ## 2. Layer normalisation

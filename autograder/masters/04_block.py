@@ -545,7 +545,8 @@ for _T, _d in [(1, 2), (50, 16), (200, 64), (7, 10)]:
 # $\mathrm{PE}(t) \cdot \mathrm{PE}(t + k)$ for several starting positions $t$. Each channel pair
 # contributes $\sin(\omega_i t)\sin(\omega_i (t+k)) + \cos(\omega_i t)\cos(\omega_i (t+k)) = \cos(\omega_i k)$,
 # so the dot product is $\sum_i \cos(\omega_i k)$: it depends on the **offset** $k$ only, not on
-# where you start, and it falls off as the positions move apart.
+# where you start (the curves for different $t$ lie on top of each other), and it falls off as
+# the positions move apart.
 
 # %%
 d_pe = P.n_embd

@@ -7,16 +7,27 @@ A test cell should say *what* is wrong and *why it probably is*, e.g.
     -> probabilities in p(. | cows eat) sum to 0.8333, not 1 — did you divide by the count ...
 
 Every helper raises :class:`CheckFailed` (an ``AssertionError``), so nbgrader counts a
-failed check as a failed test. They use only ``math`` and plain Python for the core
-comparisons, so a student who replaces ``numpy.allclose`` cannot make them pass.
+failed check as a failed test.
+
+A verdict cannot be forged from student code: values are read by exact type into plain Python
+numbers, strings and containers first (:func:`_plain`: a subclass or an object whose
+``__eq__`` / ``__float__`` lies is never asked anything; a tensor subclass is refused; tensors
+are read with torch's function modes off), so nothing the student wrote runs while a helper
+decides. Each helper announces itself (``sys.audit("lmcourse.check")``): under the grader the
+tamper guard (``lmcourse.grading.guard``) then verifies and restores everything the helper
+uses (this module, ``math``, ``builtins``, ``torch``) before it decides.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import sys
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import Any
+
+_audit = sys.audit      # bound at import: the guard's cue that a verdict is about to be reached
 
 
 class CheckFailed(AssertionError):
@@ -28,30 +39,118 @@ def _fail(msg: str, hint: str | None) -> None:
 
 
 def _fmt(x: Any) -> str:
-    if isinstance(x, float):
+    if type(x) is float:
         return f"{x:.6g}"
-    return repr(x)
+    if type(x) is _Opaque:
+        return f"<a {_type_name(type(x.obj))} object>"
+    if type(x) in _PLAIN_TYPES:
+        return repr(x)
+    return f"<a {_type_name(type(x))} object>"      # never the student's own __repr__
+
+
+_type_name = type.__dict__["__name__"].__get__      # a metaclass cannot lie about it
+
+
+class _Opaque:
+    """A value of a type the helpers do not read (a student's class, a subclass that could lie):
+    equal only to itself."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Opaque and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+_PLAIN_TYPES = (str, int, float, bool, type(None), bytes, complex)
+_MAPPINGS = (dict, Counter, OrderedDict, defaultdict)
+
+
+def _numpy_scalar(x: Any):
+    np = sys.modules.get("numpy")
+    if np is not None and type(x) in (np.float64, np.float32, np.float16, np.int64, np.int32,
+                                      np.int16, np.int8, np.uint8, np.bool_):
+        return x.item()          # numpy's C scalar types cannot be patched
+    return None
+
+
+def _plain(x: Any, depth: int = 0) -> Any:
+    """``x`` as plain Python values, read by exact type (containers through their C methods),
+    or an :class:`_Opaque` stand-in: no code of the student's runs here."""
+    t = type(x)
+    if t in _PLAIN_TYPES:
+        return x
+    if depth > 50:
+        return _Opaque(x)
+    if t is list or t is tuple:
+        return t(_plain(v, depth + 1) for v in (list.__iter__(x) if t is list else tuple.__iter__(x)))
+    if t in _MAPPINGS:
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in dict.items(x)}
+    # a subclass of a builtin is read through the builtin's own C methods: its overrides
+    # (__eq__, __iter__, __float__, ...) are never called
+    mro = type.__dict__["__mro__"].__get__(t)
+    if dict in mro:
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in dict.items(x)}
+    if list in mro:
+        return [_plain(v, depth + 1) for v in list.__iter__(x)]
+    if tuple in mro:
+        return tuple(_plain(v, depth + 1) for v in tuple.__iter__(x))
+    if bool in mro:
+        return bool(int.__index__(x))
+    if str in mro:
+        return str.__str__(x)
+    if float in mro:
+        return float.__float__(x)
+    if int in mro:
+        return int.__index__(x)
+    if t is set or t is frozenset:
+        return t(_plain(v, depth + 1) for v in (set.__iter__(x) if t is set else frozenset.__iter__(x)))
+    torch = sys.modules.get("torch")
+    if torch is not None and t is torch.Size:
+        return tuple(_plain(v, depth + 1) for v in tuple.__iter__(x))
+    if torch is not None and t is torch.dtype:
+        return x                  # torch's dtypes are singletons: compared by identity
+    scalar = _numpy_scalar(x)
+    if scalar is not None:
+        return scalar
+    return _Opaque(x)
 
 
 def check(condition: bool, message: str) -> None:
     """Plain assertion with a teaching message (works under ``python -O`` too)."""
-    if not condition:
+    _audit("lmcourse.check")
+    value = _plain(condition)
+    if type(value) is _Opaque:
+        torch = _tensor(condition)
+        if torch is not None and torch._C.TensorBase.numel(condition) == 1:
+            with _raw(torch):
+                value = bool(torch._C.TensorBase.item(condition))
+        else:       # an object of the student's decides nothing
+            raise CheckFailed(message + f" (the condition is {_fmt(condition)}, not True or False)")
+    if not value:
         raise CheckFailed(message)
 
 
 def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
-    if not isinstance(value, types):
-        want = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
-        _fail(f"{name} should be a {want}, but it is a {type(value).__name__}", hint)
+    _audit("lmcourse.check")
+    if not issubclass(type(value), types):       # the real type, not what __class__ claims
+        want = _type_name(types) if isinstance(types, type) else " or ".join(_type_name(t) for t in types)
+        _fail(f"{name} should be a {want}, but it is a {_type_name(type(value))}", hint)
 
 
 def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) -> None:
+    _audit("lmcourse.check")
     if type(actual) is not type(expected) and not (_is_number(actual) and _is_number(expected)):
-        if not (isinstance(actual, Mapping) and isinstance(expected, Mapping)):
-            if not (isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple))):
-                _fail(f"{name} should be a {type(expected).__name__} equal to {_fmt(expected)}, "
-                      f"got a {type(actual).__name__}: {_fmt(actual)}", hint)
-    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        if not (issubclass(type(actual), dict) and issubclass(type(expected), dict)):
+            if not (issubclass(type(actual), (list, tuple)) and issubclass(type(expected), (list, tuple))):
+                _fail(f"{name} should be a {_type_name(type(expected))} equal to {_fmt(_plain(expected))}, "
+                      f"got a {_type_name(type(actual))}: {_fmt(_plain(actual))}", hint)
+    actual, expected = _plain(actual), _plain(expected)   # compared as plain values from here on
+    if type(actual) in (list, tuple) and type(expected) in (list, tuple):
         actual_l, expected_l = list(actual), list(expected)
         if actual_l != expected_l:
             if len(actual_l) != len(expected_l):
@@ -61,27 +160,34 @@ def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) 
             _fail(f"{name} differs at position {i}: got {_fmt(actual_l[i])}, expected {_fmt(expected_l[i])} "
                   f"(whole value {_fmt(actual)})", hint)
         return
-    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
-        check_same_keys(actual, expected, name, hint)
+    if type(actual) is dict and type(expected) is dict:
+        _same_keys(actual, expected, name, hint)
         for k in expected:
-            if actual[k] != expected[k]:
+            if actual[k] != expected[k] or type(actual[k]) is _Opaque:
                 _fail(f"{name}[{_fmt(k)}] is {_fmt(actual[k])}, expected {_fmt(expected[k])}", hint)
         return
-    if actual != expected:
+    if actual != expected or (type(actual) is _Opaque and type(expected) is not _Opaque):
         _fail(f"{name} is {_fmt(actual)}, expected {_fmt(expected)}", hint)
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) or type(x).__name__ in (
-        "float64", "float32", "int64", "int32")
+    t = type(x)
+    if t is bool:
+        return False
+    if issubclass(t, (int, float)) and not issubclass(t, bool):
+        return True        # read through int / float's own methods by _plain
+    return _numpy_scalar(x) is not None and type(_numpy_scalar(x)) is not bool
 
 
 def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_: float = 1e-12,
                 hint: str | None = None) -> None:
     """A single number, compared with an explicit tolerance; infinities must match exactly."""
+    _audit("lmcourse.check")
     if not _is_number(actual):
-        _fail(f"{name} should be a number, got {type(actual).__name__}: {_fmt(actual)}", hint)
-    a, e = float(actual), float(expected)
+        _fail(f"{name} should be a number, got {_type_name(type(actual))}: {_fmt(_plain(actual))}", hint)
+    if not _is_number(expected):
+        _fail(f"{name}: the expected value is a {_type_name(type(expected))}, not a number", hint)
+    a, e = float(_plain(actual)), float(_plain(expected))
     if math.isnan(a):
         _fail(f"{name} is nan, expected {_fmt(e)}", hint)
     if math.isinf(e) or math.isinf(a):
@@ -92,7 +198,7 @@ def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_
         _fail(f"{name} is {_fmt(a)}, expected {_fmt(e)} (off by {a - e:+.3g})", hint)
 
 
-def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | None = None) -> None:
+def _same_keys(actual: dict, expected: dict, name: str, hint: str | None) -> None:
     missing = [k for k in expected if k not in actual]
     extra = [k for k in actual if k not in expected]
     if missing or extra:
@@ -104,13 +210,25 @@ def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | N
         _fail(f"{name} " + " and ".join(parts), hint)
 
 
+def _as_dict(value: Any, name: str, hint: str | None) -> dict:
+    if not issubclass(type(value), dict):
+        _fail(f"{name} should be a dict, but it is a {_type_name(type(value))}", hint)
+    return _plain(value)
+
+
+def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | None = None) -> None:
+    _audit("lmcourse.check")
+    _same_keys(_as_dict(actual, name, hint), _as_dict(expected, name, hint), name, hint)
+
+
 def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | None = None) -> None:
     """A dict of probabilities: non-negative, finite, summing to 1."""
-    check_type(dist, Mapping, name)
+    _audit("lmcourse.check")
+    dist = _as_dict(dist, name, None)
     if not dist:
         _fail(f"{name} is empty; a distribution needs at least one outcome", hint)
     for k, p in dist.items():
-        if not _is_number(p) or math.isnan(float(p)) or float(p) < 0:
+        if type(p) not in (int, float) or type(p) is bool or math.isnan(p) or p < 0:
             _fail(f"{name}[{_fmt(k)}] = {_fmt(p)} is not a probability", hint)
     total = math.fsum(float(p) for p in dist.values())
     if abs(total - 1.0) > tol:
@@ -120,8 +238,9 @@ def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | 
 def check_dist_close(actual: Mapping, expected: Mapping, name: str, tol: float = 1e-9,
                      hint: str | None = None) -> None:
     """Two distributions over the same outcomes, entry by entry."""
-    check_type(actual, Mapping, name)
-    check_same_keys(actual, expected, name, hint)
+    _audit("lmcourse.check")
+    actual, expected = _as_dict(actual, name, None), _as_dict(expected, name, None)
+    _same_keys(actual, expected, name, hint)
     for k, e in expected.items():
         check_close(actual[k], e, f"{name}[{_fmt(k)}]", rel=tol, abs_=tol, hint=hint)
 
@@ -148,13 +267,50 @@ def forbid(owner: Any, attr: str, reason: str = "a graded answer must be your ow
 # notebook that rebinds torch.allclose cannot make them pass.
 
 
+def _genuine_torch():
+    """The imported torch, if it is torch: its ``TensorBase`` is a static C type, which nothing
+    written in Python can imitate (a module put in ``sys.modules`` by a student is refused)."""
+    torch = sys.modules.get("torch")
+    if type(torch) is not type(sys):
+        return None
+    c = vars(torch).get("_C")
+    base = vars(c).get("TensorBase") if type(c) is type(sys) else None
+    if base is None or type(base).__flags__ & (1 << 9) or base.__flags__ & (1 << 9):  # HEAPTYPE
+        return None
+    return torch
+
+
+def _tensor(x: Any):
+    """torch if ``x`` is exactly a torch tensor (or parameter): a subclass could lie about its
+    values. Values are then read by ``TensorBase``'s own C methods with torch's function and
+    dispatch modes off."""
+    torch = _genuine_torch()
+    if torch is not None and type(x) in (torch.Tensor, torch.nn.Parameter) and \
+            torch._C.TensorBase in type.__dict__["__mro__"].__get__(type(x)):
+        return torch
+    return None
+
+
+@contextlib.contextmanager
+def _raw(torch):
+    with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch():
+        yield
+
+
 def check_shape(actual: Any, expected: tuple, name: str, hint: str | None = None) -> None:
-    """A tensor (anything with ``.shape``) of exactly the expected shape."""
-    shape = getattr(actual, "shape", None)
-    if shape is None:
-        _fail(f"{name} should be a tensor of shape {tuple(expected)}, but it is a {type(actual).__name__}", hint)
-    if tuple(shape) != tuple(expected):
-        _fail(f"{name} has shape {tuple(shape)}, expected {tuple(expected)}", hint)
+    """A tensor (a numpy array or a torch tensor, exactly) of exactly the expected shape."""
+    _audit("lmcourse.check")
+    torch, np = _tensor(actual), sys.modules.get("numpy")
+    if torch is not None:
+        with _raw(torch):
+            shape = tuple(torch._C.TensorBase.size(actual))
+    elif np is not None and type(actual) is np.ndarray:
+        shape = actual.shape
+    else:
+        _fail(f"{name} should be a tensor of shape {tuple(expected)}, but it is a {_type_name(type(actual))}", hint)
+    shape, want = _plain(tuple(shape)), _plain(tuple(expected))
+    if shape != want:
+        _fail(f"{name} has shape {shape}, expected {want}", hint)
 
 
 def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8, rtol: float = 1e-5,
@@ -164,16 +320,23 @@ def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8
     On failure the message gives the worst entry (its index, both values), and says so when
     the values are nan or the shapes differ.
     """
+    _audit("lmcourse.check")
     import torch
 
-    if not isinstance(actual, torch.Tensor):
-        _fail(f"{name} should be a torch.Tensor, but it is a {type(actual).__name__}", hint)
-    expected = torch.as_tensor(expected)
-    check_shape(actual, tuple(expected.shape), name, hint)
-    if actual.numel() == 0:
-        return
-    a = [float(v) for v in actual.detach().to("cpu", torch.float64).reshape(-1).tolist()]
-    e = [float(v) for v in expected.detach().to("cpu", torch.float64).reshape(-1).tolist()]
+    if _tensor(actual) is None:
+        _fail(f"{name} should be a torch.Tensor, but it is a {_type_name(type(actual))}", hint)
+    if _tensor(expected) is None:
+        expected = torch.as_tensor(_plain(expected) if type(expected) in (list, tuple) else expected)
+        if _tensor(expected) is None:
+            _fail(f"{name}: the expected value is a {_type_name(type(expected))}, not a tensor", hint)
+    base = torch._C.TensorBase
+    with _raw(torch):      # values read by torch itself, no mode in between
+        shape_e = tuple(base.size(expected))
+        check_shape(actual, shape_e, name, hint)
+        if base.numel(actual) == 0:
+            return
+        a = _plain(base.tolist(base.reshape(base.to(base.detach(actual), "cpu", torch.float64), (-1,))))
+        e = _plain(base.tolist(base.reshape(base.to(base.detach(expected), "cpu", torch.float64), (-1,))))
     worst, worst_i = -1.0, 0
     for i, (x, y) in enumerate(zip(a, e)):
         if math.isnan(x) != math.isnan(y):

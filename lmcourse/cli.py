@@ -65,12 +65,19 @@ def _cmd_solutions(args) -> int:
 
 
 def _cmd_grade(args) -> int:
+    from .grading import sandbox
     from .grading.build import repo_root
     from .grading.grade import Limits, grade, sandbox_description, summary, timing_table
     from .grading.ingest import IngestError
 
     limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
                     memory_mb=args.memory_mb, output_chars=args.output_chars, processes=args.processes)
+    try:
+        sandbox.choose(args.sandbox)
+        sandbox.require()
+    except (sandbox.SandboxUnavailable, ValueError) as exc:
+        print(f"lmcourse grade: refusing to grade: {exc}", file=sys.stderr)
+        return 2
     print(f"sandbox: {sandbox_description()}", file=sys.stderr)
     gradebook = (None if args.gradebook.lower() == "none" else
                  Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
@@ -121,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--gradebook", default="",
                    help="nbgrader gradebook to write the results into (default: the course's "
                         "autograder/gradebook.db; 'none' to skip)")
+    g.add_argument("--sandbox", choices=["bubblewrap", "none"], default=None,
+                   help="bubblewrap (default; grading refuses to start without it) or none: run "
+                        "the students' code unsandboxed, for trusted submissions only (also "
+                        "LMCOURSE_SANDBOX=none)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--timings", action="store_true",
                    help="print where the time went (per-submission phases and batch phases)")

@@ -4,8 +4,8 @@ For each submission (see :mod:`.ingest` for the accepted inputs) the grader
 1. checks and repairs it against the release (:mod:`.prepare`): a named status for unusable
    files, flags for renamed files, edited/deleted tests and edited metadata;
 2. puts the hidden tests back into the test cells (as ``nbgrader autograde`` does) and pipes the
-   notebook into a runner inside the sandbox (:mod:`.sandbox`: bubblewrap, or a documented
-   weaker fallback), which executes it with nbclient under limits (:class:`Limits`) and hands
+   notebook into a runner inside the sandbox (:mod:`.sandbox`: bubblewrap, or with an
+   explicit ``--sandbox none`` none at all), which executes it with nbclient under limits (:class:`Limits`) and hands
    the executed notebook back; the notebook-wide cap kills the whole sandbox;
 3. outside the sandbox, in one finisher thread (so a worker's slot takes the next submission as
    soon as its sandbox exits): scores every test cell with nbgrader's own rule
@@ -50,11 +50,12 @@ import nbformat
 
 from . import sandbox
 from .build import repo_root
+from .guard import instrument
 from .ingest import Submission, find_submissions
 from .nbgrader_cli import run_nbgrader
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 STATUSES = ("graded", "timeout", "crashed", "memory-limit", "process-limit", "invalid-notebook",
             "missing-notebook", "wrong-assignment")
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -233,12 +234,13 @@ def _phase_times(stamps: dict[str, float]) -> dict[str, float]:
 
 def _run_notebook(prep_nb, tpl: Template):
     """The notebook the kernel executes: test cells as in the source (hidden tests included),
-    exactly what nbgrader's autograde runs."""
+    what nbgrader's autograde runs, each call in them reported to the guard first
+    (:func:`.guard.instrument`)."""
     nb = nbformat.from_dict(json.loads(json.dumps(prep_nb)))
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            cell.source = tpl.source_by_id.get(meta["grade_id"], cell.source)
+            cell.source = instrument(tpl.source_by_id.get(meta["grade_id"], cell.source), meta["grade_id"])
     return nb
 
 
@@ -484,7 +486,7 @@ def _conclude(report: dict | None, killed: bool, tpl: Template, limits: Limits, 
     for gid, pts in _scores(nb, tpl).items():
         if gid in res.tests:
             res.tests[gid] = pts if pts is None else float(pts)
-    tampered, silent = read_guards(nb)
+    tampered, silent = read_guards(nb, str(report.get("guard_log") or ""))
     if res.status == "graded":
         for gid in silent:   # the guard ran but its report never arrived
             tampered.setdefault(gid, ["guard-silenced"])
@@ -500,7 +502,12 @@ def _conclude(report: dict | None, killed: bool, tpl: Template, limits: Limits, 
     t = time.perf_counter()
     graded = out / "autograded" / f"{sid}.ipynb"        # TA-only: holds the hidden tests
     graded.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(strip_injected(nbformat.from_dict(json.loads(json.dumps(nb)))), graded)
+    copy_nb = strip_injected(nbformat.from_dict(json.loads(json.dumps(nb))))
+    for cell in copy_nb.cells:     # the test source as written, not as instrumented
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            cell.source = tpl.source_by_id.get(meta["grade_id"], cell.source)
+    nbformat.write(copy_nb, graded)
     res.timings["autograded write"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     _write_feedback(nb, tpl, sid, out, res)
@@ -630,6 +637,7 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
           gradebook: Path | None = None, timings: dict[str, float] | None = None) -> list[Result]:
     """Grade every submission in ``src``; ``timings`` (if given) receives the batch phases."""
     timings = {} if timings is None else timings
+    sandbox.require()   # no quiet fallback: without bubblewrap the TA must say --sandbox none
     t = time.perf_counter()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,9 @@
   (``tests-edited`` / ``locked-edited``) and a missing one (``tests-deleted`` /
   ``cells-deleted``) is put back at its place; the restored copy is graded anyway;
 - nbgrader metadata compared with the release (``metadata-edited``) and restored;
-- a grader-controlled preamble (seeds, output cap, genuine helper identities) is injected
-  first, and a guard cell before every test cell that verifies — and restores — the
-  comparison helpers, printing a marker line the grader reads back (``helpers-tampered``).
+- a grader-controlled preamble (seeds, output cap, the tamper guard of :mod:`.guard`) is
+  injected first, and a guard cell before and after every test cell that verifies and restores
+  the whole checking surface and writes a signed report the grader checks (``helpers-tampered``).
 """
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ from __future__ import annotations
 import copy
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 
 import nbformat
 
+from .guard import MARKER, guard_source, verify_log
+
 GUARD_TAG = "lmcourse_injected"
-MARKER = "[lmcourse-guard]"
 _KEYS = ("grade", "solution", "locked", "points", "grade_id", "task")
-_MARKER_RE = re.compile(re.escape(MARKER) + r" (\S+) (ok|tampered:(\S+))")
+_KEY_RE = re.compile(re.escape(MARKER) + r" key ([0-9a-f]{64})")
 
 
 @dataclass
@@ -49,116 +51,23 @@ def _flag(p: Prepared, flag: str) -> None:
 
 
 PREAMBLE = r'''# Injected by lmcourse grade (not part of the assignment).
-def _lmcourse_install(seed, output_cap):
-    import builtins, math, random, sys, types
-    import numpy
-    import lmcourse.checks as checks
-    try:
-        import torch
-    except Exception:  # torch is optional for some notebooks
-        torch = None
-    random.seed(seed)
-    numpy.random.seed(seed)
-    if torch is not None:
-        torch.manual_seed(seed)
-    ip = get_ipython()
-    watched = [(math, "isclose"), (numpy, "allclose"), (numpy, "isclose"), (numpy, "array_equal"),
-               (numpy.testing, "assert_allclose"), (builtins, "isinstance"), (builtins, "abs")]
-    if torch is not None:
-        watched += [(torch, "allclose"), (torch, "isclose"), (torch, "equal"),
-                    (torch.testing, "assert_close")]
-    api = [n for n in dir(checks) if not n.startswith("_") and callable(getattr(checks, n))]
-    watched += [(checks, n) for n in api]
-    genuine = [(o, n, getattr(o, n)) for o, n in watched]
-    modules = {"np": numpy, "numpy": numpy, "math": math}
-    if torch is not None:
-        modules["torch"] = torch
-    by_name = {n: getattr(checks, n) for n in api}
-    hooks = {e: list(cb) for e, cb in ip.events.callbacks.items()}
-    own_tb = vars(ip).get("showtraceback"), vars(ip).get("_showtraceback")
-    trusted = ("matplotlib", "matplotlib_inline", "ipykernel", "IPython", "ipywidgets")
-    transformers = (list(ip.input_transformers_post), list(ip.ast_transformers))
-
-    class _Capped:
-        def __init__(self, stream):
-            self.stream, self.left = stream, output_cap
-        def write(self, s):
-            if self.left <= 0:
-                return len(s)
-            if len(s) > self.left:
-                self.stream.write(s[: self.left] + "\n[output cut: the grader's output cap]\n")
-                self.left = 0
-                return len(s)
-            self.left -= len(s)
-            return self.stream.write(s)
-        def flush(self):
-            return self.stream.flush()
-        def __getattr__(self, name):
-            return getattr(self.stream, name)
-
-    out, err = _Capped(sys.stdout), _Capped(sys.stderr)
-    sys.stdout, sys.stderr = out, err
-
-    def check(grade_id):
-        bad = []
-        for owner, name, obj in genuine:
-            if getattr(owner, name, None) is not obj:
-                bad.append(f"{getattr(owner, '__name__', owner)}.{name}")
-                setattr(owner, name, obj)
-        ns = ip.user_ns
-        for name, obj in by_name.items():
-            if name in ns and ns[name] is not obj:
-                bad.append(name)
-                ns[name] = obj
-        for name, mod in modules.items():
-            if name in ns and ns[name] is not mod:
-                bad.append(name)
-                ns[name] = mod
-        for attr, orig in zip(("showtraceback", "_showtraceback"), own_tb):
-            if vars(ip).get(attr) is not orig:
-                bad.append(attr)
-                if orig is None:
-                    vars(ip).pop(attr, None)
-                else:
-                    vars(ip)[attr] = orig
-        if ip.custom_exceptions:
-            bad.append("set_custom_exc")
-            ip.set_custom_exc((), None)
-        for event, cbs in ip.events.callbacks.items():
-            # libraries register hooks on import (matplotlib: post_execute); others are suspect
-            keep = [cb for cb in cbs if cb in hooks.get(event, [])
-                    or str(getattr(cb, "__module__", "")).split(".")[0] in trusted]
-            if len(keep) != len(cbs):
-                bad.append(f"events.{event}")
-                cbs[:] = keep
-        if (list(ip.input_transformers_post), list(ip.ast_transformers)) != transformers:
-            bad.append("transformers")
-            ip.input_transformers_post[:] = transformers[0]
-            ip.ast_transformers[:] = transformers[1]
-        if sys.stdout is not out or sys.stderr is not err:
-            sys.stdout, sys.stderr = out, err
-        state = "ok" if not bad else "tampered:" + ",".join(sorted(set(bad)))
-        out.stream.write(f"MARKER {grade_id} {state}\n")
-        out.stream.flush()
-
-    mod = types.ModuleType("_lmcourse_guard")
-    mod.check = check
-    sys.modules["_lmcourse_guard"] = mod
-
-_lmcourse_install(SEED, OUTPUT_CAP)
+def _lmcourse_install():
+    import lmcourse.grading.guard as g
+    print(g.MARKER, "key", g.install(SEED, OUTPUT_CAP, NONCE, HEAVY))
+_lmcourse_install()
 del _lmcourse_install
 '''
 
 
-def _injected(kind: str, source: str, before: str | None = None) -> nbformat.NotebookNode:
+def _injected(kind: str, source: str, gid: str | None = None, phase: str | None = None) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(source)
-    cell.metadata[GUARD_TAG] = {"kind": kind, **({"before": before} if before else {})}
+    cell.metadata[GUARD_TAG] = {"kind": kind, **({"test": gid, "phase": phase} if gid else {})}
     return cell
 
 
-def preamble_source(seed: int, output_cap: int) -> str:
-    return (PREAMBLE.replace("MARKER", MARKER).replace("SEED", str(int(seed)))
-            .replace("OUTPUT_CAP", str(int(output_cap))))
+def preamble_source(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
+    return (PREAMBLE.replace("SEED", str(int(seed))).replace("OUTPUT_CAP", str(int(output_cap)))
+            .replace("NONCE", repr(nonce)).replace("HEAVY", repr(bool(heavy))))
 
 
 def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
@@ -233,35 +142,63 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
         cells.insert(pos, restored)
         kept[gid] = restored
 
-    # injected cells: the preamble first, a guard before every auto-graded test cell
-    final = [_injected("preamble", preamble_source(seed, output_cap))]
+    # injected cells: the preamble first, a guard before and after every auto-graded test cell
+    nonce = secrets.token_hex(8)
+    heavy = any("torch" in "".join(c.source) for c in release.cells)   # 01 needs no torch
+    final = [_injected("preamble", preamble_source(seed, output_cap, nonce, heavy))]
     for cell in cells:
         m = _meta(cell)
-        if cell.cell_type == "code" and m.get("grade") and not m.get("solution"):
-            final.append(_injected("guard", f"__import__('sys').modules['_lmcourse_guard'].check("
-                                            f"{m['grade_id']!r})", before=m["grade_id"]))
+        test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")
+        if test:
+            final.append(_injected("guard", guard_source(nonce, "before", m["grade_id"]), m["grade_id"], "before"))
         final.append(cell)
+        if test:
+            final.append(_injected("guard", guard_source(nonce, "after", m["grade_id"]), m["grade_id"], "after"))
     nb.cells = final
     nb.metadata["kernelspec"] = copy.deepcopy(release.metadata.get("kernelspec", nb.metadata.get("kernelspec")))
     p.nb = nb
     return p
 
 
-def read_guards(nb: nbformat.NotebookNode) -> tuple[dict[str, list[str]], list[str]]:
-    """From an executed notebook: {test grade id: tampered names} and the guard cells that
-    printed no marker (student code stopped the report, or the kernel died before)."""
+def _stream_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def _ran(cell) -> bool:
+    return not any(o.get("output_type") == "error" and o.get("ename") == "NotRun" for o in cell.get("outputs", []))
+
+
+def read_guards(nb: nbformat.NotebookNode, log: str) -> tuple[dict[str, list[str]], list[str]]:
+    """From an executed notebook and its guard log: {test grade id: what was found tampered}
+    and the tests whose guard ran but left no valid signed report (the report was stopped,
+    forged or the kernel died before it). A test whose error output vanished (its end was not
+    reached, yet it shows no error) is tampered too (``error-hidden``)."""
+    key = None
+    for cell in nb.cells:
+        if cell.metadata.get(GUARD_TAG, {}).get("kind") == "preamble":
+            found = _KEY_RE.search(_stream_text(cell))
+            key = found.group(1) if found else None
+    guards = [c for c in nb.cells if c.metadata.get(GUARD_TAG, {}).get("kind") == "guard" and _ran(c)]
+    expected = [(c.metadata[GUARD_TAG]["phase"], c.metadata[GUARD_TAG]["test"]) for c in guards]
+    reports, forged = verify_log(key, log, expected)
+    tests = {_meta(c).get("grade_id"): c for c in nb.cells if GUARD_TAG not in c.metadata and _meta(c).get("grade")}
     tampered: dict[str, list[str]] = {}
     silent: list[str] = []
-    for cell in nb.cells:
-        info = cell.metadata.get(GUARD_TAG)
-        if not info or info.get("kind") != "guard":
+    for phase, gid in expected:
+        rep = reports.get((phase, gid))
+        if (phase, gid) in forged:
+            tampered.setdefault(gid, []).append("guard-report-forged")
             continue
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        found = [m for m in _MARKER_RE.finditer(text) if m.group(1) == info["before"]]
-        if not found:
-            silent.append(info["before"])
-        elif found[-1].group(3):
-            tampered[info["before"]] = found[-1].group(3).split(",")
+        if rep is None:
+            if gid not in silent:
+                silent.append(gid)
+            continue
+        if rep["state"]:
+            tampered.setdefault(gid, []).extend(n for n in rep["state"] if n not in tampered.get(gid, []))
+        test = tests.get(gid)
+        if phase == "after" and not rep["done"] and test is not None and not any(
+                o.get("output_type") == "error" for o in test.get("outputs", [])):
+            tampered.setdefault(gid, []).append("error-hidden")
     return tampered, silent
 
 

@@ -36,14 +36,18 @@ What the kernel **can** still see: the hidden tests of the notebook it is runnin
 them; student code can capture a cell's source with an IPython hook). It can print what it
 captured into its own outputs; feedback is checked for verbatim hidden-test lines and withheld
 (flag ``feedback-withheld``) when one appears, but an encoded copy is not detected. It can also
-tamper with its own kernel (hooks, helpers): see ``prepare.py`` (``helpers-tampered``).
+tamper with its own kernel (hooks, helpers): see ``guard.py`` (``helpers-tampered``).
 
-**Fallback** (no bwrap, or it fails to start; or ``LMCOURSE_SANDBOX=fallback``): the same
-runner and rlimits, a private work folder as the working directory and home, a scrubbed
-environment, its own process session killed as a tree. It does NOT hide files the grader can
-read (masters, gradebook, other students' submissions, other results) and does NOT block the
-network; a child that detaches into a new session of its own can outlive the kill; the
-process-count limit does not bind when the grader runs as root. Use it only for trusted input.
+**No sandbox** (``--sandbox none`` or ``LMCOURSE_SANDBOX=none``; never chosen on its own):
+the same runner and rlimits, a private work folder as the working directory and home, a
+scrubbed environment, its own process session killed as a tree. It does NOT hide files the
+grader can read (masters, gradebook, other students' submissions, other results) and does NOT
+block the network; a child that detaches into a new session of its own can outlive the kill;
+the process-count limit does not bind when the grader runs as root. Use it only for trusted
+input. Without a working bubblewrap and without that explicit choice, ``lmcourse grade``
+refuses to grade (:class:`SandboxUnavailable`) and says how to get one: ``apt-get install
+bubblewrap`` on Debian/Ubuntu; on macOS or Windows, grade inside a Linux container or VM
+(e.g. Docker with the repository mounted, where bubblewrap runs).
 """
 
 from __future__ import annotations
@@ -159,14 +163,35 @@ def _env(base: str) -> dict[str, str]:
             "LMCOURSE_DATA_DIR": str(Path(data.data_dir()).resolve())}
 
 
+NONE = "none"                 # the one spelling of "grade without a sandbox" (flag and variable)
+_choice: str | None = None    # set by `choose` (the CLI's --sandbox); else LMCOURSE_SANDBOX
+
+
+class SandboxUnavailable(RuntimeError):
+    """No working bubblewrap, and the TA did not ask for ``--sandbox none``."""
+
+
+def choose(choice: str | None) -> None:
+    """``"bubblewrap"`` (the default: refuse to grade without it) or ``"none"`` (explicit)."""
+    global _choice
+    if choice not in (None, "bubblewrap", NONE):
+        raise ValueError(f"unknown sandbox {choice!r}: 'bubblewrap' or 'none'")
+    _choice = choice
+
+
+def _requested() -> str:
+    choice = _choice or os.environ.get("LMCOURSE_SANDBOX", "").strip().lower() or "bubblewrap"
+    if choice not in ("bubblewrap", NONE):
+        raise ValueError(f"LMCOURSE_SANDBOX={choice!r}: use 'none' (or leave it unset for bubblewrap)")
+    return choice
+
+
 @functools.lru_cache(maxsize=1)
-def mode() -> tuple[str, str]:
-    """("bubblewrap" | "fallback", why). Probed once: bwrap must start Python and import
-    nbclient and lmcourse in exactly the sandbox the submissions get."""
-    if os.environ.get("LMCOURSE_SANDBOX", "").lower() == "fallback":
-        return "fallback", "LMCOURSE_SANDBOX=fallback"
+def _probe() -> tuple[bool, str]:
+    """(works, path or why). bwrap must start Python and import nbclient and lmcourse in exactly
+    the sandbox the submissions get. Probed once per process."""
     if not shutil.which("bwrap"):
-        return "fallback", "bwrap not found (Debian/Ubuntu: apt-get install bubblewrap)"
+        return False, "bwrap not found"
     with tempfile.TemporaryDirectory(prefix="lmcourse-probe-") as tmp:
         work = Path(tmp)
         prepare_work(work, None)
@@ -174,11 +199,36 @@ def mode() -> tuple[str, str]:
         try:
             proc = subprocess.run(cmd, env=_env(INSIDE), capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return "fallback", f"bwrap failed to start: {exc}"
+            return False, f"bwrap failed to start: {exc}"
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-            return "fallback", f"bwrap failed to start: {last[:200]}"
-    return "bubblewrap", shutil.which("bwrap") or "bwrap"
+            return False, f"bwrap failed to start: {last[:200]}"
+    return True, shutil.which("bwrap") or "bwrap"
+
+
+def mode() -> tuple[str, str]:
+    """("bubblewrap" | "none" | "unavailable", why)."""
+    if _requested() == NONE:
+        return NONE, "--sandbox none / LMCOURSE_SANDBOX=none"
+    works, why = _probe()
+    return ("bubblewrap", why) if works else ("unavailable", why)
+
+
+HOW_TO_GET_ONE = ("Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
+                  "`sudo dnf install bubblewrap`). On macOS or Windows there is none: grade inside a "
+                  "Linux container or VM, e.g. `docker run --rm -it -v \"$PWD\":/course -w /course "
+                  "python:3.11 bash`, then `apt-get update && apt-get install -y bubblewrap make` and "
+                  "`make dev` (Docker may need `--security-opt seccomp=unconfined` for bwrap to start). "
+                  "To grade trusted submissions without a sandbox, say so: `--sandbox none` "
+                  "(or LMCOURSE_SANDBOX=none).")
+
+
+def require() -> tuple[str, str]:
+    """The sandbox in force, or :class:`SandboxUnavailable` with what to do about it."""
+    kind, why = mode()
+    if kind == "unavailable":
+        raise SandboxUnavailable(f"no sandbox for the students' code ({why}). {HOW_TO_GET_ONE}")
+    return kind, why
 
 
 def describe() -> str:
@@ -187,8 +237,10 @@ def describe() -> str:
         return (f"bubblewrap ({why}): read-only system/venv/lmcourse/corpus, only the submission's "
                 "work folder writable, no network, own pid namespace, rlimits (memory, processes, "
                 "file size)")
-    return (f"FALLBACK ({why}): private work folder, scrubbed environment, rlimits, own session; "
-            "NO filesystem or network isolation")
+    if kind == NONE:
+        return (f"NONE ({why}): private work folder, scrubbed environment, rlimits, own session; "
+                "NO filesystem or network isolation: trusted submissions only")
+    return f"UNAVAILABLE ({why})"
 
 
 def prepare_work(work: Path, uid: int | None) -> None:
@@ -204,7 +256,7 @@ def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
     # the runner is this file run as a script (-I: no script folder, cwd or PYTHON* variables
     # on its path): importing the lmcourse package would import numpy for nothing
     runner = [sys.executable, "-I", str(Path(__file__).resolve())]
-    if mode()[0] == "bubblewrap":
+    if require()[0] == "bubblewrap":
         uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
         prepare_work(work, uid)
         argv = [*bwrap_args(work, uid), *runner, INSIDE]
@@ -379,6 +431,11 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
     stamps["shutdown"] = time.time()
     report["nb"] = nb
+    try:     # the guard's signed reports (see guard.py); the grader checks them
+        with open(base / "run" / ".lmcourse-guard.log", "rb") as f:
+            report["guard_log"] = f.read(4 * 2**20).decode("utf-8", "replace")
+    except OSError:
+        report["guard_log"] = ""
     return report
 
 

@@ -1,0 +1,344 @@
+"""Red team: students who try to forge a pass, graded by the real `lmcourse grade` on notebook 01.
+
+Every attempt hands in the same wrong answers as the ``baseline`` student (``pad_sentence``
+forgets the padding, ``mle_prob`` returns 0.5, ``perplexity`` returns 0.0) plus one trick meant
+to make the tests pass anyway. Each attempt must end **flagged** (``helpers-tampered``, the
+tests it touched zeroed) **or** score no more than the baseline. One batch, ``-j 2``.
+
+The tricks that act *while a test runs* live inside the wrong ``mle_prob``: its test calls it,
+so they run after the guard before the test said all was well.
+
+Known residual risks (not closable from inside the kernel, see ``lmcourse/grading/guard.py``):
+a student's Python signal handler that fires exactly at the entry of the guard's audit hook
+gets that frame (harmless on its own: everything it reaches is audited); a test cell that
+computes its expected value from a torch/numpy function the student swapped and restored in
+between two calls is caught only by the call-site report of that call (operators such as
+``a + b`` on a student's tensor are not reported).
+"""
+
+from __future__ import annotations
+
+import csv
+import textwrap
+
+import nbformat
+import pytest
+
+from lmcourse.cli import main
+from lmcourse.grading import sandbox
+
+from .test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
+
+WRONG = {
+    "pad_sentence": "def pad_sentence(words, n):\n    return list(words)\n",
+    "mle_prob": "def mle_prob(table, context, word):\n    return 0.5\n",
+    "perplexity": "def perplexity(prob, sentences, n):\n    return 0.0\n",
+}
+
+# before: code at the top of the first answer cell (runs before every test);
+# during: code inside the wrong mle_prob (runs while the mle_prob test runs)
+ATTEMPTS: dict[str, dict[str, str]] = {
+    "private_fail": {"before": """
+        import lmcourse.checks as _c
+        _c._fail = lambda msg, hint=None: None
+    """},
+    "checks_math_module": {"before": """
+        import lmcourse.checks as _c, types
+        _c.math = types.SimpleNamespace(isclose=lambda *a, **k: True, isnan=lambda x: False,
+                                        isinf=lambda x: False, fsum=sum)
+    """},
+
+    "builtins_isinstance_abs_float": {"before": """
+        import builtins
+        builtins.isinstance = lambda *a: True
+        builtins.abs = lambda x: 0.0
+        builtins.float = lambda x=0.0: 0.36363636363636365
+    """},
+    "builtins_len_shadow": {"before": """
+        def len(x):
+            return 7
+    """},
+    "tensor_methods": {"before": """
+        import torch
+        torch.Tensor.tolist = lambda self: [0.0]
+        torch.Tensor.detach = lambda self: self
+        torch.Tensor.to = lambda self, *a, **k: self
+    """},
+    "numpy_comparisons": {"before": """
+        import numpy as np
+        np.allclose = np.isclose = np.array_equal = lambda *a, **k: True
+    """},
+    "sys_modules_checks": {"before": """
+        import sys, types
+        _fake = types.ModuleType("lmcourse.checks")
+        for _n in dir(sys.modules["lmcourse.checks"]):
+            setattr(_fake, _n, lambda *a, **k: None)
+        sys.modules["lmcourse.checks"] = _fake
+        check_equal = check_close = check_dist_close = check_distribution = check = _fake.check
+    """},
+    "sys_modules_math": {"before": """
+        import sys, types
+        sys.modules["math"] = types.SimpleNamespace(isclose=lambda *a, **k: True, isnan=lambda x: False,
+                                                    isinf=lambda x: False, fsum=sum, log=lambda x: 0.0,
+                                                    inf=float("inf"), exp=lambda x: 1.0)
+    """},
+    "patch_the_guard": {"before": """
+        import sys, types, lmcourse.grading.guard as _real
+        _real.install = lambda *a, **k: "0" * 64
+        _real.verify_log = lambda *a, **k: ({}, set())
+        _g = types.ModuleType("_lmcourse_guard")
+        _g.check = lambda gid: print("[lmcourse-guard]", gid, "ok")
+        sys.modules["_lmcourse_guard"] = _g
+        sys.modules["lmcourse.grading.guard"] = _g
+    """},
+
+    "frame_getframe": {"during": """
+        import sys
+        sys._getframe(1).f_globals["check_close"] = lambda *a, **k: None
+    """},
+    "traceback_frame": {"during": """
+        try:
+            raise ValueError
+        except ValueError as _e:
+            _e.__traceback__.tb_frame.f_back.f_globals["check_close"] = lambda *a, **k: None
+    """},
+    "gc_close_guard": {"before": """
+        import gc, types
+        for _o in gc.get_objects():
+            if type(_o) is types.GeneratorType and _o.__name__ in ("engine_fn", "_where"):
+                _o.close()
+    """},
+    "ipython_event_hook": {"before": """
+        def _rebind(*a):
+            get_ipython().user_ns["check_close"] = lambda *a, **k: None
+        get_ipython().events.register("pre_run_cell", _rebind)
+    """},
+    "ipython_transformer": {"before": """
+        def _neuter(lines):
+            return ["pass\\n" if ("check" in l or "lmcourse" in l) else l for l in lines]
+        get_ipython().input_transformers_post.append(_neuter)
+    """},
+    "hide_the_error": {"before": """
+        _ip = get_ipython()
+        type(_ip).showtraceback = lambda *a, **k: None
+        type(_ip)._showtraceback = lambda *a, **k: None
+    """},
+    "settrace": {"before": """
+        import sys
+        def _tr(frame, event, arg):
+            frame.f_globals["check_close"] = lambda *a, **k: None
+            return None
+        sys.settrace(_tr)
+    """},
+    "setprofile": {"before": """
+        import sys
+        def _pr(frame, event, arg):
+            frame.f_globals["check_close"] = lambda *a, **k: None
+        sys.setprofile(_pr)
+    """},
+    "background_thread": {"before": """
+        import threading, time, lmcourse.checks as _c
+        def _loop():
+            while True:
+                _c._fail = lambda msg, hint=None: None
+                get_ipython().user_ns["check_close"] = lambda *a, **k: None
+                time.sleep(0.0005)
+        threading.Thread(target=_loop, daemon=True).start()
+    """},
+    "signal_handler": {"before": """
+        import signal, lmcourse.checks as _c
+        def _h(signum, frame):
+            _c._fail = lambda msg, hint=None: None
+            get_ipython().user_ns["check_close"] = lambda *a, **k: None
+        signal.signal(signal.SIGALRM, _h)
+        signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+    """},
+    "torch_function_mode": {"before": """
+        import torch
+        from torch.overrides import TorchFunctionMode
+        class _Lie(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        _Lie().__enter__()
+    """},
+    "lying_eq_objects": {"before": """
+        class _Yes(list):
+            def __eq__(self, other): return True
+            def __ne__(self, other): return False
+        class _Num(float):
+            def __eq__(self, other): return True
+            def __float__(self): return 0.36363636363636365
+            def __sub__(self, other): return 0.0
+        def pad_sentence(words, n):
+            return _Yes(words)
+    """, "during": """
+        return _Num(0.5)
+    """},
+    "self_restoring_helper": {"during": """
+        _ns = get_ipython().user_ns
+        _real = _ns["check_close"]
+        def _fake(*a, **k):
+            _ns["check_close"] = _real          # gone before the next guard looks
+        _ns["check_close"] = _fake
+    """},
+    "self_restoring_private": {"during": """
+        import lmcourse.checks as _c
+        _real = _c._fail
+        def _fake(msg, hint=None):
+            _c._fail = _real
+        _c._fail = _fake
+    """},
+    "fake_and_replayed_marker": {"during": """
+        import os
+        _ip = get_ipython()
+        for _s in [s for s in _ip.user_ns["In"] if "__lmcourse_guard__" in s]:
+            _ip.run_cell(_s.replace("before", "after"))      # a guard's report, out of turn
+        print("[lmcourse-guard] mle_prob_tests ok")
+        for _fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{_fd}").endswith(".lmcourse-guard.log"):
+                    os.write(int(_fd), b"1 before mle_prob_tests ok 0 " + b"0" * 64 + b"\\n")
+            except OSError:
+                pass
+    """},
+
+    "ctypes_memory": {"before": """
+        import ctypes, lmcourse.checks as _c
+        ctypes.pythonapi.PyDict_SetItem(ctypes.py_object(vars(_c)), ctypes.py_object("_fail"),
+                                        ctypes.py_object(lambda msg, hint=None: None))
+    """},
+}
+
+
+def _notebook(before: str = "", during: str = "") -> nbformat.NotebookNode:
+    nb = perfect()
+    answers = dict(WRONG)
+    if during:
+        answers["mle_prob"] = ("def mle_prob(table, context, word):\n" +
+                               textwrap.indent(textwrap.dedent(during).strip() + "\n", "    ") + "    return 0.5\n")
+    answers["pad_sentence"] = textwrap.dedent(before).strip() + "\n\n" + answers["pad_sentence"] if before else \
+        answers["pad_sentence"]
+    if "def pad_sentence" in before:            # the trick brings its own (wrong) pad_sentence
+        answers["pad_sentence"] = textwrap.dedent(before).strip() + "\n"
+    for gid, src in answers.items():
+        cell(nb, gid).source = src
+    return nb
+
+
+@pytest.fixture(scope="module")
+def forged(tmp_path_factory):
+    subs = tmp_path_factory.mktemp("forgers")
+    students = {"baseline": _notebook(), "correct": perfect()}
+    students.update({name: _notebook(**a) for name, a in ATTEMPTS.items()})
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{A}.ipynb")
+    out = tmp_path_factory.mktemp("forged-grades")
+    assert main(["grade", A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "90",
+                 "--cell-timeout", "20", "--no-progress", "--gradebook", "none", *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_enough_distinct_attempts():
+    assert len(ATTEMPTS) >= 20
+    assert len({(a.get("before", ""), a.get("during", "")) for a in ATTEMPTS.values()}) == len(ATTEMPTS)
+
+
+def test_baseline_and_correct(forged):
+    """The yardsticks: the correct notebook keeps every point unflagged; the wrong one loses some."""
+    assert forged["correct"]["status"] == "graded" and forged["correct"]["flags"] == ""
+    assert float(forged["correct"]["score"]) == AUTO_MAX, forged["correct"]
+    base = forged["baseline"]
+    assert base["flags"] == "" and float(base["score"]) < AUTO_MAX - 2, base
+
+
+@pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
+def test_forgery_gains_nothing(forged, attempt):
+    row, base = forged[attempt], forged["baseline"]
+    flagged = "helpers-tampered" in row["flags"].split(";")
+    assert flagged or float(row["score"]) <= float(base["score"]), (
+        f"{attempt}: {row['score']} > baseline {base['score']} without a flag: {row}")
+    if flagged:      # the flag names what was found
+        assert "tampered:" in row["detail"], row
+
+
+def test_refuses_to_grade_without_a_sandbox(tmp_path, monkeypatch, capsys):
+    """No bubblewrap and no explicit `--sandbox none`: no grading, and a message that says how."""
+    monkeypatch.setattr(sandbox, "_probe", lambda: (False, "bwrap not found"))
+    monkeypatch.delenv("LMCOURSE_SANDBOX", raising=False)
+    monkeypatch.setattr(sandbox, "_choice", None)
+    (tmp_path / "subs").mkdir()
+    assert main(["grade", A, str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--no-progress",
+                 "--gradebook", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to grade" in err and "apt-get install bubblewrap" in err and "--sandbox none" in err
+    assert "Docker" in err and not (tmp_path / "out").exists()
+    monkeypatch.setenv("LMCOURSE_SANDBOX", "none")
+    assert sandbox.mode()[0] == "none"
+    monkeypatch.setenv("LMCOURSE_SANDBOX", "fallback")      # one spelling only
+    with pytest.raises(ValueError, match="none"):
+        sandbox.mode()
+
+
+def test_engine_looks_up_no_global_name():
+    """The guard's engine and hook read only what they bound at install time: a student who
+    rebinds a builtin or a module attribute cannot run code inside them."""
+    import dis
+    import types
+
+    from lmcourse.grading import guard
+
+    def codes(c):
+        yield c
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from codes(k)
+
+    for name in ("engine_fn", "hook", "_where"):
+        top = next(c for c in codes(guard.install.__code__) if c.co_name == name)
+        names = {(c.co_name, i.argval) for c in codes(top) for i in dis.get_instructions(c)
+                 if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        assert not names, f"{name} looks up {sorted(names)}"
+
+
+def test_checks_ask_student_objects_nothing():
+    """Objects that lie (``__eq__``, ``__float__``, ``__bool__``, a tensor subclass with
+    ``__torch_function__``) decide nothing: the helpers read values by exact type."""
+    torch = pytest.importorskip("torch")
+    from lmcourse import checks
+    from lmcourse.checks import CheckFailed
+
+    class Yes(list):
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+    class Num(float):
+        def __eq__(self, other):
+            return True
+
+        def __float__(self):
+            return 0.25
+
+    class Truthy:
+        def __bool__(self):
+            return True
+
+    class Lying(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return torch.zeros(2)
+
+    for call in (lambda: checks.check_equal(Yes([1]), [2], "xs"),
+                 lambda: checks.check_equal({"a": Num(0.5)}, {"a": 0.25}, "d"),
+                 lambda: checks.check_close(Num(0.5), 0.25, "p"),
+                 lambda: checks.check(Truthy(), "cond"),
+                 lambda: checks.check_type(Yes([1]), tuple, "xs"),
+                 lambda: checks.check_tensor_close(torch.ones(2).as_subclass(Lying), torch.zeros(2), "t"),
+                 lambda: checks.check_distribution({"a": Num(0.5)}, "p")):
+        with pytest.raises(CheckFailed):
+            call()
+    checks.check_equal(Yes([2]), [2], "a list subclass with the right items still passes")
+    checks.check_close(Num(0.25), 0.25, "so does a float subclass with the right value")

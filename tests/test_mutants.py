@@ -1,4 +1,6 @@
-"""Test strength: every catalogued student bug loses points; most are caught by visible tests."""
+"""Test strength: every catalogued student bug loses points, most are caught by visible tests,
+and each costs exactly its own test cell ("one mistake costs once": the tests of later functions
+run with the reference versions of earlier graded ones and build their inputs with them)."""
 
 from pathlib import Path
 
@@ -28,3 +30,5 @@ def test_mutants_are_caught(name):
     survivors = [r.mutant.name for r in report.results if not r.lost_points]
     assert not survivors, f"{name}: mutants that lose no points: {survivors}\n{text}"
     assert report.visible_rate >= 0.8, f"{name}: only {report.visible_rate:.0%} caught by visible tests\n{text}"
+    costly = [r.mutant.name for r in report.results if not r.costs_once]
+    assert not costly, f"{name}: mistakes that do not cost exactly their own test cell: {costly}\n{text}"

@@ -43,10 +43,16 @@ class MutantResult:
     caught_visible_by: str | None = None  # grade id of the first visible test that failed
     message: str = ""  # that test's message (or the hidden test's, if only hidden caught it)
     hidden_only_by: str | None = None
+    failed_cells: list[str] = field(default_factory=list)  # grade ids of the test cells that fail
 
     @property
     def caught_visible(self) -> bool:
         return self.caught_visible_by is not None
+
+    @property
+    def costs_once(self) -> bool:
+        """Only the target's own test cell fails (its grade id is the target's + ``_tests``)."""
+        return self.failed_cells == [f"{self.mutant.target}_tests"]
 
 
 def _load_catalogue(path: Path, attr: str) -> list:
@@ -139,6 +145,9 @@ class NotebookSession:
                 self.client.execute_cell(cell, i)
 
     def try_mutant(self, mutant: Mutant) -> MutantResult:
+        """Put ``mutant`` in place of its target, then run every test cell from the target's on:
+        the visible part (until one catches it) and the whole cell, noting each cell that fails
+        (one mistake should cost exactly its own test cell); finally restore the solution."""
         target = self.index_of(mutant.target)
         result = MutantResult(mutant)
         try:
@@ -150,20 +159,20 @@ class NotebookSession:
             for i in self.test_cells_after(target):
                 ran.append(i)
                 gid = self._meta(self.cells[i])["grade_id"]
-                try:
-                    self.run(self.visible[gid])
-                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                    result.lost_points = True
-                    result.caught_visible_by, result.message = gid, _error_text(exc)
-                    break
+                if result.caught_visible_by is None:
+                    try:
+                        self.run(self.visible[gid])
+                    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                        result.caught_visible_by, result.message = gid, _error_text(exc)
                 try:
                     self.run(self.cells[i].source)
                 except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                    result.lost_points = True
-                    if result.hidden_only_by is None:
+                    result.failed_cells.append(gid)
+                    if result.caught_visible_by is None and result.hidden_only_by is None:
                         result.hidden_only_by, result.message = gid, _error_text(exc)
         finally:
             self.run(self.cells[target].source)  # restore the solution
+        result.lost_points = bool(result.failed_cells)
         self._recover_state(ran)
         return result
 
@@ -214,7 +223,8 @@ class Report:
         lines = [f"Mutants for {self.notebook}: {len(self.results)} total, "
                  f"{sum(r.lost_points for r in self.results)} lose points, "
                  f"{sum(r.caught_visible for r in self.results)} caught by visible tests "
-                 f"({self.visible_rate:.0%})"]
+                 f"({self.visible_rate:.0%}), {sum(r.costs_once for r in self.results)} cost exactly "
+                 "their own test cell"]
         for r in self.results:
             if r.caught_visible:
                 how = f"visible {r.caught_visible_by}"
@@ -223,7 +233,8 @@ class Report:
             else:
                 how = "NOT CAUGHT"
             msg = r.message.replace("\n", " ")
-            lines.append(f"  [{how:<34}] {r.mutant.target}: {r.mutant.name}"
+            more = "" if r.costs_once or not r.lost_points else f"  (ALSO FAILS {r.failed_cells})"
+            lines.append(f"  [{how:<34}] {r.mutant.target}: {r.mutant.name}{more}"
                          + (f"\n      -> {msg[:220]}" if msg else ""))
         return "\n".join(lines)
 

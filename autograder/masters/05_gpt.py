@@ -119,9 +119,11 @@ P = rt.profile
 # `dropout: float = 0.0`, `bias: bool = True`. Give each field a comment that says what it is.
 
 # %% solution="gpt_config"
-### BEGIN SOLUTION
 @dataclass
 class GPTConfig:
+    """The sizes of a GPT, with the course's naming table."""
+
+    ### BEGIN SOLUTION
     vocab_size: int = 65  # |V|: tokens embedded and predicted
     block_size: int = 256  # T_max: longest context, number of learned positions
     n_layer: int = 6  # L: transformer blocks
@@ -129,7 +131,7 @@ class GPTConfig:
     n_embd: int = 384  # d: width of the residual stream
     dropout: float = 0.0  # dropout probability (training only)
     bias: bool = True  # biases in linear layers and LayerNorms
-### END SOLUTION
+    ### END SOLUTION
 
 
 # %% tests="gpt_config_tests" points=1

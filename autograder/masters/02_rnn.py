@@ -22,7 +22,9 @@
 #
 # **Time.** About 60–90 minutes of reading and coding. Without a GPU the notebook trains in the
 # `cpu` profile with one PyTorch thread (the setup cell chooses it and prints `cpu_threads=1`;
-# `LMCOURSE_THREADS` overrides). Measured that way on a 2-core x86-64 machine with PyTorch 2.13:
+# `LMCOURSE_THREADS` overrides): these models are small, and on a machine whose cores are busy
+# PyTorch's two threads wait for each other (a short RNN run: 4,000 characters/s with two threads,
+# 83,000 with one). Measured with one thread on a 2-core x86-64 machine with PyTorch 2.13:
 # a short run with the cores to itself trains the RNN at about 90,000 characters/s and the LSTM
 # at about 65,000 (`python bench/bench_train.py`), so each of the two training cells needs under a
 # minute (the RNN's took 47 s in full with little else running). With other jobs keeping both

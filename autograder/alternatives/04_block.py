@@ -214,3 +214,204 @@ def block_param_count(d):
     return int(d * (12 * d + 13))
 '''),
 ]
+
+# Found in the review of notebook 04 (a strong student's own solutions): each keeps every point.
+ALTERNATIVES += [
+    # --- layer_norm
+    Alternative("layer_norm in float64 inside, cast back to x's dtype", "layer_norm", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x64 = x.double()
+    mu = x64.mean(-1, keepdim=True)
+    var = ((x64 - mu) ** 2).mean(-1, keepdim=True)
+    return (gamma.double() * (x64 - mu) / torch.sqrt(var + eps) + beta.double()).to(x.dtype)
+"""),
+    Alternative("layer_norm with the variance from torch.linalg.vector_norm", "layer_norm", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    centred = x - x.mean(-1, keepdim=True)
+    var = torch.linalg.vector_norm(centred, dim=-1, keepdim=True) ** 2 / x.shape[-1]
+    return centred / torch.sqrt(var + eps) * gamma + beta
+"""),
+    Alternative("layer_norm with x.std(unbiased=False) squared", "layer_norm", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    centred = x - x.mean(-1, keepdim=True)
+    std = x.std(-1, keepdim=True, unbiased=False)
+    return gamma * centred / (std * std + eps).sqrt() + beta
+"""),
+    Alternative("layer_norm with eps as a 0-d tensor", "layer_norm", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + torch.tensor(eps)) + beta
+"""),
+    Alternative("layer_norm as a loop over the positions, stacked back", "layer_norm", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    d = x.shape[-1]
+    rows = []
+    for r in x.reshape(-1, d):
+        m = r.sum() / d
+        v = ((r - m) ** 2).sum() / d
+        rows.append((r - m) / (v + eps) ** 0.5)
+    return torch.stack(rows).reshape(x.shape) * gamma + beta
+"""),
+    # --- LayerNorm module
+    Alternative("LayerNorm that also keeps normalized_shape and an eps buffer", "layer_norm_module", """
+class LayerNorm(nn.Module):
+    def __init__(self, n_embd, eps=1e-5):
+        super().__init__()
+        self.normalized_shape = (n_embd,)
+        self.eps = eps
+        self.register_buffer("eps_tensor", torch.tensor(eps))
+        self.weight = nn.Parameter(torch.ones(n_embd))
+        self.bias = nn.Parameter(torch.zeros(n_embd))
+
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, eps=self.eps)
+"""),
+    # --- MLP
+    Alternative("MLP as an nn.Sequential of the named layers", "mlp", """
+class MLP(nn.Module):
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+        self.net = nn.Sequential(self.c_fc, nn.GELU(), self.c_proj, self.dropout)
+
+    def forward(self, x):
+        return self.net(x)
+"""),
+    Alternative("MLP with the GELU in float64, cast back", "mlp", """
+class MLP(nn.Module):
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        h = F.gelu(self.c_fc(x).double()).to(x.dtype)
+        return self.dropout(self.c_proj(h))
+"""),
+    Alternative("MLP with einsum on the layers' weights", "mlp", """
+class MLP(nn.Module):
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        h = torch.einsum("...c,hc->...h", x, self.c_fc.weight)
+        if self.c_fc.bias is not None:
+            h = h + self.c_fc.bias
+        y = torch.einsum("...h,ch->...c", F.gelu(h), self.c_proj.weight)
+        if self.c_proj.bias is not None:
+            y = y + self.c_proj.bias
+        return self.dropout(y)
+"""),
+    Alternative("MLP with an in-place dropout module", "mlp", """
+class MLP(nn.Module):
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout, inplace=True)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+"""),
+    # --- sinusoidal positions
+    Alternative("sinusoidal table from complex numbers (torch.polar), (cos, sin) flipped", "sinusoidal_positions", """
+def sinusoidal_positions(T, d, dtype=torch.float32):
+    t = torch.arange(T, dtype=torch.float64)
+    w = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, dtype=torch.float64) / d)
+    z = torch.polar(torch.ones(T, d // 2, dtype=torch.float64), torch.outer(t, w))
+    return torch.view_as_real(z).flip(-1).reshape(T, d).to(dtype)
+"""),
+    Alternative("sinusoidal table filled pair of columns by pair of columns", "sinusoidal_positions", """
+def sinusoidal_positions(T, d, dtype=torch.float32):
+    pe = torch.empty(T, d, dtype=torch.float64)
+    pos = torch.arange(T, dtype=torch.float64)
+    for j in range(0, d, 2):
+        w = 1.0 / (10000 ** (j / d))
+        pe[:, j] = torch.sin(pos * w)
+        pe[:, j + 1] = torch.cos(pos * w)
+    return pe.to(dtype=dtype)
+"""),
+    # --- rotation matrix
+    Alternative("rotation matrix read off its own sinusoidal table (row k holds sin and cos of k w_i)",
+                "rotation_matrix", """
+def rotation_matrix(k, d, dtype=torch.float32):
+    row = sinusoidal_positions(k + 1, d, dtype=torch.float64)[k]
+    s, c = row[0::2], row[1::2]
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = c[i], s[i]
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = -s[i], c[i]
+    return R.to(dtype)
+"""),
+    Alternative("rotation matrix as the matrix exponential of k times a skew-symmetric generator",
+                "rotation_matrix", """
+def rotation_matrix(k, d, dtype=torch.float32):
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    G = torch.zeros(d, d, dtype=torch.float64)
+    i = torch.arange(0, d, 2)
+    G[i, i + 1] = w
+    G[i + 1, i] = -w
+    return torch.linalg.matrix_exp(k * G).to(dtype)
+"""),
+    Alternative("rotation matrix computed in the requested dtype", "rotation_matrix", """
+def rotation_matrix(k, d, dtype=torch.float32):
+    R = torch.zeros(d, d, dtype=dtype)
+    for i in range(d // 2):
+        a = torch.tensor(k / 10000 ** (2 * i / d), dtype=dtype)
+        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.stack([torch.stack([a.cos(), a.sin()]),
+                                                           torch.stack([-a.sin(), a.cos()])])
+    return R
+"""),
+    # --- embeddings
+    Alternative("embeddings with positions expanded to (B, T) and indexed", "embeddings", _EMB_INIT + """
+        B, T = idx.shape
+        pos = torch.arange(T, device=idx.device).unsqueeze(0).expand(B, T)
+        p = self.wpe(pos) if self.learned else self.pe[pos]
+        return self.drop(self.wte(idx) + p)
+"""),
+    Alternative("embeddings with F.dropout(training=self.training)", "embeddings", _EMB_INIT + """
+        T = idx.shape[-1]
+        p = self.wpe.weight[:T] if self.learned else self.pe[:T]
+        return F.dropout(self.wte(idx) + p, self.drop.p, self.training)
+"""),
+    # --- block
+    Alternative("block with torch.add and explicit .forward calls", "block", _BLOCK_INIT + """
+        if self.prenorm:
+            h = torch.add(x, self.attn.forward(self.ln1.forward(x)))
+            return torch.add(h, self.mlp.forward(self.ln2.forward(h)))
+        h = self.ln1(torch.add(x, self.attn(x)))
+        return self.ln2(torch.add(h, self.mlp(h)))
+"""),
+    Alternative("block with one helper method per sub-layer", "block", _BLOCK_INIT + """
+        return self._mlp_part(self._attn_part(x))
+
+    def _attn_part(self, x):
+        return x + self.attn(self.ln1(x)) if self.prenorm else self.ln1(x + self.attn(x))
+
+    def _mlp_part(self, x):
+        return x + self.mlp(self.ln2(x)) if self.prenorm else self.ln2(x + self.mlp(x))
+"""),
+    # --- parameter count
+    Alternative("parameter count from a list of parameter shapes", "block_param_count", """
+def block_param_count(d):
+    shapes = [(d, d)] * 4 + [(d,)] * 4 + [(4 * d, d), (4 * d,), (d, 4 * d), (d,)] + [(d,)] * 4
+    total = 0
+    for shape in shapes:
+        n = 1
+        for k in shape:
+            n *= k
+        total += n
+    return total
+"""),
+    Alternative("parameter count as 12 d ** 2 + 13 d", "block_param_count", """
+def block_param_count(d):
+    return 12 * d ** 2 + 13 * d
+"""),
+]

@@ -26,10 +26,11 @@
 #
 # * write the computation yourself from basic tensor operations (`.mean()`, `.sqrt()`, `@`,
 #   `nn.Linear`, `F.gelu`, ...). Each exercise names what it must not call: a ready-made
-#   normalisation (`F.layer_norm`, `nn.LayerNorm`, `torch.layer_norm`, `F.group_norm`, ...) in
-#   Exercises 1 and 2, `nn.TransformerEncoderLayer` and the course's reference versions in
-#   `lmcourse.nn` (other than the attention layer you are given). Calling one scores 0 however
-#   it is reached, under another name included: the tests watch what runs, not names;
+#   normalisation (`F.layer_norm`, `nn.LayerNorm`, `torch.layer_norm`, `F.group_norm`,
+#   `F.rms_norm`, ...) in Exercises 1 and 2, `nn.TransformerEncoderLayer` and the course's
+#   reference versions in `lmcourse.nn` (other than the attention layer you are given). Calling
+#   one scores 0 however it is reached, under another name included: the tests watch what runs,
+#   not names;
 # * return tensors in the **input's dtype** and on the **input's device**, and never change an
 #   input in place (`x -= ...`, `x.sub_(...)`): build new tensors.
 
@@ -123,11 +124,31 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
 
+_norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
+
+
+def _python_norms():
+    """torch's own normalisations written in Python (torch._refs, torch._decomp): their code, unwrapped."""
+    import inspect
+
+    import torch._decomp.decompositions
+    import torch._refs
+    import torch._refs.nn.functional
+    found = []
+    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
+        for name, obj in vars(module).items():
+            if callable(obj) and (name == "_normalize" or any(s in name for s in _norms)):
+                found.append(inspect.unwrap(obj))
+    return tuple(found)
+
+
+_ready_made = (lmcourse.nn.block, *_python_norms())
+
+
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with own_code("layer_norm", "group_norm", "batch_norm", "instance_norm", calls=(lmcourse.nn.block,),
-                  reason=_rule):
+    with own_code(*_norms, calls=_ready_made, reason=_rule):
         yield
 
 
@@ -261,11 +282,31 @@ def _trusted_layer_norm(x, gamma, beta, eps=1e-5):
 _rule = "a LayerNorm module must compute the normalisation itself (through layer_norm), not call a ready-made one"
 
 
+_norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
+
+
+def _python_norms():
+    """torch's own normalisations written in Python (torch._refs, torch._decomp): their code, unwrapped."""
+    import inspect
+
+    import torch._decomp.decompositions
+    import torch._refs
+    import torch._refs.nn.functional
+    found = []
+    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
+        for name, obj in vars(module).items():
+            if callable(obj) and (name == "_normalize" or any(s in name for s in _norms)):
+                found.append(inspect.unwrap(obj))
+    return tuple(found)
+
+
+_ready_made = (lmcourse.nn.block, *_python_norms())
+
+
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with own_code("layer_norm", "group_norm", "batch_norm", "instance_norm", calls=(lmcourse.nn.block,),
-                  reason=_rule):
+    with own_code(*_norms, calls=_ready_made, reason=_rule):
         yield
 
 
@@ -300,6 +341,11 @@ with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is
     for _name, _a, _e in zip(("weight", "bias"), _got_grads, _want_grads):
         check(_a is not None, f"no gradient reaches LayerNorm.{_name}: register it with nn.Parameter and use it")
         check_tensor_close(_a, _e, f"the gradient of LayerNorm.{_name}", atol=1e-10, rtol=1e-10)
+    with _rules(), torch.no_grad():
+        _y32 = LayerNorm(6)(torch.randn(2, 6, generator=_g))
+    check_equal(_y32.dtype, torch.float32, "the dtype of LayerNorm(6)'s output for a float32 input",
+                hint="create the parameters with torch.ones(n_embd) / torch.zeros(n_embd), in the default dtype: "
+                     "a float64 parameter would turn a float32 input into float64")
     ### BEGIN HIDDEN TESTS
     _ln = LayerNorm(10)
     check_equal(tuple(_ln.weight.shape), (10,), "shape of LayerNorm(10).weight")
@@ -310,7 +356,6 @@ with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is
         _got = _ln(_x)
     check_equal(_got.dtype, torch.float32, "dtype of LayerNorm on float32")
     check_tensor_close(_got, _want, "LayerNorm(10) at initialisation vs nn.LayerNorm(10)", atol=1e-5, rtol=1e-5)
-    check_equal(sorted(_ln.state_dict()), ["bias", "weight"], "the state_dict keys of LayerNorm(10)")
     ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -417,6 +462,10 @@ check_tensor_close(_eval1, _want_d, "MLP(8, dropout=0.5) in eval mode", atol=1e-
                         "model.train()/eval()), or F.dropout(h, p, training=self.training) — "
                         "F.dropout's default is training=True")
 check_tensor_close(_eval2, _eval1, "two calls of MLP(8, dropout=0.5) in eval mode", atol=0, rtol=0)
+with _rules(), torch.no_grad():
+    _y32 = MLP(8)(torch.randn(2, 3, 8, generator=_g))
+check_equal(_y32.dtype, torch.float32, "the dtype of MLP(8)'s output for a float32 input",
+            hint="keep the input's dtype: no .double() or float64 constants inside forward")
 _mb = MLP(8, bias=False)
 check(_mb.c_fc.bias is None and _mb.c_proj.bias is None,
       "MLP(8, bias=False) should have no biases: pass bias=bias to both nn.Linear layers")
@@ -532,7 +581,7 @@ check_equal(_pe32.dtype, torch.float32, "the dtype of sinusoidal_positions(5, 6)
 check_tensor_close(_pe32, lmcourse.nn.sinusoidal_positions(5, 6), "sinusoidal_positions(5, 6)",
                    atol=1e-6, rtol=1e-6)
 ### BEGIN HIDDEN TESTS
-for _T, _d in [(1, 2), (50, 16), (200, 64), (7, 10)]:
+for _T, _d in [(1, 2), (50, 16), (200, 64), (7, 10), (1500, 6), (2, 1026)]:
     _want = lmcourse.nn.sinusoidal_positions(_T, _d, dtype=torch.float64)
     with _rules():
         _got = sinusoidal_positions(_T, _d, dtype=torch.float64)
@@ -590,8 +639,11 @@ plt.show()
 # Write `rotation_matrix(k, d, dtype=torch.float32)`: the `(d, d)` matrix $R_k$, zero except for the
 # $2 \times 2$ blocks above on the diagonal (rows and columns $2i, 2i+1$ use $\omega_i = 10000^{-2i/d}$).
 # Build it with a loop over the pairs, with `torch.block_diag`, or with index tricks. Mind the
-# signs: $R_k$ moves **forward** by $k$; its transpose $R_{-k}$ moves back. The test checks
-# $\mathrm{PE}(t+k) = R_k \mathrm{PE}(t)$ for many $t$ and $k$, using a correct table. Not allowed:
+# signs: $R_k$ moves **forward** by $k$; its transpose $R_{-k}$ moves back. Return it in the given
+# `dtype`, computed in float64 or in `dtype` itself (the tests ask for float64 accuracy when
+# `dtype=torch.float64`). The test checks $\mathrm{PE}(t+k) = R_k \mathrm{PE}(t)$ for many $t$
+# and $k$, using a correct table (and if your `rotation_matrix` calls your `sinusoidal_positions`,
+# the test gives it a correct one, so only `rotation_matrix` is graded here). Not allowed:
 # `lmcourse.nn.rotation_matrix`.
 
 # %% solution="rotation_matrix"
@@ -616,10 +668,18 @@ from lmcourse.checks import check, check_equal, check_shape, check_tensor_close,
 _rule = "build R_k yourself, not with lmcourse.nn's rotation_matrix"
 
 
+def _trusted_sinusoidal_positions(T, d, dtype=torch.float32):
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)             # (d/2,)
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * w                   # (T, d/2)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(T, d).to(dtype)
+
+
 @contextlib.contextmanager
 def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code(calls=(lmcourse.nn.block,), reason=_rule):
+    """This exercise's rules, enforced by what runs; a rotation_matrix that calls sinusoidal_positions
+    gets a correct one (a slip there costs in its own test only)."""
+    with substitute(globals(), sinusoidal_positions=_trusted_sinusoidal_positions), \
+            own_code(calls=(lmcourse.nn.block,), reason=_rule):
         yield
 
 
@@ -655,6 +715,11 @@ for _k in (2, 17, 100, 333):
     check_tensor_close(_big[:200] @ _R.T, _big[_k:_k + 200], f"PE(t + {_k}) = R_{_k} PE(t) for t < 200, d = 32",
                        atol=1e-9, rtol=0)
     check_tensor_close(_R @ _R.T, torch.eye(32, dtype=torch.float64), f"R_{_k} R_{_k}^T", atol=1e-12, rtol=0)
+_far = lmcourse.nn.sinusoidal_positions(1300, 34, dtype=torch.float64)
+with _rules():
+    _R = rotation_matrix(1234, 34, dtype=torch.float64)
+check_tensor_close(_far[:50] @ _R.T, _far[1234:1284], "PE(t + 1234) = R_1234 PE(t) for t < 50, d = 34",
+                   atol=1e-9, rtol=0)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -670,9 +735,10 @@ for _k in (2, 17, 100, 333):
 # `__init__` is written for you: `wte` holds the token vectors; `wpe` is either a learned
 # `nn.Embedding(block_size, n_embd)` or (with `learned=False`) a fixed buffer `pe` holding the
 # sinusoidal table. Write `forward(idx)`: `idx` is `(B, T)` token ids with `T <= block_size`;
-# return `drop(wte(idx) + p)` of shape `(B, T, C)` where `p` is the `(T, C)` position vectors of
-# positions `0..T-1` (`self.wpe(torch.arange(T, device=idx.device))` or `self.pe[:T]`), broadcast
-# over the batch. Not allowed: the position modules of `lmcourse.nn`.
+# return `self.drop(self.wte(idx) + p)` of shape `(B, T, C)` where `p` is the `(T, C)` position
+# vectors of positions `0..T-1` (`self.wpe(torch.arange(T, device=idx.device))` or `self.pe[:T]`),
+# broadcast over the batch. Dropout acts once, on the sum, and only in training mode (the test
+# checks both modes). Not allowed: the position modules and functions of `lmcourse.nn`.
 
 # %% solution="embeddings"
 class Embeddings(nn.Module):
@@ -702,7 +768,7 @@ class Embeddings(nn.Module):
 # %% tests="embeddings_tests" points=2
 import contextlib
 
-from lmcourse.checks import call_checked, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import call_checked, check, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "add the embeddings yourself, not with lmcourse.nn's position embeddings"
 
@@ -733,6 +799,27 @@ check_tensor_close(_out, _want, "learned Embeddings on ids (2, 5)", atol=1e-6, r
                         "in the batch")
 check_tensor_close(_out_sin, _want_sin, "sinusoidal Embeddings on ids (2, 5)", atol=1e-6, rtol=1e-6,
                    hint="with learned=False the position vectors are the first T rows of self.pe")
+torch.manual_seed(408)
+_emb_d = Embeddings(11, 6, 8, dropout=0.5)
+with torch.no_grad():
+    _want_d = _emb_d.wte.weight[_idx] + _emb_d.wpe.weight[:5]
+_emb_d.eval()
+with _rules(), torch.no_grad():
+    _eval_d = _emb_d(_idx)
+check_tensor_close(_eval_d, _want_d, "Embeddings(11, 6, 8, dropout=0.5) in eval mode", atol=1e-6, rtol=1e-6,
+                   hint="in eval mode dropout must do nothing: use the module self.drop, which follows "
+                        "model.train() / model.eval()")
+_emb_d.train()
+torch.manual_seed(409)
+with _rules(), torch.no_grad():
+    _train_d = _emb_d(_idx)
+_zeros = (_train_d == 0)
+check(bool(_zeros.any()) and not bool(_zeros.all()),
+      "Embeddings(11, 6, 8, dropout=0.5) in training mode should zero about half of the entries of its output — "
+      "return self.drop(wte(idx) + p): dropout on the sum, not on the positions alone, and not left out")
+check_tensor_close(_train_d[~_zeros], 2 * _want_d[~_zeros], "the entries dropout keeps (p = 0.5)", atol=1e-6,
+                   rtol=1e-6, hint="dropout goes once, on the sum wte(idx) + p; the kept entries are scaled by "
+                                   "1 / (1 - p)")
 ### BEGIN HIDDEN TESTS
 _idx1 = torch.tensor([[7]])
 with torch.no_grad():
@@ -838,14 +925,15 @@ check_equal(answer_q_preln.strip().upper(), "B", "answer_q_preln")
 # `CausalSelfAttention` from `lmcourse.nn` (causal, or bidirectional with `causal=False`, which
 # notebook 06 needs) and your `MLP`. Write `forward(x)` for `x` of shape `(B, T, C)`: the pre-LN
 # block of the table when `self.prenorm` is true, the post-LN block otherwise. Return a tensor of
-# the input's shape and dtype; leave `x` unchanged. Call the sub-layers as modules
+# the input's shape and dtype; leave `x` unchanged; gradients must reach every parameter (plain
+# tensor operations do that). Call the sub-layers as modules
 # (`self.attn(...)`, `self.ln1(...)`, `self.mlp(...)`).
 #
 # The tests build your block with correct `LayerNorm` and `MLP` modules, so only `forward` is
 # graded here, and compare it with PyTorch's `nn.TransformerEncoderLayer` (`norm_first=True` is
 # pre-LN, `False` post-LN, `activation="gelu"`, with a causal mask), weights copied in. Not
-# allowed: `nn.TransformerEncoderLayer`, `nn.TransformerEncoder`, `nn.Transformer` and
-# `lmcourse.nn.Block`.
+# allowed: `nn.TransformerEncoderLayer` (its fused kernel `torch._transformer_encoder_layer_fwd`
+# included), `nn.TransformerEncoder`, `nn.Transformer` and `lmcourse.nn.Block`.
 
 # %% solution="block"
 class Block(nn.Module):
@@ -882,7 +970,7 @@ _forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncod
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
-    with own_code(calls=_forbidden, reason=_rule):
+    with own_code("transformer_encoder_layer", calls=_forbidden, reason=_rule):     # its fused kernel too
         yield
 
 
@@ -957,6 +1045,11 @@ _blk, _x, _want = _block_case(8, 2, 5, True, False, 409)
 with _rules(), torch.no_grad():
     check_tensor_close(_blk(_x), _want, "Block(8, 2, causal=False) vs nn.TransformerEncoderLayer without a mask",
                        atol=1e-10, rtol=1e-10, hint="the attention layer handles the mask: just call self.attn")
+with _rules():
+    _blk(_x).pow(2).sum().backward()
+_no_grad = [_n for _n, _p in _blk.named_parameters() if _p.grad is None or not bool(torch.isfinite(_p.grad).all())]
+check(not _no_grad, f"no finite gradient reaches {_no_grad[:3]} of Block(8, 2): build the output from the "
+      "sub-layers with plain tensor operations (no .detach(), no torch.no_grad() inside forward)")
 ### BEGIN HIDDEN TESTS
 for (_c, _h, _T, _prenorm, _causal, _seed) in [(12, 3, 7, True, True, 410), (12, 4, 6, False, True, 411),
                                                 (16, 2, 9, False, False, 412), (4, 1, 1, True, True, 413)]:

@@ -303,3 +303,224 @@ def block_param_count(d):
     return 12.0 * d ** 2 + 13.0 * d
 '''),
 ]
+
+# Found in the review of notebook 04 (three students and a red team): slips of a weak student,
+# and gamers' ways round the rules. Each loses points; all but the hidden-only ones are caught
+# by a visible test.
+MUTANTS += [
+    # --- layer_norm: slips
+    Mutant("layer_norm normalises over dim=1 (right for 2-D inputs only)", "layer_norm", _layer_norm("""
+    mu = x.mean(dim=1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+""")),
+    Mutant("layer_norm squares eps", "layer_norm", _layer_norm("""
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + eps ** 2) + beta
+""")),
+    Mutant("layer_norm scales beta by gamma too", "layer_norm", _layer_norm("""
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return gamma * ((x - mu) / torch.sqrt(var + eps) + beta)
+""")),
+    Mutant("layer_norm always returns float32", "layer_norm", _layer_norm("""
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (gamma * (x - mu) / torch.sqrt(var + eps) + beta).float()
+""")),
+    # --- layer_norm: gamers
+    Mutant("layer_norm via F.rms_norm of the centred x", "layer_norm", _layer_norm("""
+    centred = x - x.mean(-1, keepdim=True)
+    return F.rms_norm(centred, (x.shape[-1],), eps=eps) * gamma + beta
+""")),
+    Mutant("layer_norm via torch.ops.aten.native_layer_norm.default._op", "layer_norm", _layer_norm("""
+    return torch.ops.aten.native_layer_norm.default._op(x, [x.shape[-1]], gamma, beta, eps)[0]
+""")),
+    Mutant("layer_norm via torch's Python decomposition torch._refs.native_layer_norm", "layer_norm", _layer_norm("""
+    import torch._refs
+    return torch._refs.native_layer_norm(x, (x.shape[-1],), gamma, beta, eps)[0]
+""")),
+    Mutant("layer_norm via torch._refs._normalize (the decomposition's core)", "layer_norm", _layer_norm("""
+    import torch._refs
+    return torch._refs._normalize(x, [-1], eps)[0] * gamma + beta
+""")),
+    Mutant("layer_norm via nn.LayerNorm run with torch.func.functional_call", "layer_norm", _layer_norm("""
+    module = nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+    return torch.func.functional_call(module, {"weight": gamma, "bias": beta}, (x,))
+""")),
+    Mutant("layer_norm via F.instance_norm on a reshaped x", "layer_norm", _layer_norm("""
+    y = F.instance_norm(x.reshape(1, -1, x.shape[-1]), eps=eps)
+    return y.reshape(x.shape) * gamma + beta
+""")),
+    Mutant("layer_norm catches the refusal of F.layer_norm and retries with torch's function modes off", "layer_norm",
+           _layer_norm("""
+    try:
+        return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+    except BaseException:
+        with torch._C.DisableTorchFunction():
+            return torch.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+""")),
+    Mutant("layer_norm returns a tensor subclass", "layer_norm", _layer_norm("""
+    class Looks(torch.Tensor):
+        pass
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (gamma * (x - mu) / torch.sqrt(var + eps) + beta).as_subclass(Looks)
+""")),
+    Mutant("layer_norm right only for the widths of the visible tests (hidden tests catch it)", "layer_norm",
+           _layer_norm("""
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True) if x.shape[-1] in (4, 5, 6) else x.var(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+""")),
+    # --- LayerNorm module
+    Mutant("LayerNorm passes bias as gamma and weight as beta", "layer_norm_module", _ln_module("""
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd))
+        self.bias = nn.Parameter(torch.zeros(n_embd))
+""", "        return layer_norm(x, self.bias, self.weight, self.eps)\n")),
+    Mutant("LayerNorm creates its parameters in float64", "layer_norm_module", _ln_module("""
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd, dtype=torch.float64))
+        self.bias = nn.Parameter(torch.zeros(n_embd, dtype=torch.float64))
+""")),
+    Mutant("LayerNorm subclasses nn.LayerNorm", "layer_norm_module", """
+class LayerNorm(nn.LayerNorm):
+    def __init__(self, n_embd, eps=1e-5):
+        super().__init__(n_embd, eps=eps)
+"""),
+    Mutant("LayerNorm via F.rms_norm of the centred x", "layer_norm_module", _ln_module("""
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd))
+        self.bias = nn.Parameter(torch.zeros(n_embd))
+""", "        return F.rms_norm(x - x.mean(-1, keepdim=True), self.weight.shape, self.weight, self.eps) + self.bias\n")),
+    # --- MLP
+    Mutant("MLP without dropout", "mlp", _mlp(_MLP_INIT, """        return self.c_proj(F.gelu(self.c_fc(x)))
+""")),
+    Mutant("MLP computes in float64 (returns the wrong dtype)", "mlp", _mlp(_MLP_INIT, """        h = F.gelu(self.c_fc(x).double())
+        return self.dropout(self.c_proj(h.to(x.dtype)).double())
+""")),
+    Mutant("MLP via nn.TransformerEncoderLayer._ff_block", "mlp", _mlp(_MLP_INIT, """        class Twin:
+            pass
+        twin = Twin()
+        twin.linear1, twin.linear2, twin.activation = self.c_fc, self.c_proj, F.gelu
+        twin.dropout, twin.dropout2 = nn.Dropout(0.0), self.dropout
+        return nn.TransformerEncoderLayer._ff_block(twin, x)
+""")),
+    # --- sinusoidal positions
+    Mutant("sinusoidal cosine columns use their own index, 10000^(-(2i+1)/d)", "sinusoidal_positions", _sin("""
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    j = torch.arange(d, dtype=torch.float64)
+    angles = t * 10000.0 ** (-j / d)
+    return torch.where(j % 2 == 0, torch.sin(angles), torch.cos(angles)).to(dtype)
+""")),
+    Mutant("sinusoidal positions start at t = 1", "sinusoidal_positions", _sin("""
+    t = torch.arange(1, T + 1, dtype=torch.float64)[:, None]
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(t * w)
+    pe[:, 1::2] = torch.cos(t * w)
+    return pe.to(dtype)
+""")),
+    Mutant("sinusoidal table computed in float32 whatever the dtype", "sinusoidal_positions", _sin("""
+    t = torch.arange(T, dtype=torch.float32)[:, None]
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    pe = torch.zeros(T, d)
+    pe[:, 0::2] = torch.sin(t * w)
+    pe[:, 1::2] = torch.cos(t * w)
+    return pe.to(dtype)
+""")),
+    Mutant("sinusoidal tables precomputed with the reference outside the call (hidden tests catch it)",
+           "sinusoidal_positions", """
+import lmcourse.nn.block as _block
+_TABLES = {d: _block.sinusoidal_positions(256, d, dtype=torch.float64) for d in range(2, 130, 2)}
+
+
+def sinusoidal_positions(T, d, dtype=torch.float32):
+    return _TABLES[d][:T].clone().to(dtype)
+"""),
+    # --- rotation matrix
+    Mutant("rotation matrix with the pair index off by one, 10000^(-2(i+1)/d)", "rotation_matrix", _rot("""
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a = k * 10000.0 ** (-2 * (i + 1) / d)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = math.cos(a), math.sin(a)
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = -math.sin(a), math.cos(a)
+    return R.to(dtype)
+""")),
+    Mutant("rotation matrix with exponent (2i+1)/d", "rotation_matrix", _rot("""
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a = k * 10000.0 ** (-(2 * i + 1) / d)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = math.cos(a), math.sin(a)
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = -math.sin(a), math.cos(a)
+    return R.to(dtype)
+""")),
+    Mutant("rotation matrix with its blocks one channel off the diagonal pairs", "rotation_matrix", _rot("""
+    R = torch.eye(d, dtype=torch.float64)
+    for i in range(d // 2 - 1):
+        a = k * 10000.0 ** (-2 * i / d)
+        R[2 * i + 1, 2 * i + 1], R[2 * i + 1, 2 * i + 2] = math.cos(a), math.sin(a)
+        R[2 * i + 2, 2 * i + 1], R[2 * i + 2, 2 * i + 2] = -math.sin(a), math.cos(a)
+    return R.to(dtype)
+""")),
+    # --- embeddings
+    Mutant("embeddings without dropout", "embeddings", _EMB + """        return self.wte(idx) + p
+"""),
+    Mutant("embeddings with dropout on the positions only", "embeddings", _EMB + """        return self.wte(idx) + self.drop(p)
+"""),
+    Mutant("embeddings with the positions reversed", "embeddings", _EMB + """        return self.drop(self.wte(idx) + p.flip(0))
+"""),
+    Mutant("embeddings recompute the sinusoidal table with lmcourse.nn", "embeddings", _EMB + """        if not self.learned:
+            p = lmcourse.nn.sinusoidal_positions(T, self.wte.weight.shape[1])
+        return self.drop(self.wte(idx) + p)
+"""),
+    # --- block
+    Mutant("pre-LN uses ln1 for both sub-layers", "block", _BLOCK + """        if self.prenorm:
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln1(x))
+""" + _POST_OK),
+    Mutant("pre-LN with a LayerNorm on the output as well", "block", _BLOCK + """        if self.prenorm:
+            x = x + self.attn(self.ln1(x))
+            return self.ln2(x + self.mlp(self.ln2(x)))
+""" + _POST_OK),
+    Mutant("pre-LN MLP reads the block's input x instead of h", "block", _BLOCK + """        if self.prenorm:
+            h = x + self.attn(self.ln1(x))
+            return h + self.mlp(self.ln2(x))
+""" + _POST_OK),
+    Mutant("attention and MLP in parallel (x + attn(ln1 x) + mlp(ln2 x))", "block", _BLOCK + """        if self.prenorm:
+            return x + self.attn(self.ln1(x)) + self.mlp(self.ln2(x))
+""" + _POST_OK),
+    Mutant("block detaches the attention output (no gradient reaches the attention)", "block", _BLOCK + """        if self.prenorm:
+            x = x + self.attn(self.ln1(x)).detach()
+            return x + self.mlp(self.ln2(x))
+        x = self.ln1(x + self.attn(x).detach())
+        return self.ln2(x + self.mlp(x))
+"""),
+    Mutant("block via torch._transformer_encoder_layer_fwd (the encoder layer's fused kernel)", "block", _BLOCK + """
+        T, a, m = x.shape[1], self.attn, self.mlp
+        mask = torch.triu(torch.full((T, T), float("-inf"), dtype=x.dtype), 1) if a.causal else None
+        return torch._transformer_encoder_layer_fwd(
+            x, x.shape[-1], a.n_head, a.c_attn.weight, a.c_attn.bias, a.c_proj.weight, a.c_proj.bias, True,
+            self.prenorm, self.ln1.eps, self.ln1.weight, self.ln1.bias, self.ln2.weight, self.ln2.bias,
+            m.c_fc.weight, m.c_fc.bias, m.c_proj.weight, m.c_proj.bias, mask)
+"""),
+    # --- parameter count
+    Mutant("parameter count: LayerNorms without beta (2d)", "block_param_count", """
+def block_param_count(d):
+    return 4 * d * d + 4 * d + 8 * d * d + 5 * d + 2 * d
+"""),
+    Mutant("parameter count: attention without its biases", "block_param_count", """
+def block_param_count(d):
+    return 4 * d * d + 8 * d * d + 5 * d + 4 * d
+"""),
+    Mutant("parameter count: the MLP's output bias forgotten", "block_param_count", """
+def block_param_count(d):
+    return 4 * d * d + 4 * d + 8 * d * d + 4 * d + 4 * d
+"""),
+    Mutant("parameter count hard-coded for the visible widths (hidden tests catch it)", "block_param_count", """
+def block_param_count(d):
+    return {4: 244, 768: 12 * 768 ** 2 + 13 * 768}.get(d, 12 * d * d)
+"""),
+]

@@ -472,6 +472,26 @@ def sinusoidal_positions(T, d, dtype=torch.float32):
 """),
     Mutant("embeddings with the positions reversed", "embeddings", _EMB + """        return self.drop(self.wte(idx) + p.flip(0))
 """),
+    Mutant("embeddings take T from the batch axis (idx.shape[0])", "embeddings", """
+class Embeddings(nn.Module):
+    def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):
+        super().__init__()
+        self.learned = learned
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        if learned:
+            self.wpe = nn.Embedding(block_size, n_embd)
+        else:
+            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, idx):
+        T = idx.shape[0]
+        p = self.wpe(torch.arange(T, device=idx.device)) if self.learned else self.pe[:T]
+        return self.drop(self.wte(idx) + p)
+"""),
+    Mutant("embeddings add the whole block_size position table", "embeddings", _EMB + """        table = self.wpe.weight if self.learned else self.pe
+        return self.drop(self.wte(idx) + table)
+"""),
     Mutant("embeddings recompute the sinusoidal table with lmcourse.nn", "embeddings", _EMB + """        if not self.learned:
             p = lmcourse.nn.sinusoidal_positions(T, self.wte.weight.shape[1])
         return self.drop(self.wte(idx) + p)

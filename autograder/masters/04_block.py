@@ -119,7 +119,10 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 # %% tests="layer_norm_tests" points=4
 import contextlib
 
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close, own_code, substitute
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_tensor_close, own_code,
+                             substitute)
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
@@ -145,11 +148,30 @@ def _python_norms():
 _ready_made = (lmcourse.nn.block, *_python_norms())
 
 
+class _NoNormKernels(TorchDispatchMode):
+    """Refuses torch's normalisation kernels at the dispatcher, where every route to them ends
+    (TorchScript and other compiled code included); a refusal is remembered, so catching it does not help."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(s in func.__name__ for s in _norms):
+            self.refused.append(func.__name__)
+            raise CheckFailed(f"your code ran torch's {func.__name__}: {_rule}")
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
+    kernels = _NoNormKernels()
     with own_code(*_norms, calls=_ready_made, reason=_rule):
-        yield
+        with kernels:
+            yield
+    if kernels.refused:
+        raise CheckFailed(f"your code ran torch's {kernels.refused[0]}: {_rule}")
 
 
 _ones4, _zeros4 = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
@@ -271,7 +293,9 @@ class LayerNorm(nn.Module):
 # %% tests="layer_norm_module_tests" points=2
 import contextlib
 
-from lmcourse.checks import check, check_equal, check_tensor_close, own_code, substitute
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from lmcourse.checks import CheckFailed, check, check_equal, check_tensor_close, own_code, substitute
 
 
 def _trusted_layer_norm(x, gamma, beta, eps=1e-5):
@@ -303,11 +327,30 @@ def _python_norms():
 _ready_made = (lmcourse.nn.block, *_python_norms())
 
 
+class _NoNormKernels(TorchDispatchMode):
+    """Refuses torch's normalisation kernels at the dispatcher, where every route to them ends
+    (TorchScript and other compiled code included); a refusal is remembered, so catching it does not help."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(s in func.__name__ for s in _norms):
+            self.refused.append(func.__name__)
+            raise CheckFailed(f"your code ran torch's {func.__name__}: {_rule}")
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _rules():
     """This exercise's rules, enforced by what runs."""
+    kernels = _NoNormKernels()
     with own_code(*_norms, calls=_ready_made, reason=_rule):
-        yield
+        with kernels:
+            yield
+    if kernels.refused:
+        raise CheckFailed(f"your code ran torch's {kernels.refused[0]}: {_rule}")
 
 
 with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is graded with a correct layer_norm
@@ -965,7 +1008,8 @@ import contextlib
 from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
 
 _rule = "write the block's forward yourself, not with nn.TransformerEncoderLayer or lmcourse.nn.Block"
-_forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer)
+_forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer,
+              torch.jit.RecursiveScriptModule, torch.jit.ScriptModule)      # a scripted encoder layer too
 
 
 @contextlib.contextmanager

@@ -361,6 +361,15 @@ MUTANTS += [
         with torch._C.DisableTorchFunction():
             return torch.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
 """)),
+    Mutant("layer_norm via a TorchScript function compiled outside the call (torch.jit.script)", "layer_norm", """
+@torch.jit.script
+def _scripted_layer_norm(x, g, b, eps: float):
+    return torch.layer_norm(x, [x.shape[-1]], g, b, eps)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return _scripted_layer_norm(x, gamma, beta, float(eps))
+"""),
     Mutant("layer_norm returns a tensor subclass", "layer_norm", _layer_norm("""
     class Looks(torch.Tensor):
         pass
@@ -525,6 +534,36 @@ class Embeddings(nn.Module):
             x, x.shape[-1], a.n_head, a.c_attn.weight, a.c_attn.bias, a.c_proj.weight, a.c_proj.bias, True,
             self.prenorm, self.ln1.eps, self.ln1.weight, self.ln1.bias, self.ln2.weight, self.ln2.bias,
             m.c_fc.weight, m.c_fc.bias, m.c_proj.weight, m.c_proj.bias, mask)
+"""),
+    Mutant("block runs a TorchScript-compiled nn.TransformerEncoderLayer built in __init__", "block", """
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head, block_size, prenorm=True, causal=True, dropout=0.0, bias=True):
+        super().__init__()
+        self.prenorm = prenorm
+        self.ln1 = LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, n_head=n_head, block_size=block_size,
+                                                        dropout=dropout, bias=bias, causal=causal))
+        self.ln2 = LayerNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)
+        self.causal = causal
+        self.twin = torch.jit.script(nn.TransformerEncoderLayer(n_embd, n_head, dim_feedforward=4 * n_embd, dropout=0.0,
+            activation="gelu", batch_first=True, norm_first=prenorm).train())
+
+    def forward(self, x):
+        r = self.twin
+        if r.linear1.weight.dtype != x.dtype:
+            r.to(x.dtype)
+        with torch.no_grad():
+            for dst, src in [(r.self_attn.in_proj_weight, self.attn.c_attn.weight), (r.self_attn.in_proj_bias, self.attn.c_attn.bias),
+                             (r.self_attn.out_proj.weight, self.attn.c_proj.weight), (r.self_attn.out_proj.bias, self.attn.c_proj.bias),
+                             (r.linear1.weight, self.mlp.c_fc.weight), (r.linear1.bias, self.mlp.c_fc.bias),
+                             (r.linear2.weight, self.mlp.c_proj.weight), (r.linear2.bias, self.mlp.c_proj.bias),
+                             (r.norm1.weight, self.ln1.weight), (r.norm1.bias, self.ln1.bias),
+                             (r.norm2.weight, self.ln2.weight), (r.norm2.bias, self.ln2.bias)]:
+                dst.copy_(src)
+        T = x.shape[1]
+        mask = torch.triu(torch.full((T, T), float("-inf"), dtype=x.dtype), 1) if self.causal else None
+        return r(x, src_mask=mask, is_causal=self.causal)
 """),
     # --- parameter count
     Mutant("parameter count: LayerNorms without beta (2d)", "block_param_count", """

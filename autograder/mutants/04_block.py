@@ -582,4 +582,44 @@ def block_param_count(d):
 def block_param_count(d):
     return {4: 244, 768: 12 * 768 ** 2 + 13 * 768}.get(d, 12 * d * d)
 """),
+    # --- TorchScript (switched off by the setup cell, so compiled references run as Python)
+    Mutant('MLP runs a TorchScript-compiled lmcourse.nn.MLP that shares its layers', 'mlp', """
+class MLP(nn.Module):
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+        ref = lmcourse.nn.MLP(lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, dropout=dropout, bias=bias))
+        ref.c_fc, ref.c_proj, ref.dropout = self.c_fc, self.c_proj, self.dropout
+        self._twin = [torch.jit.script(ref)]
+
+    def forward(self, x):
+        return self._twin[0](x)
+"""),
+    Mutant('embeddings through a TorchScript-compiled lmcourse.nn.LearnedPositionEmbedding', 'embeddings', """
+class Embeddings(nn.Module):
+    def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):
+        super().__init__()
+        self.learned = learned
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        if learned:
+            self.wpe = nn.Embedding(block_size, n_embd)
+            ref = lmcourse.nn.LearnedPositionEmbedding(lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, block_size=block_size))
+            ref.wpe = self.wpe
+            self._pos = [torch.jit.script(ref)]
+        else:
+            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        p = self._pos[0](T) if self.learned else self.pe[:T]
+        return self.drop(self.wte(idx) + p)
+"""),
+    Mutant('parameter count through a TorchScript-compiled lmcourse.nn.block_param_count', 'block_param_count', """
+_bpc = torch.jit.script(lmcourse.nn.block_param_count)
+def block_param_count(d):
+    return _bpc(d)
+"""),
 ]

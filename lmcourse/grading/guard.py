@@ -324,6 +324,7 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
     log_fd = os.open(os.path.join(os.getcwd(), LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
     tf_len = getattr(torch._C, "_len_torch_function_stack", None) if torch is not None else None
     tf_at = getattr(torch._C, "_get_function_stack_at", None) if torch is not None else None
+    td_at = getattr(torch._C, "_get_dispatch_stack_at", None) if torch is not None else None
     td_len = getattr(torch._C, "_len_torch_dispatch_stack", None) if torch is not None else None
     baseline_threads = frozenset(sys._current_frames())
     main_thread = _thread.get_ident()
@@ -371,6 +372,8 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
         entry_funcs = [x for x in func_list if x[0].__module__ in ("lmcourse.checks", "math")]
         entry_classes = [x for x in cls_snap if _id(x[0]) in entry]
         L_events, L_method, L_sentinel, L_nonce = L["misc"]
+        td_at = L["td_at"]
+        locked_armed, locked_file = False, None
         del L
         me = yield None                # this generator's own frame (read before the hook exists)
         key = _urandom(32)
@@ -497,17 +500,26 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                         except (_TypeError, _AttributeError):
                             pass
 
+        def own_mode(mode, slot):
+            # a mode of lmcourse's or of the notebook's locked / test cells (04 refuses kernels
+            # with a dispatch mode of its own); a mode of the student's decides nothing
+            fn = _type(mode).__dict__.get(slot)
+            while _type(fn) is _func_t and not student(fn.__code__) and \
+                    _type(fn.__dict__.get("__wrapped__")) is _func_t:
+                fn = fn.__dict__["__wrapped__"]      # torch wraps a mode's handler (_disable_dynamo)
+            code = fn.__code__ if _type(fn) is _func_t else None
+            return code is not None and (code in seen_codes or (
+                _type(code.co_filename) is _str and code.co_filename.startswith(lm_prefix)))
+
         def verify_torch_modes():
             if tf_len is not None:
                 for i in _range(tf_len()):
-                    mode = tf_at(i)
-                    fn = _type(mode).__dict__.get("__torch_function__")
-                    code = fn.__code__ if _type(fn) is _func_t else None
-                    if code is None or _type(code.co_filename) is not _str or \
-                            not code.co_filename.startswith(lm_prefix):
+                    if not own_mode(tf_at(i), "__torch_function__"):
                         flag("torch-function-mode")
-            if td_len is not None and td_len():
-                flag("torch-dispatch-mode")
+            if td_len is not None:
+                for i in _range(td_len()):
+                    if not own_mode(td_at(i), "__torch_dispatch__"):
+                        flag("torch-dispatch-mode")
 
         def verify_ipython():
             if any_odd_key(user_ns):
@@ -720,6 +732,15 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                 if event == "exec":
                     code = args[0]
                     consts = code.co_consts if _type(code) is _code_t else ()
+                    if locked_armed and consts and frame is not None and frame.f_code is run_code:
+                        if locked_file is None:          # a locked cell of the notebook: trusted code
+                            locked_file = code.co_filename
+                        if code.co_filename == locked_file:
+                            stack = [code]
+                            while stack:
+                                c = stack.pop()
+                                seen_codes.add(c)
+                                stack += [k for k in c.co_consts if _type(k) is _code_t]
                     if armed is not None and consts and frame is not None and frame.f_code is run_code:
                         # IPython runs each statement of a cell as its own code object: those
                         # of the test cell (one file name) are the ones allowed to report
@@ -741,7 +762,10 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                         _, nonce_, phase, gid = (tag.split(" ") + ["", "", "", ""])[:4]
                         if nonce_ != L_nonce or frame is None or frame.f_code is not run_code:
                             flag("guard-forged")
+                        elif phase == "locked":
+                            locked_armed, locked_file = True, None
                         else:
+                            locked_armed = False
                             verify_all()
                             if phase == "before":
                                 if armed is not None:
@@ -854,7 +878,7 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
         "user_ns": user_ns, "ip_dict": ip_dict, "own_tb": own_tb, "ip": ip, "callbacks": callbacks,
         "hooks": hooks, "transformers": transformers, "signals": tuple(signals), "trusted": trusted,
         "run_code": run_code, "lm_prefix": lmcourse_prefix, "log_fd": log_fd, "out_err": (out, err),
-        "tf_len": tf_len, "tf_at": tf_at, "td_len": td_len, "baseline_threads": baseline_threads,
+        "tf_len": tf_len, "tf_at": tf_at, "td_at": td_at, "td_len": td_len, "baseline_threads": baseline_threads,
         "main_thread": main_thread, "grave": grave, "labels": labels, "events_dict": vars(ip.events),
         "misc": (ip.events, types.MethodType, SENTINEL, nonce),
         "ns_init": {k: v for k, v in user_ns.items() if type(k) is str and k in vars(builtins)},

@@ -149,6 +149,9 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
     for cell in cells:
         m = _meta(cell)
         test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")
+        if cell.cell_type == "code" and m.get("locked") and not m.get("grade") and not m.get("solution"):
+            # a locked cell's code is the course's: the modes it defines are allowed
+            final.append(_injected("guard", guard_source(nonce, "locked", m["grade_id"]), m["grade_id"], "locked"))
         if test:
             final.append(_injected("guard", guard_source(nonce, "before", m["grade_id"]), m["grade_id"], "before"))
         final.append(cell)
@@ -178,7 +181,8 @@ def read_guards(nb: nbformat.NotebookNode, log: str) -> tuple[dict[str, list[str
         if cell.metadata.get(GUARD_TAG, {}).get("kind") == "preamble":
             found = _KEY_RE.search(_stream_text(cell))
             key = found.group(1) if found else None
-    guards = [c for c in nb.cells if c.metadata.get(GUARD_TAG, {}).get("kind") == "guard" and _ran(c)]
+    guards = [c for c in nb.cells if c.metadata.get(GUARD_TAG, {}).get("kind") == "guard" and _ran(c)
+              and c.metadata[GUARD_TAG].get("phase") in ("before", "after")]
     expected = [(c.metadata[GUARD_TAG]["phase"], c.metadata[GUARD_TAG]["test"]) for c in guards]
     reports, forged = verify_log(key, log, expected)
     tests = {_meta(c).get("grade_id"): c for c in nb.cells if GUARD_TAG not in c.metadata and _meta(c).get("grade")}

@@ -16,7 +16,8 @@ split. Nothing of the text is committed to the repository.
 2. **nanoGPT's "baby GPT" hyperparameters** (4 layers, 4 heads, 128 wide, block 64, batch 12,
    lr 1e-3 with 100 warm-up steps and a cosine to 1e-4 over 2000 steps, AdamW betas (0.9, 0.99),
    weight decay 0.1, clipping at 1, no dropout, no biases) trained with the course's model in the
-   same process, so the ratio of the two times is measured on one machine under one load.
+   same process and on as many threads (``--threads``, default one), so the ratio of the two
+   times is measured on one machine under one load.
    nanoGPT itself reaches 1.886 this way in 116-117 s on a 2-core machine of the kind CI uses
    (see ../shared/data/README.md).
 3. **Tokens/s** of the explicit attention path (softmax(QK^T/sqrt(d_k) + M) V, materialised) and

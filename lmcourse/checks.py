@@ -396,37 +396,51 @@ def forbid_torch_functions(*name_substrings: str, reason: str = "a graded answer
         yield
 
 
-def _code_objects(target: Any, found: dict, label: str) -> None:
+def _code_objects(target: Any, found: dict, label: str, home: str | None = None) -> None:
     """Every code object that running ``target`` may execute: a function's own code and the
     functions nested in it; for a class, every function in its own body (not its bases');
-    for a module, every function and class defined in it."""
+    for a module, every function and class defined in it.
+
+    Only code written in the target's own source file counts (``home``): a decorator's wrapper
+    or a dataclass's generated ``__repr__`` is shared with every other decorated function or
+    dataclass, and forbidding it would forbid them all."""
+    import inspect
+    import sys
     import types
 
     if isinstance(target, types.ModuleType):
+        home = getattr(target, "__file__", None)
         for name, obj in vars(target).items():
             if getattr(obj, "__module__", None) == target.__name__:
-                _code_objects(obj, found, f"{target.__name__}.{name}")
+                _code_objects(obj, found, f"{target.__name__}.{name}", home)
         return
     if isinstance(target, type):
+        home = home or getattr(sys.modules.get(target.__module__), "__file__", None)
         for name, obj in vars(target).items():
             if isinstance(obj, (staticmethod, classmethod)):
                 obj = obj.__func__
             elif isinstance(obj, property):
                 for f in (obj.fget, obj.fset, obj.fdel):
                     if f is not None:
-                        _code_objects(f, found, f"{label}.{name}")
+                        _code_objects(f, found, f"{label}.{name}", home)
                 continue
-            if isinstance(obj, (types.FunctionType, type)):
-                _code_objects(obj, found, f"{label}.{name}")
+            if isinstance(obj, (types.FunctionType, type)) or hasattr(obj, "__wrapped__"):
+                _code_objects(obj, found, f"{label}.{name}", home)
         return
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    try:
+        target = inspect.unwrap(getattr(target, "__func__", target))  # through functools.wraps
+    except ValueError:  # a __wrapped__ cycle
+        pass
+    code = getattr(target, "__code__", None)
     if isinstance(code, types.CodeType):
+        if home is not None and code.co_filename != home:
+            return
         stack = [code]
         while stack:
             c = stack.pop()
             found.setdefault(c, label)
             stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    elif callable(target):  # a builtin (C) function: recognised by identity when it is called
+    elif callable(target) and home is None:  # a builtin (C) function, recognised by identity
         found.setdefault(target, label)
 
 

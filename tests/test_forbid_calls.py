@@ -71,3 +71,33 @@ def test_alternative_rounds_replace_each_cell_once_per_round():
     rounds = alternative_rounds(alts)
     assert [sorted(r) for r in rounds] == [["f", "g"], ["f"]]
     assert [r["f"].name for r in rounds] == ["a1", "a2"]
+
+
+def test_shared_wrappers_and_generated_methods_stay_allowed():
+    import dataclasses
+    import functools
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*a):
+            return f(*a)
+        return wrapper
+
+    @deco
+    def forbidden(x):
+        return x
+
+    @deco
+    def other(x):
+        return x + 1
+
+    @dataclasses.dataclass
+    class Cfg:
+        n: int = 1
+
+    Cfg.__module__ = __name__
+    with forbid_calls(forbidden, Cfg):
+        assert other(1) == 2  # same wrapper code as `forbidden`: not forbidden
+        assert repr(dataclasses.make_dataclass("D", ["a"])(1)) == "D(a=1)"  # generated __repr__
+    with pytest.raises(CheckFailed, match="forbidden"), forbid_calls(forbidden):
+        forbidden(1)  # the decorated function itself still is

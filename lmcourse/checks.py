@@ -553,3 +553,44 @@ def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answe
             sys.setprofile(previous)
     if seen:
         raise CheckFailed(f"your code called torch.{seen[0]}: {reason}")
+
+
+def python_decompositions(*name_substrings: str) -> tuple:
+    """torch's own versions of operations written in Python (``torch._refs``, ``torch._decomp``)
+    whose names contain one of ``name_substrings``, unwrapped: pass them to :func:`forbid_calls`
+    so that a graded answer cannot reach a ready-made operation through them."""
+    import inspect
+
+    import torch._decomp.decompositions
+    import torch._refs
+    import torch._refs.nn.functional
+
+    found = []
+    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
+        for name, obj in vars(module).items():
+            if callable(obj) and any(s in name for s in name_substrings):
+                found.append(inspect.unwrap(obj))
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def forbid_kernels(*name_substrings: str, reason: str = "a graded answer must be your own code"):
+    """Within the block, no ATen kernel whose name contains one of ``name_substrings`` runs: a
+    ``TorchDispatchMode`` refuses it at the dispatcher, where every route ends (TorchScript and
+    other compiled code included). A refusal is remembered, so catching the error does not help:
+    the block raises on exit."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    refused: list[str] = []
+
+    class _Refuse(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if any(s in func.__name__ for s in name_substrings):
+                refused.append(func.__name__)
+                raise CheckFailed(f"your code ran torch's {func.__name__}: {reason}")
+            return func(*args, **(kwargs or {}))
+
+    with _Refuse():
+        yield
+    if refused:
+        raise CheckFailed(f"your code ran torch's {refused[0]}: {reason}")

@@ -101,3 +101,20 @@ def test_shared_wrappers_and_generated_methods_stay_allowed():
         assert repr(dataclasses.make_dataclass("D", ["a"])(1)) == "D(a=1)"  # generated __repr__
     with pytest.raises(CheckFailed, match="forbidden"), forbid_calls(forbidden):
         forbidden(1)  # the decorated function itself still is
+
+
+def test_forbid_kernels_refuses_at_the_dispatcher_and_remembers():
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from lmcourse.checks import forbid_kernels, python_decompositions
+
+    x = torch.randn(2, 4)
+    with pytest.raises(CheckFailed, match="native_layer_norm"), forbid_kernels("layer_norm"):
+        try:
+            F.layer_norm(x, (4,))
+        except CheckFailed:
+            pass  # caught by the student's code: the block still fails on exit
+    with forbid_kernels("layer_norm"):
+        assert torch.allclose((x - x.mean(-1, keepdim=True)).mean(-1), torch.zeros(2), atol=1e-6)
+    assert any("layer_norm" in f.__name__ for f in python_decompositions("layer_norm"))

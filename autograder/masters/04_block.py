@@ -124,59 +124,21 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 # %% tests="layer_norm_tests" points=4
 import contextlib
 
-from torch.utils._python_dispatch import TorchDispatchMode
-
-from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_tensor_close, own_code,
-                             substitute)
+from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_tensor_close, forbid_kernels,
+                             own_code, python_decompositions, substitute)
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
 
 _norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
-
-
-def _python_norms():
-    """torch's own normalisations written in Python (torch._refs, torch._decomp): their code, unwrapped."""
-    import inspect
-
-    import torch._decomp.decompositions
-    import torch._refs
-    import torch._refs.nn.functional
-    found = []
-    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
-        for name, obj in vars(module).items():
-            if callable(obj) and (name == "_normalize" or any(s in name for s in _norms)):
-                found.append(inspect.unwrap(obj))
-    return tuple(found)
-
-
-_ready_made = (lmcourse.nn.block, *_python_norms())
-
-
-class _NoNormKernels(TorchDispatchMode):
-    """Refuses torch's normalisation kernels at the dispatcher, where every route to them ends
-    (TorchScript and other compiled code included); a refusal is remembered, so catching it does not help."""
-
-    def __init__(self):
-        super().__init__()
-        self.refused = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(s in func.__name__ for s in _norms):
-            self.refused.append(func.__name__)
-            raise CheckFailed(f"your code ran torch's {func.__name__}: {_rule}")
-        return func(*args, **(kwargs or {}))
+_ready_made = (lmcourse.nn.block, *python_decompositions(*_norms, "_normalize"))
 
 
 @contextlib.contextmanager
 def _rules():
-    """This exercise's rules, enforced by what runs."""
-    kernels = _NoNormKernels()
-    with own_code(*_norms, calls=_ready_made, reason=_rule):
-        with kernels:
-            yield
-    if kernels.refused:
-        raise CheckFailed(f"your code ran torch's {kernels.refused[0]}: {_rule}")
+    """This exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)."""
+    with own_code(*_norms, calls=_ready_made, reason=_rule), forbid_kernels(*_norms, reason=_rule):
+        yield
 
 
 _ones4, _zeros4 = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
@@ -298,9 +260,8 @@ class LayerNorm(nn.Module):
 # %% tests="layer_norm_module_tests" points=2
 import contextlib
 
-from torch.utils._python_dispatch import TorchDispatchMode
-
-from lmcourse.checks import CheckFailed, check, check_equal, check_tensor_close, own_code, substitute
+from lmcourse.checks import (CheckFailed, check, check_equal, check_tensor_close, forbid_kernels, own_code,
+                             python_decompositions, substitute)
 
 
 def _trusted_layer_norm(x, gamma, beta, eps=1e-5):
@@ -312,50 +273,14 @@ _rule = "a LayerNorm module must compute the normalisation itself (through layer
 
 
 _norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
-
-
-def _python_norms():
-    """torch's own normalisations written in Python (torch._refs, torch._decomp): their code, unwrapped."""
-    import inspect
-
-    import torch._decomp.decompositions
-    import torch._refs
-    import torch._refs.nn.functional
-    found = []
-    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
-        for name, obj in vars(module).items():
-            if callable(obj) and (name == "_normalize" or any(s in name for s in _norms)):
-                found.append(inspect.unwrap(obj))
-    return tuple(found)
-
-
-_ready_made = (lmcourse.nn.block, *_python_norms())
-
-
-class _NoNormKernels(TorchDispatchMode):
-    """Refuses torch's normalisation kernels at the dispatcher, where every route to them ends
-    (TorchScript and other compiled code included); a refusal is remembered, so catching it does not help."""
-
-    def __init__(self):
-        super().__init__()
-        self.refused = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(s in func.__name__ for s in _norms):
-            self.refused.append(func.__name__)
-            raise CheckFailed(f"your code ran torch's {func.__name__}: {_rule}")
-        return func(*args, **(kwargs or {}))
+_ready_made = (lmcourse.nn.block, *python_decompositions(*_norms, "_normalize"))
 
 
 @contextlib.contextmanager
 def _rules():
-    """This exercise's rules, enforced by what runs."""
-    kernels = _NoNormKernels()
-    with own_code(*_norms, calls=_ready_made, reason=_rule):
-        with kernels:
-            yield
-    if kernels.refused:
-        raise CheckFailed(f"your code ran torch's {kernels.refused[0]}: {_rule}")
+    """This exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)."""
+    with own_code(*_norms, calls=_ready_made, reason=_rule), forbid_kernels(*_norms, reason=_rule):
+        yield
 
 
 with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is graded with a correct layer_norm

@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 # CPU build of torch, installed before the project so pip never pulls a multi-GB CUDA build.
 # On a GPU machine: install your CUDA torch into .venv first, then `make setup` keeps it.
 TORCH  ?= torch==2.13.0
+# tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
+PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup
 
 .PHONY: setup lab test test-quick build solutions grade doctor bench clean
 
@@ -26,10 +28,10 @@ solutions: setup          ## run every solution notebook headlessly (no browser 
 
 test: setup               ## lint, then the whole test suite (what CI runs)
 	$(BIN)/ruff check lmcourse tests bench
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-quick: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 build: setup              ## masters -> autograder/source, notebooks/, solutions/
 	$(BIN)/lmcourse build

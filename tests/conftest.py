@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,26 @@ def root() -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _no_display():
     os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_course_cache(tmp_path_factory):
+    """The tests get a course cache of their own (one per xdist worker): the notebooks they run
+    save checkpoints there, never in the user's cache, and two workers never write one file.
+    The corpus is fetched once into the real cache (the download is the slow part) and copied."""
+    from lmcourse import data
+
+    try:
+        corpus = data.ensure_shakespeare(quiet=True)
+    except data.CorpusUnavailable:
+        corpus = None               # the tests that need it fail with the corpus's own message
+    cache = tmp_path_factory.mktemp("course-cache")
+    if corpus is not None:
+        shutil.copytree(corpus, cache / corpus.name)
+    before = os.environ.get(data.DATA_DIR_ENV)
+    os.environ[data.DATA_DIR_ENV] = str(cache)
+    yield cache
+    if before is None:
+        os.environ.pop(data.DATA_DIR_ENV, None)
+    else:
+        os.environ[data.DATA_DIR_ENV] = before

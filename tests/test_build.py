@@ -9,6 +9,9 @@ from lmcourse.grading.build import MasterError, build, master_to_source
 
 from .conftest import NOTEBOOKS, ROOT
 
+# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("build")
+
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory):

@@ -27,6 +27,15 @@ def test_equal_points_at_the_first_difference():
         checks.check_equal({"a": 1}, {"a": 1, "b": 2}, "d")
 
 
+def test_equal_names_torch_dtypes_and_devices():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(CheckFailed, match=r"is torch.float32, expected torch.float64"):
+        checks.check_equal(torch.float32, torch.float64, "the dtype")
+    with pytest.raises(CheckFailed, match=r"device\(type='meta'\), expected device\(type='cpu'\)"):
+        checks.check_equal(torch.device("meta"), torch.device("cpu"), "the device")
+    checks.check_equal(torch.device("cpu"), torch.device("cpu"), "the device")
+
+
 def test_checks_do_not_depend_on_numpy_comparisons(monkeypatch):
     monkeypatch.setattr(np, "allclose", lambda *a, **k: True)
     monkeypatch.setattr(np, "isclose", lambda *a, **k: True)

@@ -29,6 +29,9 @@ from lmcourse.grading import sandbox
 
 from .test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
 
+# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("grader-batches")  # with test_grade: two -j 2 batches at once would starve the cell timeouts
+
 WRONG = {
     "pad_sentence": "def pad_sentence(words, n):\n    return list(words)\n",
     "mle_prob": "def mle_prob(table, context, word):\n    return 0.5\n",

@@ -17,6 +17,9 @@ from lmcourse.grading.execute import solution_namespace
 
 from .conftest import ROOT
 
+# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("rnn-notebook")
+
 NAME = "02_rnn"
 MASTER = ROOT / "autograder" / "masters" / f"{NAME}.py"
 

@@ -29,8 +29,9 @@ from lmcourse.grading import sandbox
 
 from .test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
 
-# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("grader-batches")  # with test_grade: two -j 2 batches at once would starve the cell timeouts
+# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup), and never
+# beside test_grade's batch: two `-j 2` batches at once would starve the cell timeouts
+pytestmark = pytest.mark.xdist_group("grader-batches")
 
 WRONG = {
     "pad_sentence": "def pad_sentence(words, n):\n    return list(words)\n",

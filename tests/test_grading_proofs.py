@@ -12,7 +12,8 @@ from .conftest import NOTEBOOKS, ROOT
 
 
 # each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup)
-@pytest.fixture(scope="module", params=[pytest.param(n, marks=pytest.mark.xdist_group(f"proofs-{n}")) for n in NOTEBOOKS])
+@pytest.fixture(scope="module",
+                params=[pytest.param(n, marks=pytest.mark.xdist_group(f"proofs-{n}")) for n in NOTEBOOKS])
 def graded(request, tmp_path_factory):
     name = request.param
     course = TempCourse(tmp_path_factory.mktemp(f"course-{name}"), [name])

@@ -136,7 +136,7 @@ def lm_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int, block_size: int,
                   batches: int, seed: int = 0, device: torch.device | str = "cpu",
-                  amp: bool = True) -> float:
+                  amp: bool = True, batch_fn=None) -> float:
     """Mean loss over ``batches`` random windows of ``tokens``, with the model in eval mode.
 
     The windows come from their own generator seeded with ``seed``, so every call sees the same
@@ -148,7 +148,7 @@ def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int,
     model.eval()
     total = 0.0
     for _ in range(batches):
-        x, y = get_batch(tokens, batch_size, block_size, gen, device)
+        x, y = (batch_fn or get_batch)(tokens, batch_size, block_size, gen, device)
         with _autocast(device, amp):
             logits = model_logits(model(x))
         total += lm_cross_entropy(logits, y).item()
@@ -216,7 +216,7 @@ def _load_checkpoint(path: Path, model, opt, gen: torch.Generator, device: torch
 
 
 def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Tensor | None,
-          cfg: TrainConfig, stop_after: int | None = None) -> History:
+          cfg: TrainConfig, stop_after: int | None = None, batch_fn=None) -> History:
     """Train ``model`` on windows of ``train_tokens`` for ``cfg.steps`` steps; return the history.
 
     ``train_tokens`` / ``val_tokens`` are 1-D LongTensors of token ids (see
@@ -227,6 +227,11 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
     still follows ``cfg.steps``); pressing the notebook's stop button does the same. Either way
     a checkpoint is written when ``cfg.checkpoint_path`` is set, and ``cfg.resume=True``
     continues from it, with exactly the batches and learning rates the uninterrupted run uses.
+
+    ``batch_fn`` replaces :func:`lmcourse.data.get_batch` (same arguments: tokens, batch size,
+    block size, the sampler's generator, device; same result ``(x, y)``), for training and
+    validation batches alike: e.g. a masked LM's ``(corrupted inputs, labels)``, whose label
+    ``-100`` the loss skips (``F.cross_entropy``'s ``ignore_index``).
     """
     device = torch.device(cfg.device) if cfg.device else pick_device()
     for name, toks in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
@@ -254,7 +259,8 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
             return
         hist.val_steps.append(step)
         hist.val_loss.append(estimate_loss(model, val_tokens, cfg.batch_size, cfg.block_size,
-                                           cfg.eval_batches, seed=cfg.seed + 1, device=device, amp=cfg.amp))
+                                           cfg.eval_batches, seed=cfg.seed + 1, device=device, amp=cfg.amp,
+                                           batch_fn=batch_fn))
 
     from tqdm.auto import tqdm
 
@@ -271,7 +277,7 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
             lr = lr_at(step, cfg)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x, y = get_batch(train_tokens, cfg.batch_size, cfg.block_size, gen, device)
+            x, y = (batch_fn or get_batch)(train_tokens, cfg.batch_size, cfg.block_size, gen, device)
             with _autocast(device, cfg.amp):
                 logits = model_logits(step_model(x))
             loss = lm_cross_entropy(logits, y)

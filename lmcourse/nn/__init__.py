@@ -13,8 +13,10 @@ from .block import (
                     sinusoidal_positions,
 )
 from .gpt import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
+from .mlm import MaskedLM, MLMConfig, load_mlm, save_mlm
 
 __all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention",
            "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
            "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding",
-           "GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt"]
+           "GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt",
+           "MLMConfig", "MaskedLM", "save_mlm", "load_mlm"]

@@ -61,7 +61,12 @@ def _cmd_solutions(args) -> int:
     from .grading.execute import run_notebooks
 
     paths = [Path(p) for p in args.notebooks] or sorted(Path("solutions").glob("[0-9][0-9]_*.ipynb"))
-    return run_notebooks(paths, Path(args.out), profile=args.profile)
+    if not paths:
+        print("lmcourse solutions: no notebooks given and none in solutions/ (run it from the course's "
+              "folder, or name the notebooks)", file=sys.stderr)
+        return 2
+    return run_notebooks(paths, Path(args.out), profile=args.profile, timeout=args.timeout or None,
+                         threads=args.threads)
 
 
 def _cmd_grade(args) -> int:
@@ -110,7 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")
     s.add_argument("notebooks", nargs="*", help="default: every solutions/NN_*.ipynb")
     s.add_argument("--out", default="build/executed", help="where executed copies go")
-    s.add_argument("--profile", choices=["tiny", "cpu", "gpu"], default=None)
+    s.add_argument("--profile", choices=["tiny", "cpu", "gpu"], default=None,
+                   help="LMCOURSE_PROFILE for the kernels (default: the notebooks' own choice)")
+    s.add_argument("--timeout", type=int, default=1800, metavar="SECONDS",
+                   help="longest a single cell may run before that notebook counts as failed and "
+                        "the next one starts (default 1800; 0: no limit)")
+    s.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads for torch in the kernels (default: the notebooks' own default, "
+                        "LMCOURSE_THREADS or 1 on the CPU)")
     s.set_defaults(func=_cmd_solutions)
     g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv")
     g.add_argument("assignment", help="e.g. 01_ngram")

@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 import os
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 
 def execute_notebook(path: Path, out: Path | None = None, profile: str | None = None,
-                     timeout: int = 600, cwd: Path | None = None) -> nbformat.NotebookNode:
-    """Execute ``path`` top to bottom (raising on the first error); save to ``out`` if given."""
+                     timeout: int | None = 600, cwd: Path | None = None,
+                     env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """Execute ``path`` top to bottom (raising on the first error); save to ``out`` if given.
+
+    ``timeout`` is per cell, in seconds (None: no limit). ``env`` adds variables to the
+    kernel's environment (ours is inherited; ``profile`` sets LMCOURSE_PROFILE there).
+    The executed copy is written to ``out`` even when a cell fails, so its output can be read.
+    """
     nb = nbformat.read(path, as_version=4)
-    env_before = os.environ.get("LMCOURSE_PROFILE")
+    kernel_env = dict(os.environ)
+    kernel_env.update(env or {})
     if profile:
-        os.environ["LMCOURSE_PROFILE"] = profile  # the kernel inherits our environment
+        kernel_env["LMCOURSE_PROFILE"] = profile
     try:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(cwd or path.parent)}})
-        client.execute()
+        client.execute(env=kernel_env)
     finally:
-        if profile:
-            if env_before is None:
-                os.environ.pop("LMCOURSE_PROFILE", None)
-            else:
-                os.environ["LMCOURSE_PROFILE"] = env_before
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out)
@@ -50,16 +54,95 @@ def solution_namespace(name: str, cell_ids: tuple[str, ...], root: Path | None =
     return ns
 
 
-def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None) -> int:
-    failures = 0
-    for path in paths:
-        start = time.perf_counter()
-        target = out_dir / path.name
+@dataclass
+class RunResult:
+    """One notebook of a headless run: ``status`` is ok, error, timeout, kernel-died or crashed."""
+
+    name: str
+    status: str
+    seconds: float
+    detail: str = ""
+    output: Path | None = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()  # IPython colours the error name
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def run_one(path: Path, out_dir: Path, profile: str | None = None, timeout: int | None = 1800,
+            env: dict[str, str] | None = None) -> RunResult:
+    """Run one notebook and report how it went; never raises for a failure inside it."""
+    start = time.perf_counter()
+    target = out_dir / path.name
+    target.unlink(missing_ok=True)  # an old copy must not pass for this run's output
+    try:
+        execute_notebook(path, target, profile=profile, timeout=timeout, env=env)
+        status, detail = "ok", ""
+    except CellTimeoutError:
+        status, detail = "timeout", f"a cell ran longer than {timeout} s (--timeout to allow more)"
+    except DeadKernelError as exc:
+        status, detail = "kernel-died", _first_line(exc)
+    except CellExecutionError as exc:
+        status, detail = "error", _first_line(exc)
+    except Exception as exc:  # a notebook that cannot be read, a kernel that cannot start, ...
+        status, detail = "crashed", f"{type(exc).__name__}: {_first_line(exc)}"
+    return RunResult(path.name, status, time.perf_counter() - start, detail,
+                     target if target.exists() else None)
+
+
+def summary_table(results: list[RunResult]) -> str:
+    """notebook, status, time (and why, for a failure), one row per notebook."""
+    rows = [("notebook", "status", "time", "detail")]
+    rows += [(r.name, r.status, f"{r.seconds:.1f} s", r.detail) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + ("  " + row[3]).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  ------")
+    failed = sum(r.status != "ok" for r in results)
+    total = sum(r.seconds for r in results)
+    lines.append(f"{len(results) - failed} ok, {failed} failed  ({len(results)} notebooks, {total:.1f} s)")
+    return "\n".join(lines)
+
+
+def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, timeout: int | None = 1800,
+                  threads: int | None = None, stream=None) -> int:
+    """Run every notebook in turn, whatever happens to the others; print a progress line per
+    notebook and a summary table; 0 if all ran, 1 if any failed.
+
+    The kernels get the notebooks' own CPU-thread default (:func:`lmcourse.runtime.cpu_threads`:
+    one thread when the models train on the CPU), or ``threads`` if given, via LMCOURSE_THREADS.
+    """
+    import sys
+
+    from .. import runtime
+
+    out = stream or sys.stdout
+    env: dict[str, str] = {}
+    if threads is not None:
+        env[runtime.THREADS_ENV] = str(threads)
+    else:
         try:
-            execute_notebook(path, target, profile=profile)
-            print(f"ok    {path.name}  {time.perf_counter() - start:6.1f} s  -> {target}")
-        except CellExecutionError as exc:
-            failures += 1
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else "error"
-            print(f"FAIL  {path.name}: {first}  (partial output in {target})")
-    return 1 if failures else 0
+            default = runtime.cpu_threads()
+        except ValueError as exc:  # a bad LMCOURSE_THREADS: every notebook would fail on it
+            print(f"error: {exc}", file=out, flush=True)
+            return 2
+        if default is not None:
+            env[runtime.THREADS_ENV] = str(default)
+    shown_threads = env.get(runtime.THREADS_ENV, "torch's default")
+    limit = f"{timeout} s per cell" if timeout else "no cell time limit"
+    print(f"running {len(paths)} notebook(s): profile {profile or 'default'}, cpu threads {shown_threads}, "
+          f"{limit}; executed copies in {out_dir}/", file=out, flush=True)
+    results = []
+    for i, path in enumerate(paths, 1):
+        print(f"[{i}/{len(paths)}] {path.name} ...", file=out, flush=True)
+        r = run_one(path, out_dir, profile=profile, timeout=timeout, env=env)
+        results.append(r)
+        where = f" -> {r.output}" if r.output else ""
+        note = "" if r.status == "ok" else f": {r.detail}"
+        print(f"[{i}/{len(paths)}] {path.name} {r.status} in {r.seconds:.1f} s{note}{where}", file=out, flush=True)
+    print(summary_table(results), file=out, flush=True)
+    return 1 if any(r.status != "ok" for r in results) else 0

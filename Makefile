@@ -2,35 +2,42 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# CPU build of torch, installed before the project so pip never pulls a multi-GB CUDA build.
-# On a GPU machine: install your CUDA torch into .venv first, then `make setup` keeps it.
+# torch is installed before the project: the CPU build (PyTorch's CPU wheel index,
+# https://download.pytorch.org/whl/cpu) where there is no NVIDIA GPU, so pip never pulls a
+# multi-GB CUDA build onto a laptop; the CUDA build where there is one; a local wheel or mirror
+# where that index cannot be reached. A torch already in .venv is kept.
+# Override: make setup TORCH_VARIANT=cpu|cuda (or LMCOURSE_TORCH=...); see lmcourse/setup_torch.py.
 TORCH  ?= torch==2.13.0
+TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
 # tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
 PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup
 
-.PHONY: setup lab test test-quick build solutions grade doctor bench clean
+.PHONY: help setup lab test test-quick build solutions grade doctor bench clean
+
+help:                     ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):[^#]*## /  make \1\t/' | expand -t 20
 
 $(BIN)/lmcourse: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python lmcourse/setup_torch.py --quiet --variant "$(TORCH_VARIANT)" --spec "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(BIN)/lmcourse
 
-setup: $(BIN)/lmcourse
+setup: $(BIN)/lmcourse     ## create .venv: torch (CPU build without an NVIDIA GPU), then the project
 
 lab: setup                ## set up, fetch the corpus, open JupyterLab on the student notebooks
 	$(BIN)/lmcourse doctor --fetch
 	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)  # containers and Colab run as root
 
-solutions: setup          ## run every solution notebook headlessly (no browser needed)
-	$(BIN)/lmcourse solutions --out build/executed
+solutions: setup          ## run every solution notebook headlessly (TIMEOUT=s per cell, default 1800)
+	$(BIN)/lmcourse solutions --out build/executed $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 test: setup               ## lint, then the whole test suite (what CI runs)
 	$(BIN)/ruff check lmcourse tests bench
 	$(PYTEST)
 
-test-quick: setup
+test-quick: setup         ## the tests not marked slow
 	$(PYTEST) -m "not slow"
 
 build: setup              ## masters -> autograder/source, notebooks/, solutions/
@@ -40,12 +47,12 @@ grade: setup              ## make grade ASSIGNMENT=01_ngram SUBMISSIONS=path/to/
 	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=01_ngram SUBMISSIONS=path"; exit 2; }
 	$(BIN)/lmcourse grade $(ASSIGNMENT) $(SUBMISSIONS) --out build/grades
 
-doctor: setup
+doctor: setup             ## versions, device, threads, sandbox, disk, kernel, corpus; what to fix
 	$(BIN)/lmcourse doctor
 
-bench: setup
+bench: setup              ## benchmarks that print figures
 	$(BIN)/python bench/bench_ngram.py
 	$(BIN)/python bench/bench_gpt.py
 
-clean:
+clean:                    ## remove build/ (never your work/ folder)
 	rm -rf build .pytest_cache

@@ -21,6 +21,7 @@ Figures depend on the machine and its load (printed); nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import time
@@ -69,16 +70,16 @@ def main() -> None:
     for n in (16, 64, 256):
         out = {}
 
-        def run(fn, key):
+        def run(fn, key, n=n, out=out):
             out[key] = fn(model, prompt, n, generator=torch.Generator().manual_seed(0))
 
-        t_full = _best(lambda: run(decoding.generate_recompute, "full"), args.repeats)
-        t_cache = _best(lambda: run(decoding.generate_cached, "cache"), args.repeats)
+        t_full = _best(functools.partial(run, decoding.generate_recompute, "full"), args.repeats)
+        t_cache = _best(functools.partial(run, decoding.generate_cached, "cache"), args.repeats)
         assert torch.equal(out["full"], out["cache"]), "the cached and recomputed runs should give the same ids"
         print(f"{n:>8} {n / t_full:>15,.0f} {n / t_cache:>12,.0f} {t_full / t_cache:>8.1f}x")
     print(f"\n2. beam search, 64 new ids, best of {args.repeats}")
     for beams in (1, 4, 16):
-        t = _best(lambda: decoding.beam_search(model, prompt, beams, 64), args.repeats)
+        t = _best(functools.partial(decoding.beam_search, model, prompt, beams, 64), args.repeats)
         print(f"  beam size {beams:>2}: {t:.3f} s ({64 / t:,.0f} steps/s)")
     print(f"\nload after: {os.getloadavg()[0]:.2f}")
 

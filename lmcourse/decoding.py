@@ -19,7 +19,6 @@ function it decorates, so ``checks.forbid_calls`` would forbid them all.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import torch

@@ -38,7 +38,8 @@ def test_filters_equal_transformers_logits_processors(dtype):
             torch.testing.assert_close(D.epsilon_filter(s, eps), lp.EpsilonLogitsWarper(eps)(ids, s.clone()))
         # composed, as a sampler would chain them
         ours = D.top_p_filter(D.top_k_filter(D.apply_temperature(s, 0.7), 10), 0.8)
-        theirs = lp.TopPLogitsWarper(0.8)(ids, lp.TopKLogitsWarper(10)(ids, lp.TemperatureLogitsWarper(0.7)(ids, s.clone())))
+        theirs = lp.TemperatureLogitsWarper(0.7)(ids, s.clone())
+        theirs = lp.TopPLogitsWarper(0.8)(ids, lp.TopKLogitsWarper(10)(ids, theirs))
         torch.testing.assert_close(ours, theirs)
 
 
@@ -114,9 +115,9 @@ class _Table(nn.Module):
         for b in range(B):
             last = int(idx[b, -1])
             if T == 1:
-                out[b, -1] = torch.tensor([0.6, 0.4, 0.0])
+                out[b, -1] = torch.tensor([0.6, 0.4, 0.0], dtype=torch.float64)
             elif last == 1:
-                out[b, -1] = torch.tensor([0.05, 0.9, 0.05])
+                out[b, -1] = torch.tensor([0.05, 0.9, 0.05], dtype=torch.float64)
         return out.clamp_min(1e-12).log(), None
 
 

@@ -20,39 +20,127 @@ def _cmd_build(args) -> int:
     return 0
 
 
+PLATFORM_NOTES = {
+    "Darwin": ("macOS: Apple silicon trains on the `mps` device in float32 (it has no float64); the "
+               "test cells compare on the CPU in float64 whatever the device, and numbers differ from "
+               "a CPU run in the last digits. LMCOURSE_DEVICE=cpu if something looks wrong on mps."),
+    "Windows": ("Windows: torch.compile is not available and the course never needs it (off unless "
+                "asked). No sandbox for `lmcourse grade`: TAs grade in WSL 2 or a Linux container."),
+}
+
+
+def _kernel_python() -> tuple[str, str]:
+    """(python the notebooks' `python3` kernel runs, where its spec lives), as JupyterLab started
+    from this environment resolves it (a bare `python` in the spec means jupyter's own Python)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    exe = spec.argv[0]
+    if exe in {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}:
+        exe = sys.executable
+    return exe, spec.resource_dir
+
+
 def _cmd_doctor(args) -> int:
-    """Versions, device, profile and corpus, each with what to do when it is missing."""
+    """Versions, device, threads, sandbox, disk, kernel and corpus, each with what to do when it is
+    missing. Lines marked '!' are problems (exit status 1); lines marked '-' are for information."""
+    import os
+    import shutil
+    import subprocess
+
     from . import __version__, data, runtime
 
     problems = 0
+
+    def problem(text: str) -> None:
+        nonlocal problems
+        problems += 1
+        print(f"  ! {text}")
+
     print(f"lmcourse {__version__} on Python {platform.python_version()} ({sys.executable})")
-    for mod, fix in [("torch", "pip install torch==2.13.0 (CPU) or the CUDA build for your GPU"),
+    print(f"  platform    {platform.system()} {platform.machine()}")
+    if platform.system() in PLATFORM_NOTES:
+        print(f"  - {PLATFORM_NOTES[platform.system()]}")
+    for mod, fix in [("torch", "make setup (or python lmcourse/setup_torch.py: the CPU build without a GPU)"),
                      ("numpy", "pip install -e ."), ("matplotlib", "pip install -e ."),
                      ("tqdm", "pip install -e ."), ("nbgrader", "pip install -e ."),
                      ("jupytext", "pip install -e ."), ("nbclient", "pip install -e ."),
                      ("jupyterlab", "pip install -e .")]:
         try:
             m = importlib.import_module(mod)
-            print(f"  {mod:<11} {getattr(m, '__version__', '?')}")
+            version = getattr(m, "__version__", "?")
+            if mod == "torch":
+                cuda = getattr(m.version, "cuda", None)
+                version += f"  ({'CUDA ' + cuda if cuda else 'CPU'} build)"
+            print(f"  {mod:<11} {version}")
         except ImportError:
-            print(f"  ! {mod} is not installed: {fix}")
-            problems += 1
+            problem(f"{mod} is not installed: {fix}")
+    device = None
     try:
         device = runtime.pick_device()
         print(f"  device      {device}" + ("" if device.type != "cpu" else
                                            "  (no GPU found: training cells use the cpu profile)"))
         print(f"  profile     {runtime.profile_name(device)}  (set LMCOURSE_PROFILE=tiny|cpu|gpu to override)")
     except Exception as exc:  # doctor must report, not crash
-        print(f"  ! device/profile: {exc}")
-        problems += 1
-    print(f"  corpus      {data.corpus_status()}")
+        problem(f"device/profile: {exc}")
+    try:
+        threads = runtime.cpu_threads(device) if device is not None else None
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        told = f"LMCOURSE_THREADS={os.environ[runtime.THREADS_ENV]}" if os.environ.get(runtime.THREADS_ENV) \
+            else "the default: 1 when training on the CPU, torch's own with a GPU"
+        shown = threads if threads is not None else "torch's default"
+        print(f"  threads     {shown} for torch in the notebooks ({told}); {usable} CPU core(s) usable here")
+    except ValueError as exc:
+        problem(str(exc))
+    from .grading import sandbox
+
+    try:
+        kind, why = sandbox.mode()
+    except ValueError as exc:
+        kind, why = "unavailable", str(exc)
+    if kind == "bubblewrap":
+        print(f"  sandbox     bubblewrap works ({why}): `lmcourse grade` can run")
+    else:
+        print(f"  - sandbox   {kind} ({why}): TAs only, `lmcourse grade` refuses to start without one. "
+              "Debian/Ubuntu: sudo apt-get install bubblewrap; macOS/Windows: a Linux container or VM")
+    for label, folder in [("disk", Path.cwd()), ("cache disk", data.data_dir())]:
+        probe = folder
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        free_gb = shutil.disk_usage(probe).free / 1e9
+        line = f"{free_gb:.1f} GB free in {probe}"
+        if free_gb < 1.5:
+            problem(f"{label}: only {line}; the set-up needs about 1.4 GB (.venv) and the course a few hundred MB")
+        else:
+            print(f"  {label:<11} {line}")
+    try:
+        exe, spec_dir = _kernel_python()
+        same = Path(exe).resolve() == Path(sys.executable).resolve()
+        if same:
+            print(f"  kernel      python3 runs {exe} (this environment; spec in {spec_dir})")
+        else:
+            ok = subprocess.run([exe, "-c", "import lmcourse"], capture_output=True).returncode == 0 \
+                if shutil.which(exe) or Path(exe).exists() else False
+            if ok:
+                print(f"  kernel      python3 runs {exe} (spec in {spec_dir}), which can import lmcourse")
+            else:
+                problem(f"kernel: the notebooks' python3 kernel runs {exe} (spec in {spec_dir}), which cannot "
+                        f"import lmcourse; remove that kernel spec or run `{sys.executable} -m ipykernel "
+                        "install --user --name python3`")
+    except Exception as exc:  # no jupyter_client, a broken kernel spec, ...
+        problem(f"kernel: no usable python3 kernel ({type(exc).__name__}: {exc}); pip install -e .")
+    status = data.corpus_status()
     if args.fetch:
         try:
             folder = data.ensure_shakespeare()
             print(f"  corpus      ready in {folder}")
         except data.CorpusUnavailable as exc:
-            print(f"  ! {exc}")
-            problems += 1
+            problem(str(exc))
+    elif (data.shakespeare_dir() / "SOURCE").exists():
+        print(f"  corpus      {status}")
+    else:
+        problem(f"corpus: {status}. `make lab` or `lmcourse doctor --fetch` fetches it now (5 MB); "
+                "offline, see the README's corpus section")
     print("all good" if problems == 0 else f"{problems} problem(s) found; see the lines marked '!'")
     return 0 if problems == 0 else 1
 
@@ -109,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)
-    d = sub.add_parser("doctor", help="check the installation, device, profile and corpus")
+    d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
+                                          "and corpus")
     d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")
     d.set_defaults(func=_cmd_doctor)
     s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")

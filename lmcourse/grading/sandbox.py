@@ -218,7 +218,7 @@ HOW_TO_GET_ONE = ("Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubb
                   "`sudo dnf install bubblewrap`). On macOS or Windows there is none: grade inside a "
                   "Linux container or VM, e.g. `docker run --rm -it -v \"$PWD\":/course -w /course "
                   "python:3.11 bash`, then `apt-get update && apt-get install -y bubblewrap make` and "
-                  "`make dev` (Docker may need `--security-opt seccomp=unconfined` for bwrap to start). "
+                  "`make setup` (Docker may need `--security-opt seccomp=unconfined` for bwrap to start). "
                   "To grade trusted submissions without a sandbox, say so: `--sandbox none` "
                   "(or LMCOURSE_SANDBOX=none).")
 

@@ -1,0 +1,75 @@
+"""`lmcourse doctor`: threads, sandbox, free disk, the kernel in use; a missing corpus, a full disk
+or a kernel that cannot import lmcourse are problems (exit 1), a missing sandbox is information."""
+
+import collections
+import sys
+
+import pytest
+
+from lmcourse import cli, data
+from lmcourse.grading import sandbox
+
+
+@pytest.fixture
+def healthy(monkeypatch, tmp_path):
+    corpus = tmp_path / "cache" / data.shakespeare_dir().name
+    corpus.mkdir(parents=True)
+    (corpus / "SOURCE").write_text("test")
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
+    monkeypatch.delenv("LMCOURSE_THREADS", raising=False)
+    monkeypatch.setattr(sandbox, "mode", lambda: ("bubblewrap", "/usr/bin/bwrap"))
+    monkeypatch.setattr(cli, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
+    return tmp_path
+
+
+def _doctor(capsys, *argv):
+    code = cli.main(["doctor", *argv])
+    return code, capsys.readouterr().out
+
+
+def test_healthy_machine_is_all_good_and_reports_threads_sandbox_disk_kernel(healthy, capsys):
+    code, out = _doctor(capsys)
+    assert code == 0 and out.rstrip().endswith("all good"), out
+    assert "threads     1 for torch in the notebooks" in out
+    assert "sandbox     bubblewrap works" in out
+    assert "GB free in" in out
+    assert f"kernel      python3 runs {sys.executable}" in out
+    assert "(CPU build)" in out
+
+
+def test_missing_corpus_is_a_problem(healthy, capsys, monkeypatch):
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(healthy / "empty"))
+    code, out = _doctor(capsys)
+    assert code == 1 and "! corpus: Shakespeare corpus not downloaded yet" in out and "all good" not in out
+
+
+def test_missing_sandbox_is_information_not_a_problem(healthy, capsys, monkeypatch):
+    monkeypatch.setattr(sandbox, "mode", lambda: ("unavailable", "bwrap not found"))
+    code, out = _doctor(capsys)
+    assert code == 0 and "- sandbox   unavailable (bwrap not found)" in out and "apt-get install bubblewrap" in out
+
+
+def test_full_disk_and_foreign_kernel_are_problems(healthy, capsys, monkeypatch):
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr("shutil.disk_usage", lambda _: usage(10**10, 10**10 - 3 * 10**8, 3 * 10**8))
+    monkeypatch.setattr(cli, "_kernel_python", lambda: (str(healthy / "no" / "python"), "/kernels/python3"))
+    code, out = _doctor(capsys)
+    assert code == 1
+    assert "! disk: only 0.3 GB free" in out
+    assert "! kernel: the notebooks' python3 kernel runs" in out and "cannot import lmcourse" in out
+    assert "4 problem(s) found" not in out and "3 problem(s) found" in out  # disk, cache disk, kernel
+
+
+def test_platform_notes_for_macos_and_windows(healthy, capsys, monkeypatch):
+    monkeypatch.setattr(cli.platform, "system", lambda: "Darwin")
+    _, out = _doctor(capsys)
+    assert "mps" in out and "float64" in out
+    monkeypatch.setattr(cli.platform, "system", lambda: "Windows")
+    _, out = _doctor(capsys)
+    assert "torch.compile is not available" in out
+
+
+def test_the_real_kernel_spec_resolves_to_a_python():
+    exe, spec_dir = cli._kernel_python()
+    assert exe and spec_dir

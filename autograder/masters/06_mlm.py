@@ -1,0 +1,1106 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # 06 · Masked language modelling: a small BERT, trained and asked to fill blanks
+#
+# **What you will build.** The other half of the transformer family: an *encoder* trained as a
+# masked language model, the recipe of BERT. You will write BERT's corruption of the input
+# (`mask_tokens`: 15% of the tokens chosen, of those 80% hidden behind `[MASK]`, 10% swapped for a
+# random word, 10% left alone), the model (`MaskedLM`: the blocks of notebook 04 with attention
+# in both directions, BERT's prediction head tied to the embedding, a loss over the chosen
+# positions only), a `fill_mask` that lists the most likely words for every blank, and the
+# **pseudo-log-likelihood** of a sentence. Then you train it on Shakespeare, word by word, and
+# measure what seeing both sides of a blank buys against the same network trained left to right,
+# show what goes wrong when nothing is hidden, and test BERT's 80/10/10 rule against plain
+# `[MASK]`.
+#
+# **Prerequisites.** Notebooks 01 (the word tokenizer), 04 (the block, pre-LN and post-LN,
+# causal or not) and 05 (a model around a stack of blocks, `lmcourse.train`). The block is
+# `lmcourse.nn.Block`, the reference version of the one you wrote in notebook 04.
+#
+# **Time.** About 75 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread)
+# the notebook trains five small models, about a minute each; the measured whole-notebook time is
+# printed at the end (MEASURED_CPU_TIME). On a GPU (profile `gpu`) the models are larger and train
+# longer. Under the autograder (profile `tiny`) the notebook takes seconds.
+#
+# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
+# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
+# which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
+#
+# * write the exercise with the pieces it names (`torch` operations, `nn.Embedding`, `nn.Linear`,
+#   `lmcourse.nn.Block`, a LayerNorm, ...). The course's reference masked LM in `lmcourse.nn.mlm`
+#   (`MaskedLM`, `mask_tokens`, `fill_mask`, `pseudo_log_likelihood` and its helpers) scores 0,
+#   however it is reached (an alias, a subclass, a saved reference): the tests watch what runs;
+# * results live on the **input's device** and follow the dtypes stated with each exercise;
+#   inputs are never changed in place.
+
+# %% locked="setup"
+import math
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import lmcourse
+import lmcourse.nn.mlm
+from lmcourse import plot
+from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+from lmcourse.data import encode_text, get_batch, load_shakespeare
+from lmcourse.nn import Block, BlockConfig, LayerNorm, MLMConfig
+from lmcourse.tokenizers import SPECIALS, WordTokenizer
+from lmcourse.train import TrainConfig, train
+
+_notebook_start = time.perf_counter()
+rt = lmcourse.setup(seed=0)
+P = rt.profile
+
+# %% [markdown]
+# ## 1. Two ways to train on text
+#
+# A GPT (notebook 05) factorises the probability of a sequence $x_1, \dots, x_n$ from left to
+# right, and at position $i$ it sees only the past:
+# $$p(x) = \prod_{i=1}^{n} p(x_i \mid x_1, \dots, x_{i-1}) .$$
+# That is what generation needs, but a reader of a finished sentence has both sides. In
+# *"The name anteater refers to the species' ____, which consists mainly of ants and termites"*
+# the words after the blank decide it: *diet*. A **masked language model** is trained on
+#
+# $$p(x_i \mid x_1, \dots, x_{i-1}, x_{i+1}, \dots, x_n) ,$$
+#
+# with a transformer *encoder*: the blocks of notebook 04 **without** the causal mask, so that
+# $h_i = \mathrm{Transformer}(x)_i \in \mathbb{R}^d$ depends on every position.
+#
+# **Why the input must be hidden.** Train such an encoder to give back the token at position $i$
+# while $x_i$ is in its input, and it learns the identity: attention (or just the residual stream)
+# copies $x_i$ to the output, the loss drops to nearly zero, and nothing about language has been
+# learned. Section 4 runs exactly this experiment. BERT's fix: replace some input tokens by a
+# placeholder `[MASK]` and predict the originals *there only*.
+
+# %% [markdown]
+# ## 2. Masking the input
+#
+# BERT's recipe, for a batch of token ids:
+#
+# 1. **choose** each position with probability $p = 0.15$, independently — but never a
+#    *special* token (padding, `<s>`, `</s>`, `<unk>`, `[MASK]`): they carry no word to guess;
+# 2. of the chosen positions, **80%** get `[MASK]`, **10%** a random *ordinary* token, and
+#    **10%** keep their token;
+# 3. the **labels** hold the original token at the chosen positions and $-100$ everywhere else.
+#    $-100$ is the default `ignore_index` of `F.cross_entropy`: those positions add nothing to
+#    the loss, and the mean is over the chosen positions.
+#
+# Why not always `[MASK]`? The token `[MASK]` never appears when the model is used on real text;
+# a model that only ever predicted behind `[MASK]` would have learned nothing it is asked to do at
+# positions that show a real word. The 10% random and 10% unchanged make it keep a useful guess
+# for every position, without knowing which ones were tampered with (question Q3 asks for more).
+#
+# This is the convention of `transformers`' `DataCollatorForLanguageModeling`, with one
+# deliberate difference: its random replacement is any id of the vocabulary (a special token
+# included), ours is an **ordinary** token only. (A test of the course compares the two
+# implementations' rates on the same input.)
+#
+# ### Exercise 1 — `mask_tokens` (4 points)
+# Write `mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None)` for
+# `tokens` of shape `(B, T)` (ids, `torch.long`). Return `(inputs, labels)`, two **new** tensors
+# of the shape, dtype and device of `tokens` (do not change `tokens`):
+#
+# * each position whose id is **not** in `special_ids` (a list, tuple or set of ints) is chosen
+#   with probability `p`, independently of every other position — so each sequence of the batch
+#   gets its own draw; special positions are never chosen;
+# * a chosen position becomes `mask_id` with probability 0.8, a random ordinary id with
+#   probability 0.1, and keeps its id with probability 0.1. An **ordinary** id is one of
+#   `0 .. vocab_size - 1` that is neither in `special_ids` nor `mask_id`, all equally likely
+#   (whether or not the caller listed `mask_id` among the specials);
+# * unchosen positions keep their id; `labels` is the original id at chosen positions, `-100`
+#   elsewhere;
+# * every random draw uses `generator` (`torch.rand(shape, generator=generator)`,
+#   `torch.randint(n, shape, generator=generator)`), so one seed gives one result whatever the
+#   global seed.
+#
+# Work with whole tensors (a boolean mask per decision); a loop over sequences works too, a loop
+# over every token is slow. The tests check the proportions **statistically** on a large batch:
+# a count of independent choices with probability $q$ out of $n$ lies within a few
+# $\sqrt{n q (1 - q)}$ of $n q$.
+
+# %% solution="mask_tokens"
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    """BERT's corruption: (inputs, labels), labels -100 where nothing is to be predicted."""
+    ### BEGIN SOLUTION
+    device = tokens.device
+    special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=tokens.dtype, device=device)
+    is_special = torch.isin(tokens, special)  # (B, T)
+    chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special
+    r = torch.rand(tokens.shape, generator=generator, device=device)  # (B, T): what a chosen one becomes
+    to_mask = chosen & (r < 0.8)
+    to_random = chosen & (r >= 0.8) & (r < 0.9)
+    ordinary = torch.ones(vocab_size, dtype=torch.bool, device=device)
+    ordinary[special[(special >= 0) & (special < vocab_size)]] = False
+    ordinary[mask_id] = False
+    pool = ordinary.nonzero().flatten()  # (n_ordinary,)
+    pick = torch.randint(len(pool), tokens.shape, generator=generator, device=device)  # (B, T)
+    inputs = tokens.clone()
+    inputs[to_mask] = mask_id
+    inputs[to_random] = pool[pick[to_random]]
+    labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))
+    return inputs, labels
+    ### END SOLUTION
+
+
+# %% tests="mask_tokens_tests" points=4
+import contextlib
+import math
+
+import torch
+
+import lmcourse.checks
+import lmcourse.nn.mlm
+from lmcourse.checks import call_checked, check, check_equal, check_shape, check_tensor_close
+
+_rule = "write the masking yourself, not with the course's reference mask_tokens"
+
+
+@contextlib.contextmanager
+def _rules():
+    with lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule):
+        yield
+
+
+def _within(k, n, q, z=5.0):
+    """k successes of n independent draws with probability q: within z standard deviations."""
+    return abs(k - n * q) <= z * math.sqrt(n * q * (1 - q)) + 1
+
+
+def _padded(B, T, V, n_special, seed):
+    """Rows of different lengths: <s>, ordinary ids, </s>, then padding (id 0); about a third special."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(n_special, V, (B, T), generator=g)
+    lengths = torch.randint(T // 3, T, (B,), generator=g)
+    tokens[torch.arange(T)[None] >= lengths[:, None]] = 0
+    tokens[:, 0] = 1
+    tokens[torch.arange(B), lengths - 1] = 2
+    return tokens
+
+
+def _check_masking(tokens, inputs, labels, mask_id, vocab_size, special_ids, p, what):
+    special = torch.isin(tokens, torch.tensor(sorted(special_ids)))
+    chosen = labels != -100
+    n_ord, n_chosen = int((~special).sum()), int(chosen.sum())
+    ordinary = [i for i in range(vocab_size) if i not in special_ids and i != mask_id]
+    check(int((chosen & special).sum()) == 0, f"{what}: {int((chosen & special).sum())} special or padding "
+          "positions were chosen (their label is not -100); choose only positions whose id is not in special_ids")
+    check(int((~chosen & (inputs != tokens)).sum()) == 0, f"{what}: {int((~chosen & (inputs != tokens)).sum())} "
+          "positions changed although their label is -100; change only the chosen positions, and give every "
+          "chosen position (the 10% left unchanged too) its original id as label")
+    check(bool((labels[chosen] == tokens[chosen]).all()), f"{what}: a label differs from the original id at a "
+          "chosen position; labels = the original tokens there, -100 elsewhere")
+    check(_within(n_chosen, n_ord, p), f"{what}: {n_chosen} of {n_ord} non-special positions chosen "
+          f"({n_chosen / max(n_ord, 1):.3f}), expected a share of p = {p} of the non-special positions "
+          "(not of all positions)")
+    n_mask = int((inputs[chosen] == mask_id).sum())
+    n_same = int((inputs[chosen] == tokens[chosen]).sum())
+    check(_within(n_mask, n_chosen, 0.8), f"{what}: {n_mask / max(n_chosen, 1):.3f} of the chosen positions "
+          "became [MASK], expected 0.8 (the other 20%: half a random ordinary id, half unchanged)")
+    q_same = 0.1 + 0.1 / len(ordinary)  # unchanged, or a random draw that hit the original id
+    check(_within(n_same, n_chosen, q_same), f"{what}: {n_same / max(n_chosen, 1):.3f} of the chosen positions "
+          f"kept their id, expected {q_same:.3f} (10% unchanged, plus random draws that happen to hit it)")
+    replaced = inputs[chosen & (inputs != mask_id) & (inputs != tokens)]
+    bad = replaced[~torch.isin(replaced, torch.tensor(ordinary, dtype=replaced.dtype))]
+    check(bad.numel() == 0, f"{what}: a random replacement was {bad[:3].tolist()}, a special id or [MASK]; draw "
+          "replacements from the ordinary ids only (neither in special_ids nor mask_id)")
+    check(_within(replaced.numel(), n_chosen, 0.1 * (1 - 1 / len(ordinary))),
+          f"{what}: {replaced.numel() / max(n_chosen, 1):.3f} of the chosen positions got another ordinary id, "
+          "expected 0.1")
+
+
+# a small example: shapes, dtype, no change in place
+_tok = torch.tensor([[1, 7, 8, 9, 2, 0], [1, 5, 6, 2, 0, 0]])
+_before = _tok.clone()
+with _rules():
+    _out = call_checked(mask_tokens, _tok, 4, 12, [0, 1, 2, 3, 4], 0.5, torch.Generator().manual_seed(0),
+                        name="mask_tokens(tokens, 4, 12, [0, 1, 2, 3, 4], 0.5, generator)")
+check(isinstance(_out, tuple) and len(_out) == 2, "mask_tokens should return a pair (inputs, labels)")
+_inp, _lab = _out
+check_shape(_inp, (2, 6), "inputs")
+check_shape(_lab, (2, 6), "labels")
+check_equal((str(_inp.dtype), str(_lab.dtype)), ("torch.int64", "torch.int64"), "the dtypes of inputs and labels",
+            hint="the dtype of tokens (torch.long)")
+check_tensor_close(_tok, _before, "tokens after mask_tokens", atol=0, rtol=0,
+                   hint="work on a copy (tokens.clone()), do not change tokens in place")
+check(_inp is not _tok and _lab is not _tok, "return new tensors, not tokens itself")
+# the proportions, on 64 sequences of 400 ids with padding (V = 60, specials 0..4, [MASK] = 4)
+_V, _S = 60, {0, 1, 2, 3, 4}
+_big = _padded(64, 400, _V, 5, seed=601)
+with _rules():
+    _bi, _bl = call_checked(mask_tokens, _big, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(1),
+                            name="mask_tokens on a padded batch (64, 400)")
+_check_masking(_big, _bi, _bl, 4, _V, _S, 0.15, "a padded batch of 64 x 400 ids, p = 0.15")
+# [MASK] is never a random replacement, even when the caller does not list it among the specials:
+# one ordinary id (1), padding 0, [MASK] = 2, every position chosen
+_one = torch.ones(100, 200, dtype=torch.long)
+with _rules():
+    _oi, _ol = mask_tokens(_one, 2, 3, [0], 1.0, torch.Generator().manual_seed(2))
+check(bool((_ol == 1).all()), "with p = 1.0 every ordinary position is chosen: every label should be 1")
+_share = float((_oi == 2).double().mean())
+check(abs(_share - 0.8) < 0.015, f"with mask_id = 2 not in special_ids, {_share:.3f} of the chosen positions hold "
+      "[MASK], expected 0.8: a random replacement must not be mask_id (exclude it from the ordinary ids)")
+# each sequence its own draw
+_same_rows = torch.randint(5, _V, (1, 300), generator=torch.Generator().manual_seed(3)).repeat(8, 1)
+with _rules():
+    _ri, _rl = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(3))
+check(all(not torch.equal(_rl[0] != -100, _rl[i] != -100) for i in range(1, 8)),
+      "eight identical sequences got the same chosen positions: draw a choice for every position of the "
+      "batch, shape (B, T), not one row of choices shared by all sequences")
+# the generator decides
+with _rules():
+    torch.manual_seed(100)
+    _a = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(9))
+    torch.manual_seed(200)
+    _b = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(9))
+    _c = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(10))
+check(torch.equal(_a[0], _b[0]) and torch.equal(_a[1], _b[1]),
+      "two calls with generators seeded alike gave different results: pass generator= to every random draw "
+      "(torch.rand, torch.randint, torch.bernoulli, torch.randperm, torch.multinomial)")
+check(not torch.equal(_a[1], _c[1]), "generators with different seeds gave the same labels")
+### BEGIN HIDDEN TESTS
+_V2, _S2 = 30, {0, 1, 2, 3, 29}
+_big2 = _padded(80, 300, 29, 4, seed=602)
+with _rules():
+    _hi, _hl = mask_tokens(_big2, 29, _V2, _S2, 0.3, torch.Generator().manual_seed(4))
+_check_masking(_big2, _hi, _hl, 29, _V2, _S2, 0.3, "p = 0.3, [MASK] the last id")
+with _rules():
+    _hi, _hl = mask_tokens(_big2, 29, _V2, tuple(_S2), 0.05, torch.Generator().manual_seed(5))
+_check_masking(_big2, _hi, _hl, 29, _V2, _S2, 0.05, "p = 0.05, specials as a tuple")
+with _rules():
+    _ni, _nl = mask_tokens(_big2, 29, _V2, _S2, 0.0, torch.Generator().manual_seed(6))
+check(torch.equal(_ni, _big2) and bool((_nl == -100).all()), "p = 0: nothing chosen")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What it does to a line of Shakespeare (each word is one token; ids 0-4 are the specials):
+
+# %%
+MASK = "[MASK]"
+_demo_tok = WordTokenizer.from_text("to be or not to be that is the question whether tis nobler in the mind to "
+                                    "suffer the slings and arrows of outrageous fortune", specials=list(SPECIALS) + [MASK])
+_demo = torch.tensor([_demo_tok.encode("to be or not to be that is the question whether tis nobler in the mind")] * 3)
+_di, _dl = mask_tokens(_demo, _demo_tok.stoi[MASK], _demo_tok.vocab_size, range(5), p=0.3,
+                       generator=torch.Generator().manual_seed(rt.seed))
+for _row_in, _row_lab in zip(_di, _dl):
+    print(" ".join(_demo_tok.itos[i] if lab < 0 else f"{_demo_tok.itos[i]}({_demo_tok.itos[lab]})"
+                   for i, lab in zip(_row_in.tolist(), _row_lab.tolist())))
+print("word(label): a chosen position; one draw per sequence, p = 0.3 here")
+
+# %% [markdown]
+# ## 3. The model
+#
+# BERT's layout, in the course's names ($d$ = `n_embd`, $|V|$ = `vocab_size`):
+#
+# 1. **Embed**: $x_i = \mathrm{LN}_{\text{emb}}\big(W^{\text{embed}}[w_i] + p_i\big)$, then dropout.
+#    BERT normalises the sum of embeddings, because its blocks are **post-LN**: each block adds
+#    and then normalises, $h \leftarrow \mathrm{LN}(h + f(h))$, so the stream entering every block
+#    is normalised and the first one must be too.
+# 2. **Transform**: $L$ reference blocks, `Block(BlockConfig(..., causal=False, prenorm=False))`:
+#    attention in both directions, post-LN. A post-LN stack ends normalised: no final LayerNorm.
+# 3. **Predict**, BERT's head: a dense layer, GELU and a LayerNorm, then scores against every row
+#    of the embedding matrix (tied, as in notebook 05) plus a bias per token:
+#    $$z_i = \mathrm{LN}_{\text{head}}\big(\mathrm{GELU}(W_{\text{dense}} h_i^{(L)} + b_{\text{dense}})\big),
+#      \qquad \text{logits}_i = W^{\text{embed}} z_i + b_{\text{out}} \in \mathbb{R}^{|V|} .$$
+# 4. **Loss**: the mean cross-entropy over the positions whose label is not $-100$:
+#    $$\mathcal{L} = -\frac{1}{|M|} \sum_{(b, i) \in M} \log p(x_{b,i} \mid \tilde x_b), \qquad
+#      M = \{(b, i) : \text{label}_{b,i} \ne -100\},$$
+#    where $\tilde x_b$ is the corrupted input; `F.cross_entropy(..., ignore_index=-100)` does it.
+#
+# What differs from BERT: no segment (sentence A/B) embeddings and no next-sentence prediction
+# (we train on windows of running text), no padding mask in attention (no window is padded),
+# LayerNorm $\epsilon = 10^{-5}$ (BERT: $10^{-12}$), and words of Shakespeare instead of WordPiece.
+# With those set aside it is the same network: a test of the course copies the weights of the
+# reference `MaskedLM` into `transformers`' `BertForMaskedLM` (random small configuration, float64)
+# and gets the same logits.
+#
+# The configuration is given, `lmcourse.nn.MLMConfig`: `vocab_size`, `block_size`, `n_layer`,
+# `n_head`, `n_embd`, `dropout`, `bias`, and **`causal`** (default `False`). With `causal=True` the
+# same network reads left to right only: section 5 trains it as a GPT-style model, the fair
+# opponent of the masked LM.
+
+# %%
+print(MLMConfig())
+
+# %% [markdown]
+# ### Exercise 2 — `MaskedLM` (5 points)
+# Write `MaskedLM(config)` as an `nn.Module` with these attributes (the tests copy weights into
+# them by name):
+#
+# * `self.config = config`;
+# * `self.wte = nn.Embedding(vocab_size, n_embd)`, `self.wpe = nn.Embedding(block_size, n_embd)`;
+# * `self.ln_emb = LayerNorm(n_embd, bias=bias)` and `self.drop = nn.Dropout(dropout)`;
+# * `self.blocks`, an `nn.ModuleList` (or `nn.Sequential`) of `n_layer` reference blocks
+#   `Block(BlockConfig(n_embd=..., n_head=..., block_size=..., dropout=..., bias=...,
+#   causal=config.causal, prenorm=False))`;
+# * the head: `self.head_dense = nn.Linear(n_embd, n_embd, bias=bias)`, the exact GELU
+#   (`F.gelu` or `nn.GELU()`), `self.head_ln = LayerNorm(n_embd, bias=bias)`, and
+#   `self.lm_head = nn.Linear(n_embd, vocab_size)` **with** its bias $b_{\text{out}}$, whose weight
+#   **is** `self.wte.weight` (assign the parameter itself, as in notebook 05).
+#
+# `forward(idx, targets=None)` takes ids `(B, T)`, `T <= block_size`, and returns
+# `(logits, loss)`: logits `(B, T, vocab_size)` at **every** position, in the model's dtype;
+# `loss` is `None` without targets, otherwise the mean cross-entropy over the positions whose
+# target is not `-100` (targets `(B, T)`, the labels of `mask_tokens`; there is no shift). Leave
+# the initialisation to PyTorch's defaults.
+
+# %% solution="masked_lm"
+class MaskedLM(nn.Module):
+    """LN(token + position embeddings) -> post-LN blocks -> dense, GELU, LN -> tied decoder + bias."""
+
+    def __init__(self, config):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # (V, C)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)  # (block_size, C)
+        self.ln_emb = LayerNorm(config.n_embd, bias=config.bias)
+        self.drop = nn.Dropout(config.dropout)
+        block_cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                                dropout=config.dropout, bias=config.bias, causal=config.causal, prenorm=False)
+        self.blocks = nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])
+        self.head_dense = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.head_ln = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size)
+        self.lm_head.weight = self.wte.weight  # tied: one tensor
+        ### END SOLUTION
+
+    def forward(self, idx, targets=None):
+        ### BEGIN SOLUTION
+        B, T = idx.shape
+        pos = torch.arange(T, device=idx.device)  # (T,)
+        x = self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)  # (B, T, C)
+        logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x))))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)
+        return logits, loss
+        ### END SOLUTION
+
+
+# %% tests="masked_lm_tests" points=5
+import contextlib
+import dataclasses
+
+import torch
+from torch import nn
+
+import lmcourse.checks
+import lmcourse.nn.mlm
+from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+from lmcourse.nn import Block, MLMConfig
+
+_rule = "build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn.Linear, not the course's MaskedLM"
+
+
+@contextlib.contextmanager
+def _rules():
+    with lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule):
+        yield
+
+
+def _reference(cfg, dtype=torch.float64, seed=0):
+    torch.manual_seed(seed)
+    ref = lmcourse.nn.mlm.MaskedLM(cfg).to(dtype).eval()
+    with torch.no_grad():  # biases and LayerNorm parameters away from 0 and 1, so each one matters
+        for _p in ref.parameters():
+            if _p.dim() == 1:
+                _p.add_(0.1 * torch.randn_like(_p))
+    return ref
+
+
+def _built(cfg, dtype=torch.float64):
+    """Your MaskedLM with the reference's weights (by name), in eval mode."""
+    with _rules():
+        m = call_checked(MaskedLM, cfg, name=f"MaskedLM({cfg})")
+    ref = _reference(cfg, dtype)
+    m = m.to(dtype)
+    keys, want = set(m.state_dict()), set(ref.state_dict())
+    check(keys == want, f"your MaskedLM's parameter names differ from the ones asked for: missing "
+          f"{sorted(want - keys)[:4]}, unexpected {sorted(keys - want)[:4]} — use the attribute names wte, wpe, "
+          "ln_emb, drop, blocks, head_dense, head_ln, lm_head (with a bias)")
+    m.load_state_dict(ref.state_dict())
+    return m.eval(), ref
+
+
+_cfg = MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16)
+with _rules():
+    _m = call_checked(MaskedLM, _cfg, name="MaskedLM(config)")
+for _name, _type in [("wte", nn.Embedding), ("wpe", nn.Embedding), ("drop", nn.Dropout),
+                     ("blocks", (nn.ModuleList, nn.Sequential)), ("head_dense", nn.Linear), ("lm_head", nn.Linear)]:
+    check(isinstance(getattr(_m, _name, None), _type), f"MaskedLM should have self.{_name}")
+check(getattr(_m, "config", None) is _cfg, "store the config as self.config")
+check_equal(len(_m.blocks), 2, "the number of blocks for n_layer = 2")
+check(all(isinstance(b, Block) for b in _m.blocks), "self.blocks should hold lmcourse.nn.Block modules")
+check(_m.lm_head.weight is _m.wte.weight,
+      "the head's weight must be the embedding's weight itself (one tensor): self.lm_head.weight = self.wte.weight "
+      "— not a copy and not a separate matrix")
+check(_m.lm_head.bias is not None and tuple(_m.lm_head.bias.shape) == (13,),
+      "BERT's decoder has a bias per token: nn.Linear(n_embd, vocab_size) with its default bias=True")
+_m, _ref = _built(_cfg)
+_g = torch.Generator().manual_seed(601)
+_idx = torch.randint(13, (3, 8), generator=_g)
+_tgt = torch.full((3, 8), -100)
+_tgt[0, 1], _tgt[1, 6], _tgt[2, 3], _tgt[2, 4] = 5, 7, 12, 0
+_idx_before = _idx.clone()
+with torch.no_grad():
+    _want_logits, _want_loss = _ref(_idx, _tgt)
+    with _rules():
+        _out = call_checked(_m, _idx, name="model(idx)")
+check(isinstance(_out, tuple) and len(_out) == 2, "forward should return a pair (logits, loss)")
+check(_out[1] is None, "without targets, forward returns (logits, None)")
+check_shape(_out[0], (3, 8, 13), "the logits for idx of shape (3, 8)", hint="logits at every position: (B, T, V)")
+check_tensor_close(_idx, _idx_before, "idx after calling your model", atol=0, rtol=0)
+check_equal(str(_out[0].dtype), "torch.float64", "the dtype of the logits of a float64 model")
+# Bidirectional, by gradients: position 0's logits depend on the last position's input
+_cap = {}
+
+
+def _grab(module, args):
+    _cap["x"] = args[0].detach().requires_grad_()
+    return (_cap["x"],)
+
+
+_hook = _m.blocks[0].register_forward_pre_hook(_grab)
+try:
+    with _rules():
+        _lg = _m(_idx[:1])[0]
+finally:
+    _hook.remove()
+(_grad,) = torch.autograd.grad(_lg[0, 0].sum(), _cap["x"])
+check(float(_grad[0, 1:].abs().sum()) > 0, "the logits at position 0 do not depend on later positions: the "
+      "blocks are still causal. Build them with causal=config.causal (False for a masked LM)")
+check_tensor_close(_out[0], _want_logits, "your logits vs the reference MaskedLM with the same weights",
+                   atol=1e-10, rtol=1e-10,
+                   hint="x = drop(ln_emb(wte(idx) + wpe(positions 0..T-1))), post-LN blocks (prenorm=False), then "
+                        "head_dense, the exact GELU, head_ln, lm_head (tied weight, own bias); no final LayerNorm")
+with torch.no_grad(), _rules():
+    _logits2, _loss = call_checked(_m, _idx, _tgt, name="model(idx, targets)")
+check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0, "with targets, loss is a 0-dimensional tensor")
+check_close(float(_loss), float(_want_loss), "the loss with 4 chosen positions of 24", rel=1e-9, abs_=1e-10,
+            hint="the mean cross-entropy over the positions whose target is not -100 only: "
+                 "F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T), ignore_index=-100); "
+                 "divide by the number of chosen positions, not by B * T")
+# The same network, causal: config.causal is passed to the blocks
+_cc = MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16, causal=True)
+_mc, _rc = _built(_cc)
+with torch.no_grad():
+    _want_c = _rc(_idx)[0]
+    with _rules():
+        _got_c = _mc(_idx)[0]
+check_tensor_close(_got_c, _want_c, "logits of MaskedLM(config with causal=True) vs the reference",
+                   atol=1e-10, rtol=1e-10, hint="BlockConfig(..., causal=config.causal, prenorm=False)")
+# Dropout: on in training, off in eval
+_md, _rd = _built(dataclasses.replace(_cfg, dropout=0.5))
+with torch.no_grad():
+    _wd = _rd(_idx)[0]
+    with _rules():
+        _e1 = _md(_idx)[0]
+        _md.train()
+        torch.manual_seed(602)
+        _tr = _md(_idx)[0]
+check_tensor_close(_e1, _wd, "MaskedLM with dropout = 0.5 in eval mode vs the reference",
+                   atol=1e-10, rtol=1e-10, hint="use the nn.Dropout module self.drop (it follows model.eval())")
+check(float((_tr - _e1).abs().max()) > 1e-6, "with dropout = 0.5 in training mode the logits should change: apply "
+      "self.drop after ln_emb, and pass dropout to the blocks")
+### BEGIN HIDDEN TESTS
+for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
+           MLMConfig(vocab_size=11, block_size=6, n_layer=1, n_head=4, n_embd=12, bias=False),
+           MLMConfig(vocab_size=5, block_size=4, n_layer=2, n_head=2, n_embd=4, causal=True)]:
+    _mh, _rh = _built(_c)
+    check(_mh.lm_head.weight is _mh.wte.weight, f"tied head for {_c}")
+    for _T in (1, _c.block_size):
+        _ih = torch.randint(_c.vocab_size, (2, _T), generator=_g)
+        _th = torch.where(torch.rand(2, _T, generator=_g) < 0.5, _ih, torch.full_like(_ih, -100))
+        _th[0, 0] = _ih[0, 0]
+        with torch.no_grad():
+            _wl, _wloss = _rh(_ih, _th)
+            with _rules():
+                _gl, _gloss = _mh(_ih, _th)
+        check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
+        check_close(float(_gloss), float(_wloss), f"loss for {_c}, T = {_T}", rel=1e-9, abs_=1e-10)
+    check_equal(sum(p.numel() for p in _mh.parameters()), sum(p.numel() for p in _rh.parameters()),
+                f"parameters of MaskedLM({_c})")
+_m32, _r32 = _built(_cfg, dtype=torch.float32)
+with _rules(), torch.no_grad():
+    _o32 = _m32(_idx, _tgt)
+check_equal(str(_o32[0].dtype), "torch.float32", "dtype of the logits of a float32 model")
+with torch.no_grad():
+    check_tensor_close(_o32[0], _r32(_idx)[0], "float32 logits", atol=1e-5, rtol=1e-5)
+with _rules():
+    _mm = MaskedLM(_cfg).to("meta")
+    _om = _mm(torch.zeros(2, 5, dtype=torch.long, device="meta"))[0]
+check_equal(str(_om.device), "meta", "device of the logits for a model and ids on 'meta'")
+_m.zero_grad()
+_m(_idx, _tgt)[1].backward()
+check(_m.wte.weight.grad is not None and _m.lm_head.bias.grad is not None and _m.ln_emb.weight.grad is not None,
+      "gradients reach wte, ln_emb and the head's bias")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. Training on Shakespeare, and what happens when nothing is hidden
+#
+# The course corpus, split **by play** (the validation plays are never seen in training), one
+# token per word with notebook 01's word tokenizer, its vocabulary cut to the most frequent words
+# (the rest become `<unk>`) and one special added: `[MASK]`. The specials are never chosen and
+# never predicted.
+#
+# `lmcourse.train` trains any model that returns logits; it takes the batches from a `batch_fn`
+# (by default `get_batch`, the shifted next-token batches of notebook 05). The masked LM's batch
+# function draws the same random windows and corrupts them with your `mask_tokens`; the labels'
+# $-100$ make the loss skip every unchosen position. The sizes come from the profile.
+
+# %%
+corpus = load_shakespeare()
+SIZES = {"tiny": dict(vocab=600, chars=300_000, block=32, steps=P.train_steps, n_embd=32, n_layer=1),
+         "cpu": dict(vocab=2000, chars=None, block=32, steps=600, n_embd=64, n_layer=2),
+         "gpu": dict(vocab=8000, chars=None, block=128, steps=P.train_steps, n_embd=256, n_layer=4)}[P.name]
+_train_text = corpus.text("train") if SIZES["chars"] is None else corpus.text("train")[:SIZES["chars"]]
+_val_text = corpus.text("val") if SIZES["chars"] is None else corpus.text("val")[:SIZES["chars"] // 5]
+tok = WordTokenizer.from_text(_train_text, max_size=SIZES["vocab"], specials=list(SPECIALS) + [MASK])
+train_ids, val_ids = encode_text(_train_text, tok), encode_text(_val_text, tok)
+V, MASK_ID = tok.vocab_size, tok.stoi[MASK]
+SPECIAL_IDS = [tok.stoi[s] for s in SPECIALS] + [MASK_ID]
+print(f"{V} tokens ({', '.join(tok.itos[i] for i in SPECIAL_IDS)} special); {len(train_ids):,} training and "
+      f"{len(val_ids):,} validation words; <unk> is {float((val_ids == tok.stoi['<unk>']).double().mean()):.1%} "
+      "of the validation words")
+
+
+def mlm_batch(tokens, batch_size, block_size, generator, device):
+    """Random windows, corrupted by mask_tokens: (inputs, labels with -100 where not chosen)."""
+    x, _ = get_batch(tokens, batch_size, block_size, generator)
+    inputs, labels = mask_tokens(x, MASK_ID, V, SPECIAL_IDS, p=0.15, generator=generator)
+    return inputs.to(device), labels.to(device)
+
+
+def no_mask_batch(tokens, batch_size, block_size, generator, device):
+    """The same labels, but the input left as it is: the model sees what it must predict."""
+    x, _ = get_batch(tokens, batch_size, block_size, generator)
+    _, labels = mask_tokens(x, MASK_ID, V, SPECIAL_IDS, p=0.15, generator=generator)
+    return x.to(device), labels.to(device)
+
+
+def new_model(causal=False):
+    torch.manual_seed(rt.seed)
+    return MaskedLM(MLMConfig(vocab_size=V, block_size=SIZES["block"], n_layer=SIZES["n_layer"], n_head=P.n_head,
+                              n_embd=SIZES["n_embd"], causal=causal))
+
+
+train_cfg = TrainConfig.from_profile(P, steps=SIZES["steps"], block_size=SIZES["block"], lr=1e-2 if P.name != "gpu"
+                                     else 1e-3, warmup_steps=max(1, SIZES["steps"] // 20), weight_decay=0.01,
+                                     eval_interval=max(1, SIZES["steps"] // 4), seed=rt.seed, quiet=True,
+                                     compile=rt.device.type == "cuda")
+runs, models = {}, {}
+_t = time.perf_counter()
+models["masked LM"] = new_model()
+runs["masked LM"] = train(models["masked LM"], train_ids, val_ids, train_cfg, batch_fn=mlm_batch)
+print(f"masked LM: {time.perf_counter() - _t:.0f} s, validation loss over the chosen positions "
+      f"{runs['masked LM'].final_val_loss:.3f} nats (uniform guess: ln V = {math.log(V):.2f})")
+_t = time.perf_counter()
+models["no masking"] = new_model()
+runs["no masking"] = train(models["no masking"], train_ids, val_ids, train_cfg, batch_fn=no_mask_batch)
+print(f"no masking: {time.perf_counter() - _t:.0f} s, validation loss {runs['no masking'].final_val_loss:.3f} nats")
+ax = plot.loss_curves({k: runs[k] for k in ("masked LM", "no masking")}, title=f"Masked LM vs no masking ({P.name})")
+plt.show()
+
+# %% [markdown]
+# The model trained without masking drives its loss towards zero: the answer is in its input, and
+# copying it is all it learns. Section 5 shows that it cannot fill a real blank.
+
+# %% [markdown]
+# ## 5. Fill in the blank
+#
+# ### Exercise 3 — `fill_mask` (2 points)
+# Write `fill_mask(model, tokenizer, text, top_k=5)`: `text` is a line in which every blank is
+# written `[MASK]`, e.g. `"to be or [MASK] to be"`. Return one list per `[MASK]`, left to right;
+# each list holds the `top_k` most likely tokens at that blank as `(token, probability)` pairs,
+# most likely first, the token a string (`tokenizer.itos[id]`) and the probability a Python float
+# from a softmax over the **whole** vocabulary.
+#
+# * Ids: split the text at `"[MASK]"`, encode every piece with `tokenizer.encode`, and put
+#   `tokenizer.stoi["[MASK]"]` between the pieces (the word tokenizer alone would read `[MASK]` as
+#   the word *mask*).
+# * Call `model(ids)` with ids of shape `(1, T)` on the device of the model's parameters; it
+#   returns `(logits, loss)`. The prediction for a blank is read **at the blank's own position**
+#   (not one before it, as in a GPT). No gradients are needed; the text fits in `block_size`.
+
+# %% solution="fill_mask"
+def fill_mask(model, tokenizer, text, top_k=5):
+    """The top_k (token, probability) pairs for every [MASK] in text, left to right."""
+    ### BEGIN SOLUTION
+    mask_id = tokenizer.stoi["[MASK]"]
+    ids = []
+    for k, piece in enumerate(text.split("[MASK]")):
+        if k > 0:
+            ids.append(mask_id)
+        ids += tokenizer.encode(piece)
+    device = next(model.parameters()).device
+    idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+    with torch.no_grad():
+        logits = model(idx)[0][0]  # (T, V)
+    result = []
+    for t in range(len(ids)):
+        if ids[t] == mask_id:
+            probs = torch.softmax(logits[t], dim=-1)  # (V,)
+            values, indices = torch.topk(probs, top_k)
+            result.append([(tokenizer.itos[i], float(v)) for v, i in zip(values.tolist(), indices.tolist())])
+    return result
+    ### END SOLUTION
+
+
+# %% tests="fill_mask_tests" points=2
+import contextlib
+import math
+
+import torch
+from torch import nn
+
+import lmcourse.checks
+import lmcourse.nn.mlm
+from lmcourse.checks import call_checked, check, check_close, check_equal, check_type
+from lmcourse.tokenizers import SPECIALS, WordTokenizer
+
+_rule = "write fill_mask yourself, not with the course's reference"
+
+
+@contextlib.contextmanager
+def _rules():
+    with lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule):
+        yield
+
+
+class _Probe(nn.Module):
+    """A stand-in model: fixed logits per position (a different distribution at every position),
+    and a record of the ids it was given."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = nn.Parameter(torch.as_tensor(table, dtype=torch.float64), requires_grad=False)  # (T_max, V)
+        self.seen = []
+
+    def forward(self, idx, targets=None):
+        self.seen.append(idx.clone())
+        return self.table[: idx.size(1)].expand(idx.size(0), -1, -1).clone(), None  # (B, T, V)
+
+
+_vt = WordTokenizer(["the", "cat", "sat", "on", "mat", "a", "dog", "."], specials=list(SPECIALS) + ["[MASK]"])
+_Vt = _vt.vocab_size
+_table = torch.randn(12, _Vt, generator=torch.Generator().manual_seed(603), dtype=torch.float64) * 2
+_probe = _Probe(_table)
+with _rules():
+    _res = call_checked(fill_mask, _probe, _vt, "the [MASK] sat on the [MASK] .", 3,
+                        name='fill_mask(model, tokenizer, "the [MASK] sat on the [MASK] .", 3)')
+_mid = _vt.stoi["[MASK]"]
+_want_ids = [_vt.stoi["the"], _mid, _vt.stoi["sat"], _vt.stoi["on"], _vt.stoi["the"], _mid, _vt.stoi["."]]
+check(len(_probe.seen) >= 1 and _probe.seen[-1].tolist() == [_want_ids],
+      f"the model should be given ids {[_want_ids]} (shape (1, 7), [MASK] = {_mid}), got "
+      f"{_probe.seen[-1].tolist() if _probe.seen else 'nothing'}: split the text at \"[MASK]\", encode the pieces, "
+      "put the [MASK] id between them")
+check(isinstance(_res, list) and len(_res) == 2, f"one list per [MASK]: expected 2 lists, got {_res!r:.200}")
+for _k, (_blank, _t) in enumerate(zip(_res, (1, 5))):
+    _p = torch.softmax(_table[_t], -1)
+    _top = torch.topk(_p, 3)
+    _want = [(_vt.itos[i], float(v)) for v, i in zip(_top.values, _top.indices)]
+    check(isinstance(_blank, list) and len(_blank) == 3, f"blank {_k}: expected a list of top_k = 3 pairs")
+    check(all(isinstance(_pair, tuple) and len(_pair) == 2 for _pair in _blank), f"blank {_k}: (token, probability) pairs")
+    check_equal([w for w, _ in _blank], [w for w, _ in _want], f"the top 3 tokens at blank {_k} (position {_t})",
+                hint="read the logits at the blank's own position, logits[0, t] (not t - 1), and sort by "
+                     "probability, most likely first (torch.topk)")
+    for (_w, _q), (_, _qw) in zip(_blank, _want):
+        check_type(_q, float, f"the probability of {_w!r}", hint="a Python float: float(p)")
+        check_close(_q, _qw, f"the probability of {_w!r} at blank {_k}", rel=1e-6, abs_=1e-9,
+                    hint="probabilities from a softmax over the whole vocabulary, not the logits")
+### BEGIN HIDDEN TESTS
+_probe2 = _Probe(_table)
+with _rules():
+    _r2 = fill_mask(_probe2, _vt, "[MASK] dog [MASK] [MASK]", top_k=5)
+check_equal(len(_r2), 3, "three blanks, one at the start and two in a row")
+for _blank, _t in zip(_r2, (0, 2, 3)):
+    _top = torch.topk(torch.softmax(_table[_t], -1), 5)
+    check_equal([w for w, _ in _blank], [_vt.itos[i] for i in _top.indices.tolist()], f"top 5 at position {_t}")
+    check_close(sum(q for _, q in _blank), float(_top.values.sum()), f"probabilities at position {_t}", rel=1e-6,
+                abs_=1e-9)
+with _rules():
+    _r3 = fill_mask(_Probe(_table), _vt, "the cat sat .", top_k=2)
+check_equal(_r3, [], "no [MASK]: an empty list")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The trained masked LM at work on a few lines (in the `tiny` profile the model has barely
+# trained, so expect frequent words):
+
+# %%
+models["masked LM"].eval()
+for line in ["to be or [MASK] to be , that is the question .", "my [MASK] , my lord , i am your servant .",
+             "what is your [MASK] ?", "the king is [MASK] ."]:
+    blanks = fill_mask(models["masked LM"], tok, line, top_k=5)
+    print(line)
+    for b in blanks:
+        print("    " + ", ".join(f"{w} {q:.2f}" for w, q in b))
+
+# %% [markdown]
+# ### Masked LM vs left-to-right, on the same blanks
+#
+# The fair opponent: the **same network**, `MaskedLM(config with causal=True)`, trained as a
+# GPT on next-token prediction (the default batches of `lmcourse.train`), on the same data with the
+# same steps, batch and learning rate. It predicts the word at position $i$ from position $i-1$,
+# seeing $x_1 \dots x_{i-1}$ only; the masked LM sees the window with $x_i$ replaced by `[MASK]`.
+# Both are scored on the **same** blanks: random positions ($i \ge 1$, a word of the vocabulary,
+# not `<unk>`) of windows of the validation plays. Top-$k$ accuracy: the true word is among the $k$
+# most likely. A per-step caveat: the left-to-right model is scored at every position of every
+# window during training, the masked one at 15% of them.
+
+# %%
+_t = time.perf_counter()
+models["left-to-right"] = new_model(causal=True)
+runs["left-to-right"] = train(models["left-to-right"], train_ids, val_ids, train_cfg)
+print(f"left-to-right: {time.perf_counter() - _t:.0f} s, validation loss {runs['left-to-right'].final_val_loss:.3f} "
+      "nats (next word, every position)")
+
+
+def blanks(ids, n, block_size, seed):
+    """n windows of ids and one blank position in each: (windows (n, T), positions (n,))."""
+    g = torch.Generator().manual_seed(seed)
+    x, _ = get_batch(ids, n, block_size, g)
+    ordinary = ~torch.isin(x, torch.tensor(SPECIAL_IDS))
+    ordinary[:, 0] = False  # the left-to-right model needs one word before the blank
+    pos = torch.multinomial(ordinary.double(), 1, generator=g)[:, 0]  # (n,)
+    return x, pos
+
+
+@torch.no_grad()
+def blank_logits(model, x, pos, causal):
+    """The logits for the blank of every window: at pos with [MASK] there, or at pos - 1 left to right."""
+    model.eval()
+    rows = torch.arange(len(x))
+    if causal:
+        return model(x.to(rt.device))[0][rows, pos - 1].cpu()
+    masked = x.clone()
+    masked[rows, pos] = MASK_ID
+    return model(masked.to(rt.device))[0][rows, pos].cpu()
+
+
+def top_k_accuracy(logits, targets, ks=(1, 5)):
+    top = logits.topk(max(ks), dim=-1).indices  # (n, k)
+    return {k: float((top[:, :k] == targets[:, None]).any(dim=1).double().mean()) for k in ks}
+
+
+n_blanks = {"tiny": 256, "cpu": 2000, "gpu": 4000}[P.name]
+eval_x, eval_pos = blanks(val_ids, n_blanks, SIZES["block"], seed=rt.seed + 6)
+eval_true = eval_x[torch.arange(n_blanks), eval_pos]
+accuracy = {}
+for name in ("masked LM", "left-to-right", "no masking"):
+    accuracy[name] = top_k_accuracy(blank_logits(models[name], eval_x, eval_pos, causal=name == "left-to-right"),
+                                    eval_true)
+_freq = torch.bincount(train_ids, minlength=V).double()
+_freq[SPECIAL_IDS] = 0
+accuracy["most frequent words"] = {k: float(torch.isin(eval_true, _freq.topk(k).indices).double().mean())
+                                   for k in (1, 5)}
+print(f"{n_blanks} blanks in validation windows of {SIZES['block']} words ({P.name} profile)")
+print(f"{'model':<22}{'top-1':>8}{'top-5':>8}")
+for name, acc in accuracy.items():
+    print(f"{name:<22}{acc[1]:>8.1%}{acc[5]:>8.1%}")
+fig, ax = plt.subplots(figsize=(6.5, 3.5))
+_names = list(accuracy)
+for j, k in enumerate((1, 5)):
+    ax.bar([i + 0.38 * j for i in range(len(_names))], [accuracy[n][k] for n in _names], width=0.38,
+           label=f"top-{k}")
+ax.set_xticks([i + 0.19 for i in range(len(_names))], _names)
+ax.set_ylabel("accuracy on the same blanks")
+ax.set_title(f"Fill in the blank ({P.name} profile)")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# Read the table with the profile in mind (the run above printed it). With enough training the
+# masked LM, which reads both sides of the blank, beats the left-to-right network on the same
+# blanks; in the `tiny` profile neither has learned much beyond frequent words. The model trained
+# without masking has never seen `[MASK]` stand for a missing word: it reached the lowest training
+# loss of all and fills real blanks worst, near or below simply guessing the most frequent words.
+# MEASURED_CPU_TABLE
+
+# %% [markdown]
+# ## 6. The probability of a sentence
+#
+# A left-to-right model gives the log-probability of a sentence in one pass, by the chain rule,
+# $\log p(x) = \sum_i \log p(x_i \mid x_{<i})$. A masked LM has no such factorisation: its
+# conditionals $p(x_i \mid x_{\setminus i})$ each condition on all the other words, and they do not
+# multiply to a joint distribution. What one can compute is the **pseudo-log-likelihood**
+# $$\mathrm{PLL}(x) = \sum_{i=1}^{n} \log p\big(x_i \mid x_1, \dots, x_{i-1}, \texttt{[MASK]}, x_{i+1}, \dots, x_n\big),$$
+# masking **one** position at a time: $n$ forward passes (or one pass over a batch of $n$ copies)
+# for a sentence of $n$ words, where the left-to-right model needs one. It is not a probability,
+# but it ranks sentences usefully: a sentence whose every word fits its context scores higher.
+#
+# ### Exercise 4 — `pseudo_log_likelihood` (2 points)
+# Write `pseudo_log_likelihood(model, ids, mask_id)`: `ids` is a 1-D `torch.long` tensor of $n$
+# ids (`n <= block_size`). Return the PLL in nats as a Python `float`. For every position $i$, the
+# model sees `ids` with position $i$ (only) replaced by `mask_id`, and contributes
+# $\log \mathrm{softmax}(\text{logits at } i)[\text{ids}_i]$. Batch the $n$ masked copies into one
+# `(n, n)` input (one call) or loop over positions; `model(x)` returns `(logits, loss)`; no
+# gradients are needed; do not change `ids`.
+
+# %% solution="pseudo_log_likelihood"
+def pseudo_log_likelihood(model, ids, mask_id):
+    """sum_i log p(x_i | x with position i masked), in nats."""
+    ### BEGIN SOLUTION
+    n = ids.numel()
+    batch = ids.repeat(n, 1)  # (n, n): copy i will have position i masked
+    rows = torch.arange(n, device=ids.device)
+    batch[rows, rows] = mask_id
+    with torch.no_grad():
+        logits = model(batch)[0]  # (n, n, V)
+    logp = torch.log_softmax(logits[rows, rows], dim=-1)  # (n, V): position i of copy i
+    return float(logp[rows, ids].sum())
+    ### END SOLUTION
+
+
+# %% tests="pseudo_log_likelihood_tests" points=2
+import contextlib
+
+import torch
+from torch import nn
+
+import lmcourse.checks
+import lmcourse.nn.mlm
+from lmcourse.checks import call_checked, check, check_close, check_tensor_close, check_type
+from lmcourse.nn import Block, BlockConfig
+
+_rule = "write the pseudo-log-likelihood yourself, not with the course's reference"
+
+
+@contextlib.contextmanager
+def _rules():
+    with lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule):
+        yield
+
+
+class _Tiny(nn.Module):
+    """A small bidirectional model of the tests' own (float64), and a record of what it was given."""
+
+    def __init__(self, V, T, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.wte, self.wpe = nn.Embedding(V, 16), nn.Embedding(T, 16)
+        self.block = Block(BlockConfig(n_embd=16, n_head=2, block_size=T, causal=False))
+        self.out = nn.Linear(16, V)
+        self.double().eval()
+        self.seen = []
+
+    def forward(self, idx, targets=None):
+        self.seen.append(idx.clone())
+        return self.out(self.block(self.wte(idx) + self.wpe(torch.arange(idx.size(1))))), None
+
+
+def _expected(model, ids, mask_id):
+    total = 0.0
+    for i in range(len(ids)):
+        x = ids.clone()
+        x[i] = mask_id
+        with torch.no_grad():
+            logits = model.forward(x[None])[0][0, i]
+        total += float(logits[ids[i]] - torch.logsumexp(logits, 0))
+    return total
+
+
+_tm = _Tiny(10, 8, seed=604)
+_ids = torch.tensor([3, 7, 5, 5, 8, 2])
+_before = _ids.clone()
+_want = _expected(_tm, _ids, 9)
+_tm.seen.clear()
+with _rules():
+    _pll = call_checked(pseudo_log_likelihood, _tm, _ids, 9, name="pseudo_log_likelihood(model, ids of 6, 9)")
+check_type(_pll, float, "pseudo_log_likelihood(...)", hint="return a Python float: float(total)")
+check_tensor_close(_ids, _before, "ids after pseudo_log_likelihood", atol=0, rtol=0, hint="mask copies, not ids")
+_rows = [r for x in _tm.seen for r in x.tolist()]
+for _i in range(6):
+    _m_i = _ids.tolist()
+    _m_i[_i] = 9
+    check(_m_i in _rows, f"the model never saw ids with only position {_i} masked ({_m_i}); mask one position at "
+          "a time, every position once")
+check_close(_pll, _want, "the pseudo-log-likelihood of 6 ids", rel=1e-9, abs_=1e-9,
+            hint="the SUM over positions i of log softmax(logits[i])[ids[i]], with position i masked in the input "
+                 "and read at position i (not a mean, not the logits before log_softmax)")
+### BEGIN HIDDEN TESTS
+_tm2 = _Tiny(7, 5, seed=605)
+for _h in (torch.tensor([1]), torch.tensor([2, 0, 4, 4, 1])):
+    with _rules():
+        check_close(pseudo_log_likelihood(_tm2, _h, 6), _expected(_tm2, _h, 6), f"PLL of {_h.tolist()}",
+                    rel=1e-9, abs_=1e-9)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Real lines of the validation plays against the same words shuffled: the masked LM's PLL, next to
+# the left-to-right model's exact log-likelihood (one pass each, from the second word on).
+
+# %%
+@torch.no_grad()
+def causal_log_likelihood(model, ids):
+    """log p(x_2 .. x_n | x_1) by the chain rule, one pass."""
+    model.eval()
+    logp = torch.log_softmax(model(ids[None].to(rt.device))[0][0, :-1].double(), dim=-1).cpu()  # (n-1, V)
+    return float(logp[torch.arange(len(ids) - 1), ids[1:]].sum())
+
+
+_g = torch.Generator().manual_seed(rt.seed)
+print(f"{'':<48}{'PLL':>9}{'shuffled':>10}{'  L-to-R':>9}{'shuffled':>10}")
+_wins = 0
+_lines = [" ".join(l.split()) for l in _val_text.split("\n") if 8 <= len(l.split()) <= 14][:200:20]
+for line in _lines:
+    ids = torch.tensor(tok.encode(line)[: SIZES["block"]])
+    shuffled = ids[torch.randperm(len(ids), generator=_g)]
+    pll = (pseudo_log_likelihood(models["masked LM"], ids.to(rt.device), MASK_ID),
+           pseudo_log_likelihood(models["masked LM"], shuffled.to(rt.device), MASK_ID))
+    _wins += pll[0] > pll[1]
+    ll = causal_log_likelihood(models["left-to-right"], ids), causal_log_likelihood(models["left-to-right"], shuffled)
+    print(f"{line[:46]:<48}{pll[0]:>9.1f}{pll[1]:>10.1f}{ll[0]:>9.1f}{ll[1]:>10.1f}")
+print(f"the masked LM prefers the real line in {_wins} of {len(_lines)}")
+
+# %% [markdown]
+# ## 7. Why 80/10/10? An ablation
+#
+# Train the masked LM a second time with **every** chosen position set to `[MASK]` (same steps,
+# same choices of positions), and compare on three tasks on the validation blanks:
+#
+# * **[MASK] blank**: the blank shown as `[MASK]` (what both were trained on);
+# * **random word**: the blank shown as a random ordinary word, predict the original;
+# * **no blank**: the window as it is, predict the word at the position (it is in the input).
+#
+# The last two use inputs without any `[MASK]`, as text is when the model is put to use.
+
+# %%
+def all_mask_batch(tokens, batch_size, block_size, generator, device):
+    """Every chosen position becomes [MASK] (the labels of mask_tokens, its 10%/10% undone)."""
+    x, _ = get_batch(tokens, batch_size, block_size, generator)
+    _, labels = mask_tokens(x, MASK_ID, V, SPECIAL_IDS, p=0.15, generator=generator)
+    return torch.where(labels != -100, MASK_ID, x).to(device), labels.to(device)
+
+
+@torch.no_grad()
+def three_tasks(model, x, pos, seed):
+    model.eval()
+    rows = torch.arange(len(x))
+    true = x[rows, pos]
+    ordinary = torch.tensor([i for i in range(V) if i not in SPECIAL_IDS])
+    swapped = x.clone()
+    swapped[rows, pos] = ordinary[torch.randint(len(ordinary), (len(x),), generator=torch.Generator().manual_seed(seed))]
+    out = {"[MASK] blank": top_k_accuracy(blank_logits(model, x, pos, causal=False), true)[1]}
+    out["random word"] = top_k_accuracy(model(swapped.to(rt.device))[0][rows, pos].cpu(), true)[1]
+    out["no blank"] = top_k_accuracy(model(x.to(rt.device))[0][rows, pos].cpu(), true)[1]
+    return out
+
+
+_t = time.perf_counter()
+models["all [MASK]"] = new_model()
+runs["all [MASK]"] = train(models["all [MASK]"], train_ids, val_ids, train_cfg, batch_fn=all_mask_batch)
+print(f"all [MASK]: {time.perf_counter() - _t:.0f} s")
+ablation = {name: three_tasks(models[name], eval_x, eval_pos, seed=rt.seed + 7) for name in ("masked LM", "all [MASK]")}
+print(f"top-1 accuracy on {n_blanks} validation blanks ({P.name} profile)")
+print(f"{'trained with':<16}" + "".join(f"{task:>15}" for task in ablation["masked LM"]))
+for name, res in ablation.items():
+    print(f"{'80/10/10' if name == 'masked LM' else name:<16}" + "".join(f"{v:>15.1%}" for v in res.values()))
+
+# %% [markdown]
+# MEASURED_CPU_ABLATION
+
+# %% [markdown]
+# ## 8. Questions
+#
+# Answer each multiple-choice question by setting the variable to one letter, e.g.
+# `answer_q1 = "A"`.
+#
+# **Q1.** A batch of 4 windows of 64 words contains no special token. `mask_tokens` with
+# $p = 0.15$ chose 40 positions: 31 became `[MASK]`, 4 a random word, 5 were left unchanged. Over
+# how many positions is the masked LM's loss averaged?
+#
+# * A. 31: only the positions that show `[MASK]`.
+# * B. 35: the positions whose input was changed.
+# * C. 40: every chosen position, the unchanged ones included.
+# * D. 256: every position of the batch.
+
+# %% solution="q1"
+# Your answer, one letter: answer_q1 = "A", "B", "C" or "D"
+### BEGIN SOLUTION
+answer_q1 = "C"
+### END SOLUTION
+
+# %% tests="q1_tests" points=1
+from lmcourse.checks import check
+
+check(isinstance(answer_q1, str) and answer_q1.strip().upper() in {"A", "B", "C", "D"},
+      f'answer_q1 should be one of "A", "B", "C", "D", got {answer_q1!r}')
+### BEGIN HIDDEN TESTS
+check(answer_q1.strip().upper() == "C", "Q1: not the right choice")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Q2.** To score a sentence of $n$ words, a left-to-right model needs one forward pass. The
+# pseudo-log-likelihood of a masked LM needs
+#
+# * A. one pass too: mask every word at once and add the log-probabilities.
+# * B. $n$ passes (or one pass over $n$ copies), one per masked position, because each
+#   conditional $p(x_i \mid x_{\setminus i})$ needs an input in which only $x_i$ is hidden.
+# * C. $n^2$ passes, one per pair of positions.
+# * D. none: the masked LM's training loss is already the sentence's log-probability.
+
+# %% solution="q2"
+# Your answer, one letter: answer_q2 = "A", "B", "C" or "D"
+### BEGIN SOLUTION
+answer_q2 = "B"
+### END SOLUTION
+
+# %% tests="q2_tests" points=1
+from lmcourse.checks import check
+
+check(isinstance(answer_q2, str) and answer_q2.strip().upper() in {"A", "B", "C", "D"},
+      f'answer_q2 should be one of "A", "B", "C", "D", got {answer_q2!r}')
+### BEGIN HIDDEN TESTS
+check(answer_q2.strip().upper() == "B", "Q2: not the right choice")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Q3 (free text, graded by hand).** In three to five sentences: why does BERT replace only 80% of
+# the chosen tokens by `[MASK]`, and what do the 10% random and the 10% unchanged each teach the
+# model? Use what your ablation in section 7 printed.
+
+# %% [markdown] answer="q3_free_text" points=2
+# ### BEGIN SOLUTION
+# `[MASK]` never occurs in the text a trained encoder is later given, so a model trained only with
+# `[MASK]` learns to predict only where it sees `[MASK]`; at a position showing a real word it was
+# never asked anything, and its output there is whatever training left behind — the ablation's
+# "no blank" and "random word" columns show the all-`[MASK]` model doing worse there than the
+# 80/10/10 model. The 10% random words teach the model not to trust the word it sees: any
+# position might be a corrupted one, so it must check every word against its context (the
+# "random word" task). The 10% unchanged teach it that the word it sees is often right, so its
+# representation of a real word should lean towards that word (the "no blank" task), without
+# ever becoming a pure copy, since it cannot know which positions are scored. Keeping 80% as
+# `[MASK]` keeps most of the training signal the clear fill-the-blank task.
+# ### END SOLUTION
+
+# %% [markdown]
+# ## Wrap-up
+#
+# You wrote BERT's masking, built a small BERT from the reference blocks (bidirectional, post-LN,
+# BERT's head tied to the embedding, a loss over the chosen positions only), filled blanks with it
+# and scored sentences by pseudo-log-likelihood. The experiments measured what the lecture claims:
+# an encoder that sees its answer learns to copy, and on the same blanks context from both sides
+# beats context from one side (given training enough to learn either). (Tests of the course check
+# the reference `MaskedLM` against `transformers`' `BertForMaskedLM`, logit for logit, and
+# `mask_tokens`' rates against `DataCollatorForLanguageModeling`.)
+#
+# **Next:** notebook 07 goes back to the GPT of notebook 05 and decodes from it.
+
+# %%
+print(f"whole notebook: {time.perf_counter() - _notebook_start:.0f} s in profile {P.name} on {rt.device} "
+      f"with {rt.threads} CPU thread(s)")

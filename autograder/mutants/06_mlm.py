@@ -1,0 +1,191 @@
+"""Typical student bugs for notebook 06 (masked language modelling). Each must lose points."""
+
+from lmcourse.grading.mutants import Mutant
+
+_MASK_TOKENS = '''
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    device = tokens.device
+    special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=tokens.dtype, device=device)
+    is_special = torch.isin(tokens, special)
+    chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special
+    r = torch.rand(tokens.shape, generator=generator, device=device)
+    to_mask = chosen & (r < 0.8)
+    to_random = chosen & (r >= 0.8) & (r < 0.9)
+    ordinary = torch.ones(vocab_size, dtype=torch.bool, device=device)
+    ordinary[special[(special >= 0) & (special < vocab_size)]] = False
+    ordinary[mask_id] = False
+    pool = ordinary.nonzero().flatten()
+    pick = torch.randint(len(pool), tokens.shape, generator=generator, device=device)
+    inputs = tokens.clone()
+    inputs[to_mask] = mask_id
+    inputs[to_random] = pool[pick[to_random]]
+    labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))
+    return inputs, labels
+'''
+
+
+def _mask(old: str, new: str) -> str:
+    assert old in _MASK_TOKENS, old
+    return _MASK_TOKENS.replace(old, new)
+
+
+_INIT = '''        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.ln_emb = LayerNorm(config.n_embd, bias=config.bias)
+        self.drop = nn.Dropout(config.dropout)
+        block_cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                                dropout=config.dropout, bias=config.bias, causal=config.causal, prenorm=False)
+        self.blocks = nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])
+        self.head_dense = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.head_ln = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size)
+        self.lm_head.weight = self.wte.weight
+'''
+
+_FORWARD = '''        B, T = idx.shape
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x))))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)
+        return logits, loss
+'''
+
+
+def _model(init: str = _INIT, forward: str = _FORWARD) -> str:
+    return ("class MaskedLM(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n" + init
+            + "\n    def forward(self, idx, targets=None):\n" + forward)
+
+
+def _init_change(old: str, new: str) -> str:
+    assert old in _INIT, old
+    return _model(init=_INIT.replace(old, new))
+
+
+def _fwd_change(old: str, new: str) -> str:
+    assert old in _FORWARD, old
+    return _model(forward=_FORWARD.replace(old, new))
+
+
+_FILL = '''
+def fill_mask(model, tokenizer, text, top_k=5):
+    mask_id = tokenizer.stoi["[MASK]"]
+    ids = []
+    for k, piece in enumerate(text.split("[MASK]")):
+        if k > 0:
+            ids.append(mask_id)
+        ids += tokenizer.encode(piece)
+    device = next(model.parameters()).device
+    idx = torch.tensor([ids], dtype=torch.long, device=device)
+    with torch.no_grad():
+        logits = model(idx)[0][0]
+    result = []
+    for t in range(len(ids)):
+        if ids[t] == mask_id:
+            probs = torch.softmax(logits[t], dim=-1)
+            values, indices = torch.topk(probs, top_k)
+            result.append([(tokenizer.itos[i], float(v)) for v, i in zip(values.tolist(), indices.tolist())])
+    return result
+'''
+
+
+def _fill(old: str, new: str) -> str:
+    assert old in _FILL, old
+    return _FILL.replace(old, new)
+
+
+_PLL = '''
+def pseudo_log_likelihood(model, ids, mask_id):
+    n = ids.numel()
+    batch = ids.repeat(n, 1)
+    rows = torch.arange(n, device=ids.device)
+    batch[rows, rows] = mask_id
+    with torch.no_grad():
+        logits = model(batch)[0]
+    logp = torch.log_softmax(logits[rows, rows], dim=-1)
+    return float(logp[rows, ids].sum())
+'''
+
+
+def _pll(old: str, new: str) -> str:
+    assert old in _PLL, old
+    return _PLL.replace(old, new)
+
+
+MUTANTS = [
+    # --- mask_tokens
+    Mutant("special tokens and padding can be chosen", "mask_tokens",
+           _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+                 "chosen = torch.rand(tokens.shape, generator=generator, device=device) < p")),
+    Mutant("p of all positions (padding counted), spread over the non-special ones", "mask_tokens",
+           _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+                 "scores = torch.rand(tokens.shape, generator=generator, device=device).masked_fill(is_special, 2.0)\n"
+                 "    n = int(round(p * tokens.numel()))\n"
+                 "    chosen = torch.zeros(tokens.numel(), dtype=torch.bool, device=device)\n"
+                 "    chosen[scores.flatten().argsort()[:n]] = True\n"
+                 "    chosen = chosen.view(tokens.shape) & ~is_special")),
+    Mutant("every chosen token set to [MASK]", "mask_tokens",
+           _mask("to_mask = chosen & (r < 0.8)\n    to_random = chosen & (r >= 0.8) & (r < 0.9)",
+                 "to_mask = chosen\n    to_random = chosen & False")),
+    Mutant("80/20/0: no chosen token left unchanged", "mask_tokens",
+           _mask("to_random = chosen & (r >= 0.8) & (r < 0.9)", "to_random = chosen & (r >= 0.8)")),
+    Mutant("random replacements drawn from the whole vocabulary, specials included", "mask_tokens",
+           _mask("pool = ordinary.nonzero().flatten()", "pool = torch.arange(vocab_size, device=device)")),
+    Mutant("random replacement may be [MASK] when it is not listed among the specials", "mask_tokens",
+           _mask("    ordinary[mask_id] = False\n", "")),
+    Mutant("the 10% unchanged left out of the labels (labels only where the input changed)", "mask_tokens",
+           _mask("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))",
+                 "labels = torch.where(inputs != tokens, tokens, torch.full_like(tokens, -100))")),
+    Mutant("labels kept at unchosen positions", "mask_tokens",
+           _mask("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))",
+                 "labels = torch.where(chosen | ~is_special, tokens, torch.full_like(tokens, -100))")),
+    Mutant("-100 at the chosen positions, the token elsewhere", "mask_tokens",
+           _mask("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))",
+                 "labels = torch.where(chosen, torch.full_like(tokens, -100), tokens)")),
+    Mutant("one draw of positions shared by the whole batch", "mask_tokens",
+           _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+                 "chosen = (torch.rand(tokens.shape[-1], generator=generator, device=device) < p) & ~is_special")),
+    Mutant("generator ignored (torch's global generator)", "mask_tokens",
+           _MASK_TOKENS.replace("generator=generator, ", "")),
+    Mutant("tokens changed in place", "mask_tokens", _mask("inputs = tokens.clone()", "inputs = tokens")),
+    # --- MaskedLM
+    Mutant("the causal mask left on (BlockConfig's default)", "masked_lm",
+           _init_change("causal=config.causal, prenorm=False", "prenorm=False")),
+    Mutant("pre-LN blocks (BlockConfig's default)", "masked_lm",
+           _init_change("causal=config.causal, prenorm=False", "causal=config.causal")),
+    Mutant("loss averaged over all B * T positions", "masked_lm",
+           _fwd_change("loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)",
+                       "loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), "
+                       "ignore_index=-100, reduction='none').mean()")),
+    Mutant("head not tied to the embedding", "masked_lm", _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
+    Mutant("decoder without its bias", "masked_lm",
+           _init_change("nn.Linear(config.n_embd, config.vocab_size)",
+                        "nn.Linear(config.n_embd, config.vocab_size, bias=False)")),
+    Mutant("no LayerNorm on the embeddings", "masked_lm",
+           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))", "self.drop(self.wte(idx) + self.wpe(pos))")),
+    Mutant("head without the dense layer and GELU", "masked_lm",
+           _fwd_change("self.head_ln(F.gelu(self.head_dense(x)))", "self.head_ln(x)")),
+    # --- fill_mask
+    Mutant("fill_mask reads the logits one position early, as a GPT would", "fill_mask",
+           _fill("probs = torch.softmax(logits[t], dim=-1)", "probs = torch.softmax(logits[t - 1], dim=-1)")),
+    Mutant("fill_mask returns logits, not probabilities", "fill_mask",
+           _fill("probs = torch.softmax(logits[t], dim=-1)", "probs = logits[t]")),
+    Mutant("fill_mask hands [MASK] to the word tokenizer as text", "fill_mask",
+           _fill('''    ids = []
+    for k, piece in enumerate(text.split("[MASK]")):
+        if k > 0:
+            ids.append(mask_id)
+        ids += tokenizer.encode(piece)
+''', "    ids = tokenizer.encode(text)\n")),
+    # --- pseudo_log_likelihood
+    Mutant("pseudo-log-likelihood without masking", "pseudo_log_likelihood",
+           _pll("    batch[rows, rows] = mask_id\n", "")),
+    Mutant("pseudo-log-likelihood as a mean over positions", "pseudo_log_likelihood",
+           _pll("return float(logp[rows, ids].sum())", "return float(logp[rows, ids].mean())")),
+    Mutant("every position masked at once, one pass", "pseudo_log_likelihood",
+           _pll("batch[rows, rows] = mask_id", "batch[:, :] = mask_id")),
+]

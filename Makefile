@@ -26,9 +26,9 @@ $(BIN)/lmcourse: pyproject.toml
 
 setup: $(BIN)/lmcourse     ## create .venv: torch (CPU build without an NVIDIA GPU), then the project
 
-lab: setup                ## set up, fetch the corpus, open JupyterLab on the student notebooks
-	$(BIN)/lmcourse doctor --fetch
-	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)  # containers and Colab run as root
+lab: setup                ## set up, fetch the corpus, open JupyterLab on your own copies in work/ (TA=1: instructor view)
+	$(BIN)/lmcourse doctor --fetch || echo "(the lab starts anyway; see the lines marked '!')"
+	$(BIN)/lmcourse lab $(if $(TA),--ta) $(if $(LAB_ARGS),-- $(LAB_ARGS))  # LAB_ARGS="--ip 0.0.0.0 --no-browser"
 
 solutions: setup          ## run every solution notebook headlessly (TIMEOUT=s per cell, default 1800)
 	$(BIN)/lmcourse solutions --out build/executed $(if $(TIMEOUT),--timeout $(TIMEOUT))

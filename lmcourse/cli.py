@@ -157,6 +157,75 @@ def _cmd_solutions(args) -> int:
                          threads=args.threads)
 
 
+WORK_IGNORE = "# the student's own work: never committed (made by `lmcourse lab`)\n*\n"
+
+
+def prepare_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
+    """Copy each ``source/NN_*.ipynb`` into ``work`` unless a file of that name is there already:
+    the student's copy is never overwritten, and notebooks new in ``source`` (after a ``git pull``)
+    appear. ``work`` ignores itself in git. Returns (copied, kept) file names."""
+    import shutil
+
+    work.mkdir(parents=True, exist_ok=True)
+    ignore = work / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(WORK_IGNORE)
+    copied, kept = [], []
+    for nb in sorted(source.glob("[0-9][0-9]_*.ipynb")):
+        target = work / nb.name
+        if target.exists():
+            kept.append(nb.name)
+            continue
+        tmp = target.with_name(f".{nb.name}.copying")
+        shutil.copyfile(nb, tmp)
+        tmp.replace(target)  # a half-copied file never passes for the student's own
+        copied.append(nb.name)
+    return copied, kept
+
+
+def lab_command(work: Path, ta: bool, extra: list[str], root: Path) -> tuple[list[str], dict[str, str]]:
+    """The JupyterLab command line and environment: the student's lab (instructor panels hidden,
+    no news pop-up, no nbgrader config warnings) on ``work``, or with ``ta`` the full instructor
+    view on the course root ``autograder/``."""
+    import os
+
+    env = dict(os.environ)
+    folder = root / "autograder" if ta else work
+    if not ta:
+        student = Path(__file__).resolve().parent / "labconfig" / "student"
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            [str(student)] + [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p])
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", str(folder)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        cmd.append("--allow-root")  # containers and Colab run as root
+    return cmd + list(extra), env
+
+
+def _cmd_lab(args) -> int:
+    import os
+    import subprocess
+
+    from .grading.build import repo_root
+
+    root = repo_root()
+    work = Path(args.work) if args.work else root / "work"
+    copied, kept = prepare_work(root / "notebooks", work)
+    if copied:
+        print(f"lmcourse lab: copied {', '.join(copied)} into {work}/ (your own copies: edit and "
+              "save there; notebooks/ stays as released)")
+    if kept:
+        print(f"lmcourse lab: kept your {len(kept)} notebook(s) in {work}/ as they are")
+    cmd, env = lab_command(work, args.ta, args.jupyter_args, root)
+    if args.ta:
+        print("lmcourse lab: TA view (Create Assignment, Formgrader) on the course root autograder/")
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    if os.name == "posix":
+        os.execve(cmd[0], cmd, env)
+    return subprocess.call(cmd, env=env)
+
+
 def _cmd_grade(args) -> int:
     from .grading import sandbox
     from .grading.build import repo_root
@@ -213,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="CPU threads for torch in the kernels (default: the notebooks' own default, "
                         "LMCOURSE_THREADS or 1 on the CPU)")
     s.set_defaults(func=_cmd_solutions)
+    lab = sub.add_parser("lab", help="copy new notebooks into your work folder (never overwriting yours) and "
+                                     "open JupyterLab there")
+    lab.add_argument("--work", default=None, help="your work folder (default: work/ in the course folder)")
+    lab.add_argument("--ta", action="store_true",
+                     help="instructor view: every nbgrader panel, on the course root autograder/ (make lab TA=1)")
+    lab.add_argument("--dry-run", action="store_true", help="copy, print the JupyterLab command, start nothing")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
+                     help="passed to jupyter lab, e.g. -- --ip 0.0.0.0 --no-browser --port 8888")
+    lab.set_defaults(func=_cmd_lab)
     g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv")
     g.add_argument("assignment", help="e.g. 01_ngram")
     g.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")
@@ -238,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="print where the time went (per-submission phases and batch phases)")
     g.set_defaults(func=_cmd_grade)
     args = p.parse_args(argv)
+    if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
+        args.jupyter_args = args.jupyter_args[1:]
     return args.func(args)
 
 

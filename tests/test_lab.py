@@ -1,0 +1,77 @@
+"""`lmcourse lab`: the student's own work folder (copied once, never overwritten, new notebooks
+appear, ignored by git) and the student's JupyterLab (instructor panels and news hidden, nbgrader
+finds a config, Validate kept); `--ta` gives the instructor view."""
+
+import json
+import os
+import subprocess
+
+from lmcourse import cli
+
+from .conftest import ROOT
+
+STUDENT = ROOT / "lmcourse" / "labconfig" / "student"
+
+
+def test_work_folder_copies_once_never_overwrites_and_picks_up_new_notebooks(tmp_path):
+    src, work = tmp_path / "notebooks", tmp_path / "work"
+    src.mkdir()
+    (src / "01_a.ipynb").write_text("release 1")
+    (src / "README.md").write_text("not a notebook")
+    assert cli.prepare_work(src, work) == (["01_a.ipynb"], [])
+    (work / "01_a.ipynb").write_text("my answers")
+    (src / "01_a.ipynb").write_text("release 2 (a fix pulled with git)")
+    (src / "02_b.ipynb").write_text("a new notebook")
+    assert cli.prepare_work(src, work) == (["02_b.ipynb"], ["01_a.ipynb"])
+    assert (work / "01_a.ipynb").read_text() == "my answers"
+    assert (work / "02_b.ipynb").read_text() == "a new notebook"
+    assert not (work / "README.md").exists()
+    assert sorted(p.name for p in work.iterdir()) == [".gitignore", "01_a.ipynb", "02_b.ipynb"]
+
+
+def test_work_folder_is_ignored_by_git(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "notebooks" / "01_a.ipynb").write_text("{}")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    cli.prepare_work(repo / "notebooks", repo / "work")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                            capture_output=True, text=True, check=True).stdout
+    assert "notebooks/01_a.ipynb" in status and "work/" not in status, status
+
+
+def test_student_lab_hides_instructor_panels_and_news_keeps_validate():
+    page = json.loads((STUDENT / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
+    for plugin in ["create-assignment", "formgrader", "course-list", "assignment-list", "menu"]:
+        assert page[f"@jupyter/nbgrader:{plugin}"] is True
+    assert page["@jupyterlab/apputils-extension:announcements"] is True
+    assert "@jupyter/nbgrader:validate-assignment" not in page
+    server = json.loads((STUDENT / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
+    assert server["nbgrader.server_extensions.validate_assignment"] is True
+    assert not server["nbgrader.server_extensions.formgrader"]
+    assert (STUDENT / "nbgrader_config.py").exists()  # nbgrader looks on the config path: no warning
+
+
+def test_lab_command_student_and_ta(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", "/elsewhere")
+    cmd, env = cli.lab_command(tmp_path / "work", ta=False, extra=["--no-browser"], root=ROOT)
+    assert cmd[1:3] == ["lab", str(tmp_path / "work")] and cmd[-1] == "--no-browser"
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(STUDENT), "/elsewhere"]
+    cmd, env = cli.lab_command(tmp_path / "work", ta=True, extra=[], root=ROOT)
+    assert cmd[2] == str(ROOT / "autograder") and env["JUPYTER_CONFIG_PATH"] == "/elsewhere"
+
+
+def test_nbgrader_finds_the_student_config(monkeypatch):
+    """The path nbgrader searches includes the student config folder once lmcourse lab sets it."""
+    _, env = cli.lab_command(ROOT / "work", ta=False, extra=[], root=ROOT)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", env["JUPYTER_CONFIG_PATH"])
+    from jupyter_core.paths import jupyter_config_path
+
+    assert any(os.path.exists(os.path.join(p, "nbgrader_config.py")) for p in jupyter_config_path())
+
+
+def test_lab_dry_run_copies_into_the_work_folder(tmp_path, capsys):
+    assert cli.main(["lab", "--work", str(tmp_path / "w"), "--dry-run", "--", "--no-browser"]) == 0
+    out = capsys.readouterr().out
+    assert "01_ngram.ipynb" in out and out.rstrip().endswith("--no-browser")
+    assert (tmp_path / "w" / "01_ngram.ipynb").read_bytes() == (ROOT / "notebooks" / "01_ngram.ipynb").read_bytes()

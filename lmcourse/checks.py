@@ -35,6 +35,7 @@ class CheckFailed(AssertionError):
 
 
 def _fail(msg: str, hint: str | None) -> None:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     raise CheckFailed(msg + (f" — {hint}" if hint else ""))
 
 
@@ -127,6 +128,7 @@ def _plain(x: Any, depth: int = 0) -> Any:
 
 def check(condition: bool, message: str) -> None:
     """Plain assertion with a teaching message (works under ``python -O`` too)."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     value = _plain(condition)
     if type(value) is _Opaque:
@@ -141,6 +143,7 @@ def check(condition: bool, message: str) -> None:
 
 
 def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     if not issubclass(type(value), types):       # the real type, not what __class__ claims
         want = _type_name(types) if isinstance(types, type) else " or ".join(_type_name(t) for t in types)
@@ -148,6 +151,7 @@ def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str 
 
 
 def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) -> None:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     if type(actual) is not type(expected) and not (_is_number(actual) and _is_number(expected)):
         if not (issubclass(type(actual), dict) and issubclass(type(expected), dict)):
@@ -187,6 +191,7 @@ def _is_number(x: Any) -> bool:
 def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_: float = 1e-12,
                 hint: str | None = None) -> None:
     """A single number, compared with an explicit tolerance; infinities must match exactly."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     if not _is_number(actual):
         _fail(f"{name} should be a number, got {_type_name(type(actual))}: {_fmt(_plain(actual))}", hint)
@@ -204,6 +209,7 @@ def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_
 
 
 def _same_keys(actual: dict, expected: dict, name: str, hint: str | None) -> None:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     missing = [k for k in expected if k not in actual]
     extra = [k for k in actual if k not in expected]
     if missing or extra:
@@ -216,18 +222,21 @@ def _same_keys(actual: dict, expected: dict, name: str, hint: str | None) -> Non
 
 
 def _as_dict(value: Any, name: str, hint: str | None) -> dict:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     if not issubclass(type(value), dict):
         _fail(f"{name} should be a dict, but it is a {_type_name(type(value))}", hint)
     return _plain(value)
 
 
 def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | None = None) -> None:
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     _same_keys(_as_dict(actual, name, hint), _as_dict(expected, name, hint), name, hint)
 
 
 def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | None = None) -> None:
     """A dict of probabilities: non-negative, finite, summing to 1."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     dist = _as_dict(dist, name, None)
     if not dist:
@@ -243,6 +252,7 @@ def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | 
 def check_dist_close(actual: Mapping, expected: Mapping, name: str, tol: float = 1e-9,
                      hint: str | None = None) -> None:
     """Two distributions over the same outcomes, entry by entry."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     actual, expected = _as_dict(actual, name, None), _as_dict(expected, name, None)
     _same_keys(actual, expected, name, hint)
@@ -304,6 +314,7 @@ def _raw(torch):
 
 def check_shape(actual: Any, expected: tuple, name: str, hint: str | None = None) -> None:
     """A tensor (a numpy array or a torch tensor, exactly) of exactly the expected shape."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     torch, np = _tensor(actual), sys.modules.get("numpy")
     if torch is not None:
@@ -325,6 +336,7 @@ def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8
     On failure the message gives the worst entry (its index, both values), and says so when
     the values are nan or the shapes differ.
     """
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     import torch
 
@@ -372,6 +384,7 @@ def call_checked(fn, *args, name: str | None = None, hint: str | None = None, **
 
     ``NotImplementedError`` (an unanswered cell) passes through unchanged.
     """
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     label = name or f"{getattr(fn, '__name__', 'the function')}(...)"
     try:
         return fn(*args, **kwargs)

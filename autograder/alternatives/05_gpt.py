@@ -18,6 +18,24 @@ class GPTConfig:
     dropout: float = dataclasses.field(default=0.0)  # dropout
     bias: bool = dataclasses.field(default=True)  # biases
 '''),
+    Alternative("slots dataclass, string annotations, comments above the fields", "gpt_config", '''
+@dataclass(slots=True)
+class GPTConfig:
+    # |V|, tokens in the vocabulary
+    vocab_size: "int" = 65
+    # longest context
+    block_size: "int" = 256
+    # number of blocks
+    n_layer: "int" = 6
+    # heads per block
+    n_head: "int" = 6
+    # width of the residual stream
+    n_embd: "int" = 384
+    # dropout probability
+    dropout: "float" = 0.0
+    # biases in Linear layers and LayerNorms
+    bias: "bool" = True
+'''),
     # --- GPT
     Alternative("nn.Sequential of blocks, nn.LayerNorm, tie in nanoGPT's direction, flatten/view loss", "gpt", '''
 class GPT(nn.Module):
@@ -41,6 +59,73 @@ class GPT(nn.Module):
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+'''),
+    Alternative("positions from a non-persistent buffer, embeddings summed position by position in a loop, "
+                "loss with the class axis second (transpose(1, 2))", "gpt", '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList([
+            Block(BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                              dropout=config.dropout, bias=config.bias, n_layer=config.n_layer,
+                              vocab_size=config.vocab_size))
+            for _ in range(config.n_layer)])
+        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.register_buffer("positions", torch.arange(config.block_size), persistent=False)
+
+    def forward(self, idx, targets=None):
+        T = idx.size(-1)
+        pos = self.positions[:T]
+        columns = [self.wte(idx[:, t]) + self.wpe(pos[t]) for t in range(T)]  # T x (B, C)
+        x = self.drop(torch.stack(columns, dim=1))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None if targets is None else F.cross_entropy(logits.transpose(1, 2), targets)
+        return logits, loss
+'''),
+    Alternative("GPT-2's initialisation in the constructor (nanoGPT's self.apply), head as x @ W^T, "
+                "loss by logsumexp", "gpt", '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        bc = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                         dropout=config.dropout, bias=config.bias)
+        self.blocks = nn.Sequential(*(Block(bc) for _ in range(config.n_layer)))
+        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        h = self.drop(self.wte(idx) + self.wpe(pos)[None])
+        h = self.ln_f(self.blocks(h))
+        logits = h @ self.wte.weight.T  # (B, T, V): the same matrix as lm_head.weight
+        if targets is None:
+            return logits, None
+        picked = logits.gather(2, targets[..., None])[..., 0]  # (B, T)
+        return logits, (torch.logsumexp(logits, dim=-1) - picked).mean()
 '''),
     Alternative("positions sliced from the table, head as an einsum with the embedding, loss by log_softmax+gather",
                 "gpt", '''
@@ -138,6 +223,37 @@ def init_weights(model, n_layer, std=0.02):
         else:
             p.data.normal_(mean=0.0, std=std)
 '''),
+    Alternative("by the parameters' shapes: matrices drawn with randn_like and copy_, vectors 1 or 0", "init_weights", '''
+def init_weights(model, n_layer, std=0.02):
+    gains = set()
+    for m in model.modules():
+        if isinstance(m, (nn.LayerNorm, LayerNorm)) and m.weight is not None:
+            gains.add(id(m.weight))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                s = std / math.sqrt(2 * n_layer) if name.endswith("c_proj.weight") else std
+                p.copy_(torch.randn_like(p) * s)
+            elif id(p) in gains:
+                p.fill_(1.0)
+            else:
+                p.zero_()
+'''),
+    Alternative("named_modules: residual projections found by module name, trunc_normal_ far in the tails",
+                "init_weights", '''
+def init_weights(model, n_layer, std=0.02):
+    with torch.no_grad():
+        for name, m in model.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                s = std * (2 * n_layer) ** -0.5 if name.endswith("c_proj") else std
+                nn.init.trunc_normal_(m.weight, mean=0.0, std=s, a=-100 * s, b=100 * s)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    m.bias.zero_()
+            elif isinstance(m, (nn.LayerNorm, LayerNorm)):
+                m.weight.fill_(1)
+                if m.bias is not None:
+                    m.bias.fill_(0)
+'''),
     # --- gpt_param_count
     Alternative("with notebook 04's block_param_count from lmcourse.nn", "gpt_param_count", '''
 def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
@@ -153,6 +269,17 @@ def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
         total += d * 4 * d + 4 * d + 4 * d * d + d  # c_fc, c_proj
     total += d + d                                # ln_f
     return int(total)
+'''),
+    Alternative("factorised by n_embd", "gpt_param_count", '''
+def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
+    return n_embd * (vocab_size + block_size + n_layer * (12 * n_embd + 13) + 2)
+'''),
+    Alternative("a table of the pieces' shapes, multiplied out with math.prod", "gpt_param_count", '''
+def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
+    d = n_embd
+    per_block = [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,), (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
+    shapes = [(vocab_size, d), (block_size, d)] + per_block * n_layer + [(d,), (d,)]
+    return sum(math.prod(s) for s in shapes)
 '''),
     # --- generate
     Alternative("inverse-CDF sampling with torch.rand and searchsorted, output preallocated", "generate", '''
@@ -194,5 +321,34 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
             cols.append(nxt)
             seq = torch.cat([seq, nxt], dim=-1)
     return torch.cat(cols, dim=1)
+'''),
+    Alternative("inference_mode, eval inside with the mode restored, context by narrow, "
+                "probabilities by logsumexp", "generate", '''
+@torch.inference_mode()
+def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
+    was_training = model.training
+    model.eval()
+    try:
+        out = idx
+        for _ in range(max_new_tokens):
+            T = out.size(1)
+            n = min(T, model.config.block_size)
+            z = model(out.narrow(1, T - n, n))[0][:, -1] / temperature  # (B, V)
+            probs = torch.exp(z - torch.logsumexp(z, dim=-1, keepdim=True))
+            out = torch.cat((out, torch.multinomial(probs, 1, generator=generator)), 1)
+    finally:
+        model.train(was_training)
+    return out
+'''),
+    Alternative("one row at a time, each drawn with multinomial", "generate", '''
+def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
+    bs = model.config.block_size
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(idx[:, -bs:])[0]
+            probs = F.softmax(logits[:, -1, :] / temperature, dim=-1)
+            rows = [torch.multinomial(probs[b], 1, generator=generator) for b in range(idx.size(0))]
+            idx = torch.cat([idx, torch.stack(rows)], dim=1)
+    return idx
 '''),
 ]

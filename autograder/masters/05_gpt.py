@@ -116,8 +116,9 @@ P = rt.profile
 # | `bias` | | biases in the linear layers and LayerNorms |
 #
 # ### Exercise 1 — `GPTConfig` (1 point)
-# Write `GPTConfig` as a `@dataclass` with exactly these seven fields, typed, with the defaults of
-# nanoGPT's Shakespeare-character model except dropout: `vocab_size: int = 65`,
+# Write `GPTConfig` as a `@dataclass` with exactly these seven fields, in this order (so that
+# `GPTConfig(65, 256, 6, 6, 384, 0.0, True)` works as well as keywords), typed, with the
+# defaults of nanoGPT's Shakespeare-character model except dropout: `vocab_size: int = 65`,
 # `block_size: int = 256`, `n_layer: int = 6`, `n_head: int = 6`, `n_embd: int = 384`,
 # `dropout: float = 0.0`, `bias: bool = True`. Give each field a comment that says what it is.
 
@@ -140,7 +141,7 @@ class GPTConfig:
 # %% tests="gpt_config_tests" points=1
 import dataclasses
 
-from lmcourse.checks import check, check_equal
+from lmcourse.checks import call_checked, check, check_equal
 
 _want_fields = {"vocab_size": (int, 65), "block_size": (int, 256), "n_layer": (int, 6), "n_head": (int, 6),
                 "n_embd": (int, 384), "dropout": (float, 0.0), "bias": (bool, True)}
@@ -149,6 +150,12 @@ check(dataclasses.is_dataclass(GPTConfig) and isinstance(GPTConfig, type),
 _fields = {f.name: f for f in dataclasses.fields(GPTConfig)}
 check_equal(sorted(_fields), sorted(_want_fields), "the field names of GPTConfig",
             hint="exactly vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias")
+check_equal(list(_fields), list(_want_fields), "the order of GPTConfig's fields",
+            hint="the table's order, so that GPTConfig(65, 256, 6, 6, 384, 0.0, True) means what it says")
+for _name, (_type, _default) in _want_fields.items():
+    check(str(_fields[_name].type) in (_type.__name__, f"<class '{_type.__name__}'>"),
+          f"the field {_name} should be annotated as {_type.__name__} ({_name}: {_type.__name__} = {_default!r}), "
+          f"its annotation is {str(_fields[_name].type)!r}")
 _c = GPTConfig()
 for _name, (_type, _default) in _want_fields.items():
     check_equal(getattr(_c, _name), _default, f"GPTConfig().{_name}", hint=f"the default of {_name} is {_default!r}")
@@ -157,13 +164,14 @@ for _name, (_type, _default) in _want_fields.items():
 _c2 = GPTConfig(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False)
 check_equal((_c2.vocab_size, _c2.n_layer, _c2.n_embd, _c2.dropout, _c2.bias), (11, 2, 32, 0.1, False),
             "GPTConfig(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False) fields")
-### BEGIN HIDDEN TESTS
-_c3 = GPTConfig(65, 64, 4, 4, 128, 0.2, True)
+_c3 = call_checked(GPTConfig, 65, 64, 4, 4, 128, 0.2, True, name="GPTConfig(65, 64, 4, 4, 128, 0.2, True)",
+                   hint="the fields take positional arguments too (no kw_only)")
 check_equal((_c3.vocab_size, _c3.block_size, _c3.n_layer, _c3.n_head, _c3.n_embd, _c3.dropout, _c3.bias),
             (65, 64, 4, 4, 128, 0.2, True), "GPTConfig with positional arguments in the table's order")
-check(str(_fields["block_size"].type) in ("int", "<class 'int'>"), "block_size should be annotated as int")
-check(str(_fields["dropout"].type) in ("float", "<class 'float'>"), "dropout should be annotated as float")
-check(str(_fields["bias"].type) in ("bool", "<class 'bool'>"), "bias should be annotated as bool")
+### BEGIN HIDDEN TESTS
+_c4 = GPTConfig(vocab_size=3, block_size=2, n_layer=1, n_head=1, n_embd=4, dropout=0.25, bias=False)
+check_equal((_c4.vocab_size, _c4.block_size, _c4.n_layer, _c4.n_head, _c4.n_embd, _c4.dropout, _c4.bias),
+            (3, 2, 1, 1, 4, 0.25, False), "GPTConfig with every field given by name")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -281,6 +289,9 @@ def _built(cfg, dtype=torch.float64):
     m = m.to(dtype)
     keys = set(m.state_dict())
     want = set(ref.state_dict())
+    extra_biases = sorted(k for k in keys - want if k.endswith("bias"))
+    check(not (extra_biases and not cfg.bias), f"with bias=False your GPT still has biases {extra_biases[:4]}: pass "
+          "bias=config.bias to every BlockConfig and to the final LayerNorm")
     check(keys == want, f"your GPT's parameter names differ from the ones asked for: missing {sorted(want - keys)[:4]}, "
           f"unexpected {sorted(keys - want)[:4]} — use the attribute names wte, wpe, drop, blocks, ln_f, lm_head, "
           "and a final LayerNorm ln_f")
@@ -337,10 +348,43 @@ check_tensor_close(_short, _want_logits[:, :5], "the logits for the first 5 posi
                         "positions independent of what follows")
 with torch.no_grad(), _rules():
     _logits2, _loss = call_checked(_m, _idx, _tgt, name="model(idx, targets)")
-check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0, "with targets, loss is a 0-dimensional tensor")
-check_close(float(_loss), float(_want_loss), "the loss for (3, 8) ids and targets", rel=1e-9, abs_=1e-10,
-            hint="the mean cross-entropy over all B * T positions: F.cross_entropy(logits.view(B * T, V), "
-                 "targets.view(B * T)), with the targets as given (they are already shifted)")
+check_shape(_loss, (), "the loss returned with targets", hint="a 0-dimensional tensor: the mean over all positions")
+check_tensor_close(_loss, _want_loss, "the loss for (3, 8) ids and targets", atol=1e-10, rtol=1e-9,
+                   hint="the mean cross-entropy over all B * T positions: F.cross_entropy(logits.view(B * T, V), "
+                        "targets.view(B * T)), with the targets as given (they are already shifted)")
+# bias=False reaches every LayerNorm and Linear
+_mb, _rb = _built(_Cfg(bias=False, n_layer=1))
+with torch.no_grad():
+    _wb = _rb(_idx)[0]
+    with _rules():
+        _gb = call_checked(_mb, _idx, name="model(idx) with bias=False")[0]
+check_tensor_close(_gb, _wb, "your logits vs the reference GPT with bias=False", atol=1e-10, rtol=1e-10)
+# The device: positions are made where idx lives. On the 'meta' device (shapes without data) no
+# operation may mix a tensor on the CPU with the model's.
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+class _DeviceLog(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.mixed = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        _devs = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
+        if len(_devs) > 1:
+            self.mixed.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+with _rules():
+    _mm = call_checked(GPT, _cfg, name="GPT(config)").to("meta")
+    _log = _DeviceLog()
+    with _log:
+        _om = call_checked(_mm, torch.zeros(2, 5, dtype=torch.long, device="meta"), name="model(idx) on 'meta'")[0]
+check(not _log.mixed, f"with the model and idx on the 'meta' device, your forward mixed devices in "
+      f"{_log.mixed[:2]}: make the positions on idx's device, torch.arange(T, device=idx.device)")
+check_equal(str(_om.device), "meta", "the device of the logits for a model and ids on 'meta'")
 # Causality, by gradients: the logits at position t must not depend on the stream after t.
 _m.zero_grad()
 _cap = {}
@@ -380,6 +424,11 @@ with torch.no_grad(), _rules():
     _tr = _md(_idx)[0]
 check(float((_tr - _e1).abs().max()) > 1e-6, "with dropout = 0.5 in training mode the logits should change: "
       "apply self.drop to x = wte(idx) + wpe(pos), and pass dropout to the blocks")
+_xb = torch.randn(2, 8, 16, dtype=torch.float64)
+with torch.no_grad():
+    _b1, _b2 = _md.blocks[0](_xb), _md.blocks[0](_xb)
+check(float((_b1 - _b2).abs().max()) > 1e-6, "with dropout = 0.5 the first block gives the same output twice in "
+      "training mode: pass dropout=config.dropout to each block's BlockConfig")
 # Sanity check 1: at initialisation (GPT-2's, from the reference) the loss is about ln V.
 torch.manual_seed(503)
 with _rules():
@@ -420,7 +469,7 @@ for _c in [_Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
             with _rules():
                 _gl, _gloss = _mh(_ih, _th)
         check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
-        check_close(float(_gloss), float(_wloss), f"loss for {_c}, T = {_T}", rel=1e-9, abs_=1e-10)
+        check_tensor_close(_gloss, _wloss, f"loss for {_c}, T = {_T}", atol=1e-10, rtol=1e-9)
     check_equal(sum(p.numel() for p in _mh.parameters()),
                 lmcourse.nn.gpt.gpt_param_count(_c.vocab_size, _c.block_size, _c.n_layer, _c.n_embd, bias=_c.bias),
                 f"parameters of GPT({_c})")
@@ -430,10 +479,6 @@ with _rules(), torch.no_grad():
 check_equal(str(_o32[0].dtype), "torch.float32", "dtype of the logits of a float32 model")
 with torch.no_grad():
     check_tensor_close(_o32[0], _r32(_idx)[0], "float32 logits", atol=1e-5, rtol=1e-5)
-with _rules():
-    _mm = GPT(_cfg).to("meta")
-    _om = _mm(torch.zeros(2, 5, dtype=torch.long, device="meta"))[0]
-check_equal(str(_om.device), "meta", "device of the logits for a model and ids on 'meta'")
 _loss_grad = _m(_idx, _tgt)[1]
 _loss_grad.backward()
 check(_m.wte.weight.grad is not None and _m.wpe.weight.grad is not None, "gradients reach wte and wpe")
@@ -499,9 +544,10 @@ print(f"after 12 blocks: std {unscaled[-1]:.4f} unscaled vs {scaled[-1]:.4f} sca
 # %% [markdown]
 # ### Exercise 3 — `init_weights` (3 points)
 # Write `init_weights(model, n_layer, std=0.02)`, which initialises `model` **in place** as listed
-# above (go through `model.modules()` for the layers and `model.named_parameters()` for the
-# residual projections) and returns nothing. It must work for any model built from
-# `nn.Embedding`, `nn.Linear` and LayerNorms (`lmcourse.nn.LayerNorm` or `nn.LayerNorm`):
+# above, with the argument `std` in place of 0.02 (go through `model.modules()` for the layers and
+# `model.named_parameters()` for the residual projections) and returns nothing. It must work for
+# any model built from `nn.Embedding`, `nn.Linear` and LayerNorms (`lmcourse.nn.LayerNorm` or
+# `nn.LayerNorm`):
 #
 # * keep the parameters' dtype and device: fill them in place with `nn.init.normal_`,
 #   `nn.init.zeros_`, `nn.init.ones_` (or `p.normal_(...)` under `torch.no_grad()`); do not
@@ -574,15 +620,14 @@ check(_ret is None or _ret is _model, "init_weights works in place and returns n
 check(all(p is _params_before[n] for n, p in _model.named_parameters()),
       "init_weights must fill the existing parameters in place (nn.init.normal_(p, ...)), not assign new ones")
 check(_model.lm_head.weight is _model.wte.weight, "after init_weights the head must still be tied to wte")
-for _name, _t in [("wte.weight", _model.wte.weight), ("wpe.weight", _model.wpe.weight),
-                  ("blocks[0].attn.c_attn.weight", _model.blocks[0].attn.c_attn.weight),
-                  ("blocks[3].mlp.c_fc.weight", _model.blocks[3].mlp.c_fc.weight)]:
+for _name, _t in [(_n, _p) for _n, _p in _model.named_parameters() if _n.endswith("weight") and ".ln" not in _n
+                  and not _n.startswith("ln_f") and not _n.endswith("c_proj.weight")]:
     check_close(_std(_t), 0.02, f"the standard deviation of {_name}", rel=0.1, abs_=0,
                 hint="every nn.Linear and nn.Embedding weight ~ N(0, 0.02²): nn.init.normal_(w, mean=0.0, std=0.02) "
                      "(std, not variance)")
     check_close(float(_t.detach().double().mean()), 0.0, f"the mean of {_name}", rel=0, abs_=0.003)
 _scaled = 0.02 / math.sqrt(2 * 4)
-for _i in (0, 3):
+for _i in range(4):
     for _name, _t in [("attn.c_proj.weight", _model.blocks[_i].attn.c_proj.weight),
                       ("mlp.c_proj.weight", _model.blocks[_i].mlp.c_proj.weight)]:
         check_close(_std(_t), _scaled, f"the standard deviation of blocks[{_i}].{_name} for n_layer = 4",
@@ -605,6 +650,26 @@ with _rules():
     init_weights(_b, 2)
 check(all(torch.equal(p, q) for p, q in zip(_a.parameters(), _b.parameters())),
       "two calls after the same torch.manual_seed should give the same weights: draw with torch's global generator")
+with _rules():
+    torch.manual_seed(8)
+    init_weights(_b, 2)
+check(not torch.equal(_a.wte.weight, _b.wte.weight), "torch.manual_seed(7) and torch.manual_seed(8) gave the same "
+      "weights: draw with torch's global generator (nn.init.normal_ does), not a generator of your own")
+# the std argument, and any model of nn.Linear, nn.Embedding and nn.LayerNorm
+_any = nn.Sequential(nn.Embedding(50, 40), nn.Linear(40, 60), nn.LayerNorm(60), nn.Linear(60, 40))
+with torch.no_grad():
+    for _p in _any.parameters():
+        _p.fill_(3.0)
+torch.manual_seed(9)
+with _rules():
+    call_checked(init_weights, _any, 3, std=0.05, name="init_weights(nn.Sequential(...), n_layer=3, std=0.05)")
+check_close(_std(_any[0].weight), 0.05, "the standard deviation of an nn.Embedding's weight with std=0.05",
+            rel=0.1, abs_=0, hint="use the std argument, not 0.02 written in")
+check_close(_std(_any[3].weight), 0.05, "the standard deviation of an nn.Linear's weight with std=0.05",
+            rel=0.1, abs_=0, hint="use the std argument, not 0.02 written in")
+check(bool((_any[1].bias == 0).all()) and bool((_any[3].bias == 0).all()), "every nn.Linear bias should be 0")
+check(bool((_any[2].weight == 1).all()) and bool((_any[2].bias == 0).all()),
+      "an nn.LayerNorm's weight should be 1 and its bias 0: reset torch's nn.LayerNorm as well as lmcourse's LayerNorm")
 _m64 = _spoiled(n_layer=2, n_embd=16, dtype=torch.float64)
 with _rules():
     init_weights(_m64, 2)
@@ -726,8 +791,12 @@ print(f"nanoGPT's Shakespeare model (V = 65, T = 256, L = 6, d = 384): {_ours:,}
 # * at each step call `model(context)` with `context` the last `model.config.block_size` ids
 #   (all of them when there are fewer); it returns `(logits, loss)`;
 # * draw every id with `generator` (a `torch.Generator`, e.g. `torch.multinomial(probs, 1,
-#   generator=generator)`), so that the same seed gives the same text;
-# * no gradients are needed: work under `torch.no_grad()`.
+#   generator=generator)`), so that the same seed gives the same text, with fresh random numbers
+#   at every step;
+# * `temperature` is positive (greedy decoding, the limit $\tau \to 0$, is notebook 07's);
+# * no gradients are needed: call the model under `torch.no_grad()`;
+# * leave the model's mode as you found it: the caller chooses `model.eval()` (as the training
+#   cell below does). If you switch to eval mode inside, switch back before returning.
 
 # %% solution="generate"
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
@@ -767,25 +836,35 @@ def _rules():
 
 
 class _Fixed(nn.Module):
-    """A stand-in model: fixed logits at the last position (reversed ones before it), and a record of
-    what it was given."""
+    """A stand-in model: fixed logits at the last position (reversed ones before it), with a weight
+    (so its logits carry gradients when gradients are on), and a record of what it was given."""
 
     def __init__(self, logits, block_size):
         super().__init__()
         self.config = SimpleNamespace(block_size=block_size)
         self.logits = torch.as_tensor(logits, dtype=torch.float32)
-        self.seen = []
+        self.scale = nn.Parameter(torch.ones(()))
+        self.seen, self.wrong, self.grad_on = [], [], []
 
     def forward(self, idx, targets=None):
-        check(idx.dim() == 2, f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
-        check(idx.size(1) <= self.config.block_size,
-              f"generate passed {idx.size(1)} ids to a model with block_size {self.config.block_size}: crop the "
-              "context to the last block_size ids (idx[:, -block_size:])")
+        if idx.dim() != 2:
+            self.wrong.append(f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
+        elif idx.size(1) > self.config.block_size:
+            self.wrong.append(f"generate passed {idx.size(1)} ids to a model with block_size "
+                              f"{self.config.block_size}: crop the context to the last block_size ids "
+                              "(idx[:, -block_size:])")
         self.seen.append(idx.clone())
-        B, T = idx.shape
+        self.grad_on.append(torch.is_grad_enabled())
+        B, T = idx.shape[0], idx.shape[-1]
         out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
         out[:, -1] = self.logits
-        return out, None
+        return out * self.scale, None
+
+
+def _obeyed(m):
+    """The model's record: every call with (B, <= block_size) ids."""
+    for _w in m.wrong[:1]:
+        check(False, _w)
 
 
 def _softmax(z):
@@ -808,27 +887,45 @@ check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output", hi
 check_tensor_close(_idx, _before, "idx after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
 check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0,
                    hint="the output starts with idx itself")
+_obeyed(_m)
 check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
+check(not any(_m.grad_on), "generate called the model with gradients on: sample under torch.no_grad() (no graph is "
+      "needed to sample, and keeping one costs memory at every step)")
 for _k, _ctx in enumerate(_m.seen):
     _end = 3 + _k
     _want_ctx = _out[:, max(0, _end - 4):_end]
     check(_ctx.shape == _want_ctx.shape and bool((_ctx == _want_ctx).all()),
           f"at step {_k + 1} the model should see the last min(T, block_size) ids {_want_ctx.tolist()}, "
           f"it saw {_ctx.tolist()} — crop with idx[:, -block_size:]")
-# the distribution, at two temperatures: 4000 draws of one id each
+# the model's mode is left as it was
+for _mode in (True, False):
+    _mmode = _Fixed(_logits, block_size=4).train(_mode)
+    with _rules():
+        generate(_mmode, torch.zeros(2, 1, dtype=torch.long), 2, generator=torch.Generator().manual_seed(0))
+    check(_mmode.training is _mode, f"generate left a model that was in {'training' if _mode else 'eval'} mode in "
+          f"{'training' if _mmode.training else 'eval'} mode: leave model.training as you found it (if you switch "
+          "to model.eval() inside, switch back)")
+# the distribution, at three temperatures: 4000 rows of two new ids each
 for _tau in (1.0, 0.5, 2.0):
     _mt = _Fixed(_logits, block_size=4)
     with _rules():
-        _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 1, temperature=_tau,
-                          generator=torch.Generator().manual_seed(11))[:, -1]
+        _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 2, temperature=_tau,
+                          generator=torch.Generator().manual_seed(11))[:, -2:]
     _want = _softmax([v / _tau for v in _logits])
-    for _v in range(4):
-        _freq = float((_draws == _v).double().mean())
-        check_close(_freq, _want[_v], f"the share of id {_v} in 4000 draws at temperature {_tau} "
-                    f"(logits {_logits})", rel=0, abs_=0.03,
-                    hint="sample from softmax(logits[:, -1, :] / temperature): the last position's logits, divided "
-                         "(not multiplied) by the temperature before the softmax (not the probabilities after it), "
-                         "then a draw (not the argmax)")
+    for _col in (0, 1):
+        for _v in range(4):
+            _freq = float((_draws[:, _col] == _v).double().mean())
+            check_close(_freq, _want[_v], f"the share of id {_v} among the {('first', 'second')[_col]} new ids of "
+                        f"4000 rows at temperature {_tau} (logits {_logits})", rel=0, abs_=0.03,
+                        hint="sample from softmax(logits[:, -1, :] / temperature): the last position's logits, "
+                             "divided (not multiplied) by the temperature before the softmax (not the probabilities "
+                             "after it), then a draw (not the argmax)")
+    # the two draws of a row are independent: the same id twice with probability sum_v P(v)^2
+    _same = float((_draws[:, 0] == _draws[:, 1]).double().mean())
+    check_close(_same, sum(q * q for q in _want), f"the share of rows whose two new ids are equal at temperature "
+                f"{_tau} (independent draws)", rel=0, abs_=0.04,
+                hint="draw fresh random numbers at every step (a uniform drawn once before the loop repeats the "
+                     "same choice)")
 # the generator decides: the same seed gives the same ids whatever the global seed; another seed others
 _mg = _Fixed(_logits, block_size=4)
 _start = torch.zeros(64, 1, dtype=torch.long)
@@ -846,6 +943,7 @@ _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
 with _rules():
     _oh = generate(_mh, torch.tensor([[1, 2, 0, 1, 2]]), 4, temperature=0.7, generator=torch.Generator().manual_seed(3))
 check_shape(_oh, (1, 9), "generate with T > block_size from the start")
+_obeyed(_mh)
 check(all(c.size(1) == 2 for c in _mh.seen), "context cropped to block_size = 2 from the first step")
 _me = _Fixed([0.0, 3.0, 0.5], block_size=5)
 with _rules():
@@ -1016,18 +1114,20 @@ for kind in ("RNN", "LSTM"):
     torch.manual_seed(rt.seed)
     rnn_model = RecurrentLM(kind, tok.vocab_size, P.n_embd)
     path = data_dir() / "checkpoints" / f"02_{kind.lower()}_{P.name}.pt"
+    # a checkpoint is used only if it was trained exactly as this cell would train it
+    recipe = {"kind": kind, "profile": P.name, "n_embd": P.n_embd, "steps": rnn_cfg.steps, "vocabulary": list(tok.itos)}
     saved = torch.load(path, map_location="cpu") if path.exists() and not is_autograding() else None
-    if saved is not None and saved.get("vocabulary") == list(tok.itos):
+    if saved is not None and all(saved.get(k) == v for k, v in recipe.items()):
         rnn_model.load_state_dict(saved["model"])
         print(f"{kind}: loaded from {path}")
     else:
         _t = time.perf_counter()
         train(rnn_model, train_ids, val_ids, rnn_cfg)
         print(f"{kind}: trained here, {rnn_cfg.steps} steps in {time.perf_counter() - _t:.0f} s "
-              "(no checkpoint from notebook 02)")
+              "(no checkpoint of this recipe in the course cache)")
         if not is_autograding():
             path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"model": rnn_model.state_dict(), "vocabulary": list(tok.itos)}, path)
+            torch.save({"model": rnn_model.state_dict(), **recipe}, path)
     ladder[kind] = bits_per_char(rnn_model.to(rt.device), eval_ids, P.block_size)
 ladder["GPT (yours)"] = bits_per_char(model, eval_ids, config.block_size)
 print(f"\nbits per character on {n_eval:,} validation characters (uniform: {math.log2(tok.vocab_size):.2f})")
@@ -1128,19 +1228,24 @@ check(answer_q3.strip().upper() == "A", "Q3: not the right choice")
 
 # %% [markdown] answer="q4_free_text" points=2
 # ### BEGIN SOLUTION
-# (a) With weights drawn from N(0, 0.02²) the final vectors are small, so all logits are nearly
-# equal and the softmax is nearly uniform: every character gets probability about 1/|V|, whose
-# cross-entropy is ln |V| (4.2 nats for 65 characters). A loss far above it means the model is
-# confidently wrong from the start: logits that are too large (an initialisation with std 1, no
-# final LayerNorm, a summed instead of averaged loss), which wastes the first steps undoing it.
+# (a) After the final LayerNorm every vector has entries of about unit size, and the head scores
+# it against rows of the embedding drawn from N(0, 0.02²): each logit has a standard deviation of
+# about 0.02·√d (0.23 for d = 128). The logits are nearly equal, the softmax nearly uniform, every
+# character gets probability about 1/|V|, and the cross-entropy is ln |V| (4.17 nats for 65
+# characters). A loss far above it says either that the loss is not a mean over positions (a sum
+# grows with B·T) or that the model is confidently wrong from the start, with logits far too
+# large: weights drawn with std 1 (26.8 nats, measured on a 4-layer, 128-wide model), or
+# embeddings left at PyTorch's N(0, 1), which the tied head then uses as its rows (87 nats). The
+# first steps of training are then spent undoing the initialisation.
 # (b) On the cpu profile (2.17 / 2.57 / 2.51 / 2.47 bits per character) the largest step is
 # from the neural models' point of view a step *down*: the 5-gram, counted over the whole
 # training text, beats every neural model trained for a few minutes, because counting sees all
 # 4.3 million characters at once while gradient descent has seen each about once. Among the
-# neural models the GPT bought the most: every position attends directly to all earlier
-# characters of its window, where the RNN squeezes them through one vector whose gradient fades
-# with distance. The RNN to LSTM step bought the least here: with 64-character windows and a
-# short run, the gated cell has little long context to keep.
+# neural models each step is small after a few minutes of training: the LSTM gains 0.06 bits over
+# the RNN (its gates let the gradient reach further back than the RNN's single squashed vector),
+# and the GPT 0.04 over the LSTM, the least, although each of its positions attends directly to
+# every earlier character of its window: a 64-character window and a short run leave it little
+# long context to use.
 # ### END SOLUTION
 
 # %% [markdown]

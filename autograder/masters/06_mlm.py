@@ -200,9 +200,6 @@ def _check_masking(tokens, inputs, labels, mask_id, vocab_size, special_ids, p, 
           "chosen position (the 10% left unchanged too) its original id as label")
     check(bool((labels[chosen] == tokens[chosen]).all()), f"{what}: a label differs from the original id at a "
           "chosen position; labels = the original tokens there, -100 elsewhere")
-    check(_within(n_chosen, n_ord, p), f"{what}: {n_chosen} of {n_ord} non-special positions chosen "
-          f"({n_chosen / max(n_ord, 1):.3f}), expected a share of p = {p} of the non-special positions "
-          "(not of all positions)")
     n_mask = int((inputs[chosen] == mask_id).sum())
     n_same = int((inputs[chosen] == tokens[chosen]).sum())
     check(_within(n_mask, n_chosen, 0.8), f"{what}: {n_mask / max(n_chosen, 1):.3f} of the chosen positions "
@@ -217,6 +214,9 @@ def _check_masking(tokens, inputs, labels, mask_id, vocab_size, special_ids, p, 
     check(_within(replaced.numel(), n_chosen, 0.1 * (1 - 1 / len(ordinary))),
           f"{what}: {replaced.numel() / max(n_chosen, 1):.3f} of the chosen positions got another ordinary id, "
           "expected 0.1")
+    check(_within(n_chosen, n_ord, p), f"{what}: {n_chosen} of {n_ord} non-special positions chosen "
+          f"({n_chosen / max(n_ord, 1):.3f}), expected a share of p = {p} of the non-special positions "
+          "(not of all positions)")
 
 
 # a small example: shapes, dtype, no change in place
@@ -236,6 +236,13 @@ check_tensor_close(_tok, _before, "tokens after mask_tokens", atol=0, rtol=0,
 check(_inp is not _tok and _lab is not _tok, "return new tensors, not tokens itself")
 # the proportions, on 64 sequences of 400 ids with padding (V = 60, specials 0..4, [MASK] = 4)
 _V, _S = 60, {0, 1, 2, 3, 4}
+# each sequence its own draw
+_same_rows = torch.randint(5, _V, (1, 300), generator=torch.Generator().manual_seed(3)).repeat(8, 1)
+with _rules():
+    _ri, _rl = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(3))
+check(all(not torch.equal(_rl[0] != -100, _rl[i] != -100) for i in range(1, 8)),
+      "eight identical sequences got the same chosen positions: draw a choice for every position of the "
+      "batch, shape (B, T), not one row of choices shared by all sequences")
 _big = _padded(64, 400, _V, 5, seed=601)
 with _rules():
     _bi, _bl = call_checked(mask_tokens, _big, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(1),
@@ -250,13 +257,6 @@ check(bool((_ol == 1).all()), "with p = 1.0 every ordinary position is chosen: e
 _share = float((_oi == 2).double().mean())
 check(abs(_share - 0.8) < 0.015, f"with mask_id = 2 not in special_ids, {_share:.3f} of the chosen positions hold "
       "[MASK], expected 0.8: a random replacement must not be mask_id (exclude it from the ordinary ids)")
-# each sequence its own draw
-_same_rows = torch.randint(5, _V, (1, 300), generator=torch.Generator().manual_seed(3)).repeat(8, 1)
-with _rules():
-    _ri, _rl = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(3))
-check(all(not torch.equal(_rl[0] != -100, _rl[i] != -100) for i in range(1, 8)),
-      "eight identical sequences got the same chosen positions: draw a choice for every position of the "
-      "batch, shape (B, T), not one row of choices shared by all sequences")
 # the generator decides
 with _rules():
     torch.manual_seed(100)

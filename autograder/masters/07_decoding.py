@@ -892,9 +892,9 @@ def _rules(*allowed):
 
 
 class _Table(nn.Module):
-    """A hand-made model over {0: a, 1: b, 2: end}. After the prompt: a 0.6, b 0.4. After b: b 0.9
-    (a and end 0.05 each). After anything else: a, b, end 1/3 each. Greedy takes a (0.6) and then
-    at best 1/3: 0.2 in all; the best two words are b b, 0.4 * 0.9 = 0.36."""
+    """A hand-made model over {0: a, 1: b, 2: end}. After the prompt: a 0.6, b 0.4. After a: end 0.5,
+    a 0.3, b 0.2. After b: b 0.9, a and end 0.05 each. After an end: b 0.98, a and end 0.01 each.
+    Greedy takes a (0.6), then end (0.5): 0.3 in all; the best two words are b b, 0.4 * 0.9 = 0.36."""
 
     def __init__(self, dtype=torch.float64):
         super().__init__()
@@ -906,12 +906,11 @@ class _Table(nn.Module):
         check(idx.dim() == 2, f"beam_search should call the model with (nb, T) ids, it passed {tuple(idx.shape)}")
         self.calls.append(tuple(idx.shape))
         B, T = idx.shape
+        rows = {0: [0.3, 0.2, 0.5], 1: [0.05, 0.9, 0.05], 2: [0.01, 0.98, 0.01]}
         out = torch.full((B, T, 3), 1 / 3, dtype=torch.float64)
         for b in range(B):
-            if T == 1:
-                out[b, -1] = torch.tensor([0.6, 0.4, 0.0], dtype=torch.float64)
-            elif int(idx[b, -1]) == 1:
-                out[b, -1] = torch.tensor([0.05, 0.9, 0.05], dtype=torch.float64)
+            row = [0.6, 0.4, 0.0] if T == 1 else rows[int(idx[b, -1])]
+            out[b, -1] = torch.tensor(row, dtype=torch.float64)
         return out.clamp_min(1e-30).log().to(self.dtype), None
 
 
@@ -930,7 +929,7 @@ def _beam(*args, **kwargs):
 
 _start = torch.tensor([2])
 _g = _beam(_Table(), _start, 1, 2)
-check_equal(_ids(_g), [[2, 0, 0]], "beam_search with beam_size 1 on the hand-made model (greedy)",
+check_equal(_ids(_g), [[2, 0, 2]], "beam_search with beam_size 1 on the hand-made model (greedy)",
             hint="with one beam, keep the single best extension at each step; return the prompt followed by the "
                  "new ids")
 _b = _beam(_Table(), _start, 2, 2)
@@ -952,8 +951,8 @@ for _h in _ids(_e0):
     check(2 not in _h[1:-1], f"the hypothesis {_h} goes on after the end token: a candidate ending in eos_id is "
           "finished, set aside and never extended")
 check_equal(_ids(_e0)[0], [2, 0, 2], "the best hypothesis with eos_id=2, length_penalty=0, 12 steps",
-            hint="with length_penalty 0 the plain sums compare: a, end (0.2) beats b b ... b (0.4 * 0.9^11)")
-check_close(_e0[0][1], math.log(0.2), "the score of a, end with length_penalty 0", rel=1e-9, abs_=1e-12)
+            hint="with length_penalty 0 the plain sums compare: a, end (0.3) beats b b ... b (0.4 * 0.9^11)")
+check_close(_e0[0][1], math.log(0.3), "the score of a, end with length_penalty 0", rel=1e-9, abs_=1e-12)
 _e1 = _beam(_Table(), _start, 3, 12, length_penalty=1.0, eos_id=2)
 check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, length_penalty=1, 12 steps",
             hint="divide each finished score by n ** length_penalty (n new words, the end token included); "

@@ -41,6 +41,10 @@
 #   it is reached (an alias, a subclass, a saved reference): the tests watch what runs;
 # * results have the **input's dtype** and live on the **input's device**; inputs are never
 #   changed in place.
+#
+# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
+# `torch.jit.trace` hand back plain Python, so a compiled reference runs as Python and the tests
+# see it.
 
 # %% locked="setup"
 import dataclasses
@@ -68,6 +72,7 @@ from lmcourse.train import TrainConfig, estimate_loss, train
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
+torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
 
 # %% [markdown]
 # ## 1. From a block to a language model

@@ -213,6 +213,27 @@ class GPT(_copy.GPT):
         super().__init__(_copy.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
+    Mutant("the reference traced with torch.jit.trace when the cell runs", "gpt", _gpt(forward='''        _REF.load_state_dict(self.state_dict())
+        logits = _TRACED(idx).to(self.wte.weight.dtype)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss
+''').replace("class GPT(nn.Module):", '''class _Logits(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, idx):
+        return self.m(idx)[0]
+
+
+_REF = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2,
+                                                     n_embd=16)).double().eval()
+_TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
+
+
+class GPT(nn.Module):''')),
     # --- init_weights
     Mutant("residual scaling missing", "init_weights", _init_weights(scaled="std")),
     Mutant("residual scaling by 1/sqrt(n_layer), not 1/sqrt(2 n_layer)", "init_weights",

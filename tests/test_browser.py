@@ -1,0 +1,155 @@
+"""End to end in a real browser: the student's lab as `make lab` starts it, driven by Chromium.
+
+JupyterLab (our `lmcourse lab` command line and configuration) on a fresh work folder; open
+01_ngram.ipynb, run the set-up cell, write Exercise 1 in the cell editor (first with a typical
+mistake, then right), run its test cell and read the message, click nbgrader's Validate and read
+its verdict. The student's lab must show no instructor panel and no news pop-up.
+
+Needs Playwright for Python and a Chromium (Debian: `apt-get install chromium`; `.ci/run` installs
+it; `LMCOURSE_CHROMIUM=/path` picks another). Skips, saying why, where either is missing.
+Screenshots of a failure are kept in build/browser/.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from lmcourse import cli
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+TOKEN = "lmcourse-browser-test"
+WRONG = 'def pad_sentence(words, n):\n    return ["<s>"] * n + list(words) + ["</s>"]\n'
+RIGHT = 'def pad_sentence(words, n):\n    return ["<s>"] * (n - 1) + list(words) + ["</s>"]\n'
+
+
+def _chromium() -> str | None:
+    for name in (os.environ.get("LMCOURSE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Our student lab on a fresh work folder, on a free port; its log on failure."""
+    work = tmp_path / "work"
+    cli.prepare_work(ROOT / "notebooks", work)
+    port = _free_port()
+    cmd, env = cli.lab_command(work, ta=False, root=ROOT, extra=[
+        "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"])
+    env.update(LMCOURSE_PROFILE="tiny", JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"))  # the user's own lab settings stay out
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"JupyterLab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+    yield url, work, tmp_path / "lab.log"
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def _cell(page, index):
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").nth(index)
+
+
+def _run(page, index, timeout_ms=45_000):
+    """Click into cell ``index``, Shift+Enter, wait until its prompt shows a number."""
+    cell = _cell(page, index)
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Escape")            # command mode: Shift+Enter runs the cell
+    page.keyboard.press("Shift+Enter")
+    prompt = cell.locator(".jp-InputPrompt")
+    page.wait_for_function("(el) => /\\[\\d+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+                           timeout=timeout_ms)
+    return cell
+
+
+def _type_into(page, index, source):
+    """Replace cell ``index``'s source through its editor, as a student would."""
+    editor = _cell(page, index).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(source)        # as typed, without the editor's auto-closing brackets
+
+
+def test_student_lab_in_chromium(lab):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
+                                   "(pip install playwright; .ci/run's make test installs the dev extra)")
+    browser_path = _chromium()
+    if browser_path is None:
+        pytest.skip("no Chromium found (Debian/Ubuntu: apt-get install chromium; or LMCOURSE_CHROMIUM=/path)")
+    url, work, log = lab
+    shots = ROOT / "build" / "browser"
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(45_000)
+        try:
+            page.goto(f"{url}/lab/tree/01_ngram.ipynb?token={TOKEN}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], "
+                                   "#jp-main-statusbar :text('Idle')")
+            # the student's lab: Validate, but no instructor panel, no Nbgrader menu, no news toast
+            validate = page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True)
+            assert validate.count() == 1
+            assert page.locator("#jp-menu-panel :text('Nbgrader'), .lm-MenuBar :text('Nbgrader')").count() == 0
+            _run(page, 1)                    # the set-up cell
+            assert "profile=tiny" in _cell(page, 1).locator(".jp-OutputArea").inner_text()
+            _type_into(page, 3, WRONG)       # Exercise 1 with a typical mistake ...
+            _run(page, 3)
+            out = _run(page, 4).locator(".jp-OutputArea").inner_text()
+            assert "CheckFailed: pad_sentence(['cows', 'eat', 'grass'], 3) has 7 items, expected 6" in out, out
+            assert "n-1 = 2 start tokens" in out and "[... skipping hidden 1 frame]" in out, out
+            _type_into(page, 3, RIGHT)       # ... then right
+            _run(page, 3)
+            out = _run(page, 4).locator(".jp-OutputArea").inner_text()
+            assert "Error" not in out, out
+            page.keyboard.press("Control+S")
+            validate.click()
+            dialog = page.locator(".jp-Dialog")
+            dialog.wait_for(timeout=90_000)
+            text = dialog.inner_text()
+            # the rest of the notebook is not done yet: nbgrader says so, and not about Exercise 1
+            assert "failed" in text.lower() and "NotImplementedError" in text, text
+            assert "pad_sentence(['cows', 'eat', 'grass'], 3)" not in text, text
+            saved = (work / "01_ngram.ipynb").read_text()
+            assert "(n - 1) + list(words)" in saved          # saved into the work folder ...
+            assert "(n - 1) + list(words)" not in (ROOT / "notebooks" / "01_ngram.ipynb").read_text()  # only
+            assert "No nbgrader_config.py" not in log.read_text()
+            assert page.locator(".Toastify__toast").filter(has_text="news").count() == 0  # asked after load
+        except Exception:
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / "test_student_lab_in_chromium.png"), full_page=True)
+            shutil.copy(log, shots / "lab.log")
+            raise
+        finally:
+            browser.close()

@@ -325,3 +325,9 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
         print(f"trained {step}/{cfg.steps} steps in {hist.elapsed:.1f} s "
               f"({hist.tokens_per_sec:,.0f} tokens/s on {device}){val}{status}")
     return hist
+
+
+if __name__ == "__main__":  # python -m lmcourse.train gpt ...: the command-line trainer (lmcourse.train_cli)
+    from lmcourse.train_cli import main as _main
+
+    raise SystemExit(_main(prog="python -m lmcourse.train"))

@@ -1,0 +1,349 @@
+"""``lmcourse train gpt``: notebook 05's GPT trained from the command line, on one process or many.
+
+    python -m lmcourse.train_cli gpt --profile cpu                       # the course corpus, cpu sizes
+    python -m lmcourse.train_cli gpt --profile cpu --steps 200 --n_layer 2
+    python -m lmcourse.train_cli gpt --text my.txt --block_size 128      # any UTF-8 text file
+    python -m lmcourse.train_cli gpt --profile cpu --resume              # continue the last checkpoint
+    torchrun --nproc_per_node 8 -m lmcourse.train_cli gpt --profile gpu  # 8 GPUs, data-parallel
+
+Sizes start from a runtime profile (``tiny``, ``cpu``, ``gpu``) and notebook 05's recipe (AdamW
+with betas (0.9, 0.99) and weight decay 0.1, peak lr 5e-3, or 1e-3 with dropout 0.2 at the
+``gpu`` profile's size, warm-up over 5 % of the steps, cosine to a tenth, clipping at 1);
+every field of :class:`lmcourse.train.TrainConfig` and :class:`lmcourse.nn.GPTConfig` can be
+overridden with ``--field value`` (``--help`` lists them). ``--batch_size`` is the global batch
+of one step, whatever the number of processes (see :mod:`lmcourse.distributed`).
+
+On CUDA: bf16 autocast, the fused AdamW kernel, TF32 matrix products, the fused attention
+kernel (``F.scaled_dot_product_attention``; ``--no-fast`` for the explicit softmax) and
+``torch.compile`` (``--no-compile`` to skip it). The last line gives the validation loss,
+tokens/s, the wall time and, on a GPU in :data:`PEAK_TFLOPS`, the model-FLOPs utilisation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import inspect
+import math
+import re
+import sys
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+
+__all__ = ["main", "build_parser", "PEAK_TFLOPS", "peak_tflops", "mfu", "TrainInputError"]
+
+# Dense (no sparsity) bf16 tensor-core peaks per GPU, in TFLOP/s, from NVIDIA's datasheets (the
+# datasheets' "with sparsity" figures halved). Matched in order against torch.cuda.get_device_name().
+PEAK_TFLOPS: tuple[tuple[str, float, str], ...] = (
+    ("H200", 989.0, "H200"),
+    ("H100 PCIe", 756.0, "H100 PCIe"),
+    ("H100", 989.0, "H100 SXM"),
+    ("A100", 312.0, "A100"),
+    ("L40S", 362.0, "L40S"),
+    ("L4", 121.0, "L4"),
+    ("A10", 125.0, "A10"),
+)
+
+MODELS = ("gpt",)
+
+
+class TrainInputError(ValueError):
+    """Bad input from the command line: printed as one line, exit status 2."""
+
+
+def peak_tflops(device_name: str) -> tuple[float, str] | None:
+    """The dense bf16 peak of the GPU called ``device_name`` and its label, or None if not in the table."""
+    for key, tflops, label in PEAK_TFLOPS:
+        if key.lower() in device_name.lower():
+            return tflops, label
+    return None
+
+
+def mfu(tokens_per_sec: float, n_params: int, peak_flops: float) -> float:
+    """Model-FLOPs utilisation: ``6 N`` FLOPs per token (forward 2 N, backward 4 N) over the peak."""
+    return 6 * n_params * tokens_per_sec / peak_flops
+
+
+# --- flags ---------------------------------------------------------------------------------------
+
+def _field_help(cls) -> dict[str, str]:
+    """The comment after each field of a dataclass, as help text."""
+    out = {}
+    for line in inspect.getsource(cls).splitlines():
+        m = re.match(r"\s+(\w+): [^=]+=.*?#\s*(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).replace("%", "%%")
+    return out
+
+
+def _grad_clip(text: str):
+    return None if text.lower() in ("none", "off", "0") else float(text)
+
+
+_TRAIN_SKIP = ("device", "checkpoint_path", "resume", "progress", "quiet", "compile", "amp")  # added by hand
+
+
+def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
+    from .nn.gpt import GPTConfig
+    from .runtime import PROFILES
+    from .train import TrainConfig
+
+    p = argparse.ArgumentParser(prog=prog, description="Train notebook 05's GPT on the course corpus or a text "
+                                "file, on one process or under torchrun on many (data-parallel).",
+                                argument_default=argparse.SUPPRESS)
+    p.add_argument("model", choices=MODELS, help="the model to train: gpt (notebook 05's reference GPT)")
+    g = p.add_argument_group("run")
+    g.add_argument("--profile", choices=PROFILES, help="sizes to start from (default: gpu on CUDA, else cpu)")
+    g.add_argument("--text", metavar="FILE", help="train on this UTF-8 text file, split by position "
+                   "(default: the course's Shakespeare, split by play)")
+    g.add_argument("--val_fraction", type=float, help="share of --text held out for validation (default 0.1)")
+    g.add_argument("--checkpoint_path", metavar="FILE", help="checkpoint to write (and --resume from); default: "
+                   "checkpoints/train_gpt_<profile>.pt in the course cache")
+    g.add_argument("--resume", action="store_true", help="continue from --checkpoint_path if it exists")
+    g.add_argument("--stop_after", type=int, metavar="STEP", help="stop after this step as if interrupted (the "
+                   "schedule still follows --steps); --resume continues")
+    g.add_argument("--micro_batch_size", type=int, help="windows per forward pass; batch_size / micro_batch_size "
+                   "micro-batches make a step (default: batch_size / number of processes)")
+    g.add_argument("--device", help="cpu, cuda, mps (default: CUDA, then MPS, then CPU; under torchrun: "
+                   "GPU LOCAL_RANK, else CPU)")
+    g.add_argument("--threads", type=int, help="CPU threads per process (default: as the notebooks, "
+                   "LMCOURSE_THREADS or 1 on the CPU)")
+    g.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the model "
+                   "(default: on with CUDA)")
+    g.add_argument("--amp", action=argparse.BooleanOptionalAction, help="bf16 autocast on CUDA (default: on)")
+    g.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "
+                   "terminal)")
+    g.add_argument("--sample_tokens", type=int, help="characters sampled at the end (default 300; 0: none)")
+    g.add_argument("--temperature", type=float, help="sampling temperature (default 1.0)")
+    g.add_argument("--peak_tflops", type=float, help="the device's peak TFLOP/s, for the MFU estimate when the "
+                   "GPU is not in the built-in table")
+
+    helps = _field_help(TrainConfig)
+    t = p.add_argument_group("training (lmcourse.train.TrainConfig)")
+    for f in fields(TrainConfig):
+        if f.name in _TRAIN_SKIP:
+            continue
+        h = helps.get(f.name, "")
+        if f.name == "betas":
+            t.add_argument("--betas", type=float, nargs=2, metavar=("BETA1", "BETA2"), help=h)
+        elif f.name == "grad_clip":
+            t.add_argument("--grad_clip", type=_grad_clip, help=h + " ('none' for no clipping)")
+        elif f.name == "optimizer":
+            t.add_argument("--optimizer", choices=("adamw", "sgd"), help=h)
+        elif f.name == "block_size":
+            t.add_argument("--block_size", type=int, help=h + "; also the GPT's context length")
+        else:
+            t.add_argument(f"--{f.name}", type=type(f.default), help=h)
+    helps = _field_help(GPTConfig)
+    m = p.add_argument_group("model (lmcourse.nn.GPTConfig)")
+    for f in fields(GPTConfig):
+        if f.name == "block_size":
+            continue
+        h = helps.get(f.name, "")
+        if isinstance(f.default, bool):
+            m.add_argument(f"--{f.name}", action=argparse.BooleanOptionalAction, help=h)
+        elif f.name == "gelu":
+            m.add_argument("--gelu", choices=("none", "tanh"), help=h)
+        elif f.name == "vocab_size":
+            m.add_argument("--vocab_size", type=int, help="V (default: the characters of the training text; "
+                           "larger leaves unused rows)")
+        else:
+            m.add_argument(f"--{f.name}", type=type(f.default), help=h)
+    return p
+
+
+def parse_args(argv: list[str] | None, prog: str = "lmcourse train") -> argparse.Namespace:
+    """The flags given (absent ones are absent), or :class:`TrainInputError` naming a flag not known."""
+    p = build_parser(prog)
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        known = [s for a in p._actions for s in a.option_strings]
+        flag = next((u for u in unknown if u.startswith("-")), unknown[0])
+        close = difflib.get_close_matches(flag.split("=")[0], known, n=2)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise TrainInputError(f"unknown flag {flag}{hint}; {prog} gpt --help lists the flags"
+                              if flag.startswith("-") else f"unexpected argument {flag!r}")
+    return args
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+def _recipe(profile, steps: int) -> dict:
+    """Notebook 05's recipe at this profile's size."""
+    gpu = profile.name == "gpu"
+    return dict(lr=1e-3 if gpu else 5e-3, betas=(0.9, 0.99), weight_decay=0.1, warmup_steps=max(1, steps // 20),
+                min_lr_ratio=0.1, grad_clip=1.0)
+
+
+def _say(env, *a, **k) -> None:
+    if env.is_main:
+        print(*a, **k, flush=True)
+
+
+def _wall(seconds: float) -> str:
+    m, s = divmod(seconds, 60)
+    h, m = divmod(int(m), 60)
+    return f"{h}h{m:02d}m{s:02.0f}s" if h else (f"{m}m{s:04.1f}s" if m else f"{s:.1f} s")
+
+
+def _check_same_model(path: Path, want_config: dict, vocabulary: list[str]):
+    def check(state: dict) -> None:
+        have = state.get("config")
+        if have is None or "samplers" not in state:
+            raise TrainInputError(f"{path} is not a checkpoint of `lmcourse train` (no model config or sampler "
+                                  "states); pass another --checkpoint_path")
+        diff = [k for k in sorted(set(have) | set(want_config)) if have.get(k) != want_config.get(k)]
+        if diff:
+            theirs = ", ".join(f"{k}={have.get(k)!r}" for k in diff)
+            ours = ", ".join(f"{k}={want_config.get(k)!r}" for k in diff)
+            raise TrainInputError(f"the checkpoint {path} holds a GPT with {theirs}, but this run asks for {ours}: "
+                                  "pass the checkpoint's sizes, or a new --checkpoint_path (or leave out --resume)")
+        if state.get("vocabulary") is not None and list(state["vocabulary"]) != list(vocabulary):
+            raise TrainInputError(f"the checkpoint {path} was trained with another vocabulary (another text): "
+                                  "pass the same --text, or a new --checkpoint_path")
+    return check
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from . import distributed as D
+    from .data import data_dir, encode_split, load_corpus, load_shakespeare
+    from .nn.gpt import GPT, GPTConfig, generate
+    from .runtime import cpu_threads, get_profile, pick_device
+    from .tokenizers import CharTokenizer
+    from .train import TrainConfig
+
+    a = vars(args)
+    prof_name = a.get("profile")
+    if prof_name is None:
+        want = a.get("device")
+        prof_name = "gpu" if (torch.device(want).type if want else pick_device().type) == "cuda" else "cpu"
+    profile = get_profile(prof_name)
+
+    # everything the user gave is checked before any process group is joined
+    if "text" in a:
+        path = Path(a["text"]).expanduser()
+        if not path.is_file():
+            raise TrainInputError(f"--text {a['text']}: no such file" if not path.exists()
+                                  else f"--text {a['text']}: not a regular file")
+        corpus = load_corpus(path, val_fraction=a.get("val_fraction", 0.1))
+        source = str(path)
+    else:
+        corpus = load_shakespeare(quiet=True)
+        source = "the course corpus (Shakespeare, split by play)"
+    tok = CharTokenizer.from_text(corpus.text("train"))
+    train_ids = encode_split(corpus, "train", tok)
+    val_ids = encode_split(corpus, "val", tok) if corpus.splits.get("val") else None
+
+    steps = a.get("steps", profile.train_steps)
+    train_fields = {f.name for f in fields(TrainConfig)}
+    given = {k: v for k, v in a.items() if k in train_fields}
+    overrides = {**_recipe(profile, steps), **given}
+    ckpt = Path(a["checkpoint_path"]) if "checkpoint_path" in a else (
+        data_dir() / "checkpoints" / f"train_gpt_{profile.name}.pt")
+    overrides.update(checkpoint_path=str(ckpt), quiet=True)
+    try:
+        cfg = TrainConfig.from_profile(profile, **overrides)
+        gpt_fields = {f.name for f in fields(GPTConfig)}
+        gcfg = dict(vocab_size=tok.vocab_size, block_size=cfg.block_size, n_layer=profile.n_layer,
+                    n_head=profile.n_head, n_embd=profile.n_embd, dropout=0.2 if profile.name == "gpu" else 0.0)
+        gcfg.update({k: v for k, v in a.items() if k in gpt_fields and k != "block_size"})
+        if gcfg["vocab_size"] < tok.vocab_size:
+            raise ValueError(f"--vocab_size {gcfg['vocab_size']} is smaller than the text's "
+                             f"{tok.vocab_size} characters")
+        config = GPTConfig(**gcfg)
+    except ValueError as exc:
+        raise TrainInputError(str(exc)) from exc
+    for split, ids in (("training", train_ids), ("validation", val_ids)):
+        if ids is not None and ids.numel() <= cfg.block_size:
+            raise TrainInputError(f"--block_size {cfg.block_size} is larger than the text: the {split} split of "
+                                  f"{source} has {ids.numel()} characters, and a window needs block_size + 1 = "
+                                  f"{cfg.block_size + 1}; use a smaller --block_size or a longer text")
+    stop_after = a.get("stop_after")
+    if stop_after is not None and stop_after < 1:
+        raise TrainInputError(f"--stop_after {stop_after} must be a positive step")
+    check = _check_same_model(ckpt, asdict(config), list(tok.itos))
+    if cfg.resume and ckpt.exists():
+        check(D.load_checkpoint(ckpt))  # fail here, before any process joins a group
+
+    env = D.setup(a.get("device"))
+    try:
+        device = env.device
+        threads = a.get("threads") or cpu_threads(device)
+        if threads:
+            torch.set_num_threads(threads)
+        compile_ = a.get("compile", device.type == "cuda")
+        cfg.compile = compile_
+        cfg.device = str(device)
+        if device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True  # TF32 for any float32 matrix product left
+            torch.backends.cudnn.allow_tf32 = True
+        torch.manual_seed(cfg.seed)
+        model = GPT(config)
+        n_params = model.num_params()
+        n_matmul = n_params - model.wpe.weight.numel()  # every weight but the position table takes part in a product
+        _say(env, f"lmcourse train gpt: {profile.name} profile, {source}")
+        _say(env, f"  {config}")
+        _say(env, f"  {n_params:,} parameters; {train_ids.numel():,} training and "
+                  f"{0 if val_ids is None else val_ids.numel():,} validation characters; {tok.vocab_size} in the "
+                  "vocabulary")
+        _say(env, f"  {cfg.steps} steps of {cfg.batch_size} x {cfg.block_size} tokens, lr {cfg.lr:g}, "
+                  f"{env.world_size} process(es) on {device.type}"
+                  f"{f' ({env.backend})' if env.backend else ''}, {torch.get_num_threads()} thread(s) each, "
+                  f"compile {'on' if compile_ else 'off'}, amp {'bf16' if cfg.amp and device.type == 'cuda' else 'off'}")
+        _say(env, f"  checkpoint {ckpt}{' (resuming)' if cfg.resume and ckpt.exists() else ''}")
+        extra = {"config": asdict(config), "vocabulary": list(tok.itos), "profile": profile.name, "text": source}
+        hist = D.train_parallel(model, train_ids, val_ids, cfg, env, micro_batch_size=a.get("micro_batch_size"),
+                                stop_after=stop_after, checkpoint_extra=extra, check_checkpoint=check)
+        n_samples = a.get("sample_tokens", 40 if profile.name == "tiny" else 300)
+        if env.is_main and n_samples > 0:
+            model.eval()
+            gen = torch.Generator(device=device).manual_seed(cfg.seed)
+            prompt = torch.tensor([tok.encode("\n")], device=device)
+            out = generate(model, prompt, n_samples, temperature=a.get("temperature", 1.0), generator=gen)
+            print("--- sample ---\n" + tok.decode(out[0].tolist()).strip() + "\n--------------", flush=True)
+        line = (f"done: {hist.steps[-1] if hist.steps else 0}/{cfg.steps} steps, "
+                f"val loss {hist.final_val_loss:.4f} ({hist.final_val_loss / math.log(2):.3f} bits/char), "
+                f"{hist.tokens_per_sec:,.0f} tokens/s, wall {_wall(hist.elapsed)}, "
+                f"{env.world_size} x {device.type}")
+        peak = None
+        if "peak_tflops" in a:
+            peak = (a["peak_tflops"], "given")
+        elif device.type == "cuda":
+            peak = peak_tflops(torch.cuda.get_device_name(device))
+        if peak is not None:
+            u = mfu(hist.tokens_per_sec, n_matmul, peak[0] * 1e12 * env.world_size)
+            line += f", MFU {u:.1%} (6 N FLOPs/token over {env.world_size} x {peak[0]:g} TFLOP/s, {peak[1]})"
+        elif device.type == "cuda":
+            line += ", MFU unknown (GPU not in the peak table: pass --peak_tflops)"
+        if hist.interrupted:
+            line += "; stopped early, --resume continues"
+        _say(env, line)
+        return 0
+    finally:
+        D.teardown(env)
+
+
+def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
+    """``lmcourse train gpt [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
+    from .data import CorpusUnavailable
+    from .distributed import BatchSplitError, CheckpointError
+
+    t0 = time.perf_counter()
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv, prog)
+        return run(args)
+    except SystemExit as exc:  # --help, or argparse's own usage errors (it has printed them)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except (TrainInputError, CheckpointError, BatchSplitError, CorpusUnavailable) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted after {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

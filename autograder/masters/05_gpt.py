@@ -364,6 +364,24 @@ with torch.no_grad():
     with _rules():
         _gb = call_checked(_mb, _idx, name="model(idx) with bias=False")[0]
 check_tensor_close(_gb, _wb, "your logits vs the reference GPT with bias=False", atol=1e-10, rtol=1e-10)
+# float32 in, float32 out
+_m32, _r32 = _built(_cfg, dtype=torch.float32)
+with _rules(), torch.no_grad():
+    _o32 = call_checked(_m32, _idx, _tgt, name="a float32 model(idx, targets)")
+check_equal(str(_o32[0].dtype), "torch.float32", "the dtype of the logits of a float32 model",
+            hint="the logits have the model's dtype: no .double() or float64 constants inside")
+with torch.no_grad():
+    check_tensor_close(_o32[0], _r32(_idx)[0], "the logits of a float32 model", atol=1e-5, rtol=1e-5)
+# every parameter is trained: the loss has a gradient for each
+_m.zero_grad()
+with _rules():
+    _loss_grad = _m(_idx, _tgt)[1]
+_loss_grad.backward()
+for _n, _p in _m.named_parameters():
+    check(_p.grad is not None and float(_p.grad.abs().sum()) > 0, f"the loss gives no gradient to {_n}: "
+          "compute the logits and the loss with tensor operations on the parameters themselves (no .detach(), "
+          ".data or .item() on the way)")
+_m.zero_grad()
 # The device: positions are made where idx lives. On the 'meta' device (shapes without data) no
 # operation may mix a tensor on the CPU with the model's.
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -478,15 +496,6 @@ for _c in [_Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
     check_equal(sum(p.numel() for p in _mh.parameters()),
                 lmcourse.nn.gpt.gpt_param_count(_c.vocab_size, _c.block_size, _c.n_layer, _c.n_embd, bias=_c.bias),
                 f"parameters of GPT({_c})")
-_m32, _r32 = _built(_cfg, dtype=torch.float32)
-with _rules(), torch.no_grad():
-    _o32 = _m32(_idx, _tgt)
-check_equal(str(_o32[0].dtype), "torch.float32", "dtype of the logits of a float32 model")
-with torch.no_grad():
-    check_tensor_close(_o32[0], _r32(_idx)[0], "float32 logits", atol=1e-5, rtol=1e-5)
-_loss_grad = _m(_idx, _tgt)[1]
-_loss_grad.backward()
-check(_m.wte.weight.grad is not None and _m.wpe.weight.grad is not None, "gradients reach wte and wpe")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -192,6 +192,9 @@ class GPTConfig:
                                                                          "        return logits\n")),
     Mutant("logits computed in float32 always", "gpt", _fwd_change("logits = self.lm_head(self.ln_f(x))",
                                                                    "logits = self.lm_head(self.ln_f(x)).float()")),
+    Mutant("logits computed in float64 always", "gpt", _fwd_change("logits = self.lm_head(self.ln_f(x))",
+                                                                   "logits = self.lm_head(self.ln_f(x)).double()")),
+    Mutant("position vectors detached (never trained)", "gpt", _fwd_change("self.wpe(pos)", "self.wpe(pos).detach()")),
     Mutant("the reference GPT subclassed", "gpt", '''
 class GPT(lmcourse.nn.gpt.GPT):
     def __init__(self, config):

@@ -1,0 +1,131 @@
+"""lmcourse.train_cli (`lmcourse train gpt`): flags, clear messages for bad input, checkpoints, the last line."""
+
+import math
+import os
+import subprocess
+import sys
+from dataclasses import fields
+
+import pytest
+import torch
+
+from lmcourse import distributed as D
+from lmcourse.nn import GPTConfig, load_gpt
+from lmcourse.train import TrainConfig
+from lmcourse.train_cli import build_parser, main, mfu, parse_args, peak_tflops
+
+from .test_distributed import TORCHRUN_VARS, make_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _single_process(monkeypatch):
+    for name in TORCHRUN_VARS:
+        monkeypatch.delenv(name, raising=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def text(tmp_path):
+    return make_text(tmp_path / "text.txt", n_lines=200)
+
+
+def small(text, ckpt, *more):
+    return ["gpt", "--text", str(text), "--n_layer", "1", "--n_head", "2", "--n_embd", "16", "--block_size", "16",
+            "--batch_size", "4", "--steps", "3", "--eval_interval", "3", "--eval_batches", "1", "--sample_tokens", "20",
+            "--no-progress", "--device", "cpu", "--threads", "1", "--checkpoint_path", str(ckpt), *more]
+
+
+def test_every_config_field_is_a_flag():
+    options = {s for a in build_parser()._actions for s in a.option_strings}
+    skipped = {"quiet"}  # the command prints its own summary
+    for cls in (TrainConfig, GPTConfig):
+        for f in fields(cls):
+            if f.name not in skipped:
+                assert f"--{f.name}" in options, f"{cls.__name__}.{f.name} has no flag"
+    a = vars(parse_args(["gpt", "--n_layer", "8", "--batch_size", "64", "--grad_clip", "none", "--no-bias",
+                         "--betas", "0.8", "0.95", "--gelu", "tanh"]))
+    assert a == dict(model="gpt", n_layer=8, batch_size=64, grad_clip=None, bias=False, betas=[0.8, 0.95],
+                     gelu="tanh")
+
+
+def test_a_run_applies_the_flags_writes_a_loadable_checkpoint_and_ends_with_the_summary(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck, "--lr", "0.02", "--weight_decay", "0", "--betas", "0.8", "0.95", "--grad_clip", "none",
+                      "--no-bias", "--gelu", "tanh", "--seed", "3", "--peak_tflops", "0.5")) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    state = D.load_checkpoint(ck)
+    tc, hist = state["train_config"], state["history"]
+    assert (tc["lr"], tc["weight_decay"], tuple(tc["betas"]), tc["grad_clip"], tc["seed"]) == (0.02, 0, (0.8, 0.95), None, 3)
+    assert state["config"]["bias"] is False and state["config"]["gelu"] == "tanh"
+    model, extra = load_gpt(ck)  # notebook 07 reads it like notebook 05's saved model
+    assert model.config.n_embd == 16 and extra["vocabulary"][1:] == sorted(set(text.read_text()))
+    assert hist["steps"] == [1, 2, 3] and hist["val_steps"] == [0, 3]
+    last = out[-1]
+    assert last.startswith("done: 3/3 steps, val loss ") and f"{hist['val_loss'][-1]:.4f}" in last
+    assert f"{hist['tokens_per_sec']:,.0f} tokens/s" in last and ", wall " in last
+    n = model.num_params() - model.wpe.weight.numel()
+    assert f"MFU {mfu(hist['tokens_per_sec'], n, 0.5e12):.1%}" in last
+    assert "--- sample ---" in out
+
+
+def test_unknown_flag(capsys):
+    assert main(["gpt", "--nlayer", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown flag --nlayer" in err and "--n_layer" in err
+    assert main(["gpt", "--n_layer", "four"]) == 2  # argparse's own message
+    assert "invalid int value: 'four'" in capsys.readouterr().err
+    assert main(["bert"]) == 2
+    assert main(["gpt", "--help"]) == 0
+
+
+def test_text_file_that_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "nope.txt"
+    assert main(["gpt", "--text", str(missing)]) == 2
+    assert f"--text {missing}: no such file" in capsys.readouterr().err
+
+
+def test_block_size_larger_than_the_text(tmp_path, capsys):
+    short = make_text(tmp_path / "short.txt", n_lines=30)
+    assert main(small(short, tmp_path / "c.pt", "--block_size", "512")) == 2
+    err = capsys.readouterr().err
+    assert "--block_size 512 is larger than the text" in err and "smaller --block_size" in err
+
+
+def test_checkpoint_of_another_model_size(tmp_path, text, capsys):
+    ck = tmp_path / "c.pt"
+    assert main(small(text, ck)) == 0
+    before = ck.read_bytes()
+    capsys.readouterr()
+    assert main(small(text, ck, "--n_embd", "32", "--steps", "6", "--resume")) == 2
+    err = capsys.readouterr().err
+    assert "holds a GPT with n_embd=16" in err and "asks for n_embd=32" in err
+    assert ck.read_bytes() == before  # nothing overwritten
+    other = make_text(tmp_path / "other.txt", n_lines=200, seed=1).read_text().replace("e", "E")
+    (tmp_path / "other.txt").write_text(other)
+    assert main(small(tmp_path / "other.txt", ck, "--steps", "6", "--resume")) == 2
+    assert "another vocabulary" in capsys.readouterr().err
+    assert main(small(text, ck, "--steps", "6", "--resume")) == 0  # the same sizes continue
+    assert D.load_checkpoint(ck)["history"]["steps"] == list(range(1, 7))
+
+
+def test_peak_table_and_mfu():
+    assert peak_tflops("NVIDIA H100 80GB HBM3") == (989.0, "H100 SXM")
+    assert peak_tflops("NVIDIA H100 PCIe")[0] == 756.0
+    assert peak_tflops("NVIDIA A100-SXM4-40GB")[0] == 312.0
+    assert peak_tflops("NVIDIA L40S")[0] == 362.0 and peak_tflops("NVIDIA L4")[0] == 121.0
+    assert peak_tflops("Tesla T4") is None
+    assert math.isclose(mfu(1e5, 10_000_000, 989e12), 6 * 1e7 * 1e5 / 989e12)
+
+
+def test_python_dash_m(tmp_path, text):
+    """The module runs as a program (what torchrun starts with -m)."""
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    proc = subprocess.run([sys.executable, "-m", "lmcourse.train_cli", *small(text, tmp_path / "m.pt")],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("done: 3/3 steps, val loss ")

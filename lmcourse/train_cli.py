@@ -160,7 +160,7 @@ def parse_args(argv: list[str] | None, prog: str = "lmcourse train") -> argparse
     if unknown:
         known = [s for a in p._actions for s in a.option_strings]
         flag = next((u for u in unknown if u.startswith("-")), unknown[0])
-        close = difflib.get_close_matches(flag.split("=")[0], known, n=2)
+        close = difflib.get_close_matches(flag.split("=")[0], known, n=2, cutoff=0.75)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise TrainInputError(f"unknown flag {flag}{hint}; {prog} gpt --help lists the flags"
                               if flag.startswith("-") else f"unexpected argument {flag!r}")
@@ -289,10 +289,11 @@ def run(args: argparse.Namespace) -> int:
         _say(env, f"  {n_params:,} parameters; {train_ids.numel():,} training and "
                   f"{0 if val_ids is None else val_ids.numel():,} validation characters; {tok.vocab_size} in the "
                   "vocabulary")
+        amp = "bf16" if cfg.amp and device.type == "cuda" else "off"
         _say(env, f"  {cfg.steps} steps of {cfg.batch_size} x {cfg.block_size} tokens, lr {cfg.lr:g}, "
                   f"{env.world_size} process(es) on {device.type}"
                   f"{f' ({env.backend})' if env.backend else ''}, {torch.get_num_threads()} thread(s) each, "
-                  f"compile {'on' if compile_ else 'off'}, amp {'bf16' if cfg.amp and device.type == 'cuda' else 'off'}")
+                  f"compile {'on' if compile_ else 'off'}, amp {amp}")
         _say(env, f"  checkpoint {ckpt}{' (resuming)' if cfg.resume and ckpt.exists() else ''}")
         extra = {"config": asdict(config), "vocabulary": list(tok.itos), "profile": profile.name, "text": source}
         hist = D.train_parallel(model, train_ids, val_ids, cfg, env, micro_batch_size=a.get("micro_batch_size"),

@@ -60,7 +60,8 @@ def test_a_run_applies_the_flags_writes_a_loadable_checkpoint_and_ends_with_the_
     out = capsys.readouterr().out.strip().splitlines()
     state = D.load_checkpoint(ck)
     tc, hist = state["train_config"], state["history"]
-    assert (tc["lr"], tc["weight_decay"], tuple(tc["betas"]), tc["grad_clip"], tc["seed"]) == (0.02, 0, (0.8, 0.95), None, 3)
+    assert (tc["lr"], tc["weight_decay"], tuple(tc["betas"])) == (0.02, 0, (0.8, 0.95))
+    assert tc["grad_clip"] is None and tc["seed"] == 3
     assert state["config"]["bias"] is False and state["config"]["gelu"] == "tanh"
     model, extra = load_gpt(ck)  # notebook 07 reads it like notebook 05's saved model
     assert model.config.n_embd == 16 and extra["vocabulary"][1:] == sorted(set(text.read_text()))

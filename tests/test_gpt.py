@@ -174,3 +174,48 @@ def test_save_and_load(tmp_path):
     assert again.lm_head.weight is again.wte.weight
     idx = torch.randint(11, (2, 8))
     assert torch.equal(model(idx)[0], again(idx)[0])
+
+
+def test_reference_is_refused_however_reached(tmp_path):
+    """Notebook 05's tests run graded answers under forbid_calls(*REFERENCE): every route to the
+    reference GPT must be refused — by name, through a subclass, a loader, or a fresh copy of the
+    module loaded with importlib (its code objects equal the original's)."""
+    import importlib.util
+    import sys
+
+    from lmcourse.checks import CheckFailed, forbid_calls
+    from lmcourse.nn import gpt as ref
+
+    cfg = small()
+    torch.manual_seed(0)
+    model = GPT(cfg).eval()
+    path = save_gpt(model, tmp_path / "gpt.pt")
+    spec = importlib.util.spec_from_file_location("lmcourse.nn._gpt_copy_for_test", ref.__file__)
+    copy = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = copy
+    try:
+        spec.loader.exec_module(copy)
+    finally:
+        sys.modules.pop(spec.name, None)
+
+    class Sub(GPT):
+        pass
+
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    routes = {
+        "GPT": lambda: GPT(cfg),
+        "subclass": lambda: Sub(cfg),
+        "instance made before": lambda: model(idx),
+        "load_gpt": lambda: load_gpt(path),
+        "init_gpt_weights": lambda: init_gpt_weights(model),
+        "gpt_param_count": lambda: gpt_param_count(11, 8, 2, 16),
+        "generate": lambda: generate(model, idx, 2),
+        "importlib copy": lambda: copy.GPT(copy.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)),
+    }
+    for name, route in routes.items():
+        try:
+            with forbid_calls(*ref.REFERENCE):
+                route()
+        except CheckFailed:
+            continue
+        pytest.fail(f"the reference ran under forbid_calls(*REFERENCE), reached through {name}")

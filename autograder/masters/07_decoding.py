@@ -970,8 +970,8 @@ class _Bigram(nn.Module):
         self.config = SimpleNamespace(block_size=400)
         self.table = torch.randn(60, 60, generator=torch.Generator().manual_seed(4)) * 0.5
 
-    def forward(self, idx, targets=None):
-        return self.table[idx], None  # (B, T, 60)
+    def forward(self, ids, targets=None):
+        return self.table[ids], None  # (B, T, 60)
 
 
 _bm = _Bigram()
@@ -1125,8 +1125,8 @@ def cached_forward(model, idx, cache=None):
             allowed = torch.ones(T, past + T, dtype=torch.bool, device=idx.device).tril(diagonal=past)
             att = torch.softmax(att.masked_fill(~allowed, float("-inf")), dim=-1)
             y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + attn.c_proj(y)
-            x = x + block.mlp(block.ln2(x))
+            x = x + attn.c_proj(y)  # (B, T, C)
+            x = x + block.mlp(block.ln2(x))  # (B, T, C)
         return model.lm_head(model.ln_f(x)), new_cache
     ### END SOLUTION
 

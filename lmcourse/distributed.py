@@ -33,6 +33,7 @@ Process groups follow torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, fields
@@ -258,6 +259,14 @@ def train_parallel(model: torch.nn.Module, train_tokens: torch.Tensor, val_token
             raise ValueError(f"{name} has {toks.numel()} tokens; a window needs block_size + 1 = {cfg.block_size + 1}")
     ckpt = Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
     state = load_checkpoint(ckpt) if cfg.resume and ckpt is not None and ckpt.exists() else None
+    if env.distributed:  # every rank must resume from the same step, or none may (else they would hang)
+        import torch.distributed as dist
+
+        seen: list = [None] * env.world_size
+        dist.all_gather_object(seen, None if state is None else state["step"])
+        if len(set(seen)) > 1:
+            raise CheckpointError(f"the ranks do not see the same checkpoint {ckpt} (steps by rank: {seen}); "
+                                  "put it on storage every machine shares, or copy it to each")
     if state is not None and check_checkpoint is not None:
         check_checkpoint(state)
     n_shards = _shards_for(cfg, micro_batch_size, env, state)
@@ -325,7 +334,7 @@ def train_parallel(model: torch.nn.Module, train_tokens: torch.Tensor, val_token
                     (loss * weight).backward()
                 loss_sum += loss.detach().double()
             loss_value = float(_all_sum(loss_sum, env)) / n_shards  # synchronises: the timing is honest
-            if not torch.isfinite(torch.tensor(loss_value)):
+            if not math.isfinite(loss_value):
                 raise FloatingPointError(f"the loss became {loss_value} at step {step + 1}; "
                                          "try a smaller lr or a grad_clip")
             if cfg.grad_clip is not None:

@@ -25,6 +25,7 @@ import argparse
 import difflib
 import inspect
 import math
+import os
 import re
 import sys
 import time
@@ -231,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         corpus = load_corpus(path, val_fraction=a.get("val_fraction", 0.1))
         source = str(path)
     else:
-        corpus = load_shakespeare(quiet=True)
+        corpus = load_shakespeare(quiet=os.environ.get("RANK", "0") != "0")  # a first download: rank 0 says so
         source = "the course corpus (Shakespeare, split by play)"
     tok = CharTokenizer.from_text(corpus.text("train"))
     train_ids = encode_split(corpus, "train", tok)

@@ -188,6 +188,32 @@ class GPT(nn.Module):
         loss = F.nll_loss(F.log_softmax(logits.reshape(-1, V), dim=-1), targets.reshape(-1), reduction="mean")
         return (logits, loss)
 '''),
+    Alternative("the loss computed in float32 whatever the model's dtype (a habit from bf16 training)", "gpt", '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        bc = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                         dropout=config.dropout, bias=config.bias)
+        self.blocks = nn.ModuleList([Block(bc) for _ in range(config.n_layer)])
+        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx, targets=None):
+        pos = torch.arange(idx.size(1), device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+'''),
     # --- init_weights
     Alternative("model.apply with a function, residual projections found as modules with c_proj", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):

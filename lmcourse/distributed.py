@@ -242,7 +242,9 @@ def train_parallel(model: torch.nn.Module, train_tokens: torch.Tensor, val_token
                    check_checkpoint=None) -> History:
     """:func:`lmcourse.train.train` on ``env.world_size`` processes; every rank calls it and gets the history.
 
-    ``micro_batch_size`` windows go through the model at a time (default: ``cfg.batch_size``
+    Tokens/s count the training steps only (not validation, not checkpoints; with
+    ``cfg.compile``, not the first step, which compiles). ``micro_batch_size`` windows go through
+    the model at a time (default: ``cfg.batch_size``
     over the number of processes); ``cfg.batch_size`` stays the global batch of one step.
     ``checkpoint_extra`` is written into every checkpoint (e.g. the model's config and the
     vocabulary); ``check_checkpoint(state)`` may raise :class:`CheckpointError` before a
@@ -344,8 +346,9 @@ def train_parallel(model: torch.nn.Module, train_tokens: torch.Tensor, val_token
                     torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
             opt.step()
             step += 1
-            train_time += time.perf_counter() - t0
-            tokens_done += cfg.batch_size * cfg.block_size
+            if not (cfg.compile and step == start + 1):  # the first compiled step is mostly compilation
+                train_time += time.perf_counter() - t0
+                tokens_done += cfg.batch_size * cfg.block_size
             hist.steps.append(step)
             hist.train_loss.append(loss_value)
             hist.lr.append(lr)
@@ -353,7 +356,7 @@ def train_parallel(model: torch.nn.Module, train_tokens: torch.Tensor, val_token
             if step % cfg.eval_interval == 0 or step == cfg.steps:
                 validate(step)
             if ckpt is not None and cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0:
-                hist.tokens_per_sec = tokens_done / train_time
+                hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
                 _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, extra)
                 saved_at = step
             post = {"loss": f"{loss_value:.3f}", "tok/s": f"{tokens_done / max(train_time, 1e-9):,.0f}"}

@@ -129,7 +129,10 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
         if f.name == "betas":
             t.add_argument("--betas", type=float, nargs=2, metavar=("BETA1", "BETA2"), help=h)
         elif f.name == "grad_clip":
-            t.add_argument("--grad_clip", type=_grad_clip, help=h + " ('none' for no clipping)")
+            t.add_argument("--grad_clip", type=_grad_clip, help=h.replace("None", "none"))
+        elif f.name == "batch_size":
+            t.add_argument("--batch_size", type=int, help=h + "; the global batch of one step, however many "
+                           "processes share it")
         elif f.name == "optimizer":
             t.add_argument("--optimizer", choices=("adamw", "sgd"), help=h)
         elif f.name == "block_size":

@@ -640,6 +640,11 @@ for _name, _t in [(_n, _p) for _n, _p in _model.named_parameters() if _n.endswit
                 hint="every nn.Linear and nn.Embedding weight ~ N(0, 0.02²): nn.init.normal_(w, mean=0.0, std=0.02) "
                      "(std, not variance)")
     check_close(float(_t.detach().double().mean()), 0.0, f"the mean of {_name}", rel=0, abs_=0.003)
+_pooled = torch.cat([_p.detach().double().flatten() / _std(_p) for _n, _p in _model.named_parameters()
+                     if _p.dim() == 2 and not _n.endswith("c_proj.weight")])
+_kurt = float((_pooled - _pooled.mean()).pow(4).mean() / (_pooled - _pooled.mean()).pow(2).mean() ** 2)
+check_close(_kurt, 3.0, "the kurtosis of the weights (a normal distribution's is 3, a uniform one's 1.8)", rel=0,
+            abs_=0.3, hint="draw from a normal distribution, nn.init.normal_, not a uniform one with the same std")
 _scaled = 0.02 / math.sqrt(2 * 4)
 for _i in range(4):
     for _name, _t in [("attn.c_proj.weight", _model.blocks[_i].attn.c_proj.weight),

@@ -272,6 +272,9 @@ def init_weights(model, n_layer, std=0.02):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
 '''),
+    Mutant("uniform draws with the right standard deviation", "init_weights", _init_weights().replace(
+        "nn.init.normal_(module.weight, mean=0.0, std=std)",
+        "nn.init.uniform_(module.weight, -std * math.sqrt(3), std * math.sqrt(3))")),
     Mutant("the residual projections' biases drawn too ('c_proj' in name)", "init_weights",
            _init_weights().replace('name.endswith("c_proj.weight")', '"c_proj" in name')),
     Mutant("the std argument ignored (0.02 written in)", "init_weights",

@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import socket
+import sys
 
 import pytest
 import torch
@@ -60,6 +61,8 @@ def args(text, ckpt, *more):
 
 
 def _rank_main(rank, world, port, argv, out):
+    # gloo over the loopback interface: no need for the host name to resolve (CI containers)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     code = main(argv)
@@ -77,6 +80,7 @@ def history(path):
     return D.load_checkpoint(path)["history"]
 
 
+@pytest.mark.timeout(300)  # a rank stuck in a collective would otherwise wait for gloo's 30-minute timeout
 def test_two_processes_equal_one_and_resume_in_one(tmp_path, text, capsys):
     # 2 processes (gloo), as torchrun starts them: steps 1-4 of 8, then stop with a checkpoint
     ck2 = tmp_path / "two.pt"

@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     except SystemExit as exc:  # --help, or argparse's own usage errors (it has printed them)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except (TrainInputError, CheckpointError, BatchSplitError, CorpusUnavailable) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        where = f" (rank {os.environ['RANK']})" if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1 else ""
+        print(f"{prog}: error{where}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted after {time.perf_counter() - t0:.0f} s", file=sys.stderr)

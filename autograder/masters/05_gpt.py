@@ -1262,7 +1262,7 @@ check(answer_q3.strip().upper() == "A", "Q3: not the right choice")
 # 4.3 million characters at once while gradient descent has seen each about once. Among the
 # neural models each step is small after a few minutes of training: the LSTM gains 0.06 bits over
 # the RNN (its gates let the gradient reach further back than the RNN's single squashed vector),
-# and the GPT 0.04 over the LSTM, the least, although each of its positions attends directly to
+# and the GPT 0.05 over the LSTM, the least, although each of its positions attends directly to
 # every earlier character of its window: a 64-character window and a short run leave it little
 # long context to use.
 # ### END SOLUTION

@@ -92,6 +92,12 @@ def _cmd_doctor(args) -> int:
         print(f"  threads     {shown} for torch in the notebooks ({told}); {usable} CPU core(s) usable here")
     except ValueError as exc:
         problem(str(exc))
+    try:
+        can, why = runtime.compile_support()
+        print(f"  compile     {'torch.compile available' if can else why}  (off unless asked; the course "
+              "never needs it)")
+    except ImportError:
+        pass  # no torch: reported above
     from .grading import sandbox
 
     try:

@@ -121,6 +121,29 @@ def cpu_threads(device: "torch.device | None" = None) -> int | None:  # noqa: F8
     return 1 if device.type == "cpu" else None
 
 
+def compile_support() -> tuple[bool, str]:
+    """(can torch.compile work here, why not). The course never needs it: training asks for it
+    only on a CUDA GPU (``TrainConfig.compile``), and where it cannot work it is skipped with
+    this message instead of failing at the first step. Windows is refused: its compiler back end
+    needs a C++ tool chain (and Triton for CUDA) that a learner's machine usually lacks."""
+    import sys
+
+    import torch
+
+    if not hasattr(torch, "compile"):
+        return False, f"torch {torch.__version__} has no torch.compile"
+    if sys.platform == "win32":
+        return False, "torch.compile is not set up on Windows (it needs a C++ compiler and Triton)"
+    try:
+        import torch._dynamo as dynamo
+    except Exception as exc:  # a broken or partial install
+        return False, f"torch._dynamo cannot be imported ({type(exc).__name__})"
+    supported = getattr(dynamo, "is_dynamo_supported", lambda: True)
+    if not supported():
+        return False, f"torch.compile does not support Python {sys.version.split()[0]} in torch {torch.__version__}"
+    return True, ""
+
+
 @dataclass(frozen=True)
 class Runtime:
     device: "torch.device"  # noqa: F821

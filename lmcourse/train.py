@@ -215,6 +215,16 @@ def _load_checkpoint(path: Path, model, opt, gen: torch.Generator, device: torch
     return state["step"], hist
 
 
+def _compile_ok(cfg: TrainConfig) -> bool:
+    """torch.compile where it can work; elsewhere a message, and training runs uncompiled."""
+    from .runtime import compile_support
+
+    ok, why = compile_support()
+    if not ok and not cfg.quiet:
+        print(f"lmcourse.train: {why}; training without torch.compile (only slower)")
+    return ok
+
+
 def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Tensor | None,
           cfg: TrainConfig, stop_after: int | None = None, batch_fn=None) -> History:
     """Train ``model`` on windows of ``train_tokens`` for ``cfg.steps`` steps; return the history.
@@ -252,7 +262,7 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
     if cfg.resume and ckpt is not None and ckpt.exists():
         start, hist = _load_checkpoint(ckpt, model, opt, gen, device)
     last = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
-    step_model = torch.compile(model) if cfg.compile else model  # shares the parameters with model
+    step_model = torch.compile(model) if cfg.compile and _compile_ok(cfg) else model  # shares the parameters
 
     def validate(step: int) -> None:
         if val_tokens is None or cfg.eval_batches <= 0 or (hist.val_steps and hist.val_steps[-1] == step):

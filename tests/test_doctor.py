@@ -35,7 +35,7 @@ def test_healthy_machine_is_all_good_and_reports_threads_sandbox_disk_kernel(hea
     assert "sandbox     bubblewrap works" in out
     assert "GB free in" in out
     assert f"kernel      python3 runs {sys.executable}" in out
-    assert "(CPU build)" in out
+    assert "(CPU build)" in out and "compile     torch.compile available" in out
 
 
 def test_missing_corpus_is_a_problem(healthy, capsys, monkeypatch):

@@ -87,3 +87,26 @@ def test_float32_results_pass_a_float64_reference_within_the_default_tolerance()
     ref = torch.softmax(x, 0)
     checks.check_tensor_close(torch.softmax(x.float(), 0), ref, "softmax in float32")
     assert math.isclose(float(torch.softmax(x.float(), 0).sum()), 1.0, rel_tol=1e-6)
+
+
+def test_torch_compile_is_refused_with_a_reason_on_windows(monkeypatch):
+    from lmcourse import runtime
+
+    monkeypatch.setattr("sys.platform", "win32")
+    ok, why = runtime.compile_support()
+    assert not ok and "Windows" in why
+
+
+def test_training_asked_to_compile_where_it_cannot_runs_uncompiled_and_says_so(monkeypatch, capsys):
+    from lmcourse import runtime, train
+
+    monkeypatch.setattr(runtime, "compile_support", lambda: (False, "torch.compile is not set up here"))
+    monkeypatch.setattr(torch, "compile", lambda *a, **k: (_ for _ in ()).throw(AssertionError("compiled")))
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(5, 5)              # a bigram model: logits for the next token
+    tokens = torch.randint(0, 5, (200,))
+    cfg = train.TrainConfig(steps=3, batch_size=2, block_size=4, eval_batches=0, device="cpu",
+                            compile=True, progress=False, warmup_steps=0)
+    hist = train.train(model, tokens, None, cfg)
+    assert "torch.compile is not set up here; training without torch.compile" in capsys.readouterr().out
+    assert len(hist.train_loss) >= 1

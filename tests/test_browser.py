@@ -45,7 +45,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def browser():
+    """(playwright's sync API, the Chromium to drive), or a skip that says what is missing."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
+                                   "(pip install playwright; make test installs the dev extra)")
+    path = _chromium()
+    if path is None:
+        pytest.skip("no Chromium found (Debian/Ubuntu: apt-get install chromium; or LMCOURSE_CHROMIUM=/path)")
+    return sync_api, path
+
+
+@pytest.fixture
+def lab(browser, tmp_path):
     """Our student lab on a fresh work folder, on a free port; its log on failure."""
     work = tmp_path / "work"
     cli.prepare_work(ROOT / "notebooks", work)
@@ -103,18 +114,14 @@ def _type_into(page, index, source):
     page.keyboard.insert_text(source)        # as typed, without the editor's auto-closing brackets
 
 
-def test_student_lab_in_chromium(lab):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
-                                   "(pip install playwright; .ci/run's make test installs the dev extra)")
-    browser_path = _chromium()
-    if browser_path is None:
-        pytest.skip("no Chromium found (Debian/Ubuntu: apt-get install chromium; or LMCOURSE_CHROMIUM=/path)")
+def test_student_lab_in_chromium(browser, lab):
+    sync_api, browser_path = browser
     url, work, log = lab
     shots = ROOT / "build" / "browser"
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, headless=True,
+        chrome = p.chromium.launch(executable_path=browser_path, headless=True,
                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = chrome.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(45_000)
         try:
             page.goto(f"{url}/lab/tree/01_ngram.ipynb?token={TOKEN}")
@@ -155,4 +162,4 @@ def test_student_lab_in_chromium(lab):
             shutil.copy(log, shots / "lab.log")
             raise
         finally:
-            browser.close()
+            chrome.close()

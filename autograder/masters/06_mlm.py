@@ -871,7 +871,8 @@ plt.show()
 # $$\mathrm{PLL}(x) = \sum_{i=1}^{n} \log p\big(x_i \mid x_1, \dots, x_{i-1}, \texttt{[MASK]}, x_{i+1}, \dots, x_n\big),$$
 # masking **one** position at a time: $n$ forward passes (or one pass over a batch of $n$ copies)
 # for a sentence of $n$ words, where the left-to-right model needs one. It is not a probability,
-# but it ranks sentences usefully: a sentence whose every word fits its context scores higher.
+# but it is used to compare sentences: one whose every word fits its context should score higher
+# (the comparison after the exercise shows how far your model has got).
 #
 # ### Exercise 4 — `pseudo_log_likelihood` (2 points)
 # Write `pseudo_log_likelihood(model, ids, mask_id)`: `ids` is a 1-D `torch.long` tensor of $n$

@@ -7,8 +7,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lmcourse.nn.mlm import (IGNORE_INDEX, MaskedLM, MLMConfig, fill_mask, load_mlm, mask_tokens,
-                             pseudo_log_likelihood, save_mlm)
+from lmcourse.nn.mlm import (
+    IGNORE_INDEX,
+    MaskedLM,
+    MLMConfig,
+    fill_mask,
+    load_mlm,
+    mask_tokens,
+    pseudo_log_likelihood,
+    save_mlm,
+)
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
 from lmcourse.train import TrainConfig, train
 

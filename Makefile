@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
 # tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
-PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup
+PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup --durations=20
 
 .PHONY: help setup lab test test-quick build solutions grade doctor bench clean
 

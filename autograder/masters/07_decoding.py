@@ -23,8 +23,8 @@
 #
 # **Time.** About 90 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread)
 # the notebook runs in about a minute when notebook 05's `cpu` model is in the course cache
-# (measured: 55 s, 62 s and 64 s whole notebook on a 2-core machine shared with other jobs, load
-# 5 to 30; the last cell prints the time). Without the checkpoint it first trains one with a third
+# (measured: 36 s to 64 s whole notebook in four runs on a 2-core machine shared with other jobs,
+# load 4 to 30; the last cell prints the time). Without the checkpoint it first trains one with a third
 # of 05's training steps (500); on that busy machine the training took 347 s. Under the autograder
 # (profile `tiny`) it takes seconds.
 #
@@ -780,7 +780,8 @@ print("--- greedy\n" + prompt_text + greedy_text)
 for name, filters in (("tau = 1", []), ("tau = 0.8, top-p 0.9", [lambda s: apply_temperature(s, 0.8),
                                                                   lambda s: top_p_filter(s, 0.9)])):
     ids = generate(model, prompt, n_new, filters=filters, generator=sample_gen)
-    print(f"--- sampled, {name}\n" + prompt_text + tok.decode(ids[0, prompt.size(1):].tolist()))
+    sampled_text = tok.decode(ids[0, prompt.size(1):].tolist())
+    print(f"--- sampled, {name}\n" + prompt_text + sampled_text)
 
 
 def repeated_share(text, n=8):
@@ -1007,6 +1008,9 @@ for b in (1, 4, 8):
     text = tok.decode(ids[prompt.size(1):].tolist())
     beam_rows.append((b, score * n_beam, time.perf_counter() - _t, text))
     print(f"--- beam size {b}: log-probability {score * n_beam:.2f}, {beam_rows[-1][2]:.2f} s\n{prompt_text}{text}")
+print(f"\nside by side, the first {n_beam} characters after {prompt_text!r} (line breaks as /):")
+for name, text in (("greedy", greedy_text), ("beam 4", beam_rows[1][3]), ("sampled, τ 0.8, top-p 0.9", sampled_text)):
+    print(f"{name:>26} | {text[:n_beam].replace(chr(10), ' / ')}")
 
 # %% [markdown]
 # ## 6. Diversity against likelihood

@@ -267,8 +267,15 @@ def _cmd_grade(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:  # everything after `train` goes to lmcourse.train_cli's own parser
+        from .train_cli import main as train_main
+
+        return train_main(argv[1:], prog="lmcourse train")
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("train", help="train notebook 05's GPT bigger, on one process or under torchrun on many "
+                                 "(lmcourse train gpt --help)")
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)

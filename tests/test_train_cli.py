@@ -84,6 +84,13 @@ def test_unknown_flag(capsys):
     assert main(["gpt", "--help"]) == 0
 
 
+def test_lmcourse_train_reaches_this_parser(capsys):
+    from lmcourse.cli import main as lmcourse_main
+
+    assert lmcourse_main(["train", "gpt", "--nlayer", "4"]) == 2
+    assert "lmcourse train: error: unknown flag --nlayer" in capsys.readouterr().err
+
+
 def test_text_file_that_does_not_exist(tmp_path, capsys):
     missing = tmp_path / "nope.txt"
     assert main(["gpt", "--text", str(missing)]) == 2

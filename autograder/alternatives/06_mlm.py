@@ -203,6 +203,179 @@ def pseudo_log_likelihood(model, ids, mask_id):
     picked = diag.gather(1, ids.view(n, 1)).squeeze(1)
     return (picked - torch.logsumexp(diag, dim=1)).sum().item()
 '''),
+    # --- added in review (issue 11): other ways a student writes each answer
+    Alternative("randperm per sequence: a binomial count of positions, then a random subset of that size; "
+                "80/10/10 by multinomial", "mask_tokens", '''
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    specials = {int(s) for s in special_ids}
+    ordinary = [i for i in range(vocab_size) if i not in specials and i != mask_id]
+    inputs, labels = tokens.clone(), torch.full_like(tokens, -100)
+    for b in range(tokens.size(0)):
+        free = torch.tensor([t for t, x in enumerate(tokens[b].tolist()) if x not in specials], dtype=torch.long)
+        if len(free) == 0:
+            continue
+        k = int(torch.binomial(torch.tensor([float(len(free))]), torch.tensor([float(p)]), generator=generator))
+        where = free[torch.randperm(len(free), generator=generator)[:k]]
+        labels[b, where] = tokens[b, where]
+        if k == 0:
+            continue
+        what = torch.multinomial(torch.tensor([0.8, 0.1, 0.1]), k, replacement=True, generator=generator)
+        rnd = torch.randint(len(ordinary), (k,), generator=generator)
+        for j, t in enumerate(where.tolist()):
+            if int(what[j]) == 0:
+                inputs[b, t] = mask_id
+            elif int(what[j]) == 1:
+                inputs[b, t] = ordinary[int(rnd[j])]
+    return inputs, labels
+'''),
+    Alternative("all draws at once, then a Python loop over every token", "mask_tokens", '''
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    specials = set(int(s) for s in special_ids)
+    ordinary = [i for i in range(vocab_size) if i not in specials and i != mask_id]
+    u = torch.rand(tokens.shape, generator=generator).tolist()
+    v = torch.rand(tokens.shape, generator=generator).tolist()
+    w = torch.randint(len(ordinary), tokens.shape, generator=generator).tolist()
+    ins, labs = [], []
+    for row, ur, vr, wr in zip(tokens.tolist(), u, v, w):
+        ins.append([])
+        labs.append([])
+        for tok, a, b, c in zip(row, ur, vr, wr):
+            if tok in specials or a >= p:
+                ins[-1].append(tok)
+                labs[-1].append(-100)
+            else:
+                ins[-1].append(mask_id if b < 0.8 else ordinary[c] if b < 0.9 else tok)
+                labs[-1].append(tok)
+    return (torch.tensor(ins, dtype=tokens.dtype, device=tokens.device),
+            torch.tensor(labs, dtype=tokens.dtype, device=tokens.device))
+'''),
+    Alternative("randint(10) bands for 80/10/10, masked_fill and torch.where, specials as a boolean lookup table",
+                "mask_tokens", '''
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    table = torch.zeros(max([vocab_size, mask_id + 1] + [int(s) + 1 for s in special_ids]), dtype=torch.bool,
+                        device=tokens.device)
+    for s in special_ids:
+        table[int(s)] = True
+    special = table[tokens]
+    chosen = torch.bernoulli(torch.full(tokens.shape, p, dtype=torch.float64, device=tokens.device),
+                             generator=generator).bool() & ~special
+    band = torch.randint(0, 10, tokens.shape, generator=generator, device=tokens.device)
+    allowed = ~table[:vocab_size].clone()
+    allowed[mask_id] = False
+    pool = torch.arange(vocab_size, device=tokens.device)[allowed]
+    random_ids = pool[torch.randint(0, pool.numel(), tokens.shape, generator=generator, device=tokens.device)]
+    inputs = tokens.masked_fill(chosen & (band < 8), mask_id)
+    inputs = torch.where(chosen & (band == 8), random_ids, inputs)
+    labels = tokens.masked_fill(~chosen, -100)
+    return inputs, labels
+'''),
+    Alternative("F.embedding on the weights, logits by matmul with the transposed embedding, loss on (B, V, T) "
+                "logits", "masked_lm", '''
+class MaskedLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        c = config
+        self.wte = nn.Embedding(c.vocab_size, c.n_embd)
+        self.wpe = nn.Embedding(c.block_size, c.n_embd)
+        self.ln_emb = nn.LayerNorm(c.n_embd, bias=c.bias)
+        self.drop = nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(
+            Block(BlockConfig(n_embd=c.n_embd, n_head=c.n_head, block_size=c.block_size, dropout=c.dropout,
+                              bias=c.bias, causal=c.causal, prenorm=False)) for _ in range(c.n_layer))
+        self.head_dense = nn.Linear(c.n_embd, c.n_embd, bias=c.bias)
+        self.head_ln = nn.LayerNorm(c.n_embd, bias=c.bias)
+        self.lm_head = nn.Linear(c.n_embd, c.vocab_size)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx, targets=None):
+        T = idx.shape[-1]
+        x = F.embedding(idx, self.wte.weight) + F.embedding(torch.arange(T, device=idx.device), self.wpe.weight)
+        x = self.drop(self.ln_emb(x))
+        for block in self.blocks:
+            x = block(x)
+        z = self.head_ln(nn.functional.gelu(self.head_dense(x), approximate="none"))
+        logits = z @ self.lm_head.weight.T + self.lm_head.bias
+        loss = None if targets is None else F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
+        return logits, loss
+'''),
+    Alternative("nll_loss on log_softmax, head as an nn.Sequential-free chain with an nn.GELU module", "masked_lm", '''
+class MaskedLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.ln_emb = LayerNorm(config.n_embd, bias=config.bias)
+        self.drop = nn.Dropout(config.dropout)
+        layers = []
+        for _ in range(config.n_layer):
+            layers.append(Block(BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                                            dropout=config.dropout, bias=config.bias, causal=config.causal,
+                                            prenorm=False)))
+        self.blocks = nn.ModuleList(layers)
+        self.head_dense = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.head_ln = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        h = self.wte(idx) + self.wpe(torch.arange(0, t, dtype=torch.long, device=idx.device))[None, :, :]
+        h = self.drop(self.ln_emb(h))
+        for layer in self.blocks:
+            h = layer(h)
+        logits = self.lm_head(self.head_ln(self.gelu(self.head_dense(h))))
+        if targets is None:
+            return logits, None
+        logp = F.log_softmax(logits.view(b * t, -1), dim=-1)
+        return logits, F.nll_loss(logp, targets.view(b * t), ignore_index=-100)
+'''),
+    Alternative("torch.sort descending, ids built word by word, inference_mode, model.eval()", "fill_mask", '''
+def fill_mask(model, tokenizer, text, top_k=5):
+    mask_id = tokenizer.stoi["[MASK]"]
+    pieces = text.split("[MASK]")
+    ids = tokenizer.encode(pieces[0])
+    for piece in pieces[1:]:
+        ids.append(mask_id)
+        ids.extend(tokenizer.encode(piece))
+    device = next(model.parameters()).device
+    model.eval()
+    with torch.inference_mode():
+        logits, _ = model(torch.tensor(ids, dtype=torch.long, device=device).view(1, -1))
+        out = []
+        for pos, i in enumerate(ids):
+            if i != mask_id:
+                continue
+            p = F.softmax(logits[0, pos].double(), dim=0)
+            vals, order = torch.sort(p, descending=True)
+            out.append(list(zip([tokenizer.itos[j] for j in order[:top_k].tolist()], vals[:top_k].tolist())))
+    return out
+'''),
+    Alternative("masked copies by fill_diagonal_, the sum by cross_entropy with reduction='sum'",
+                "pseudo_log_likelihood", '''
+def pseudo_log_likelihood(model, ids, mask_id):
+    n = ids.shape[0]
+    copies = ids.expand(n, n).clone()
+    copies.fill_diagonal_(mask_id)
+    with torch.no_grad():
+        logits = model(copies)[0]
+    at_blank = logits[torch.arange(n), torch.arange(n)]
+    return -F.cross_entropy(at_blank, ids, reduction="sum").item()
+'''),
+    Alternative("a loop with masked_fill and a Categorical distribution's log_prob", "pseudo_log_likelihood", '''
+def pseudo_log_likelihood(model, ids, mask_id):
+    positions = torch.arange(len(ids), device=ids.device)
+    pll = 0.0
+    model.eval()
+    for i in range(len(ids)):
+        x = ids.masked_fill(positions == i, mask_id)
+        with torch.no_grad():
+            logits = model(x.unsqueeze(0))[0][0, i]
+        pll += float(torch.distributions.Categorical(logits=logits).log_prob(ids[i]))
+    return pll
+'''),
     # --- questions
     Alternative("answers in lower case with spaces", "q1", 'answer_q1 = " c "\n'),
     Alternative("answer in lower case", "q2", 'answer_q2 = "b"\n'),

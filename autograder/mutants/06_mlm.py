@@ -188,4 +188,171 @@ MUTANTS = [
            _pll("return float(logp[rows, ids].sum())", "return float(logp[rows, ids].mean())")),
     Mutant("every position masked at once, one pass", "pseudo_log_likelihood",
            _pll("batch[rows, rows] = mask_id", "batch[:, :] = mask_id")),
+    # --- added in review (issue 11): more slips, and answers that game the tests
+    Mutant("padding (id 0) left out of the specials, so it can be chosen", "mask_tokens",
+           _mask("is_special = torch.isin(tokens, special)", "is_special = torch.isin(tokens, special[special != 0])")),
+    Mutant("random share drawn as 10% of the non-[MASK] chosen ones (80/2/18)", "mask_tokens",
+           _mask("to_random = chosen & (r >= 0.8) & (r < 0.9)",
+                 "to_random = chosen & ~to_mask & (torch.rand(tokens.shape, generator=generator, device=device) < 0.1)")),
+    Mutant("80/10/10 decided at every position, not only the chosen ones", "mask_tokens",
+           _mask("to_mask = chosen & (r < 0.8)", "to_mask = r < 0.8")),
+    Mutant("one uniform draw reused for the choice and the 80/10/10 split, not rescaled", "mask_tokens",
+           _mask("""chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special
+    r = torch.rand(tokens.shape, generator=generator, device=device)""",
+                 """u = torch.rand(tokens.shape, generator=generator, device=device)
+    chosen = (u < p) & ~is_special
+    r = u""")),
+    Mutant("labels as float (-100.0)", "mask_tokens",
+           _mask("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))",
+                 "labels = torch.where(chosen, tokens.float(), torch.tensor(-100.0))")),
+    Mutant("random replacements from the ids after the specials (assumes specials come first)", "mask_tokens",
+           _mask("pool = ordinary.nonzero().flatten()", "pool = torch.arange(len(special), vocab_size, device=device)")),
+    Mutant("a position is chosen when rand > p (85%)", "mask_tokens",
+           _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+                 "chosen = (torch.rand(tokens.shape, generator=generator, device=device) > p) & ~is_special")),
+    Mutant("one random id drawn for all replacements of the batch", "mask_tokens",
+           _mask("pick = torch.randint(len(pool), tokens.shape, generator=generator, device=device)",
+                 "pick = torch.randint(len(pool), (1,), generator=generator, device=device).expand(tokens.shape)")),
+    Mutant("exactly round(p * length) positions per sequence (randperm)", "mask_tokens",
+           _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+                 "chosen = torch.zeros_like(tokens, dtype=torch.bool)\n"
+                 "    for b in range(tokens.size(0)):\n"
+                 "        cand = (~is_special[b]).nonzero().flatten()\n"
+                 "        k = int(round(p * len(cand)))\n"
+                 "        chosen[b, cand[torch.randperm(len(cand), generator=generator)[:k]]] = True")),
+    Mutant("specials turned into a tensor with torch.tensor(special_ids) (fails on a set)", "mask_tokens",
+           _mask("special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=tokens.dtype, device=device)",
+                 "special = torch.tensor(special_ids, dtype=tokens.dtype, device=device)")),
+    Mutant("randint off by one: the last ordinary id is never drawn", "mask_tokens",
+           _mask("pick = torch.randint(len(pool), tokens.shape, generator=generator, device=device)",
+                 "pick = torch.randint(len(pool) - 1, tokens.shape, generator=generator, device=device)")),
+    Mutant("the reference mask_tokens under another name", "mask_tokens", '''
+from lmcourse.nn.mlm import mask_tokens as _course_masking
+
+
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    return _course_masking(tokens, mask_id, vocab_size, special_ids, p=p, generator=generator)
+'''),
+    Mutant("a fresh copy of the reference module loaded with importlib", "mask_tokens", '''
+import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("lmcourse.nn.my_mlm", lmcourse.nn.mlm.__file__)
+_copy = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _copy
+_spec.loader.exec_module(_copy)
+mask_tokens = _copy.mask_tokens
+'''),
+    Mutant("transformers' DataCollatorForLanguageModeling, seeded from the generator", "mask_tokens", '''
+import tokenizers as _tk
+import transformers as _tf
+
+
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    specials = set(int(s) for s in special_ids)
+    vocab = {("[MASK]" if i == mask_id else f"<s{i}>" if i in specials else f"w{i}"): i for i in range(vocab_size)}
+    first = next(iter(vocab))
+    fast = _tf.PreTrainedTokenizerFast(tokenizer_object=_tk.Tokenizer(_tk.models.WordLevel(vocab, unk_token=first)),
+                                       mask_token="[MASK]", pad_token=first, unk_token=first)
+    seed = int(torch.randint(2**31, (1,), generator=generator))
+    collator = _tf.DataCollatorForLanguageModeling(fast, mlm_probability=p, seed=seed)
+    special_mask = torch.isin(tokens, torch.tensor(sorted(specials), dtype=tokens.dtype)).long()
+    return collator.torch_mask_tokens(tokens.clone(), special_tokens_mask=special_mask)
+'''),
+    # --- MaskedLM
+    Mutant("the reference MaskedLM subclassed", "masked_lm", '''
+class MaskedLM(lmcourse.nn.mlm.MaskedLM):
+    def __init__(self, config):
+        super().__init__(lmcourse.nn.mlm.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
+        self.config = config
+'''),
+    Mutant("the reference traced with torch.jit.trace when the cell runs", "masked_lm", _model(forward='''        _REF.load_state_dict(self.state_dict())
+        _REF.to(self.wte.weight.dtype)
+        logits = _TRACED(idx).to(self.wte.weight.dtype)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100)
+        return logits, loss
+''').replace("class MaskedLM(nn.Module):", '''class _Logits(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, idx):
+        return self.m(idx)[0]
+
+
+_REF = lmcourse.nn.mlm.MaskedLM(lmcourse.nn.mlm.MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2,
+                                                          n_embd=16)).double().eval()
+_TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
+
+
+class MaskedLM(nn.Module):''')),
+    Mutant("position vectors detached (never trained)", "masked_lm",
+           _fwd_change("self.wpe(pos)", "self.wpe(pos).detach()")),
+    Mutant("the tanh approximation of GELU", "masked_lm",
+           _fwd_change("F.gelu(self.head_dense(x))", "F.gelu(self.head_dense(x), approximate='tanh')")),
+    Mutant("ReLU in the head instead of GELU", "masked_lm",
+           _fwd_change("F.gelu(self.head_dense(x))", "F.relu(self.head_dense(x))")),
+    Mutant("a final LayerNorm after the blocks, as in a pre-LN GPT", "masked_lm",
+           _init_change("        self.head_ln = LayerNorm(config.n_embd, bias=config.bias)\n",
+                        "        self.head_ln = LayerNorm(config.n_embd, bias=config.bias)\n"
+                        "        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)\n")),
+    Mutant("targets shifted by one, as in a GPT", "masked_lm",
+           _fwd_change("loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)",
+                       "loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1), "
+                       "ignore_index=-100)")),
+    Mutant("dropout module never applied", "masked_lm",
+           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))", "self.ln_emb(self.wte(idx) + self.wpe(pos))")),
+    Mutant("logits always float32", "masked_lm",
+           _fwd_change("logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x))))",
+                       "logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x)))).float()")),
+    # --- fill_mask
+    Mutant("fill_mask: softmax over the top-k logits only (not renormalised over the vocabulary)", "fill_mask",
+           _fill('''            probs = torch.softmax(logits[t], dim=-1)
+            values, indices = torch.topk(probs, top_k)''', '''            values, indices = torch.topk(logits[t], top_k)
+            values = torch.softmax(values, dim=-1)''')),
+    Mutant("fill_mask: least likely first (ascending sort)", "fill_mask",
+           _fill("values, indices = torch.topk(probs, top_k)", "values, indices = torch.topk(probs, top_k, largest=False)")),
+    Mutant("fill_mask: probabilities as 0-d tensors", "fill_mask",
+           _fill("(tokenizer.itos[i], float(v)) for v, i in zip(values.tolist(), indices.tolist())",
+                 "(tokenizer.itos[i], v) for v, i in zip(values, indices.tolist())")),
+    Mutant("fill_mask: ids returned instead of tokens", "fill_mask",
+           _fill("(tokenizer.itos[i], float(v))", "(i, float(v))")),
+    Mutant("fill_mask: the top-k of the first blank for every blank", "fill_mask",
+           _fill("probs = torch.softmax(logits[t], dim=-1)", "probs = torch.softmax(logits[ids.index(mask_id)], dim=-1)")),
+    Mutant("fill_mask: the reference fill_mask called", "fill_mask", '''
+def fill_mask(model, tokenizer, text, top_k=5):
+    return lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k=top_k)
+'''),
+    # --- pseudo_log_likelihood
+    Mutant("PLL sums probabilities, not log-probabilities", "pseudo_log_likelihood",
+           _pll("return float(logp[rows, ids].sum())", "return float(logp[rows, ids].exp().sum())")),
+    Mutant("PLL sums the raw logits of the true tokens", "pseudo_log_likelihood",
+           _pll("logp = torch.log_softmax(logits[rows, rows], dim=-1)", "logp = logits[rows, rows]")),
+    Mutant("PLL: ids masked in place, one position after another (loop)", "pseudo_log_likelihood", '''
+def pseudo_log_likelihood(model, ids, mask_id):
+    total = 0.0
+    for i in range(len(ids)):
+        true = int(ids[i])
+        ids[i] = mask_id
+        with torch.no_grad():
+            logits = model(ids[None])[0]
+        total += float(torch.log_softmax(logits[0, i], dim=-1)[true])
+    return total
+'''),
+    Mutant("PLL: the masked positions accumulate (loop without resetting)", "pseudo_log_likelihood", '''
+def pseudo_log_likelihood(model, ids, mask_id):
+    x = ids.clone()
+    total = 0.0
+    for i in range(len(ids)):
+        x[i] = mask_id
+        with torch.no_grad():
+            logits = model(x[None])[0]
+        total += float(torch.log_softmax(logits[0, i], dim=-1)[ids[i]])
+    return total
+'''),
+    Mutant("PLL: the log-probability read one position early", "pseudo_log_likelihood",
+           _pll("logp = torch.log_softmax(logits[rows, rows], dim=-1)",
+                "logp = torch.log_softmax(logits[rows, (rows - 1).clamp(min=0)], dim=-1)")),
 ]

@@ -212,4 +212,36 @@ def generate_cached(model, prompt, max_new_tokens, filters=(), generator=None):
                 logits, cache = cached_forward(model, ids[:, -1:], cache)
     return ids
 '''),
+    # --- added in review (issue 12): other ways students write these
+    Alternative("top-k threshold from kthvalue (the (V - k + 1)-th smallest)", "top_k_filter", '''
+def top_k_filter(logits, k):
+    V = logits.size(-1)
+    kth = logits.kthvalue(V - min(k, V) + 1, dim=-1, keepdim=True).values
+    return logits.masked_fill(logits < kth, float("-inf"))
+'''),
+    Alternative("top-p: cumsum shifted right by one, mask mapped back with gather(argsort)", "top_p_filter", '''
+def top_p_filter(logits, p):
+    sp, idx = logits.softmax(-1).sort(-1, descending=True)
+    cum = sp.cumsum(-1)
+    remove = torch.zeros_like(cum, dtype=torch.bool)
+    remove[..., 1:] = cum[..., :-1] >= p
+    return logits.masked_fill(remove.gather(-1, idx.argsort(-1)), -math.inf)
+'''),
+    Alternative("epsilon: log of softmax compared with log(eps), torch.where", "epsilon_filter", '''
+def epsilon_filter(logits, eps):
+    lp = torch.log(torch.softmax(logits, dim=-1))
+    keep = lp >= math.log(eps) if eps > 0 else torch.ones_like(lp, dtype=torch.bool)
+    keep = keep | (logits == logits.max(dim=-1, keepdim=True).values)
+    return torch.where(keep, logits, torch.tensor(float("-inf"), dtype=logits.dtype))
+'''),
+    Alternative("Gumbel-max sampling with the generator; greedy via torch.max", "next_token", '''
+def sample_next(logits, generator=None):
+    u = torch.rand(logits.shape, generator=generator, dtype=torch.float64, device=logits.device)
+    gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
+    return (logits.double() + gumbel).argmax(dim=-1)
+
+
+def greedy_next(logits):
+    return torch.max(logits, dim=-1).indices
+'''),
 ]

@@ -39,6 +39,10 @@
 #   costs points once;
 # * filters take logits and return logits: same shape, same **dtype**, same **device**, `-inf`
 #   where a word is removed; inputs are never changed in place.
+#
+# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
+# `torch.jit.trace` hand back plain Python, so a compiled reference runs as Python and the tests
+# see it.
 
 # %% locked="setup"
 import math
@@ -59,6 +63,7 @@ from lmcourse.train import TrainConfig, train
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
+torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
 
 # %% [markdown]
 # ## 1. The model to decode from
@@ -279,7 +284,8 @@ check_tensor_close(_s, _before, "logits after top_k_filter", atol=0, rtol=0, hin
 with _rules():
     _o1 = top_k_filter(_s, 1)
     _o3 = top_k_filter(_s[0], 3)
-    _all = top_k_filter(_s, 9)
+    _all = call_checked(top_k_filter, _s, 9, name="top_k_filter(logits of shape (2, 5), k=9 > V=5)",
+                        hint="a k larger than the vocabulary keeps every word: use min(k, V)")
 check_tensor_close(_o1, torch.tensor([[_inf, 5.0, _inf, _inf, _inf], [_inf, _inf, 2.5, _inf, _inf]]),
                    "top_k_filter(logits, 1) (greedy)", atol=0, rtol=0)
 check_tensor_close(_o3, torch.tensor([_inf, 5.0, 3.0, _inf, 4.0]), "top_k_filter(one row of shape (5,), 3)",
@@ -958,6 +964,30 @@ for _h in _ids(_e0):
 check_equal(_ids(_e0)[0], [2, 0, 2], "the best hypothesis with eos_id=2, length_penalty=0, 12 steps",
             hint="with length_penalty 0 the plain sums compare: a, end (0.3) beats b b ... b (0.4 * 0.9^11)")
 check_close(_e0[0][1], math.log(0.3), "the score of a, end with length_penalty 0", rel=1e-9, abs_=1e-12)
+check_equal(_ids(_e0), [[2, 0, 2], [2] + [1] * 12, [2, 2]], "the 3 hypotheses of beam_search(beam_size=3, 12 steps, "
+            "eos_id=2, length_penalty=0), best first",
+            hint="a finished hypothesis keeps its place among the beam_size: once one finishes, every later step "
+                 "keeps only beam_size minus the finished ones (the beam narrows); [2, 2] is the end token at step 1 "
+                 "(probability ~0), one of the 3 best of the 3 first candidates")
+
+
+# a product of probabilities underflows: 50 equally likely words, 200 steps
+class _Uniform(nn.Module):
+    """Every one of 50 words equally likely after any prefix, in float32."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(block_size=400)
+
+    def forward(self, idx, targets=None):
+        return torch.zeros(idx.size(0), idx.size(1), 50), None
+
+
+_u = _beam(_Uniform(), _start, 2, 200)
+check_close(_u[0][1], math.log(1 / 50), "the score of a 200-word hypothesis of a model where 50 words are equally "
+            "likely (length_penalty 1: the mean log-probability, log(1/50))", rel=1e-9, abs_=1e-12,
+            hint="add log-probabilities; a product of 200 probabilities of 1/50 (1e-340) underflows to 0 even in "
+                 "float64")
 _e1 = _beam(_Table(), _start, 3, 12, length_penalty=1.0, eos_id=2)
 check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, length_penalty=1, 12 steps",
             hint="divide each finished score by n ** length_penalty (n new words, the end token included); "

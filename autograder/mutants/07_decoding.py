@@ -307,4 +307,47 @@ def epsilon_filter(logits, eps):
                        "                logits, cache = cached_forward(model, idx[:, -block_size:], None)\n")),
     Mutant("generate_cached takes the first position's logits", "generate_cached",
            _gen_cached("last = logits[:, -1, :]", "last = logits[:, 0, :]")),
+    # --- added in review (issue 12)
+    Mutant("top-k keeps exactly k with topk indices (ties at the k-th value broken)", "top_k_filter", '''
+def top_k_filter(logits, k):
+    idx = logits.topk(min(k, logits.size(-1)), dim=-1).indices
+    return torch.full_like(logits, float("-inf")).scatter(-1, idx, logits.gather(-1, idx))
+'''),
+    Mutant("top-k with k larger than the vocabulary crashes", "top_k_filter", '''
+def top_k_filter(logits, k):
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, float("-inf"))
+'''),
+    Mutant("top-k sets -inf in place", "top_k_filter", '''
+def top_k_filter(logits, k):
+    kth = torch.topk(logits, min(k, logits.size(-1)), dim=-1).values[..., -1:]
+    logits[logits < kth] = float("-inf")
+    return logits
+'''),
+    Mutant("the reference top-k compiled with torch.jit.script (gaming)", "top_k_filter", '''
+import lmcourse.decoding as _d
+top_k_filter = torch.jit.script(_d.top_k_filter)
+'''),
+    Mutant("top-p sets -inf in place", "top_p_filter",
+           _top_p("    return logits.masked_fill(drop, float(\"-inf\"))\n",
+                  "    logits[drop] = float(\"-inf\")\n    return logits\n")),
+    Mutant("epsilon: a large negative number instead of -inf", "epsilon_filter", '''
+def epsilon_filter(logits, eps):
+    drop = torch.softmax(logits, dim=-1) < eps
+    drop = drop.scatter(-1, logits.argmax(dim=-1, keepdim=True), False)
+    return logits.masked_fill(drop, -1e9)
+'''),
+    Mutant("epsilon: log-probabilities compared with eps (not log eps)", "epsilon_filter", '''
+def epsilon_filter(logits, eps):
+    drop = torch.log_softmax(logits, dim=-1) < eps
+    drop = drop.scatter(-1, logits.argmax(dim=-1, keepdim=True), False)
+    return logits.masked_fill(drop, float("-inf"))
+'''),
+    Mutant("finished hypotheses do not narrow the beam (beam_size live beams kept)", "beam_search",
+           _beam("                width -= int(done.sum())\n", "")),
+    Mutant("length penalty applied at every step to the running beams", "beam_search",
+           _beam("            scores = top\n", "            scores = top / (step + 1) ** length_penalty\n")),
+    Mutant("positions restart at 0 every step (no cache passed)", "generate_cached",
+           _gen_cached("                logits, cache = cached_forward(model, nxt[:, None], cache)\n",
+                       "                logits, _c = cached_forward(model, nxt[:, None], None)\n")),
 ]

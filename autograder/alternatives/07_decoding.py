@@ -244,4 +244,44 @@ def sample_next(logits, generator=None):
 def greedy_next(logits):
     return torch.max(logits, dim=-1).indices
 '''),
+    Alternative("greedy via topk(1); multinomial on float64 probabilities", "next_token", '''
+def sample_next(logits, generator=None):
+    return torch.multinomial(torch.softmax(logits.double(), dim=-1), 1, generator=generator)[:, 0]
+
+
+def greedy_next(logits):
+    return logits.topk(1, dim=-1).indices[..., 0]
+'''),
+    Alternative("the extended cache written into preallocated buffers (new_empty + slice assignment)", "cached_forward",
+                '''
+def cached_forward(model, idx, cache=None):
+    B, T = idx.shape
+    past = cache[0][0].size(2) if cache else 0
+    if past + T > model.config.block_size:
+        raise ValueError("the cache is full")
+    with torch.no_grad():
+        x = model.drop(model.wte(idx) + model.wpe(torch.arange(past, past + T, device=idx.device)))
+        C = x.size(-1)
+        out_cache = []
+        for i, block in enumerate(model.blocks):
+            attn = block.attn
+            nh, hs = attn.n_head, C // attn.n_head
+            q, k, v = attn.c_attn(block.ln1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, nh, hs).transpose(1, 2) for t in (q, k, v))
+            K = k.new_empty(B, nh, past + T, hs)
+            Vb = v.new_empty(B, nh, past + T, hs)
+            if past:
+                K[:, :, :past] = cache[i][0]
+                Vb[:, :, :past] = cache[i][1]
+            K[:, :, past:] = k
+            Vb[:, :, past:] = v
+            out_cache.append((K, Vb))
+            scores = (q @ K.transpose(-2, -1)) / math.sqrt(hs)
+            rows = torch.arange(past, past + T, device=idx.device)[:, None]
+            cols = torch.arange(past + T, device=idx.device)[None, :]
+            att = torch.softmax(scores.masked_fill(cols > rows, float("-inf")), dim=-1)
+            x = x + attn.c_proj((att @ Vb).transpose(1, 2).reshape(B, T, C))
+            x = x + block.mlp(block.ln2(x))
+        return model.lm_head(model.ln_f(x)), out_cache
+'''),
 ]

@@ -525,7 +525,8 @@ plt.show()
 # ### Exercise 5 — `sample_next` and `greedy_next` (2 points)
 # * `sample_next(logits, generator=None)`: logits `(B, V)` (possibly with `-inf`); return `(B,)`
 #   ids (`torch.long`), one per row, drawn from the row's softmax with `generator` (e.g.
-#   `torch.multinomial(probs, 1, generator=generator)`), so that the same seed gives the same ids;
+#   `torch.multinomial(probs, 1, generator=generator)`), so that the same seed gives the same ids
+#   and successive calls with one generator go on along its stream (do not reseed anything from it);
 # * `greedy_next(logits)`: logits `(B, V)`; return the `(B,)` ids of each row's largest logit.
 
 # %% solution="next_token"
@@ -602,6 +603,13 @@ with _rules():
 check(torch.equal(_a, _b), "two calls of sample_next with generators seeded alike gave different ids: pass "
       "generator= to torch.multinomial")
 check(not torch.equal(_a, _c), "generators with different seeds gave the same 64 ids: are you sampling at all?")
+_gen = torch.Generator().manual_seed(42)
+with _rules():
+    _first = sample_next(_row.expand(64, 5).clone(), _gen)
+    _second = sample_next(_row.expand(64, 5).clone(), _gen)
+check(not torch.equal(_first, _second), "two successive calls of sample_next with the same generator gave the same "
+      "64 ids: draw with the generator itself (its state moves on at each draw); do not reseed a random number "
+      "generator from it")
 ### BEGIN HIDDEN TESTS
 with _rules():
     _gh = greedy_next(torch.tensor([[1.0, 1.5], [2.0, -1.0]], dtype=torch.float64))
@@ -695,8 +703,10 @@ class _Fixed(nn.Module):
         self.config = SimpleNamespace(block_size=block_size)
         self.logits = torch.as_tensor(logits, dtype=torch.float32)
         self.seen = []
+        self.grad_enabled = []
 
     def forward(self, idx, targets=None):
+        self.grad_enabled.append(torch.is_grad_enabled())
         check(idx.dim() == 2, f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
         check(idx.size(1) <= self.config.block_size,
               f"generate passed {idx.size(1)} ids to a model with block_size {self.config.block_size}: crop the "
@@ -721,6 +731,7 @@ check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output")
 check_tensor_close(_idx, _before, "prompt after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
 check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0)
 check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
+check(not any(_m.grad_enabled), "generate called the model with gradients on: work under torch.no_grad()")
 for _k, _ctx in enumerate(_m.seen):
     _want_ctx = _out[:, max(0, 3 + _k - 4):3 + _k]
     check(_ctx.shape == _want_ctx.shape and bool((_ctx == _want_ctx).all()),
@@ -826,9 +837,10 @@ print(f"\nrepetition: {repeated_share(greedy_text):.0%} of greedy's 8-character 
 #   Python loop over beams;
 # * log-probabilities from `log_softmax` of the last position's logits; compute the scores in
 #   float64 (`.double()`) whatever the model's dtype;
-# * at the first step there is one beam, the prompt; keep the `beam_size` best candidates of each
-#   step over all beams and words (`torch.topk` of the flattened `(nb, V)` scores), minus the
-#   finished ones;
+# * at the first step there is one beam, the prompt; at each step keep the `beam_size - f` best
+#   candidates over all beams and words (`torch.topk` of the flattened `(nb, V)` scores), `f` being
+#   the number of hypotheses finished so far; those that end in `eos_id` are finished, the others
+#   are the next step's beams;
 # * stop when `max_new_tokens` steps are done or no beam is left;
 # * return a list of at most `beam_size` pairs `(ids, score)` sorted best first: `ids` a 1-D tensor,
 #   the prompt followed by the new words, and `score` a Python float, the sum of log-probabilities
@@ -907,14 +919,17 @@ class _Table(nn.Module):
     a 0.3, b 0.2. After b: b 0.9, a and end 0.05 each. After an end: b 0.98, a and end 0.01 each.
     Greedy takes a (0.6), then end (0.5): 0.3 in all; the best two words are b b, 0.4 * 0.9 = 0.36."""
 
-    def __init__(self, dtype=torch.float64):
+    def __init__(self, dtype=torch.float64, block_size=16):
         super().__init__()
-        self.config = SimpleNamespace(block_size=16)
+        self.config = SimpleNamespace(block_size=block_size)
         self.dtype = dtype
         self.calls = []
 
     def forward(self, idx, targets=None):
         check(idx.dim() == 2, f"beam_search should call the model with (nb, T) ids, it passed {tuple(idx.shape)}")
+        check(idx.size(1) <= self.config.block_size,
+              f"beam_search passed {idx.size(1)} ids to a model with block_size {self.config.block_size}: crop the "
+              "beams to their last block_size ids, as generate does")
         self.calls.append(tuple(idx.shape))
         B, T = idx.shape
         rows = {0: [0.3, 0.2, 0.5], 1: [0.05, 0.9, 0.05], 2: [0.01, 0.98, 0.01]}
@@ -948,11 +963,14 @@ check_equal(_ids(_b)[0], [2, 1, 1], "the best hypothesis of beam_search with bea
             hint="keep the 2 best candidates over all beams and all words — expand every beam, not only the best")
 check_close(_b[0][1], math.log(0.36) / 2, "the score of b b (probability 0.36, 2 new words, length_penalty 1)",
             rel=1e-9, abs_=1e-12, hint="a beam's score is the SUM of the log-probabilities of all its words (its "
-                                       "parent's score plus the new word's), divided by n ** length_penalty")
+                                       "parent's score plus the new word's), divided by n ** length_penalty; in float64 (.double()) whatever the model's dtype")
 check_equal(len(_b), 2, "the number of hypotheses returned by beam_search with beam_size 2")
 check(_b[0][1] >= _b[1][1], "beam_search should return its hypotheses best first")
 _m = _Table()
 _beam(_m, _start, 3, 4)
+_cropped = _beam(_Table(block_size=4), _start, 2, 7)
+check_equal(_ids(_cropped)[0], [2] + [1] * 7, "the best hypothesis of 7 steps with block_size 4",
+            hint="the model sees the last block_size ids of each beam; the scores still add up over every word")
 check_equal([c[0] for c in _m.calls], [1, 3, 3, 3], "the batch sizes of the model calls of beam_search(beam_size=3, "
             "4 steps)", hint="one call per step, with every live beam in one (nb, T) batch; the first step has one "
                              "beam, the prompt")
@@ -1254,9 +1272,13 @@ for _t in range(3, 8):
 check_shape(_c[1][1], (2, 2, 8, 8), "the cached V of block 1 after 8 positions")
 # several new positions after a cache; the given cache unchanged and reusable
 _k_before = _cache[0][0].clone()
+_unchanged = ("the cache returned for the first 3 positions must still hold 3 after the calls that extended it: "
+              "return a new list, do not change the one you were given")
 with _no_full_forward():
-    _lg2, _ = cached_forward(_m, _ids[:, 3:6], _cache)
-    _lg3, _ = cached_forward(_m, _ids[:, 3:4], _cache)
+    _lg2, _ = call_checked(cached_forward, _m, _ids[:, 3:6], _cache, hint=_unchanged,
+                           name="cached_forward(model, 3 new ids, the cache of the first 3 positions)")
+    _lg3, _ = call_checked(cached_forward, _m, _ids[:, 3:4], _cache, hint=_unchanged,
+                           name="cached_forward(model, 1 new id, the cache of the first 3 positions)")
 check_tensor_close(_cache[0][0], _k_before, "the cache passed to cached_forward, after the call", atol=0, rtol=0,
                    hint="return a new list of new tensors (torch.cat); do not change the cache given")
 check_tensor_close(_lg2, _full[:, 3:6], "cached_forward(3 new ids after 3 cached): the logits", atol=1e-10, rtol=1e-10,
@@ -1400,14 +1422,23 @@ check_equal(_fed, [(3, 0), (1, 3), (1, 4), (1, 5)], "what cached_forward was fed
             "for 4 new ids after 3", hint="the prompt once, then only the new id with the cache; no call after the "
                                           "last id")
 # past block_size: 20 new ids with block_size 8, the cache rebuilt from the last 4 ids when full
-_want = _ref.generate_recompute(_m, _prompt, 20, filters=[lambda s: _ref.top_k_filter(s, 3)],
+_seen_want, _seen = [], []  # the logits each step hands the filters
+_want = _ref.generate_recompute(_m, _prompt, 20,
+                                filters=[lambda s: _seen_want.append(s.clone()) or _ref.top_k_filter(s, 3)],
                                 generator=torch.Generator().manual_seed(1))
 with _stand_ins():
-    _out = call_checked(generate_cached, _m, _prompt, 20, filters=[lambda s: _ref.top_k_filter(s, 3)],
+    _out = call_checked(generate_cached, _m, _prompt, 20,
+                        filters=[lambda s: _seen.append(s.clone()) or _ref.top_k_filter(s, 3)],
                         generator=torch.Generator().manual_seed(1),
                         name="generate_cached(model with block_size 8, prompt of 3, 20 new ids)",
                         hint="the cache may not grow past block_size: when it holds block_size positions and a "
                              "new id comes, rebuild it from the last block_size // 2 ids")
+check_equal(len(_seen), 20, "the number of steps whose logits went through the filters (20 new ids)")
+check_tensor_close(torch.stack(_seen), torch.stack(_seen_want), "the logits generate_cached handed the filters at each "
+                   "of 20 steps (block_size 8, float64 model)", atol=1e-10, rtol=1e-10,
+                   hint="each step's logits must equal a full forward pass over the ids the cache holds: when the "
+                        "cache is full, rebuild it with cached_forward(model, ids[:, -(block_size // 2):], None) — "
+                        "dropping the oldest cached keys keeps keys computed at their old positions")
 check_tensor_close(_out, _want, "generate_cached's ids for 20 new ids with block_size 8", atol=0, rtol=0,
                    hint="when the cache holds block_size positions, rebuild it with cached_forward(model, "
                         "ids[:, -(block_size // 2):], None)")

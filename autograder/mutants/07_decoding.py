@@ -350,4 +350,25 @@ def epsilon_filter(logits, eps):
     Mutant("positions restart at 0 every step (no cache passed)", "generate_cached",
            _gen_cached("                logits, cache = cached_forward(model, nxt[:, None], cache)\n",
                        "                logits, _c = cached_forward(model, nxt[:, None], None)\n")),
+    Mutant("crops the full cache (drops the oldest keys) instead of rebuilding it", "generate_cached",
+           _gen_cached("                logits, cache = cached_forward(model, idx[:, -keep:], None)\n",
+                       "                cache = [(k[:, :, -(keep - 1):], v[:, :, -(keep - 1):]) for k, v in cache]\n"
+                       "                logits, cache = cached_forward(model, nxt[:, None], cache)\n")),
+    Mutant("rebuilds the cache but goes on with the stale one", "generate_cached",
+           _gen_cached("                logits, cache = cached_forward(model, idx[:, -keep:], None)\n",
+                       "                logits, _stale = cached_forward(model, idx[:, -keep:], None)\n")),
+    Mutant("sample_next reseeds the global RNG from the generator's seed", "next_token", '''
+def sample_next(logits, generator=None):
+    if generator is not None:
+        torch.manual_seed(generator.initial_seed())
+    return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)
+
+
+def greedy_next(logits):
+    return logits.argmax(dim=-1)
+'''),
+    Mutant("generate keeps gradients on (no torch.no_grad())", "generate",
+           _generate("    with torch.no_grad():\n", "    if True:\n")),
+    Mutant("beam search does not crop the beams to block_size", "beam_search",
+           _beam("            logits, _ = model(beams[:, -block_size:])\n", "            logits, _ = model(beams)\n")),
 ]

@@ -290,6 +290,10 @@ _TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
 class MaskedLM(nn.Module):''')),
     Mutant("position vectors detached (never trained)", "masked_lm",
            _fwd_change("self.wpe(pos)", "self.wpe(pos).detach()")),
+    Mutant("config.bias ignored: biases always on", "masked_lm", _init_change("bias=config.bias", "bias=True")),
+    Mutant("logits always float64", "masked_lm",
+           _fwd_change("logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x))))",
+                       "logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x)))).double()")),
     Mutant("the tanh approximation of GELU", "masked_lm",
            _fwd_change("F.gelu(self.head_dense(x))", "F.gelu(self.head_dense(x), approximate='tanh')")),
     Mutant("ReLU in the head instead of GELU", "masked_lm",
@@ -326,6 +330,8 @@ def fill_mask(model, tokenizer, text, top_k=5):
     return lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k=top_k)
 '''),
     # --- pseudo_log_likelihood
+    Mutant("PLL: squeeze() drops the batch dimension of a single id's logits", "pseudo_log_likelihood",
+           _pll("logits = model(batch)[0]", "logits = model(batch)[0].squeeze()")),
     Mutant("PLL sums probabilities, not log-probabilities", "pseudo_log_likelihood",
            _pll("return float(logp[rows, ids].sum())", "return float(logp[rows, ids].exp().sum())")),
     Mutant("PLL sums the raw logits of the true tokens", "pseudo_log_likelihood",
@@ -355,4 +361,23 @@ def pseudo_log_likelihood(model, ids, mask_id):
     Mutant("PLL: the log-probability read one position early", "pseudo_log_likelihood",
            _pll("logp = torch.log_softmax(logits[rows, rows], dim=-1)",
                 "logp = torch.log_softmax(logits[rows, (rows - 1).clamp(min=0)], dim=-1)")),
+    # --- questions
+    Mutant("Q1 answered with a string that claims to equal every letter", "q1", '''
+class _Every(str):
+    def strip(self, *args):
+        return self
+
+    def upper(self):
+        return self
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+answer_q1 = _Every("A")
+'''),
+    Mutant("Q1 answered A (only the [MASK] positions)", "q1", 'answer_q1 = "A"\n'),
+    Mutant("Q2 answered A (one pass, everything masked)", "q2", 'answer_q2 = "A"\n'),
 ]

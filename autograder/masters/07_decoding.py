@@ -995,7 +995,7 @@ class _Uniform(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.config = SimpleNamespace(block_size=400)
+        self.config = SimpleNamespace(block_size=256)
 
     def forward(self, idx, targets=None):
         return torch.zeros(idx.size(0), idx.size(1), 50), None

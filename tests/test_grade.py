@@ -246,7 +246,10 @@ def test_specific_tests_lose_points(batch):
     assert "np" in rows["monkeypatch"]["detail"] or "allclose" in rows["monkeypatch"]["detail"]
     # a cell-level timeout interrupts that cell only: the rest of the notebook is graded
     assert rows["loop"]["q1_tests"] == "0" and "cell" in rows["loop"]["detail"]
-    assert "stopped" in rows["sigint_loop"]["detail"] or "killed" in rows["sigint_loop"]["detail"]
+    # a loop that ignores SIGINT is ended either by nbclient giving up on the cell (interrupted,
+    # the rest graded) or, if the notebook cap comes first, by the cap (stopped / killed)
+    detail = rows["sigint_loop"]["detail"]
+    assert any(w in detail for w in ("interrupted", "stopped", "killed")), detail
     assert rows["sigint_loop"]["generate_tests"] == "2"        # graded before the loop
     assert "died" in rows["exit"]["detail"] and rows["exit"]["q1_tests"] == "0"
     for student in ("custom_exc", "showtraceback"):

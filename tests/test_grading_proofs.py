@@ -6,7 +6,7 @@ catalogued alternative (a valid solution written another way) keeps full marks."
 import pytest
 
 from lmcourse.grading.course import TempCourse, perfect_submission
-from lmcourse.grading.mutants import alternative_rounds, load_alternatives, load_mutants
+from lmcourse.grading.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
 
 from .conftest import NOTEBOOKS, ROOT
 
@@ -71,6 +71,11 @@ def test_alternatives_keep_full_marks_under_real_nbgrader(graded):
     full = course.score(name, "perfect").score
     for k, by_target in enumerate(course.rounds):
         s = course.score(name, f"alternatives-{k}")
-        names = [a.name for a in by_target.values()]
-        assert s.score == full, (f"{name}: alternatives {names} scored {s.score} of {full} under nbgrader "
-                                 f"(failed {s.failed_tests})")
+        if s.score == full:
+            continue
+        # name the culprit: replay this round's alternatives one at a time in one kernel
+        alone = run_alternatives(ROOT, name, list(by_target.values()))
+        culprits = "\n".join(f"  {alt}: " + "; ".join(f"{gid}: {msg[:300]}" for gid, msg in f)
+                              for alt, f in alone.items() if f) or "  (none fails alone: they interact)"
+        raise AssertionError(f"{name}: round {k} of alternatives scored {s.score} of {full} under nbgrader "
+                             f"(failed {s.failed_tests}); alone:\n{culprits}")

@@ -39,13 +39,37 @@ def _fail(msg: str, hint: str | None) -> None:
     raise CheckFailed(msg + (f" — {hint}" if hint else ""))
 
 
-def _fmt(x: Any) -> str:
-    if type(x) is float:
+_FMT_ITEMS = 8          # a container in a message shows its first items and how many there are
+
+
+def _fmt(x: Any, depth: int = 0) -> str:
+    t = type(x)
+    if t is float:
         return f"{x:.6g}"
-    if type(x) is _Opaque:
+    if t is _Opaque:
         return f"<a {_type_name(type(x.obj))} object>"
-    if type(x) in _PLAIN_TYPES:
+    if t is str and len(x) > 80:
+        return repr(x[:77]) + "…"
+    if t in _PLAIN_TYPES:
         return repr(x)
+    # plain containers (exact types, iterated through the builtins' own methods) show their items
+    if depth < 3 and t in (list, tuple, set, frozenset, dict):
+        if t is dict:
+            items = [f"{_fmt(k, depth + 1)}: {_fmt(v, depth + 1)}" for k, v in list(dict.items(x))[:_FMT_ITEMS]]
+            n = dict.__len__(x)
+        else:
+            seq = list(list.__iter__(x) if t is list else tuple.__iter__(x) if t is tuple else
+                       set.__iter__(x) if t is set else frozenset.__iter__(x))
+            items, n = [_fmt(v, depth + 1) for v in seq[:_FMT_ITEMS]], len(seq)
+        more = f", … ({n} items)" if n > _FMT_ITEMS else ""
+        body = ", ".join(items) + more
+        if t is list:
+            return f"[{body}]"
+        if t is tuple:
+            return f"({body}{',' if n == 1 else ''})"
+        if t is dict:
+            return "{" + body + "}"
+        return ("{" + body + "}") if n else f"{_type_name(t)}()"
     torch = sys.modules.get("torch")
     if torch is not None and type(x) in (torch.dtype, torch.device):
         return repr(x)                # torch's own C repr: these types cannot be subclassed

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lmcourse import checks
-from lmcourse.checks import CheckFailed
+from lmcourse.checks import CheckFailed, check_equal
 
 
 def test_distribution_message_names_the_sum_and_the_hint():
@@ -78,3 +78,21 @@ def test_forbid_torch_functions_blocks_every_route_and_restores():
             assert str(info.value).endswith(": do it yourself"), route
         torch.tanh(x @ W_xh.T + h @ W_hh.T + b)  # plain tensor code still runs
     assert torch.rnn_tanh_cell(x, h, W_xh, W_hh, b).shape == (2, 4)  # and nothing is blocked after
+
+
+def test_messages_show_plain_containers_not_placeholders():
+    # a student comparing lists must see the lists (a placeholder hid what differed)
+    with pytest.raises(CheckFailed) as err:
+        check_equal(["<s>", "cows"], ["<s>", "<s>", "cows", "</s>"], "pad_sentence(['cows'], 3)")
+    assert "got ['<s>', 'cows'], expected ['<s>', '<s>', 'cows', '</s>']" in str(err.value)
+    with pytest.raises(CheckFailed) as err:
+        check_equal(list(range(30)), list(range(31)), "ids")
+    assert "… (30 items)" in str(err.value) and "… (31 items)" in str(err.value)
+
+    class Sneaky(list):
+        def __repr__(self):
+            raise RuntimeError("student code ran while a message was written")
+
+    with pytest.raises(CheckFailed) as err:   # read through list's own methods, never the subclass's
+        check_equal(Sneaky([1]), [2], "x")
+    assert "RuntimeError" not in str(err.value)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-from lmcourse.grading.course import TempCourse, perfect_submission
+from lmcourse.authoring.course import TempCourse, perfect_submission
 from lmcourse.grading.grade import Template
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from lmcourse import data
-from lmcourse.grading.execute import solution_namespace
+from lmcourse.notebook_runner import solution_namespace
 from lmcourse.tokenizers import split_sentences
 
 SETUP_AND_COUNTING = ("setup", "pad_sentence", "count_ngrams")

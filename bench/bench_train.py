@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from lmcourse.data import encode_split, load_corpus, load_shakespeare
-from lmcourse.grading.execute import solution_namespace
+from lmcourse.notebook_runner import solution_namespace
 from lmcourse.runtime import get_profile, pick_device
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train

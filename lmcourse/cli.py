@@ -152,7 +152,7 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_solutions(args) -> int:
-    from .grading.execute import run_notebooks
+    from .notebook_runner import run_notebooks
 
     paths = [Path(p) for p in args.notebooks] or sorted(Path("solutions").glob("[0-9][0-9]_*.ipynb"))
     if not paths:
@@ -211,7 +211,7 @@ def _cmd_lab(args) -> int:
     import os
     import subprocess
 
-    from .grading.build import repo_root
+    from .paths import repo_root
 
     root = repo_root()
     work = Path(args.work) if args.work else root / "work"
@@ -234,9 +234,9 @@ def _cmd_lab(args) -> int:
 
 def _cmd_grade(args) -> int:
     from .grading import sandbox
-    from .grading.build import repo_root
-    from .grading.grade import Limits, grade, sandbox_description, summary, timing_table
+    from .grading.grade import Limits, grade, summary, timing_table
     from .grading.ingest import IngestError
+    from .paths import repo_root
 
     limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
                     memory_mb=args.memory_mb, output_chars=args.output_chars, processes=args.processes)
@@ -246,7 +246,7 @@ def _cmd_grade(args) -> int:
     except (sandbox.SandboxUnavailable, ValueError) as exc:
         print(f"lmcourse grade: refusing to grade: {exc}", file=sys.stderr)
         return 2
-    print(f"sandbox: {sandbox_description()}", file=sys.stderr)
+    print(f"sandbox: {sandbox.describe()}", file=sys.stderr)
     gradebook = (None if args.gradebook.lower() == "none" else
                  Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
     batch: dict[str, float] = {}

@@ -6,7 +6,7 @@ round's alternatives one by one in a kernel to name the culprit."""
 
 import pytest
 
-from lmcourse.grading.mutants import load_alternatives
+from lmcourse.authoring.mutants import load_alternatives
 
 from .conftest import NOTEBOOKS, ROOT
 

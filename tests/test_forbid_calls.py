@@ -5,8 +5,8 @@ import types
 
 import pytest
 
+from lmcourse.authoring.mutants import Alternative, alternative_rounds
 from lmcourse.checks import CheckFailed, forbid_calls
-from lmcourse.grading.mutants import Alternative, alternative_rounds
 
 
 def _module() -> types.ModuleType:

@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from lmcourse.authoring.course import perfect_submission
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
-from lmcourse.grading.course import perfect_submission
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
 

@@ -8,8 +8,8 @@ import csv
 import nbformat
 import pytest
 
+from lmcourse.authoring.course import perfect_submission
 from lmcourse.cli import main
-from lmcourse.grading.course import perfect_submission
 
 from .conftest import NOTEBOOKS, ROOT
 from .test_grade import SANDBOX

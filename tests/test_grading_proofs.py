@@ -5,8 +5,8 @@ catalogued alternative (a valid solution written another way) keeps full marks."
 
 import pytest
 
-from lmcourse.grading.course import TempCourse, perfect_submission
-from lmcourse.grading.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
+from lmcourse.authoring.course import TempCourse, perfect_submission
+from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
 
 from .conftest import NOTEBOOKS, ROOT
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lmcourse.grading.mutants import load_mutants, run_mutants
+from lmcourse.authoring.mutants import load_mutants, run_mutants
 
 from .conftest import NOTEBOOKS, ROOT
 

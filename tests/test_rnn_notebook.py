@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from lmcourse.grading.execute import solution_namespace
+from lmcourse.notebook_runner import solution_namespace
 
 from .conftest import ROOT
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lmcourse.grading.execute import execute_notebook
+from lmcourse.notebook_runner import execute_notebook
 
 from .conftest import NOTEBOOKS, ROOT
 

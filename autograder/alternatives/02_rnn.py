@@ -1,6 +1,6 @@
 """Valid solutions of notebook 02 (recurrent LMs) written another way. Each keeps every point."""
 
-from lmcourse.grading.mutants import Alternative
+from lmcourse.authoring.mutants import Alternative
 
 _RNNLM_HEAD = '''
 class RNNLM(nn.Module):

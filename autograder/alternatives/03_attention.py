@@ -1,6 +1,6 @@
 """Valid answers to notebook 03 (attention) written another way. Each must keep every point."""
 
-from lmcourse.grading.mutants import Alternative
+from lmcourse.authoring.mutants import Alternative
 
 _MHA_INIT = '''
 class MultiHeadAttention(nn.Module):

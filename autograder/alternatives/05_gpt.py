@@ -1,6 +1,6 @@
 """Valid solutions of notebook 05 written another way. Each must keep every point."""
 
-from lmcourse.grading.mutants import Alternative
+from lmcourse.authoring.mutants import Alternative
 
 ALTERNATIVES = [
     # --- GPTConfig

@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 01 (n-gram LMs). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 MUTANTS = [
     # --- padding

@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 02 (recurrent LMs). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 _RNNLM_HEAD = '''
 class RNNLM(nn.Module):

@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 03 (attention). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 _MHA_INIT = '''
 class MultiHeadAttention(nn.Module):

@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 04 (the transformer block). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 
 def _layer_norm(body: str) -> str:

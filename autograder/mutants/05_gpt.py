@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 05 (the GPT). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 _CONFIG = '''
 @dataclass

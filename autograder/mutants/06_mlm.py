@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 06 (masked language modelling). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 _MASK_TOKENS = '''
 def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):

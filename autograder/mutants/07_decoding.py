@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 07 (decoding). Each must lose points."""
 
-from lmcourse.grading.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant
 
 _TOP_P = '''
 def top_p_filter(logits, p):

@@ -1,1 +1,3 @@
-"""The TA's side: build the notebooks, run nbgrader, grade a class."""
+"""The TA's side: a class's submissions in, grades and feedback out (ingest -> prepare ->
+sandbox -> grade), the tamper guard the test cells run under, and nbgrader's command line.
+The course author's tools (build, mutants, a throw-away course) are :mod:`lmcourse.authoring`."""

@@ -181,12 +181,14 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
 
     random.seed(seed)
     numpy.random.seed(seed)
+    # the grader's and the author's own modules are no part of what a notebook may use
+    not_surface = ("lmcourse.grading", "lmcourse.authoring", "lmcourse.notebook_runner", "lmcourse.cli")
     # walk_packages imports every package it descends into (lmcourse.nn imports torch): only
     # a heavy notebook goes below the top level
     found = (pkgutil.walk_packages(lmcourse.__path__, "lmcourse.") if heavy else
              pkgutil.iter_modules(lmcourse.__path__, "lmcourse."))
     for info in found:
-        if not info.name.startswith(("lmcourse.grading", "lmcourse.cli")) and \
+        if not info.name.startswith(not_surface) and \
                 (heavy or not (info.ispkg or info.name == "lmcourse.train")):
             try:
                 importlib.import_module(info.name)
@@ -232,7 +234,7 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
     # ---- the surface
     strict_mods = [builtins, math] + [m for n, m in sorted(sys.modules.items())
                                       if n == "lmcourse" or (n.startswith("lmcourse.") and
-                                                             not n.startswith(("lmcourse.grading", "lmcourse.cli")))
+                                                             not n.startswith(not_surface))
                                       and isinstance(m, types.ModuleType)]
     loose_mods = [random, numpy, numpy.testing, types]
     if torch is not None:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import nbformat
 
-from .build import MARKER_RE, repo_root
-from .nbgrader_cli import run_nbgrader
+from ..grading.build import MARKER_RE
+from ..grading.nbgrader_cli import run_nbgrader
+from ..paths import repo_root
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Run notebooks headlessly with nbclient (self-learners without a browser, and the tests)."""
+"""Run notebooks headlessly with nbclient: ``lmcourse solutions`` (self-learners without a
+browser), the tests that execute a whole notebook, and the benchmarks that time a notebook's own
+cells (:func:`solution_namespace`)."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
 def solution_namespace(name: str, cell_ids: tuple[str, ...], root: Path | None = None) -> dict:
     """Execute the named cells of ``solutions/<name>.ipynb`` (cell ids are the grade ids) in a
     fresh namespace and return it, so benchmarks time exactly the code a notebook teaches."""
-    from .build import repo_root
+    from .paths import repo_root
 
     nb = nbformat.read(Path(root or repo_root()) / "solutions" / f"{name}.ipynb", as_version=4)
     by_id = {c.id: c for c in nb.cells}
@@ -118,7 +120,7 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
     """
     import sys
 
-    from .. import runtime
+    from . import runtime
 
     out = stream or sys.stdout
     env: dict[str, str] = {}

@@ -3,7 +3,11 @@
 Accepted inputs (the assignment name is ``A``):
 - an LMS zip: extracted safely (no absolute paths, no ``..``, no links, size and count caps)
   into the output folder, then read as a folder;
-- nbgrader's layout ``submitted/<student>/A/*.ipynb`` (the folder given, or its ``submitted/``);
+- a Canvas or Moodle bulk download (zip or extracted): the student id is the LMS's user id
+  (Canvas) or participant id (Moodle), the display name and Canvas's ``LATE`` marker are kept
+  (:mod:`.lms` describes the formats and which carry a submission time);
+- nbgrader's layout ``submitted/<student>/A/*.ipynb`` (the folder given, or its ``submitted/``),
+  with the submission time from nbgrader's ``timestamp.txt`` where there is one;
 - one folder per student, ``<student>/*.ipynb``;
 - a flat folder of notebooks, ``<student>.ipynb`` (the file name is the student id).
 
@@ -18,7 +22,10 @@ import re
 import stat
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
+
+from . import lms
 
 # Caps for LMS zips (a class of notebooks is a few MB; these stop zip bombs).
 ZIP_MAX_MEMBERS = 5000
@@ -36,6 +43,12 @@ class Submission:
     path: Path | None          # None: no notebook found (status missing-notebook)
     flags: list[str] = field(default_factory=list)
     detail: str = ""
+    name: str = ""                  # display name (from the LMS, or the roster)
+    source: str = "folder"          # "canvas", "moodle", "nbgrader" or "folder"
+    lms_user: str = ""              # Canvas user id / Moodle participant id
+    lms_submission: str = ""        # Canvas submission id
+    late_marker: bool = False       # Canvas's LATE marker
+    submitted_at: datetime | None = None   # aware; only where the format carries a time
 
 
 def student_id(name: str) -> str:
@@ -93,20 +106,52 @@ def _notebooks(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
 
 
-def _pick(student: str, folder: Path, assignment: str) -> Submission:
-    sid = student_id(student)
-    exact = folder / f"{assignment}.ipynb"
-    if exact.is_file():
-        return Submission(sid, exact)
-    found = _notebooks(folder)
+def _choose(sid: str, found: list[tuple[str, Path]], assignment: str, where: str,
+            canvas: bool = False) -> Submission:
+    """The notebook to grade among a student's ``(file name, path)`` pairs: ``A.ipynb`` if
+    there (for Canvas else ``A-1.ipynb``, ``A-2.ipynb``, ...: its renaming of a resubmitted
+    file; the highest number if several),
+    else the one other notebook (flag ``renamed``)."""
+    exact = [(n, p) for n, p in found if n == f"{assignment}.ipynb"]
+    if canvas and not exact:
+        again = [(n, p) for n, p in found if lms.canvas_unsuffixed(n) == f"{assignment}.ipynb"]
+        exact = sorted(again, key=lambda np: int(re.search(r"-(\d+)\.", np[0])[1]))[-1:]
+    if exact:
+        name, path = exact[0]
+        sub = Submission(sid, path)
+        if name != f"{assignment}.ipynb":
+            sub.detail = f"graded {name} (the LMS's name for a resubmitted {assignment}.ipynb)"
+        return sub
     if not found:
-        return Submission(sid, None, detail=f"no notebook in {folder.name}/")
-    named = [p for p in found if assignment in p.stem] or found
-    sub = Submission(sid, named[0], ["renamed"], detail=f"graded {named[0].name}")
+        return Submission(sid, None, detail=f"no notebook in {where}")
+    named = [(n, p) for n, p in found if assignment in n] or found
+    sub = Submission(sid, named[0][1], ["renamed"], detail=f"graded {named[0][0]}")
     if len(named) > 1:
         sub.flags.append("several-notebooks")
-        sub.detail += f" (of {len(named)}: {', '.join(p.name for p in named)})"
+        sub.detail += f" (of {len(named)}: {', '.join(n for n, _ in named)})"
     return sub
+
+
+def _pick(student: str, folder: Path, assignment: str) -> Submission:
+    return _choose(student_id(student), [(p.name, p) for p in _notebooks(folder)], assignment,
+                   f"{folder.name}/")
+
+
+def _from_lms(fmt: str, groups: dict[str, lms.LmsGroup], unknown: list[Path],
+              assignment: str) -> list[Submission]:
+    subs = []
+    for user, g in groups.items():
+        sub = _choose(student_id(user), g.files, assignment, f"the {fmt} download for {g.entry.name}",
+                      canvas=fmt == "canvas")
+        if sub.path is None and g.other:
+            sub.detail = f"no notebook; submitted {', '.join(sorted(g.other))}"
+        sub.name, sub.source, sub.lms_user = g.entry.name, fmt, user
+        sub.lms_submission, sub.late_marker = g.entry.submission, g.entry.late
+        subs.append(sub)
+    for p in unknown:   # a notebook whose name no LMS pattern explains: graded under its name
+        subs.append(Submission(student_id(p.stem), p, ["unknown-lms-name"],
+                               detail=f"{p.name}: not a {fmt} file name", source=fmt))
+    return subs
 
 
 def find_submissions(src: Path, assignment: str, unpack_dir: Path) -> list[Submission]:
@@ -120,20 +165,26 @@ def find_submissions(src: Path, assignment: str, unpack_dir: Path) -> list[Submi
     while True:  # an LMS export often wraps everything in one folder: step into it
         inner = [d for d in root.iterdir() if not d.name.startswith((".", "__"))]
         if (len(inner) == 1 and inner[0].is_dir() and not (inner[0] / assignment).is_dir()
-                and not _notebooks(inner[0])):
+                and not _notebooks(inner[0]) and not lms.parse_moodle(inner[0].name)):
             root = inner[0]
             continue
         break
     subs: list[Submission] = []
+    fmt, groups, unknown = lms.scan(root)
     dirs = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "__")))
-    if any((d / assignment).is_dir() for d in dirs):          # nbgrader layout
+    if fmt:                                                   # Canvas / Moodle download
+        subs = _from_lms(fmt, groups, unknown, assignment)
+    elif any((d / assignment).is_dir() for d in dirs):        # nbgrader layout
         subs = [_pick(d.name, d / assignment, assignment) if (d / assignment).is_dir()
                 else Submission(student_id(d.name), None, detail=f"no {assignment}/ folder")
                 for d in dirs]
+        for sub, d in zip(subs, dirs):
+            sub.source = "nbgrader"
+            sub.submitted_at = lms.read_timestamp(d / assignment / "timestamp.txt")
     elif dirs and any(_notebooks(d) for d in dirs):           # one folder per student
         subs = [_pick(d.name, d, assignment) for d in dirs]
-    # flat notebooks beside (or instead of) student folders: file name = student id
-    subs += [Submission(student_id(p.stem), p) for p in _notebooks(root)]
+    if not fmt:   # flat notebooks beside (or instead of) student folders: file name = student id
+        subs += [Submission(student_id(p.stem), p) for p in _notebooks(root)]
     seen: dict[str, int] = {}
     for sub in subs:                                          # ids must be unique
         n = seen.get(sub.student, 0)

@@ -1,0 +1,109 @@
+"""Due times, extensions and each late policy (:mod:`lmcourse.grading.late`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from lmcourse.grading.late import LateError, LatePolicy, apply, assess, parse_duration, parse_time
+
+DUE = parse_time("2026-03-01T23:59+01:00")
+
+
+def at(text):
+    return parse_time(text)
+
+
+def test_due_needs_a_timezone():
+    assert DUE == datetime(2026, 3, 1, 22, 59, tzinfo=timezone.utc)
+    assert parse_time("2026-03-01T22:59Z") == DUE
+    with pytest.raises(LateError, match="no timezone"):
+        parse_time("2026-03-01T23:59")
+    with pytest.raises(LateError, match="ISO 8601"):
+        parse_time("next friday")
+
+
+@pytest.mark.parametrize("text, hours", [("48h", 48), ("2d", 48), ("1d12h", 36), ("90m", 1.5),
+                                         ("2 days", 48), ("0", 0), ("", 0)])
+def test_durations(text, hours):
+    assert parse_duration(text) == timedelta(hours=hours)
+
+
+def test_bad_duration():
+    with pytest.raises(LateError, match="48h"):
+        parse_duration("a week")
+
+
+@pytest.mark.parametrize("text, kind, rate, unit, floor, grace", [
+    ("none", "none", 0, "day", 0, 0),
+    ("zero", "zero", 0, "day", 0, 0),
+    ("zero,grace=10m", "zero", 0, "day", 0, 600),
+    ("10%/day", "rate", 0.1, "day", 0, 0),
+    ("10%/day,floor=50%", "rate", 0.1, "day", 0.5, 0),
+    ("2.5%/hour, grace=15m", "rate", 0.025, "hour", 0, 900),
+])
+def test_policy_syntax(text, kind, rate, unit, floor, grace):
+    p = LatePolicy.parse(text)
+    assert (p.kind, p.rate, p.unit, p.floor, p.grace.total_seconds()) == (kind, rate, unit, floor, grace)
+    assert LatePolicy.parse(p.describe()) == p
+
+
+@pytest.mark.parametrize("text", ["10", "10%/week", "0%/day", "150%/day", "10%/day,floor=x", "zero,cap=1"])
+def test_policy_refused(text):
+    with pytest.raises(LateError):
+        LatePolicy.parse(text)
+
+
+def test_none_reports_but_never_penalises():
+    late = assess(LatePolicy.parse("none"), DUE, submitted_at=at("2026-03-03T10:00Z"))
+    assert late.late and late.share == 0 and late.flags == ["late"] and late.hours() == "35.02"
+
+
+def test_zero():
+    p = LatePolicy.parse("zero")
+    assert assess(p, DUE, submitted_at=at("2026-03-01T22:59Z")).share == 0      # at the due time: on time
+    assert assess(p, DUE, submitted_at=at("2026-03-01T23:00Z")).share == 1.0
+    assert apply(17, 1.0) == (17, 0)
+
+
+def test_grace():
+    p = LatePolicy.parse("zero,grace=15m")
+    assert assess(p, DUE, submitted_at=at("2026-03-01T23:10Z")).share == 0
+    assert assess(p, DUE, submitted_at=at("2026-03-01T23:20Z")).share == 1.0
+
+
+def test_per_day_counts_started_days_down_to_the_floor():
+    p = LatePolicy.parse("10%/day,floor=50%")
+    share = [assess(p, DUE, submitted_at=DUE + timedelta(hours=h)).share for h in (0.01, 24, 25, 71, 24 * 9)]
+    assert share == pytest.approx([0.1, 0.1, 0.2, 0.3, 0.5])
+    assert apply(20, 0.3) == (6, 14)
+
+
+def test_per_hour():
+    p = LatePolicy.parse("5%/hour")
+    assert assess(p, DUE, submitted_at=DUE + timedelta(minutes=61)).share == pytest.approx(0.1)
+    assert assess(p, DUE, submitted_at=DUE + timedelta(days=3)).share == 1.0    # no floor: down to 0
+
+
+def test_extensions():
+    p = LatePolicy.parse("zero")
+    t = at("2026-03-02T20:00Z")
+    assert assess(p, DUE, "", t).share == 1.0
+    assert assess(p, DUE, "2d", t).share == 0 and assess(p, DUE, "2d", t).due == DUE + timedelta(days=2)
+    assert assess(p, DUE, "2026-03-02T21:00Z", t).share == 0      # a personal due time
+    assert assess(p, DUE, "2026-03-02T19:00Z", t).share == 1.0
+
+
+def test_canvas_marker_without_a_time():
+    assert assess(LatePolicy.parse("zero"), None, late_marker=True).share == 1.0
+    late = assess(LatePolicy.parse("10%/day"), None, late_marker=True)
+    assert late.share == pytest.approx(0.1) and "late-time-unknown" in late.flags and late.late_by is None
+    ext = assess(LatePolicy.parse("zero"), DUE, "2d", late_marker=True)   # the marker cannot know the extension
+    assert ext.share == 0 and ext.flags == ["late-time-unknown"]
+    assert assess(LatePolicy.parse("zero"), None).share == 0
+
+
+def test_no_time_in_the_format():
+    late = assess(LatePolicy.parse("zero"), DUE)
+    assert late.share == 0 and late.late is None and "no submission time" in late.note

@@ -1,0 +1,125 @@
+"""LMS downloads: each format as a small zip made here (invented names, no real student data).
+
+The notebooks are tiny stand-ins: ingest only reads names, never the content.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from lmcourse.grading import lms
+from lmcourse.grading.ingest import find_submissions
+
+A = "01_ngram"
+NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+
+
+def make_zip(path: Path, entries: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return path
+
+
+def by_id(subs):
+    return {s.student: s for s in subs}
+
+
+def test_canvas_zip(tmp_path):
+    """Canvas: flat ``name[_LATE]_userid_submissionid_file`` (only the latest submission's
+    files); a resubmission renamed by Canvas (``-2``), a late one, a student's own renaming,
+    a PDF instead of a notebook, and a file no Canvas name explains."""
+    z = make_zip(tmp_path / "submissions.zip", {
+        f"smithjane_1001_5001_{A}.ipynb": NB,
+        f"doejohn_LATE_1002_5002_{A}.ipynb": NB,
+        f"leeann_1003_5003_{A}-2.ipynb": NB,               # Canvas's name for a third upload
+        f"kimbo_1004_5004_{A} (1).ipynb": NB,              # renamed by the student
+        "nguyenvan_1005_5005_report.pdf": b"%PDF-1.4",
+        "stray notebook.ipynb": NB,
+    })
+    subs = by_id(find_submissions(z, A, tmp_path / "unpack"))
+    assert set(subs) == {"1001", "1002", "1003", "1004", "1005", "stray_notebook"}
+    jane = subs["1001"]
+    assert (jane.source, jane.name, jane.lms_user, jane.lms_submission) == ("canvas", "smithjane", "1001", "5001")
+    assert jane.flags == [] and not jane.late_marker and jane.submitted_at is None
+    assert subs["1002"].late_marker and subs["1002"].flags == []
+    assert subs["1003"].path.name.endswith(f"{A}-2.ipynb") and subs["1003"].flags == []
+    assert "resubmitted" in subs["1003"].detail
+    assert subs["1004"].flags == ["renamed"]
+    assert subs["1005"].path is None and "report.pdf" in subs["1005"].detail
+    assert subs["stray_notebook"].flags == ["unknown-lms-name"]
+
+
+def test_moodle_zip_folders_and_flat(tmp_path):
+    """Moodle: ``Full Name_participantid_assignsubmission_file_/`` folders (4.1+ without the
+    trailing ``_``, older flat files with the prefix); online text is not a notebook."""
+    z = make_zip(tmp_path / "moodle.zip", {
+        f"Jane Smith_77_assignsubmission_file_/{A}.ipynb": NB,
+        f"John Doe_78_assignsubmission_file/{A} (2).ipynb": NB,
+        "John Doe_78_assignsubmission_onlinetext_/onlinetext.html": b"<p>hi</p>",
+        f"Ann Lee_79_assignsubmission_file_{A}.ipynb": NB,
+        "Bo Kim_80_assignsubmission_onlinetext_/onlinetext.html": b"<p>no file</p>",
+    })
+    subs = by_id(find_submissions(z, A, tmp_path / "unpack"))
+    assert set(subs) == {"77", "78", "79", "80"}
+    assert (subs["77"].source, subs["77"].name, subs["77"].flags) == ("moodle", "Jane Smith", [])
+    assert subs["78"].flags == ["renamed"]
+    assert subs["79"].path.name.endswith(f"{A}.ipynb") and subs["79"].flags == []
+    assert subs["80"].path is None
+    assert all(s.submitted_at is None and not s.late_marker for s in subs.values())
+
+
+def test_moodle_single_student_is_not_unwrapped(tmp_path):
+    z = make_zip(tmp_path / "one.zip", {f"Jane Smith_77_assignsubmission_file_/{A}.ipynb": NB})
+    assert [s.student for s in find_submissions(z, A, tmp_path / "unpack")] == ["77"]
+
+
+def test_nbgrader_timestamp(tmp_path):
+    for student, stamp in [("ada", "2026-03-01 22:30:00.000000 UTC"), ("bob", "2026-03-02 01:15:00 +0100"),
+                           ("cy", None), ("dee", "2026-03-02 01:15:00.000000 CET")]:
+        d = tmp_path / "submitted" / student / A
+        d.mkdir(parents=True)
+        (d / f"{A}.ipynb").write_bytes(NB)
+        if stamp:
+            (d / "timestamp.txt").write_text(stamp)
+    subs = by_id(find_submissions(tmp_path, A, tmp_path / "unpack"))
+    assert subs["ada"].submitted_at == datetime(2026, 3, 1, 22, 30, tzinfo=timezone.utc)
+    assert subs["bob"].submitted_at == datetime(2026, 3, 2, 0, 15, tzinfo=timezone.utc)
+    assert subs["cy"].submitted_at is None and subs["cy"].source == "nbgrader"
+    assert subs["dee"].submitted_at == subs["bob"].submitted_at
+
+
+def test_plain_folder_is_not_read_as_an_lms(tmp_path):
+    (tmp_path / "ada.ipynb").write_bytes(NB)
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / f"{A}.ipynb").write_bytes(NB)
+    subs = by_id(find_submissions(tmp_path, A, tmp_path / "unpack"))
+    assert set(subs) == {"ada", "bob"} and {s.source for s in subs.values()} == {"folder"}
+
+
+@pytest.mark.parametrize("name, expect", [
+    ("smithjane_12345_678901_01_ngram.ipynb", ("12345", "smithjane", "01_ngram.ipynb", "678901", False)),
+    ("smithjane_LATE_12345_678901_01_ngram.ipynb", ("12345", "smithjane", "01_ngram.ipynb", "678901", True)),
+    ("smithjane_12345_678901_01_ngram-1.ipynb", ("12345", "smithjane", "01_ngram-1.ipynb", "678901", False)),
+    ("01_ngram.ipynb", None),
+    ("jane_01_ngram.ipynb", None),
+])
+def test_canvas_names(name, expect):
+    e = lms.parse_canvas(name)
+    assert (e and (e.user, e.name, e.filename, e.submission, e.late)) == expect
+
+
+def test_canvas_unsuffixed():
+    assert lms.canvas_unsuffixed("01_ngram-1.ipynb") == "01_ngram.ipynb"
+    assert lms.canvas_unsuffixed("01_ngram-12.ipynb") == "01_ngram.ipynb"
+    assert lms.canvas_unsuffixed("01_ngram.ipynb") == "01_ngram.ipynb"
+
+
+def test_timestamp_unreadable(tmp_path):
+    (tmp_path / "t.txt").write_text("not a time")
+    assert lms.read_timestamp(tmp_path / "t.txt") is None
+    assert lms.read_timestamp(tmp_path / "missing.txt") is None

@@ -249,7 +249,8 @@ def init_weights(model, n_layer, std=0.02):
         else:
             p.data.normal_(mean=0.0, std=std)
 '''),
-    Alternative("by the parameters' shapes: matrices drawn with randn_like and copy_, vectors 1 or 0", "init_weights", '''
+    Alternative("by the parameters' shapes: matrices drawn with randn_like and copy_, vectors 1 or 0",
+                "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     gains = set()
     for m in model.modules():

@@ -183,7 +183,8 @@ def cached_forward(model, idx, cache=None):
             if past:
                 k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
             out_cache.append((k, v))
-            allowed = torch.arange(past + T, device=idx.device)[None, :] <= torch.arange(past, past + T, device=idx.device)[:, None]
+            cols = torch.arange(past + T, device=idx.device)[None, :]
+            allowed = cols <= torch.arange(past, past + T, device=idx.device)[:, None]
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
             x = x + block.attn.c_proj(y.transpose(1, 2).reshape(B, T, C))
             x = x + block.mlp(block.ln2(x))

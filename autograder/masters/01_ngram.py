@@ -815,7 +815,8 @@ ax = plot.perplexity_by_order(results, orders)
 # about $n = 3$ and then stays nearly flat, because a sparse long context hands most of its mass
 # to a well-estimated shorter one. (These numbers are for the `cpu` profile. In the `tiny` profile,
 # with 3,000 training sentences, the curves stop at $n = 3$ and the best order may be $n = 2$:
-# less data makes long contexts sparse sooner.) The gap between the training and validation curves is overfitting, measured.
+# less data makes long contexts sparse sooner.) The gap between the training and validation curves is
+# overfitting, measured.
 
 # %% [markdown]
 # ## 7. Choosing $k$ and $d$ on the validation plays

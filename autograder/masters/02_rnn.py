@@ -666,7 +666,8 @@ def perplexity(token_losses):
 
 
 # %% tests="perplexity_tests" points=1
-_p = call_checked(perplexity, torch.full((50,), math.log(84.0), dtype=torch.float64), name="perplexity(uniform over 84)")
+_p = call_checked(perplexity, torch.full((50,), math.log(84.0), dtype=torch.float64),
+                  name="perplexity(uniform over 84)")
 check_type(_p, float, "perplexity(...)", hint="return a Python float, e.g. math.exp(x) or float(tensor)")
 check_close(_p, 84.0, "perplexity of a uniform model over 84 characters", rel=1e-9)
 # Two tokens with losses log 2 and log 8: the mean loss is log 4, so the perplexity is 4.
@@ -818,7 +819,8 @@ check(all(b in (a, (a + 1) % 4) for a, b in zip(_prev, _s)), "sample drew a toke
 _hot = sample(_Die(), [0], 3000, torch.Generator().manual_seed(3), temperature=2.0)
 _f0 = _hot.count(0) / 3000
 _p = torch.softmax(torch.tensor([0.7, 0.2, 0.1]).log() / 2.0, 0)
-check(abs(_f0 - float(_p[0])) < 0.04, f"at temperature 2 token 0 should come {float(_p[0]):.3f} of the time, got {_f0:.3f}")
+check(abs(_f0 - float(_p[0])) < 0.04,
+      f"at temperature 2 token 0 should come {float(_p[0]):.3f} of the time, got {_f0:.3f}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1023,7 +1025,7 @@ torch.manual_seed(rt.seed)
 rnn_sgd = RNNLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd).to(rt.device)
 batch_gen = torch.Generator().manual_seed(rt.seed)
 sgd_losses = []
-for step in range(min(200, P.train_steps // 5)):
+for _ in range(min(200, P.train_steps // 5)):
     x, y = get_batch(train_ids, P.batch_size, P.block_size, batch_gen, rt.device)
     window = torch.cat([x, y[:, -1:]], dim=1)  # (B, T + 1): x plus the last target
     sgd_losses.append(train_step(rnn_sgd, window, lr=1.0))
@@ -1271,7 +1273,8 @@ for name, ys in norms.items():
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for name, h in [("RNN", hist_rnn), ("LSTM", hist_lstm)]:
-    ax.semilogy(h.steps, h.grad_norm, lw=0.8, label=f"{name} (clipped on {h.clipped_fraction(cfg.grad_clip):.1%} of steps)")
+    ax.semilogy(h.steps, h.grad_norm, lw=0.8,
+                label=f"{name} (clipped on {h.clipped_fraction(cfg.grad_clip):.1%} of steps)")
     g = sorted(h.grad_norm)
     first = h.steps[next((i for i, n in enumerate(h.grad_norm) if n <= cfg.grad_clip), len(g) - 1)]
     print(f"{name:<5} gradient norm: median {g[len(g) // 2]:.2f}, largest {g[-1]:.2f}; clipped on "

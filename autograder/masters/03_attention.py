@@ -44,9 +44,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
+import lmcourse.grading.attention_stand_ins
 import lmcourse.nn.attention
 from lmcourse import plot
-import lmcourse.grading.attention_stand_ins
 from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_shape, check_tensor_close,
                              check_type, own_code, substitute)
 
@@ -373,8 +373,8 @@ check_equal(answer_q_softmax.strip().upper(), "B", "answer_q_softmax")
 
 # %% [markdown]
 # ### Exercise 3 — the causal mask
-# Write `causal_mask(T)`: a float32 tensor (the default dtype) of shape `(T, T)` with `0.0` where $j \le i$ (the past and
-# the token itself) and `float("-inf")` where $j > i$ (the future). Use a true $-\infty$, not a
+# Write `causal_mask(T)`: a float32 tensor (the default dtype) of shape `(T, T)` with `0.0` where $j \le i$ (the past
+# and the token itself) and `float("-inf")` where $j > i$ (the future). Use a true $-\infty$, not a
 # large negative number such as `-1e9`: it is exact in every dtype, and it says what it means.
 # `torch.ones(T, T).triu(diagonal=1)` or `torch.tril` help, and so does `masked_fill`.
 

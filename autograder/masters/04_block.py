@@ -41,7 +41,6 @@
 # %% locked="setup"
 import contextlib
 import math
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -124,8 +123,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 # %% tests="layer_norm_tests" points=4
 import contextlib
 
-from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_tensor_close, forbid_kernels,
-                             own_code, python_decompositions, substitute)
+from lmcourse.checks import (call_checked, check, check_equal, check_tensor_close, forbid_kernels, own_code,
+                             python_decompositions, substitute)
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
@@ -260,8 +259,8 @@ class LayerNorm(nn.Module):
 # %% tests="layer_norm_module_tests" points=2
 import contextlib
 
-from lmcourse.checks import (CheckFailed, check, check_equal, check_tensor_close, forbid_kernels, own_code,
-                             python_decompositions, substitute)
+from lmcourse.checks import (check, check_equal, check_tensor_close, forbid_kernels, own_code, python_decompositions,
+                             substitute)
 
 
 def _trusted_layer_norm(x, gamma, beta, eps=1e-5):

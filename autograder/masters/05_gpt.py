@@ -297,7 +297,8 @@ def _built(cfg, dtype=torch.float64):
     extra_biases = sorted(k for k in keys - want if k.endswith("bias"))
     check(not (extra_biases and not cfg.bias), f"with bias=False your GPT still has biases {extra_biases[:4]}: pass "
           "bias=config.bias to every BlockConfig and to the final LayerNorm")
-    check(keys == want, f"your GPT's parameter names differ from the ones asked for: missing {sorted(want - keys)[:4]}, "
+    check(keys == want, "your GPT's parameter names differ from the ones asked for: "
+          f"missing {sorted(want - keys)[:4]}, "
           f"unexpected {sorted(keys - want)[:4]} — use the attribute names wte, wpe, drop, blocks, ln_f, lm_head, "
           "and a final LayerNorm ln_f")
     m.load_state_dict(ref.state_dict())
@@ -322,7 +323,8 @@ check(_m.lm_head.weight is _m.wte.weight,
       "the LM head's weight must be the embedding's weight itself (one tensor): self.lm_head.weight = "
       "self.wte.weight — not a copy (.clone(), nn.Parameter(...clone()), copy_) and not a separate matrix")
 check_equal(sum(p.numel() for p in _m.parameters()),
-            lmcourse.nn.gpt.gpt_param_count(11, 8, 2, 16), "the number of parameters of your GPT (tied head counted once)",
+            lmcourse.nn.gpt.gpt_param_count(11, 8, 2, 16),
+            "the number of parameters of your GPT (tied head counted once)",
             hint="the head adds no parameters of its own when it is tied")
 
 _m, _ref = _built(_cfg)
@@ -1000,7 +1002,8 @@ model = GPT(config)
 init_weights(model, config.n_layer)
 n_params = sum(p.numel() for p in model.parameters())
 print(f"{tok.vocab_size} characters; {len(train_ids):,} training and {len(val_ids):,} validation characters")
-print(f"{config}\n{n_params:,} parameters ({gpt_param_count(config.vocab_size, config.block_size, config.n_layer, config.n_embd):,} by your formula)")
+by_formula = gpt_param_count(config.vocab_size, config.block_size, config.n_layer, config.n_embd)
+print(f"{config}\n{n_params:,} parameters ({by_formula:,} by your formula)")
 with torch.no_grad():
     _x0 = train_ids[:P.block_size][None]
     _, loss0 = model(_x0, train_ids[1:P.block_size + 1][None])

@@ -318,7 +318,8 @@ check(torch.equal(_ni, _big2) and bool((_nl == -100).all()), "p = 0: nothing cho
 # %%
 MASK = "[MASK]"
 _demo_tok = WordTokenizer.from_text("to be or not to be that is the question whether tis nobler in the mind to "
-                                    "suffer the slings and arrows of outrageous fortune", specials=list(SPECIALS) + [MASK])
+                                    "suffer the slings and arrows of outrageous fortune",
+                                    specials=list(SPECIALS) + [MASK])
 _demo = torch.tensor([_demo_tok.encode("to be or not to be that is the question whether tis nobler in the mind")] * 3)
 _di, _dl = mask_tokens(_demo, _demo_tok.stoi[MASK], _demo_tok.vocab_size, range(5), p=0.3,
                        generator=torch.Generator().manual_seed(rt.seed))
@@ -382,7 +383,7 @@ print(MLMConfig())
 # `(logits, loss)`: logits `(B, T, vocab_size)` at **every** position, in the model's dtype;
 # `loss` is `None` without targets, otherwise the mean cross-entropy over the positions whose
 # target is not `-100` (targets `(B, T)`, the labels of `mask_tokens`; there is no shift), with
-its gradients reaching every parameter (nothing detached in `forward`). Leave
+# its gradients reaching every parameter (nothing detached in `forward`). Leave
 # the initialisation to PyTorch's defaults. The logits are on the device of `idx` (a test runs the
 # model on PyTorch's `meta` device, which has shapes but no values: no `.item()` or branch on a
 # tensor's values in `forward`); make the positions on `idx.device` too, so that the model runs on
@@ -786,7 +787,8 @@ for _k, (_blank, _t) in enumerate(zip(_res, (1, 5))):
     _top = torch.topk(_p, 3)
     _want = [(_vt.itos[i], float(v)) for v, i in zip(_top.values, _top.indices)]
     check(isinstance(_blank, list) and len(_blank) == 3, f"blank {_k}: expected a list of top_k = 3 pairs")
-    check(all(isinstance(_pair, tuple) and len(_pair) == 2 for _pair in _blank), f"blank {_k}: (token, probability) pairs")
+    check(all(isinstance(_pair, tuple) and len(_pair) == 2 for _pair in _blank),
+          f"blank {_k}: (token, probability) pairs")
     check_equal([w for w, _ in _blank], [w for w, _ in _want], f"the top 3 tokens at blank {_k} (position {_t})",
                 hint="read the logits at the blank's own position, logits[0, t] (not t - 1), and sort by "
                      "probability, most likely first (torch.topk)")
@@ -946,7 +948,8 @@ plt.show()
 # $\log p(x) = \sum_i \log p(x_i \mid x_{<i})$. A masked LM has no such factorisation: its
 # conditionals $p(x_i \mid x_{\setminus i})$ each condition on all the other words, and they do not
 # multiply to a joint distribution. What one can compute is the **pseudo-log-likelihood**
-# $$\mathrm{PLL}(x) = \sum_{i=1}^{n} \log p\big(x_i \mid x_1, \dots, x_{i-1}, \texttt{[MASK]}, x_{i+1}, \dots, x_n\big),$$
+# $$\mathrm{PLL}(x) = \sum_{i=1}^{n}
+#   \log p\big(x_i \mid x_1, \dots, x_{i-1}, \texttt{[MASK]}, x_{i+1}, \dots, x_n\big),$$
 # masking **one** position at a time: $n$ forward passes (or one pass over a batch of $n$ copies)
 # for a sentence of $n$ words, where the left-to-right model needs one. It is not a probability,
 # but it is used to compare sentences: one whose every word fits its context should score higher
@@ -1071,7 +1074,7 @@ def causal_log_likelihood(model, ids):
 _g = torch.Generator().manual_seed(rt.seed)
 print(f"{'':<48}{'PLL':>9}{'shuffled':>10}{'  L-to-R':>9}{'shuffled':>10}")
 _wins = 0
-_lines = [" ".join(l.split()) for l in _val_text.split("\n") if 8 <= len(l.split()) <= 14][:200:20]
+_lines = [" ".join(text.split()) for text in _val_text.split("\n") if 8 <= len(text.split()) <= 14][:200:20]
 for line in _lines:
     ids = torch.tensor(tok.encode(line)[: SIZES["block"]])
     shuffled = ids[torch.randperm(len(ids), generator=_g)]
@@ -1109,7 +1112,8 @@ def three_tasks(model, x, pos, seed):
     true = x[rows, pos]
     ordinary = torch.tensor([i for i in range(V) if i not in SPECIAL_IDS])
     swapped = x.clone()
-    swapped[rows, pos] = ordinary[torch.randint(len(ordinary), (len(x),), generator=torch.Generator().manual_seed(seed))]
+    picks = torch.randint(len(ordinary), (len(x),), generator=torch.Generator().manual_seed(seed))
+    swapped[rows, pos] = ordinary[picks]
     out = {"[MASK] blank": top_k_accuracy(blank_logits(model, x, pos, causal=False), true)[1]}
     out["random word"] = top_k_accuracy(model(swapped.to(rt.device))[0][rows, pos].cpu(), true)[1]
     out["no blank"] = top_k_accuracy(model(x.to(rt.device))[0][rows, pos].cpu(), true)[1]

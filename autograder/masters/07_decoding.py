@@ -501,7 +501,8 @@ fig, axes = plt.subplots(2, 2, figsize=(12, 5), sharey="row")
 for row, (label, s) in enumerate((("peaked", peaked), ("flat", flat))):
     probs = torch.softmax(s, -1)
     order = probs.argsort(descending=True)[:20]
-    for col, (name, kept) in enumerate((("top-k, k = 5", top_k_filter(s, 5)), ("top-p, p = 0.9", top_p_filter(s, 0.9)))):
+    for col, (name, kept) in enumerate((("top-k, k = 5", top_k_filter(s, 5)),
+                                        ("top-p, p = 0.9", top_p_filter(s, 0.9)))):
         ax = axes[row, col]
         keep = torch.isfinite(kept[order])
         ax.bar(range(20), probs[order].numpy(), color=["tab:blue" if k else "lightgray" for k in keep.tolist()])
@@ -739,7 +740,8 @@ for _k, _ctx in enumerate(_m.seen):
           f"it saw {_ctx.tolist()} — crop with idx[:, -block_size:]")
 # the distribution: 4000 draws of one id; with top-k 2 only ids 0 and 1 are drawn
 for _filters, _want in (((), torch.softmax(torch.tensor(_logits), -1).tolist()),
-                        ((functools.partial(_ref.top_k_filter, k=2),), [1 / (1 + math.exp(-1)), 1 / (1 + math.e), 0, 0])):
+                        ((functools.partial(_ref.top_k_filter, k=2),),
+                         [1 / (1 + math.exp(-1)), 1 / (1 + math.e), 0, 0])):
     _mt = _Fixed(_logits, block_size=4)
     with _stand_ins():
         _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 1, filters=_filters,
@@ -779,8 +781,10 @@ with _stand_ins():
     _oe = generate(_Fixed([0.0, 3.0], 5), torch.tensor([[1, 0]]), 0, generator=torch.Generator().manual_seed(3))
 check_tensor_close(_oe, torch.tensor([[1, 0]]), "max_new_tokens = 0 returns the prompt", atol=0, rtol=0)
 with _stand_ins():
-    _s1 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4, generator=torch.Generator().manual_seed(8))
-    _s2 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4, generator=torch.Generator().manual_seed(8))
+    _s1 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
+                   generator=torch.Generator().manual_seed(8))
+    _s2 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
+                   generator=torch.Generator().manual_seed(8))
 check(torch.equal(_s1, _s2), "generate with generators seeded alike gives the same ids")
 ### END HIDDEN TESTS
 
@@ -963,7 +967,8 @@ check_equal(_ids(_b)[0], [2, 1, 1], "the best hypothesis of beam_search with bea
             hint="keep the 2 best candidates over all beams and all words — expand every beam, not only the best")
 check_close(_b[0][1], math.log(0.36) / 2, "the score of b b (probability 0.36, 2 new words, length_penalty 1)",
             rel=1e-9, abs_=1e-12, hint="a beam's score is the SUM of the log-probabilities of all its words (its "
-                                       "parent's score plus the new word's), divided by n ** length_penalty; in float64 (.double()) whatever the model's dtype")
+                                       "parent's score plus the new word's), divided by n ** length_penalty; "
+                                       "in float64 (.double()) whatever the model's dtype")
 check_equal(len(_b), 2, "the number of hypotheses returned by beam_search with beam_size 2")
 check(_b[0][1] >= _b[1][1], "beam_search should return its hypotheses best first")
 _m = _Table()
@@ -1568,8 +1573,8 @@ check(answer_q2.strip().upper() == "A", "Q2: not the right choice")
 # Sampling at τ = 1 sits near the other end (0.89 and −1.69; only τ = 1.3 is further out): diverse
 # text of low likelihood, since every so often it draws a character from the long tail and the
 # following ones have to make sense of it. The filters and lower temperatures lie in between.
-# The most likely text is generic and repetitive because a locally safe choice is always available and each one makes the
-# next repetition more likely still; what people find natural is typical text, not the single most
+# The most likely text is generic and repetitive because a locally safe choice is always available and each one makes
+# the next repetition more likely still; what people find natural is typical text, not the single most
 # probable one. For a chatbot I would pick a filter between the two ends, e.g. top-p 0.9 (or a
 # temperature a little below 1 combined with it): it cuts the tail where the model is sure and
 # keeps many options where it is not.

@@ -1,23 +1,9 @@
 """Typical student bugs for notebook 02 (recurrent LMs). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, override
 
-_RNNLM_HEAD = '''
-class RNNLM(nn.Module):
-    def __init__(self, vocab_size, n_embd, n_hidden):
-        super().__init__()
-        self.wte = nn.Embedding(vocab_size, n_embd)
-        bound = 1 / math.sqrt(n_hidden)
-        self.W_xh = nn.Parameter(torch.empty(n_hidden, n_embd).uniform_(-bound, bound))
-        self.W_hh = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-bound, bound))
-        self.b_h = nn.Parameter(torch.zeros(n_hidden))
-        self.lm_head = nn.Linear(n_hidden, vocab_size)
-
-    def forward(self, idx, h0=None):
-        return self.forward_state(idx, h0)[0]
-
-    def forward_state(self, idx, h0=None):
-'''
+# the solution's RNNLM (its given __init__ and forward kept); a mutant appends forward_state's body
+_RNNLM_HEAD = "\n" + override("RNNLM", "def forward_state(self, idx, h0=None):")
 
 _SAMPLE_HEAD = '''
 @torch.no_grad()
@@ -221,24 +207,20 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
         hs = rnn_forward(x, None, self.W_xh, self.W_hh, self.b_h)
         return self.lm_head(hs), hs[:, -1]
 '''),
-    Mutant("uses nn.RNN inside the model", "RNNLM", '''
-class RNNLM(nn.Module):
+    Mutant("uses nn.RNN inside the model", "RNNLM", override("RNNLM", '''
     def __init__(self, vocab_size, n_embd, n_hidden):
-        super().__init__()
+        nn.Module.__init__(self)
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.rnn = nn.RNN(n_embd, n_hidden, batch_first=True)
         self.W_xh, self.W_hh, self.b_h = self.rnn.weight_ih_l0, self.rnn.weight_hh_l0, self.rnn.bias_ih_l0
         nn.init.zeros_(self.rnn.bias_hh_l0)
         self.rnn.bias_hh_l0.requires_grad_(False)
         self.lm_head = nn.Linear(n_hidden, vocab_size)
-
-    def forward(self, idx, h0=None):
-        return self.forward_state(idx, h0)[0]
-
+''', '''
     def forward_state(self, idx, h0=None):
         hs, _ = self.rnn(self.wte(idx), None if h0 is None else h0[None])
         return self.lm_head(hs), hs[:, -1]
-'''),
+''')),
     Mutant("calls torch.rnn_tanh inside the model", "RNNLM", _RNNLM_HEAD + '''
         x = self.wte(idx)
         h0 = x.new_zeros(x.shape[0], self.W_hh.shape[0]) if h0 is None else h0

@@ -1,25 +1,11 @@
 """Typical student bugs for notebook 03 (attention). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
-
-_MHA_INIT = '''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, n_embd, n_head, causal=True, bias=True):
-        super().__init__()
-        if n_embd % n_head != 0:
-            raise ValueError(f"n_embd={n_embd} must be divisible by n_head={n_head}")
-        self.n_embd, self.n_head, self.d_k = n_embd, n_head, n_embd // n_head
-        self.causal = causal
-        self.W_q = nn.Linear(n_embd, n_embd, bias=bias)
-        self.W_k = nn.Linear(n_embd, n_embd, bias=bias)
-        self.W_v = nn.Linear(n_embd, n_embd, bias=bias)
-        self.W_o = nn.Linear(n_embd, n_embd, bias=bias)
-'''
+from lmcourse.authoring.mutants import Mutant, override
 
 
 def _mha(forward_body: str) -> str:
-    """A complete MultiHeadAttention cell: the given __init__ plus a buggy forward."""
-    return _MHA_INIT + "\n    def forward(self, x, return_weights=False):\n" + forward_body
+    """The solution's MultiHeadAttention (its given __init__ kept) with a buggy forward."""
+    return override("MultiHeadAttention", "    def forward(self, x, return_weights=False):\n" + forward_body)
 
 
 MUTANTS = [

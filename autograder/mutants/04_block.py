@@ -1,57 +1,57 @@
 """Typical student bugs for notebook 04 (the transformer block). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, override
 
 
 def _layer_norm(body: str) -> str:
     return "def layer_norm(x, gamma, beta, eps=1e-5):\n" + body
 
 
-def _ln_module(init: str, forward: str = "        return layer_norm(x, self.weight, self.bias, self.eps)\n") -> str:
-    return ("class LayerNorm(nn.Module):\n    def __init__(self, n_embd, eps=1e-5):\n        super().__init__()\n"
-            + init + "\n    def forward(self, x):\n" + forward)
+_LN_INIT = '''        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd))
+        self.bias = nn.Parameter(torch.zeros(n_embd))
+'''
+_LN_FORWARD = "        return layer_norm(x, self.weight, self.bias, self.eps)\n"
 
 
-def _mlp(init: str, forward: str) -> str:
-    return ("class MLP(nn.Module):\n    def __init__(self, n_embd, dropout=0.0, bias=True):\n        super().__init__()\n"
-            + init + "\n    def forward(self, x):\n" + forward)
+def _ln_module(init: str = _LN_INIT, forward: str = _LN_FORWARD) -> str:
+    """The solution's LayerNorm with only the methods that differ from the solution replaced."""
+    methods = []
+    if init != _LN_INIT:
+        methods.append("    def __init__(self, n_embd, eps=1e-5):\n        nn.Module.__init__(self)\n"
+                       + init.lstrip("\n"))
+    if forward != _LN_FORWARD:
+        methods.append("    def forward(self, x):\n" + forward)
+    return override("LayerNorm", *methods)
 
 
 _MLP_INIT = '''        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
         self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
         self.dropout = nn.Dropout(dropout)
 '''
+_MLP_FORWARD = "        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))\n"
 
-_EMB = '''
-class Embeddings(nn.Module):
-    def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):
-        super().__init__()
-        self.learned = learned
-        self.wte = nn.Embedding(vocab_size, n_embd)
-        if learned:
-            self.wpe = nn.Embedding(block_size, n_embd)
-        else:
-            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
-        self.drop = nn.Dropout(dropout)
 
-    def forward(self, idx):
-        B, T = idx.shape
-        p = self.wpe(torch.arange(T, device=idx.device)) if self.learned else self.pe[:T]
-'''
+def _mlp(init: str, forward: str) -> str:
+    """The solution's MLP with only the methods that differ from the solution replaced."""
+    methods = []
+    if init != _MLP_INIT:
+        methods.append("    def __init__(self, n_embd, dropout=0.0, bias=True):\n        nn.Module.__init__(self)\n"
+                       + init.lstrip("\n"))
+    if forward != _MLP_FORWARD:
+        methods.append("    def forward(self, x):\n" + forward)
+    return override("MLP", *methods)
 
-_BLOCK = '''
-class Block(nn.Module):
-    def __init__(self, n_embd, n_head, block_size, prenorm=True, causal=True, dropout=0.0, bias=True):
-        super().__init__()
-        self.prenorm = prenorm
-        self.ln1 = LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, n_head=n_head, block_size=block_size,
-                                                        dropout=dropout, bias=bias, causal=causal))
-        self.ln2 = LayerNorm(n_embd)
-        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)
 
-    def forward(self, x):
-'''
+# the solution's Embeddings and Block (their __init__ is given in the notebook) with a buggy forward:
+# a mutant appends the rest of forward's body
+_EMB = "\n" + override("Embeddings", '''
+def forward(self, idx):
+    B, T = idx.shape
+    p = self.wpe(torch.arange(T, device=idx.device)) if self.learned else self.pe[:T]
+''')
+
+_BLOCK = "\n" + override("Block", "def forward(self, x):")
 
 _PRE_OK = '''        if self.prenorm:
             x = x + self.attn(self.ln1(x))
@@ -241,7 +241,8 @@ MUTANTS = [
     # --- embeddings
     Mutant("positions added twice", "embeddings", _EMB + '''        return self.drop(self.wte(idx) + p + p)
 '''),
-    Mutant("token ids used as positions", "embeddings", _EMB + '''        q = self.wpe(idx) if self.learned else self.pe[idx]
+    Mutant("token ids used as positions", "embeddings",
+           _EMB + '''        q = self.wpe(idx) if self.learned else self.pe[idx]
         return self.drop(self.wte(idx) + q)
 '''),
     Mutant("positions left out", "embeddings", _EMB + '''        return self.drop(self.wte(idx))
@@ -255,7 +256,8 @@ MUTANTS = [
             x = x + self.attn(self.ln1(x))
             return self.mlp(self.ln2(x))
 ''' + _POST_OK),
-    Mutant("residual missing in the MLP sub-layer (post-LN)", "block", _BLOCK + _PRE_OK + '''        x = self.ln1(x + self.attn(x))
+    Mutant("residual missing in the MLP sub-layer (post-LN)", "block",
+           _BLOCK + _PRE_OK + '''        x = self.ln1(x + self.attn(x))
         return self.ln2(self.mlp(x))
 '''),
     Mutant("pre-LN block with the LayerNorm in the post-LN place", "block", _BLOCK + '''        if self.prenorm:
@@ -268,7 +270,8 @@ MUTANTS = [
             x = self.ln2(x)
             return x + self.mlp(x)
 ''' + _POST_OK),
-    Mutant("post-LN adds the final residual after the norm", "block", _BLOCK + _PRE_OK + '''        x = self.ln1(x + self.attn(x))
+    Mutant("post-LN adds the final residual after the norm", "block",
+           _BLOCK + _PRE_OK + '''        x = self.ln1(x + self.attn(x))
         return x + self.ln2(self.mlp(x))
 '''),
     Mutant("prenorm switch inverted", "block", _BLOCK + '''        if not self.prenorm:
@@ -283,7 +286,8 @@ MUTANTS = [
             x += self.mlp(self.ln2(x))
             return x
 ''' + _POST_OK),
-    Mutant("block delegates to lmcourse.nn.Block", "block", _BLOCK + '''        return lmcourse.nn.Block.forward(self, x)
+    Mutant("block delegates to lmcourse.nn.Block", "block",
+           _BLOCK + '''        return lmcourse.nn.Block.forward(self, x)
 '''),
     # --- parameter count
     Mutant("parameter count without biases (12 d^2)", "block_param_count", '''
@@ -403,11 +407,13 @@ class LayerNorm(nn.LayerNorm):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(n_embd))
         self.bias = nn.Parameter(torch.zeros(n_embd))
-""", "        return F.rms_norm(x - x.mean(-1, keepdim=True), self.weight.shape, self.weight, self.eps) + self.bias\n")),
+""",
+"        return F.rms_norm(x - x.mean(-1, keepdim=True), self.weight.shape, self.weight, self.eps) + self.bias\n")),
     # --- MLP
     Mutant("MLP without dropout", "mlp", _mlp(_MLP_INIT, """        return self.c_proj(F.gelu(self.c_fc(x)))
 """)),
-    Mutant("MLP computes in float64 (returns the wrong dtype)", "mlp", _mlp(_MLP_INIT, """        h = F.gelu(self.c_fc(x).double())
+    Mutant("MLP computes in float64 (returns the wrong dtype)", "mlp",
+           _mlp(_MLP_INIT, """        h = F.gelu(self.c_fc(x).double())
         return self.dropout(self.c_proj(h.to(x.dtype)).double())
 """)),
     Mutant("MLP via nn.TransformerEncoderLayer._ff_block", "mlp", _mlp(_MLP_INIT, """        class Twin:
@@ -477,31 +483,24 @@ def sinusoidal_positions(T, d, dtype=torch.float32):
     # --- embeddings
     Mutant("embeddings without dropout", "embeddings", _EMB + """        return self.wte(idx) + p
 """),
-    Mutant("embeddings with dropout on the positions only", "embeddings", _EMB + """        return self.wte(idx) + self.drop(p)
+    Mutant("embeddings with dropout on the positions only", "embeddings",
+           _EMB + """        return self.wte(idx) + self.drop(p)
 """),
-    Mutant("embeddings with the positions reversed", "embeddings", _EMB + """        return self.drop(self.wte(idx) + p.flip(0))
+    Mutant("embeddings with the positions reversed", "embeddings",
+           _EMB + """        return self.drop(self.wte(idx) + p.flip(0))
 """),
-    Mutant("embeddings take T from the batch axis (idx.shape[0])", "embeddings", """
-class Embeddings(nn.Module):
-    def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):
-        super().__init__()
-        self.learned = learned
-        self.wte = nn.Embedding(vocab_size, n_embd)
-        if learned:
-            self.wpe = nn.Embedding(block_size, n_embd)
-        else:
-            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
-        self.drop = nn.Dropout(dropout)
-
+    Mutant("embeddings take T from the batch axis (idx.shape[0])", "embeddings", override("Embeddings", """
     def forward(self, idx):
         T = idx.shape[0]
         p = self.wpe(torch.arange(T, device=idx.device)) if self.learned else self.pe[:T]
         return self.drop(self.wte(idx) + p)
-"""),
-    Mutant("embeddings add the whole block_size position table", "embeddings", _EMB + """        table = self.wpe.weight if self.learned else self.pe
+""")),
+    Mutant("embeddings add the whole block_size position table", "embeddings",
+           _EMB + """        table = self.wpe.weight if self.learned else self.pe
         return self.drop(self.wte(idx) + table)
 """),
-    Mutant("embeddings recompute the sinusoidal table with lmcourse.nn", "embeddings", _EMB + """        if not self.learned:
+    Mutant("embeddings recompute the sinusoidal table with lmcourse.nn", "embeddings",
+           _EMB + """        if not self.learned:
             p = lmcourse.nn.sinusoidal_positions(T, self.wte.weight.shape[1])
         return self.drop(self.wte(idx) + p)
 """),
@@ -521,7 +520,8 @@ class Embeddings(nn.Module):
     Mutant("attention and MLP in parallel (x + attn(ln1 x) + mlp(ln2 x))", "block", _BLOCK + """        if self.prenorm:
             return x + self.attn(self.ln1(x)) + self.mlp(self.ln2(x))
 """ + _POST_OK),
-    Mutant("block detaches the attention output (no gradient reaches the attention)", "block", _BLOCK + """        if self.prenorm:
+    Mutant("block detaches the attention output (no gradient reaches the attention)", "block",
+           _BLOCK + """        if self.prenorm:
             x = x + self.attn(self.ln1(x)).detach()
             return x + self.mlp(self.ln2(x))
         x = self.ln1(x + self.attn(x).detach())
@@ -535,27 +535,24 @@ class Embeddings(nn.Module):
             self.prenorm, self.ln1.eps, self.ln1.weight, self.ln1.bias, self.ln2.weight, self.ln2.bias,
             m.c_fc.weight, m.c_fc.bias, m.c_proj.weight, m.c_proj.bias, mask)
 """),
-    Mutant("block runs a TorchScript-compiled nn.TransformerEncoderLayer built in __init__", "block", """
-class Block(nn.Module):
+    Mutant("block runs a TorchScript-compiled nn.TransformerEncoderLayer built in __init__", "block",
+           override("Block", """
     def __init__(self, n_embd, n_head, block_size, prenorm=True, causal=True, dropout=0.0, bias=True):
-        super().__init__()
-        self.prenorm = prenorm
-        self.ln1 = LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, n_head=n_head, block_size=block_size,
-                                                        dropout=dropout, bias=bias, causal=causal))
-        self.ln2 = LayerNorm(n_embd)
-        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)
+        super().__init__(n_embd, n_head, block_size, prenorm=prenorm, causal=causal, dropout=dropout, bias=bias)
         self.causal = causal
-        self.twin = torch.jit.script(nn.TransformerEncoderLayer(n_embd, n_head, dim_feedforward=4 * n_embd, dropout=0.0,
-            activation="gelu", batch_first=True, norm_first=prenorm).train())
-
+        self.twin = torch.jit.script(nn.TransformerEncoderLayer(
+            n_embd, n_head, dim_feedforward=4 * n_embd, dropout=0.0, activation="gelu", batch_first=True,
+            norm_first=prenorm).train())
+""", """
     def forward(self, x):
         r = self.twin
         if r.linear1.weight.dtype != x.dtype:
             r.to(x.dtype)
         with torch.no_grad():
-            for dst, src in [(r.self_attn.in_proj_weight, self.attn.c_attn.weight), (r.self_attn.in_proj_bias, self.attn.c_attn.bias),
-                             (r.self_attn.out_proj.weight, self.attn.c_proj.weight), (r.self_attn.out_proj.bias, self.attn.c_proj.bias),
+            for dst, src in [(r.self_attn.in_proj_weight, self.attn.c_attn.weight),
+                             (r.self_attn.in_proj_bias, self.attn.c_attn.bias),
+                             (r.self_attn.out_proj.weight, self.attn.c_proj.weight),
+                             (r.self_attn.out_proj.bias, self.attn.c_proj.bias),
                              (r.linear1.weight, self.mlp.c_fc.weight), (r.linear1.bias, self.mlp.c_fc.bias),
                              (r.linear2.weight, self.mlp.c_proj.weight), (r.linear2.bias, self.mlp.c_proj.bias),
                              (r.norm1.weight, self.ln1.weight), (r.norm1.bias, self.ln1.bias),
@@ -564,7 +561,7 @@ class Block(nn.Module):
         T = x.shape[1]
         mask = torch.triu(torch.full((T, T), float("-inf"), dtype=x.dtype), 1) if self.causal else None
         return r(x, src_mask=mask, is_causal=self.causal)
-"""),
+""")),
     # --- parameter count
     Mutant("parameter count: LayerNorms without beta (2d)", "block_param_count", """
 def block_param_count(d):
@@ -583,40 +580,31 @@ def block_param_count(d):
     return {4: 244, 768: 12 * 768 ** 2 + 13 * 768}.get(d, 12 * d * d)
 """),
     # --- TorchScript (switched off by the setup cell, so compiled references run as Python)
-    Mutant('MLP runs a TorchScript-compiled lmcourse.nn.MLP that shares its layers', 'mlp', """
-class MLP(nn.Module):
+    Mutant('MLP runs a TorchScript-compiled lmcourse.nn.MLP that shares its layers', 'mlp', override('MLP', """
     def __init__(self, n_embd, dropout=0.0, bias=True):
-        super().__init__()
-        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
-        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        super().__init__(n_embd, dropout=dropout, bias=bias)
         ref = lmcourse.nn.MLP(lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, dropout=dropout, bias=bias))
         ref.c_fc, ref.c_proj, ref.dropout = self.c_fc, self.c_proj, self.dropout
         self._twin = [torch.jit.script(ref)]
-
+""", """
     def forward(self, x):
         return self._twin[0](x)
-"""),
-    Mutant('embeddings through a TorchScript-compiled lmcourse.nn.LearnedPositionEmbedding', 'embeddings', """
-class Embeddings(nn.Module):
+""")),
+    Mutant('embeddings through a TorchScript-compiled lmcourse.nn.LearnedPositionEmbedding', 'embeddings',
+           override('Embeddings', """
     def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):
-        super().__init__()
-        self.learned = learned
-        self.wte = nn.Embedding(vocab_size, n_embd)
+        super().__init__(vocab_size, n_embd, block_size, learned=learned, dropout=dropout)
         if learned:
-            self.wpe = nn.Embedding(block_size, n_embd)
-            ref = lmcourse.nn.LearnedPositionEmbedding(lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, block_size=block_size))
+            ref = lmcourse.nn.LearnedPositionEmbedding(
+                lmcourse.nn.BlockConfig(n_embd=n_embd, n_head=1, block_size=block_size))
             ref.wpe = self.wpe
             self._pos = [torch.jit.script(ref)]
-        else:
-            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
-        self.drop = nn.Dropout(dropout)
-
+""", """
     def forward(self, idx):
         T = idx.shape[1]
         p = self._pos[0](T) if self.learned else self.pe[:T]
         return self.drop(self.wte(idx) + p)
-"""),
+""")),
     Mutant('parameter count through a TorchScript-compiled lmcourse.nn.block_param_count', 'block_param_count', """
 _bpc = torch.jit.script(lmcourse.nn.block_param_count)
 def block_param_count(d):

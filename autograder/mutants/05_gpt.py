@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 05 (the GPT). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, override
 
 _CONFIG = '''
 @dataclass
@@ -40,8 +40,13 @@ _FORWARD = '''        B, T = idx.shape
 
 
 def _gpt(init: str = _INIT, forward: str = _FORWARD) -> str:
-    return ("class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n" + init
-            + "\n    def forward(self, idx, targets=None):\n" + forward)
+    """The solution's GPT with only the methods that differ from the solution replaced."""
+    methods = []
+    if init != _INIT:
+        methods.append("    def __init__(self, config):\n        nn.Module.__init__(self)\n" + init)
+    if forward != _FORWARD:
+        methods.append("    def forward(self, idx, targets=None):\n" + forward)
+    return override("GPT", *methods)
 
 
 def _init_change(old: str, new: str) -> str:
@@ -128,7 +133,8 @@ class GPTConfig:
     bias: bool = True
 '''),
     Mutant("dropout annotated as int (default 0.0)", "gpt_config", _CONFIG.format(dropout_type="int", dropout="0.0")),
-    Mutant("keyword-only fields (kw_only=True)", "gpt_config", _CONFIG.replace("@dataclass", "@dataclass(kw_only=True)").format(
+    Mutant("keyword-only fields (kw_only=True)", "gpt_config",
+           _CONFIG.replace("@dataclass", "@dataclass(kw_only=True)").format(
         dropout_type="float", dropout="0.0")),
     # --- GPT
     Mutant("positions not added", "gpt", _fwd_change("self.wte(idx) + self.wpe(pos)", "self.wte(idx)")),
@@ -140,15 +146,18 @@ class GPTConfig:
     Mutant("the whole position table added (block_size rows, not T)", "gpt",
            _fwd_change("self.wpe(pos)", "self.wpe.weight")),
     Mutant("token embedding scaled by sqrt(d) (the 2017 transformer's habit)", "gpt",
-           _fwd_change("self.wte(idx) + self.wpe(pos)", "self.wte(idx) * math.sqrt(self.config.n_embd) + self.wpe(pos)")),
+           _fwd_change("self.wte(idx) + self.wpe(pos)",
+                       "self.wte(idx) * math.sqrt(self.config.n_embd) + self.wpe(pos)")),
     Mutant("no final LayerNorm (ln_f built but not applied)", "gpt",
            _fwd_change("self.lm_head(self.ln_f(x))", "self.lm_head(x)")),
     Mutant("no final LayerNorm at all", "gpt", _gpt(
         init=_INIT.replace("        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)\n", ""),
         forward=_FORWARD.replace("self.lm_head(self.ln_f(x))", "self.lm_head(x)"))),
-    Mutant("head not tied: a separate matrix", "gpt", _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
+    Mutant("head not tied: a separate matrix", "gpt",
+           _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
     Mutant("head tied by copying the embedding", "gpt",
-           _init_change("self.lm_head.weight = self.wte.weight", "self.lm_head.weight = nn.Parameter(self.wte.weight.clone())")),
+           _init_change("self.lm_head.weight = self.wte.weight",
+                        "self.lm_head.weight = nn.Parameter(self.wte.weight.clone())")),
     Mutant("head with a bias", "gpt", _init_change("config.vocab_size, bias=False)", "config.vocab_size)")),
     Mutant("head tied by sharing .data (two Parameters on one storage)", "gpt",
            _init_change("self.lm_head.weight = self.wte.weight", "self.lm_head.weight.data = self.wte.weight.data")),
@@ -158,12 +167,14 @@ class GPTConfig:
            _init_change("dropout=config.dropout, bias=config.bias)", "dropout=config.dropout)")),
     Mutant("dropout after the embeddings only, blocks built without it", "gpt",
            _init_change("dropout=config.dropout, bias", "dropout=0.0, bias")),
-    Mutant("n_head not passed to the blocks (BlockConfig's default)", "gpt", _init_change("n_head=config.n_head, ", "")),
+    Mutant("n_head not passed to the blocks (BlockConfig's default)", "gpt",
+           _init_change("n_head=config.n_head, ", "")),
     Mutant("one block shared by every layer", "gpt",
            _init_change("nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])",
                         "nn.ModuleList([Block(block_cfg)] * config.n_layer)")),
     Mutant("causal mask off (bidirectional blocks)", "gpt", _init_change("bias=config.bias)\n        self.blocks",
-                                                                           "bias=config.bias, causal=False)\n        self.blocks")),
+                                                                           "bias=config.bias, causal=False)\n"
+                                                                           "        self.blocks")),
     Mutant("post-LN blocks", "gpt", _init_change("bias=config.bias)\n        self.blocks",
                                                  "bias=config.bias, prenorm=False)\n        self.blocks")),
     Mutant("targets not shifted: the loss compares with the inputs", "gpt",
@@ -174,7 +185,8 @@ class GPTConfig:
     Mutant("loss summed instead of averaged", "gpt", _fwd_change("targets.reshape(B * T))",
                                                                  "targets.reshape(B * T), reduction='sum')")),
     Mutant("logits of the last position only without targets", "gpt", _fwd_change(
-        "        loss = None\n", "        loss = None\n        if targets is None:\n            logits = logits[:, [-1], :]\n")),
+        "        loss = None\n",
+        "        loss = None\n        if targets is None:\n            logits = logits[:, [-1], :]\n")),
     Mutant("loss on the last position only", "gpt", _fwd_change(
         "F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
         "F.cross_entropy(logits[:, -1], targets[:, -1])")),
@@ -216,13 +228,14 @@ class GPT(_copy.GPT):
         super().__init__(_copy.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
-    Mutant("the reference traced with torch.jit.trace when the cell runs", "gpt", _gpt(forward='''        _REF.load_state_dict(self.state_dict())
+    Mutant("the reference traced with torch.jit.trace when the cell runs", "gpt",
+           _gpt(forward='''        _REF.load_state_dict(self.state_dict())
         logits = _TRACED(idx).to(self.wte.weight.dtype)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
         return logits, loss
-''').replace("class GPT(nn.Module):", '''class _Logits(nn.Module):
+''').replace("class GPT(GPT):", '''class _Logits(nn.Module):
     def __init__(self, m):
         super().__init__()
         self.m = m
@@ -236,7 +249,7 @@ _REF = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=11, block_size=8
 _TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
 
 
-class GPT(nn.Module):''')),
+class GPT(GPT):''')),
     # --- init_weights
     Mutant("residual scaling missing", "init_weights", _init_weights(scaled="std")),
     Mutant("residual scaling by 1/sqrt(n_layer), not 1/sqrt(2 n_layer)", "init_weights",
@@ -309,7 +322,8 @@ def init_weights(model, n_layer, std=0.02):
             nn.init.normal_(p, mean=0.0, std=s)
 '''),
     Mutant("biases left as they were", "init_weights", _init_weights().replace(
-        "                if getattr(module, \"bias\", None) is not None:\n                    nn.init.zeros_(module.bias)\n", "")),
+        "                if getattr(module, \"bias\", None) is not None:\n"
+        "                    nn.init.zeros_(module.bias)\n", "")),
     Mutant("embeddings left at PyTorch's N(0, 1)", "init_weights",
            _init_weights().replace("(nn.Linear, nn.Embedding)", "nn.Linear")),
     Mutant("new parameters assigned instead of filling in place", "init_weights", '''
@@ -337,7 +351,8 @@ def init_weights(model, n_layer, std=0.02):
            _count("vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d + vocab_size * d")),
     Mutant("final LayerNorm forgotten", "gpt_param_count",
            _count("vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d)")),
-    Mutant("positions forgotten", "gpt_param_count", _count("vocab_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d")),
+    Mutant("positions forgotten", "gpt_param_count",
+           _count("vocab_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d")),
     Mutant("the rule of thumb 12 L d^2 plus embeddings", "gpt_param_count",
            _count("vocab_size * d + block_size * d + 12 * n_layer * d * d")),
     Mutant("biases left out (the count of bias=False)", "gpt_param_count",
@@ -362,7 +377,8 @@ def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
         "probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)",
         "z = logits[:, -1, :] / temperature\n            probs = z - z.min(dim=-1, keepdim=True).values")),
     Mutant("temperature applied after softmax", "generate", _generate(
-        "torch.softmax(logits[:, -1, :] / temperature, dim=-1)", "torch.softmax(logits[:, -1, :], dim=-1) / temperature")),
+        "torch.softmax(logits[:, -1, :] / temperature, dim=-1)",
+        "torch.softmax(logits[:, -1, :], dim=-1) / temperature")),
     Mutant("temperature multiplies the logits", "generate", _generate(
         "logits[:, -1, :] / temperature", "logits[:, -1, :] * temperature")),
     Mutant("generator ignored", "generate", _generate("torch.multinomial(probs, 1, generator=generator)",
@@ -397,7 +413,8 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
         "                logits, _ = model(context)\n")),
     Mutant("greedy: the argmax instead of a sample", "generate", _generate(
         "torch.multinomial(probs, 1, generator=generator)", "probs.argmax(dim=-1, keepdim=True)")),
-    Mutant("the first position's logits instead of the last", "generate", _generate("logits[:, -1, :]", "logits[:, 0, :]")),
+    Mutant("the first position's logits instead of the last", "generate",
+           _generate("logits[:, -1, :]", "logits[:, 0, :]")),
     Mutant("the reference generate called", "generate", '''
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
     return lmcourse.nn.gpt.generate(model, idx, max_new_tokens, temperature, generator)

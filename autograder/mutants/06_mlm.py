@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 06 (masked language modelling). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, override
 
 _MASK_TOKENS = '''
 def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
@@ -57,8 +57,13 @@ _FORWARD = '''        B, T = idx.shape
 
 
 def _model(init: str = _INIT, forward: str = _FORWARD) -> str:
-    return ("class MaskedLM(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n" + init
-            + "\n    def forward(self, idx, targets=None):\n" + forward)
+    """The solution's MaskedLM with only the methods that differ from the solution replaced."""
+    methods = []
+    if init != _INIT:
+        methods.append("    def __init__(self, config):\n        nn.Module.__init__(self)\n" + init)
+    if forward != _FORWARD:
+        methods.append("    def forward(self, idx, targets=None):\n" + forward)
+    return override("MaskedLM", *methods)
 
 
 def _init_change(old: str, new: str) -> str:
@@ -161,12 +166,14 @@ MUTANTS = [
            _fwd_change("loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)",
                        "loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), "
                        "ignore_index=-100, reduction='none').mean()")),
-    Mutant("head not tied to the embedding", "masked_lm", _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
+    Mutant("head not tied to the embedding", "masked_lm",
+           _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
     Mutant("decoder without its bias", "masked_lm",
            _init_change("nn.Linear(config.n_embd, config.vocab_size)",
                         "nn.Linear(config.n_embd, config.vocab_size, bias=False)")),
     Mutant("no LayerNorm on the embeddings", "masked_lm",
-           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))", "self.drop(self.wte(idx) + self.wpe(pos))")),
+           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))",
+                       "self.drop(self.wte(idx) + self.wpe(pos))")),
     Mutant("head without the dense layer and GELU", "masked_lm",
            _fwd_change("self.head_ln(F.gelu(self.head_dense(x)))", "self.head_ln(x)")),
     # --- fill_mask
@@ -193,7 +200,8 @@ MUTANTS = [
            _mask("is_special = torch.isin(tokens, special)", "is_special = torch.isin(tokens, special[special != 0])")),
     Mutant("random share drawn as 10% of the non-[MASK] chosen ones (80/2/18)", "mask_tokens",
            _mask("to_random = chosen & (r >= 0.8) & (r < 0.9)",
-                 "to_random = chosen & ~to_mask & (torch.rand(tokens.shape, generator=generator, device=device) < 0.1)")),
+                 "to_random = chosen & ~to_mask & "
+                 "(torch.rand(tokens.shape, generator=generator, device=device) < 0.1)")),
     Mutant("80/10/10 decided at every position, not only the chosen ones", "mask_tokens",
            _mask("to_mask = chosen & (r < 0.8)", "to_mask = r < 0.8")),
     Mutant("one uniform draw reused for the choice and the 80/10/10 split, not rescaled", "mask_tokens",
@@ -206,7 +214,8 @@ MUTANTS = [
            _mask("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))",
                  "labels = torch.where(chosen, tokens.float(), torch.tensor(-100.0))")),
     Mutant("random replacements from the ids after the specials (assumes specials come first)", "mask_tokens",
-           _mask("pool = ordinary.nonzero().flatten()", "pool = torch.arange(len(special), vocab_size, device=device)")),
+           _mask("pool = ordinary.nonzero().flatten()",
+                 "pool = torch.arange(len(special), vocab_size, device=device)")),
     Mutant("a position is chosen when rand > p (85%)", "mask_tokens",
            _mask("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
                  "chosen = (torch.rand(tokens.shape, generator=generator, device=device) > p) & ~is_special")),
@@ -266,14 +275,15 @@ class MaskedLM(lmcourse.nn.mlm.MaskedLM):
         super().__init__(lmcourse.nn.mlm.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
         self.config = config
 '''),
-    Mutant("the reference traced with torch.jit.trace when the cell runs", "masked_lm", _model(forward='''        _REF.load_state_dict(self.state_dict())
+    Mutant("the reference traced with torch.jit.trace when the cell runs", "masked_lm",
+           _model(forward='''        _REF.load_state_dict(self.state_dict())
         _REF.to(self.wte.weight.dtype)
         logits = _TRACED(idx).to(self.wte.weight.dtype)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100)
         return logits, loss
-''').replace("class MaskedLM(nn.Module):", '''class _Logits(nn.Module):
+''').replace("class MaskedLM(MaskedLM):", '''class _Logits(nn.Module):
     def __init__(self, m):
         super().__init__()
         self.m = m
@@ -287,7 +297,7 @@ _REF = lmcourse.nn.mlm.MaskedLM(lmcourse.nn.mlm.MLMConfig(vocab_size=13, block_s
 _TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
 
 
-class MaskedLM(nn.Module):''')),
+class MaskedLM(MaskedLM):''')),
     Mutant("position vectors detached (never trained)", "masked_lm",
            _fwd_change("self.wpe(pos)", "self.wpe(pos).detach()")),
     Mutant("config.bias ignored: biases always on", "masked_lm", _init_change("bias=config.bias", "bias=True")),
@@ -304,10 +314,12 @@ class MaskedLM(nn.Module):''')),
                         "        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)\n")),
     Mutant("targets shifted by one, as in a GPT", "masked_lm",
            _fwd_change("loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)",
-                       "loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1), "
+                       "loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, "
+                       "1:].reshape(-1), "
                        "ignore_index=-100)")),
     Mutant("dropout module never applied", "masked_lm",
-           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))", "self.ln_emb(self.wte(idx) + self.wpe(pos))")),
+           _fwd_change("self.drop(self.ln_emb(self.wte(idx) + self.wpe(pos)))",
+                       "self.ln_emb(self.wte(idx) + self.wpe(pos))")),
     Mutant("logits always float32", "masked_lm",
            _fwd_change("logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x))))",
                        "logits = self.lm_head(self.head_ln(F.gelu(self.head_dense(x)))).float()")),
@@ -317,14 +329,16 @@ class MaskedLM(nn.Module):''')),
             values, indices = torch.topk(probs, top_k)''', '''            values, indices = torch.topk(logits[t], top_k)
             values = torch.softmax(values, dim=-1)''')),
     Mutant("fill_mask: least likely first (ascending sort)", "fill_mask",
-           _fill("values, indices = torch.topk(probs, top_k)", "values, indices = torch.topk(probs, top_k, largest=False)")),
+           _fill("values, indices = torch.topk(probs, top_k)",
+                 "values, indices = torch.topk(probs, top_k, largest=False)")),
     Mutant("fill_mask: probabilities as 0-d tensors", "fill_mask",
            _fill("(tokenizer.itos[i], float(v)) for v, i in zip(values.tolist(), indices.tolist())",
                  "(tokenizer.itos[i], v) for v, i in zip(values, indices.tolist())")),
     Mutant("fill_mask: ids returned instead of tokens", "fill_mask",
            _fill("(tokenizer.itos[i], float(v))", "(i, float(v))")),
     Mutant("fill_mask: the top-k of the first blank for every blank", "fill_mask",
-           _fill("probs = torch.softmax(logits[t], dim=-1)", "probs = torch.softmax(logits[ids.index(mask_id)], dim=-1)")),
+           _fill("probs = torch.softmax(logits[t], dim=-1)",
+                 "probs = torch.softmax(logits[ids.index(mask_id)], dim=-1)")),
     Mutant("fill_mask: the reference fill_mask called", "fill_mask", '''
 def fill_mask(model, tokenizer, text, top_k=5):
     return lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k=top_k)

@@ -240,7 +240,8 @@ def epsilon_filter(logits, eps):
     Mutant("greedy argmax over the batch axis", "next_token",
            _next("    return logits.argmax(dim=-1)\n", "    return logits.argmax(dim=0)\n")),
     Mutant("sampling returns the argmax", "next_token",
-           _next("    probs = torch.softmax(logits, dim=-1)\n    return torch.multinomial(probs, 1, generator=generator)"
+           _next("    probs = torch.softmax(logits, dim=-1)\n"
+                 "    return torch.multinomial(probs, 1, generator=generator)"
                  ".squeeze(-1)\n", "    return logits.argmax(dim=-1)\n")),
     Mutant("sample_next returns (B, 1)", "next_token",
            _next("torch.multinomial(probs, 1, generator=generator).squeeze(-1)",
@@ -257,17 +258,23 @@ def epsilon_filter(logits, eps):
                      "            if filters:\n                last = filters[-1](last)\n")),
     # --- beam search
     Mutant("beam scores as products of probabilities (underflow)", "beam_search",
-           _beam("    scores = torch.zeros(1, dtype=torch.float64)\n", "    scores = torch.ones(1, dtype=torch.float64)\n",
-                 "            logp = torch.log_softmax(logits[:, -1, :].double(), dim=-1)\n            cand = scores[:, None] + logp\n",
-                 "            logp = torch.softmax(logits[:, -1, :].double(), dim=-1)\n            cand = scores[:, None] * logp\n",
+           _beam("    scores = torch.zeros(1, dtype=torch.float64)\n",
+                 "    scores = torch.ones(1, dtype=torch.float64)\n",
+                 "            logp = torch.log_softmax(logits[:, -1, :].double(), dim=-1)\n"
+                 "            cand = scores[:, None] + logp\n",
+                 "            logp = torch.softmax(logits[:, -1, :].double(), dim=-1)\n"
+                 "            cand = scores[:, None] * logp\n",
                  "finished.append((ids, sc / n ** length_penalty))\n                width",
                  "finished.append((ids, math.log(max(sc, 1e-300)) / n ** length_penalty))\n                width",
-                 "    for ids, sc in zip(beams, scores.tolist()):\n        if n > 0:\n            finished.append((ids, sc / n ** length_penalty))",
-                 "    for ids, sc in zip(beams, scores.tolist()):\n        if n > 0:\n            finished.append((ids, math.log(max(sc, 1e-300)) / n ** length_penalty))")),
+                 "    for ids, sc in zip(beams, scores.tolist()):\n        if n > 0:\n"
+                 "            finished.append((ids, sc / n ** length_penalty))",
+                 "    for ids, sc in zip(beams, scores.tolist()):\n        if n > 0:\n"
+                 "            finished.append((ids, math.log(max(sc, 1e-300)) / n ** length_penalty))")),
     Mutant("beam scores of the last step only", "beam_search",
            _beam("            cand = scores[:, None] + logp\n", "            cand = logp\n")),
     Mutant("finished hypotheses expanded past eos_id", "beam_search",
-           _beam("                width -= int(done.sum())\n                beams, scores = beams[~done], scores[~done]\n",
+           _beam("                width -= int(done.sum())\n"
+                 "                beams, scores = beams[~done], scores[~done]\n",
                  "")),
     Mutant("only the best beam expanded", "beam_search",
            _beam("            cand = scores[:, None] + logp\n",
@@ -283,10 +290,12 @@ def epsilon_filter(logits, eps):
                  "            logits = torch.cat([model(b[None, -block_size:])[0] for b in beams], dim=0)\n")),
     Mutant("beam scores in the model's dtype (float32)", "beam_search",
            _beam("    scores = torch.zeros(1, dtype=torch.float64)\n", "    scores = torch.zeros(1)\n",
-                 "torch.log_softmax(logits[:, -1, :].double(), dim=-1)", "torch.log_softmax(logits[:, -1, :].float(), dim=-1)")),
+                 "torch.log_softmax(logits[:, -1, :].double(), dim=-1)",
+                 "torch.log_softmax(logits[:, -1, :].float(), dim=-1)")),
     # --- KV cache
     Mutant("cache positions not offset (new ids at position 0)", "cached_forward",
-           _cached("pos = torch.arange(past, past + T, device=idx.device)", "pos = torch.arange(T, device=idx.device)")),
+           _cached("pos = torch.arange(past, past + T, device=idx.device)",
+                   "pos = torch.arange(T, device=idx.device)")),
     Mutant("no causal mask among several new ids", "cached_forward",
            _cached("            att = torch.softmax(att.masked_fill(~allowed, float(\"-inf\")), dim=-1)\n",
                    "            att = torch.softmax(att, dim=-1)\n")),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,25 @@ class Alternative:
     name: str  # how this valid solution differs from the model answer
     target: str  # grade id of the answer cell it replaces
     source: str  # the full replacement cell
+
+
+def override(cls: str, *methods: str) -> str:
+    """A replacement cell that breaks only the given methods of the solution's class ``cls``.
+
+    Each of ``methods`` is a method's full source (``def forward(self, x): ...``, at any
+    indentation). The cell defines ``cls`` again as a subclass of the solution's class, so
+    ``__init__`` and every method not given stay exactly as the solution wrote them, and a
+    catalogue never retypes a master's code it does not break. The solution's own class object
+    is left untouched (objects built before the mutant keep it), and running the solution cell
+    again, as the harness does after each mutant, binds the name to the solution once more.
+
+    A method given here runs instead of the solution's; a broken ``__init__`` that should not
+    build the solution's layers first calls ``nn.Module.__init__(self)`` rather than ``super()``.
+    """
+    if not methods:
+        raise ValueError("override() needs at least one method's source")
+    body = "\n\n".join(textwrap.indent(textwrap.dedent(m).strip("\n"), "    ") for m in methods)
+    return f"class {cls}({cls}):  # the solution's class with the methods below broken\n{body}\n"
 
 
 @dataclass

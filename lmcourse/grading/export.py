@@ -227,6 +227,68 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
     return {"files": files, "students": len(table), "warnings": warnings, "rows": table}
 
 
+def hidden_lines(out: Path, assignment: str) -> list[str]:
+    """The hidden-test lines of the assignment's source (the copy the grade run keeps in
+    ``OUT/template/``): the same rule as the grade run's own leak check."""
+    import nbformat
+
+    src = Path(out) / "template" / "source" / assignment / f"{assignment}.ipynb"
+    if not src.is_file():
+        return []
+    lines, inside = [], False
+    for cell in nbformat.read(src, as_version=4).cells:
+        for line in cell.source.splitlines():
+            s = line.strip()
+            if s.startswith("### BEGIN HIDDEN TESTS"):
+                inside = True
+            elif s.startswith("### END HIDDEN TESTS"):
+                inside = False
+            elif inside and len(s) >= 12 and not s.startswith("#"):
+                lines.append(s)
+    return lines
+
+
+def main(argv: list[str], prog: str = "lmcourse grade export") -> int:
+    import argparse
+    import sys
+
+    from .roster import RosterError, read_roster
+    from .semester import read_run
+
+    p = argparse.ArgumentParser(prog=prog, description="merge formgrader's hand-graded points with a grade "
+                                "run's autograded ones; write grades.csv, Canvas and Moodle import files "
+                                "and the feedback bundle")
+    p.add_argument("--out", default="build/grades", help="the grade run's output folder (default: build/grades)")
+    p.add_argument("--to", default=None, help="where the files go (default: OUT/export)")
+    p.add_argument("--gradebook", default=None,
+                   help="nbgrader gradebook with the hand grading (default: the one the grade run wrote; "
+                        "'none': autograded points only)")
+    p.add_argument("--roster", default=None, help="roster CSV (default: the grade run's)")
+    p.add_argument("--canvas-column", default=None,
+                   help="the assignment's column in Canvas, as in Canvas's export, e.g. 'Lab 1 (4411)'")
+    p.add_argument("--moodle-column", default=None, help="the score column's name in moodle.csv")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    run = read_run(out)
+    gb = args.gradebook if args.gradebook is not None else run.get("gradebook") or None
+    gradebook = None if gb is None or gb.lower() == "none" else Path(gb)
+    roster_path = args.roster or run.get("roster") or None
+    try:
+        roster = read_roster(Path(roster_path)) if roster_path else None
+        asg = run.get("assignment") or read_grade_run(out)[0]
+        summary = export(out, Path(args.to) if args.to else None, gradebook, roster, args.canvas_column,
+                         args.moodle_column, hidden_lines(out, asg))
+    except (ExportError, RosterError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    for w in summary["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{summary['students']} students" + (f"; hand grading from {gradebook}" if gradebook else ""))
+    for what, path in summary["files"].items():
+        print(f"  {what:16s} {path}")
+    return 0
+
+
 def _summary_line(t: dict) -> str:
     s = f"autograded {t['auto_score']}, by hand {t['hand_score']}"
     if _f(t["penalty"]):

@@ -176,6 +176,17 @@ def assess(policy: LatePolicy, due: datetime | None, extension: str = "",
     return Lateness(own, submitted_at, False if submitted_at else None, None, 0.0, [])
 
 
+def columns(late: Lateness | None, raw: float) -> dict[str, str]:
+    """The late columns of ``grades.csv`` for a raw score (empty where nothing is known)."""
+    if late is None:
+        return {"submitted_at": "", "due": "", "late_hours": "", "penalty_pct": "0", "penalty": "0",
+                "final_score": f"{raw:g}"}
+    penalty, final = apply(raw, late.share)
+    return {"submitted_at": late.submitted_at.isoformat() if late.submitted_at else "",
+            "due": late.due.isoformat() if late.due else "", "late_hours": late.hours() if late.late else "",
+            "penalty_pct": f"{late.share * 100:g}", "penalty": f"{penalty:g}", "final_score": f"{final:g}"}
+
+
 def apply(raw: float, share: float) -> tuple[float, float]:
     """(penalty, final score), rounded to 4 places."""
     penalty = round(raw * share, 4)

@@ -24,7 +24,7 @@ from lmcourse import cli
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.slow]
 
 TOKEN = "lmcourse-browser-test"
 WRONG = 'def pad_sentence(words, n):\n    return ["<s>"] * n + list(words) + ["</s>"]\n'

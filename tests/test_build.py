@@ -20,6 +20,7 @@ def rebuilt(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the rebuild runs nbgrader for every notebook
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_build_is_in_sync(rebuilt, name):
     for rel in (f"autograder/source/{name}/{name}.ipynb", f"notebooks/{name}.ipynb", f"solutions/{name}.ipynb"):
@@ -28,6 +29,7 @@ def test_build_is_in_sync(rebuilt, name):
         assert committed == fresh, f"{rel} differs from what `lmcourse build` makes: run `make build` and commit"
 
 
+@pytest.mark.slow
 def test_build_is_deterministic(rebuilt, tmp_path):
     build(ROOT, tmp_path, names=NOTEBOOKS[:1], quiet=True)
     rel = f"notebooks/{NOTEBOOKS[0]}.ipynb"

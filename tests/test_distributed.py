@@ -21,7 +21,7 @@ from lmcourse.nn import GPT, GPTConfig
 from lmcourse.train import TrainConfig, train
 from lmcourse.train_cli import main
 
-pytestmark = pytest.mark.xdist_group("distributed")
+pytestmark = [pytest.mark.xdist_group("distributed"), pytest.mark.slow]
 
 RTOL, ATOL = 1e-5, 1e-6
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")

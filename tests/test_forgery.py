@@ -31,7 +31,7 @@ from .test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup), and never
 # beside test_grade's batch: two `-j 2` batches at once would starve the cell timeouts
-pytestmark = pytest.mark.xdist_group("grader-batches")
+pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]
 
 WRONG = {
     "pad_sentence": "def pad_sentence(words, n):\n    return list(words)\n",

@@ -29,7 +29,7 @@ from lmcourse.grading.nbgrader_cli import run_nbgrader
 from .conftest import ROOT
 
 # one worker builds the module-scoped batch once, and not beside test_forgery's batch (pytest-xdist --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("grader-batches")
+pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]
 
 A = "01_ngram"
 SOURCE = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)

@@ -14,6 +14,8 @@ from lmcourse.cli import main
 from .conftest import NOTEBOOKS, ROOT
 from .test_grade import SANDBOX
 
+pytestmark = pytest.mark.slow  # each notebook graded for real, in the sandbox
+
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_solution_scores_full_marks_unflagged_under_lmcourse_grade(name, tmp_path):

@@ -10,6 +10,8 @@ from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, lo
 
 from .conftest import NOTEBOOKS, ROOT
 
+pytestmark = pytest.mark.slow  # real nbgrader on a course copy, per notebook
+
 
 # each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup)
 @pytest.fixture(scope="module",

@@ -17,18 +17,25 @@ def test_every_notebook_has_a_mutant_catalogue():
     assert WITH_MUTANTS == NOTEBOOKS, f"no mutant catalogue for {sorted(set(NOTEBOOKS) - set(WITH_MUTANTS))}"
 
 
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> Path:
+    """Where the mutant tables go: a temporary folder, never the checkout."""
+    return tmp_path_factory.mktemp("mutant-reports")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WITH_MUTANTS)
-def test_mutants_are_caught(name):
+def test_mutants_are_caught(name, reports):
     mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
     assert len(mutants) >= 12, f"{name}: the catalogue needs at least 12 mutants"
     report = run_mutants(ROOT, name, mutants)
     text = report.table()
-    out = Path(ROOT / "build" / f"mutants-{name}.txt")
-    out.parent.mkdir(exist_ok=True)
+    out = reports / f"mutants-{name}.txt"
     out.write_text(text + "\n")
     print("\n" + text)
+    where = f"(the whole table: {out})"
     survivors = [r.mutant.name for r in report.results if not r.lost_points]
-    assert not survivors, f"{name}: mutants that lose no points: {survivors}\n{text}"
-    assert report.visible_rate >= 0.8, f"{name}: only {report.visible_rate:.0%} caught by visible tests\n{text}"
+    assert not survivors, f"{name}: mutants that lose no points: {survivors} {where}\n{text}"
+    assert report.visible_rate >= 0.8, f"{name}: only {report.visible_rate:.0%} caught by visible tests {where}\n{text}"
     costly = [r.mutant.name for r in report.results if not r.costs_once]
-    assert not costly, f"{name}: mistakes that do not cost exactly their own test cell: {costly}\n{text}"
+    assert not costly, f"{name}: mistakes that do not cost exactly their own test cell: {costly} {where}\n{text}"

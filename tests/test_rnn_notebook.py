@@ -18,7 +18,7 @@ from lmcourse.notebook_runner import solution_namespace
 from .conftest import ROOT
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("rnn-notebook")
+pytestmark = [pytest.mark.xdist_group("rnn-notebook"), pytest.mark.slow]
 
 NAME = "02_rnn"
 MASTER = ROOT / "autograder" / "masters" / f"{NAME}.py"

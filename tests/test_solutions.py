@@ -13,6 +13,7 @@ from .conftest import NOTEBOOKS, ROOT
 CPU_PROFILE_IN_CI = {"01_ngram": 120}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_solution_runs_in_tiny_profile(name, tmp_path):
     start = time.perf_counter()

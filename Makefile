@@ -34,7 +34,7 @@ solutions: setup          ## run every solution notebook headlessly (TIMEOUT=s p
 	$(BIN)/lmcourse solutions --out build/executed $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 test: setup               ## lint, then the whole test suite (what CI runs)
-	$(BIN)/ruff check lmcourse tests bench
+	$(BIN)/ruff check lmcourse tests bench autograder/masters autograder/mutants autograder/alternatives
 	$(PYTEST)
 
 test-quick: setup         ## the tests not marked slow
@@ -50,9 +50,10 @@ grade: setup              ## make grade ASSIGNMENT=01_ngram SUBMISSIONS=path/to/
 doctor: setup             ## versions, device, threads, sandbox, disk, kernel, corpus; what to fix
 	$(BIN)/lmcourse doctor
 
-bench: setup              ## benchmarks that print figures
-	$(BIN)/python bench/bench_ngram.py
-	$(BIN)/python bench/bench_gpt.py
+# every bench/bench_*.py at full size, in turn (attention, decode, gpt, grade, ngram, train today): each
+# prints its figures and asserts nothing; see each file's docstring for what it measures and its options
+bench: setup              ## run every benchmark in bench/ (full size: tens of minutes on a laptop)
+	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
 clean:                    ## remove build/ (never your work/ folder)
 	rm -rf build .pytest_cache

@@ -19,7 +19,8 @@ PROFILES = ("tiny", "cpu", "gpu")
 
 @dataclass(frozen=True)
 class Profile:
-    """Sizes a notebook may read. Notebooks add their own fields via ``extra``."""
+    """Sizes a notebook may read (``rt.profile``). The fields are fixed; a notebook that needs sizes
+    of its own keeps a small table keyed by :attr:`name` (06's ``SIZES[P.name]``, say)."""
 
     name: str  # "tiny" | "cpu" | "gpu"
     max_sentences: int | None  # cap on corpus sentences used by counting notebooks (None = all)

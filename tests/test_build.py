@@ -3,9 +3,10 @@
 import json
 import re
 
+import nbformat
 import pytest
 
-from lmcourse.grading.build import MasterError, build, master_to_source
+from lmcourse.grading.build import MasterError, build, check_stubs, master_to_source
 
 from .conftest import NOTEBOOKS, ROOT
 
@@ -60,7 +61,7 @@ def test_student_notebook_shape(name):
     assert answers and tests
     for c in answers:
         if c["cell_type"] == "code":
-            assert "raise NotImplementedError()" in "".join(c["source"])
+            assert "raise NotImplementedError(" in "".join(c["source"])
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
 
 
@@ -85,3 +86,54 @@ def test_malformed_master_is_refused_with_the_cell_named(tmp_path):
     bad.write_text('# %% solution="a"\nx = 1\n\n# %% solution="a"\ny = 2\n')
     with pytest.raises(MasterError, match="used twice"):
         master_to_source(bad)
+
+
+_STUB = re.compile(r'raise NotImplementedError\("(?:Exercise (\d+): write ([\w.]+) here|set (answer_\w+) to your '
+                   r'answer\'s letter here), then run the test cell below"\)')
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_stub_names_an_exercise_that_exists(name):
+    """An unfilled answer says which exercise it is (the last `### Exercise N` heading above it)
+    and what to write there (a def/class of that cell), or which answer_ variable to set."""
+    cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    exercise, seen = None, 0
+    for i, c in enumerate(cells):
+        text = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            found = re.findall(r"^#+\s+Exercise (\d+)\b", text, flags=re.M)
+            exercise = found[-1] if found else exercise
+            continue
+        lines = [line for line in text.splitlines() if "raise NotImplementedError" in line]
+        if not c["metadata"].get("nbgrader", {}).get("solution"):
+            assert not any(line.lstrip().startswith("raise NotImplementedError(") for line in lines), (
+                f"{name}: a stub outside an answer cell: {lines}")
+            continue
+        assert lines, f"{name}: answer cell {c['metadata']['nbgrader']['grade_id']} has no stub"
+        for line in lines:
+            m = _STUB.fullmatch(line.strip())
+            assert m, f"{name}: a stub that names no exercise: {line.strip()}"
+            seen += 1
+            number, what, answer = m.groups()
+            if answer:
+                test_cell = "".join(cells[i + 1]["source"])
+                assert answer in test_cell, f"{name}: {answer} is not what the next test cell checks"
+                continue
+            assert number == exercise, (
+                f"{name}: a stub for {what} says Exercise {number}; the heading above is {exercise}")
+            *outer, inner = what.split(".")
+            for part in (*outer, inner):
+                assert re.search(rf"^\s*(?:def|class)\s+{re.escape(part)}\b", text, flags=re.M), (
+                    f"{name}: Exercise {number}'s stub names {what}, which its cell does not define")
+    assert seen
+
+
+def test_a_stub_without_an_exercise_is_refused():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()")
+    cell.metadata["nbgrader"] = {"grade_id": "f", "solution": True}
+    nb.cells.append(cell)
+    with pytest.raises(MasterError, match=r"99_x, answer 'f': its stub does not name an exercise"):
+        check_stubs(nb, "99_x")
+    cell.source = 'def f():\n    raise NotImplementedError("Exercise 1: write f here, then run the test cell below")'
+    check_stubs(nb, "99_x")

@@ -18,6 +18,11 @@ From the masters, :func:`build` writes
 2. ``notebooks/NN_name.ipynb`` — the student notebook, from ``nbgrader generate_assignment``;
 3. ``solutions/NN_name.ipynb`` — solutions and all tests, markers removed.
 
+A stub in the student notebook names its exercise and what to write
+(``raise NotImplementedError("Exercise 2: write count_ngrams here, then run the test cell below")``,
+made by ``autograder/nbgrader_config.py``, so the grader's release has the same);
+:func:`check_stubs` refuses a master whose answer cell has no ``### Exercise N`` heading above it.
+
 The output is a pure function of the masters: cell ids are derived from positions and
 grade ids, and notebooks are written with sorted keys, so rebuilding never shows a diff.
 """
@@ -131,6 +136,30 @@ def _write(nb: nbformat.NotebookNode, path: Path) -> None:
     path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
 
 
+STUB_RE = re.compile(r"raise NotImplementedError\((.*)\)")
+_NAMED_STUB_RE = re.compile(r'"(Exercise \d+[a-z]?: write [\w.]+ here|set answer_\w+ to your answer\'s letter here), '
+                            r'then run the test cell below"')
+
+
+def check_stubs(release: nbformat.NotebookNode, name: str) -> None:
+    """Every code stub of the released notebook says which exercise it is and what to write
+    (``autograder/nbgrader_config.py``'s ``NamedStubs``); a solution region with no
+    ``### Exercise N`` heading above it is refused, naming the cell."""
+    for cell in release.cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        gid = cell.metadata["nbgrader"]["grade_id"]
+        stubs = STUB_RE.findall(cell.source)
+        if not stubs:
+            raise MasterError(f"{name}, answer {gid!r}: no stub in the student notebook (is the "
+                              "ClearSolutions preprocessor of autograder/nbgrader_config.py in use?)")
+        for args in stubs:
+            if not _NAMED_STUB_RE.fullmatch(args):
+                raise MasterError(f"{name}, answer {gid!r}: its stub does not name an exercise "
+                                  f"(NotImplementedError({args})): put the answer cell under a "
+                                  "'### Exercise N — ...' heading, inside the def/class it asks for")
+
+
 def _normalise_release(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
     return nb
@@ -158,6 +187,7 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
             written.append(out / "autograder" / "source" / name / f"{name}.ipynb")
             run_nbgrader(["generate_assignment", name, "--force", "--log-level=WARN"], course)
             release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
+            check_stubs(release, name)
             _write(_normalise_release(release), out / "notebooks" / f"{name}.ipynb")
             _write(source_to_solution(src), out / "solutions" / f"{name}.ipynb")
             written += [out / "notebooks" / f"{name}.ipynb", out / "solutions" / f"{name}.ipynb"]

@@ -137,9 +137,6 @@ def apply_temperature(logits, tau):
 
 
 # %% tests="apply_temperature_tests" points=1
-import contextlib
-import sys
-
 import torch
 
 import lmcourse.checks
@@ -150,18 +147,13 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
     """Within the block the reference decoding code (but the stand-ins in `allowed`), 05's sampler and
     transformers' generation code are refused; importing transformers is noticed too."""
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 _s = torch.tensor([[2.0, -1.0, 0.5, float("-inf")], [0.0, 3.0, -2.0, 1.0]])
@@ -246,9 +238,6 @@ def top_k_filter(logits, k):
 
 
 # %% tests="top_k_filter_tests" points=2
-import contextlib
-import sys
-
 import torch
 
 import lmcourse.checks
@@ -259,16 +248,11 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 _inf = float("-inf")
@@ -336,9 +320,7 @@ def top_p_filter(logits, p):
 
 
 # %% tests="top_p_filter_tests" points=2
-import contextlib
 import math
-import sys
 
 import torch
 
@@ -350,16 +332,11 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 def _expected_top_p(row, p):
@@ -429,9 +406,7 @@ def epsilon_filter(logits, eps):
 
 
 # %% tests="epsilon_filter_tests" points=1
-import contextlib
 import math
-import sys
 
 import torch
 
@@ -443,16 +418,11 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 _inf = float("-inf")
@@ -547,9 +517,7 @@ def greedy_next(logits):
 
 
 # %% tests="next_token_tests" points=2
-import contextlib
 import math
-import sys
 
 import torch
 
@@ -561,16 +529,11 @@ from lmcourse.checks import call_checked, check, check_close, check_equal, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 _inf = float("-inf")
@@ -661,7 +624,6 @@ def generate(model, prompt, max_new_tokens, filters=(), generator=None):
 import contextlib
 import functools
 import math
-import sys
 from types import SimpleNamespace
 
 import torch
@@ -676,16 +638,11 @@ _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gp
 _ref = lmcourse.decoding
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 @contextlib.contextmanager
@@ -890,9 +847,7 @@ def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eo
 
 
 # %% tests="beam_search_tests" points=4
-import contextlib
 import math
-import sys
 from types import SimpleNamespace
 
 import torch
@@ -906,16 +861,11 @@ from lmcourse.checks import call_checked, check, check_close, check_equal, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 class _Table(nn.Module):
@@ -1198,7 +1148,6 @@ def cached_forward(model, idx, cache=None):
 
 # %% tests="cached_forward_tests" points=4
 import contextlib
-import sys
 
 import torch
 
@@ -1213,16 +1162,11 @@ from lmcourse.checks import call_checked, check, check_equal, check_shape, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 @contextlib.contextmanager
@@ -1357,7 +1301,6 @@ def generate_cached(model, prompt, max_new_tokens, filters=(), generator=None):
 
 # %% tests="generate_cached_tests" points=2
 import contextlib
-import sys
 
 import torch
 
@@ -1371,16 +1314,11 @@ _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gp
 _ref = lmcourse.decoding
 
 
-@contextlib.contextmanager
 def _rules(*allowed):
-    banned = [f for f in lmcourse.decoding.REFERENCE if f not in allowed]
-    banned += [lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate]
-    banned += [sys.modules[m] for m in ("transformers.generation.logits_process", "transformers.generation.utils")
-               if m in sys.modules]
-    had = "transformers" in sys.modules
-    with lmcourse.checks.forbid_calls(*banned, reason=_rule):
-        yield
-    check(had or "transformers" not in sys.modules, f"your code imported transformers: {_rule}")
+    return lmcourse.checks.forbid_references(
+        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
+        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
+        packages=("transformers",), reason=_rule)
 
 
 _fed = []

@@ -1,0 +1,44 @@
+"""`forbid_references`: a test cell's rules in one call (the references but its own stand-ins, the
+modules of a library already imported, and a library imported inside the block)."""
+
+import sys
+import types
+
+import pytest
+
+from lmcourse.checks import CheckFailed, forbid_references
+
+
+def _module(name: str) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    exec("def ref(x):\n    return x + 1\ndef stand_in(x):\n    return x * 2\n", mod.__dict__)
+    return mod
+
+
+def test_references_are_refused_but_the_allowed_stand_ins():
+    mod = _module("refs")
+    with forbid_references(mod.ref, mod.stand_in, allowed=(mod.stand_in,), reason="yours, please"):
+        assert mod.stand_in(3) == 6
+    with pytest.raises(CheckFailed, match="your code called ref: yours, please"):
+        with forbid_references(mod.ref, mod.stand_in, allowed=(mod.stand_in,), reason="yours, please"):
+            mod.ref(1)
+    # outside the block everything runs again
+    assert mod.ref(1) == 2
+
+
+def test_an_imported_module_is_refused_and_a_missing_one_is_skipped(monkeypatch):
+    lib = _module("lib_for_test.generation")
+    monkeypatch.setitem(sys.modules, "lib_for_test.generation", lib)
+    with pytest.raises(CheckFailed, match="your code called"):
+        with forbid_references(modules=("lib_for_test.generation", "not_imported.anywhere"), reason="r"):
+            lib.ref(1)
+
+
+def test_a_package_first_imported_inside_the_block_fails_on_exit(monkeypatch):
+    monkeypatch.delitem(sys.modules, "pkg_for_test", raising=False)
+    with pytest.raises(CheckFailed, match="your code imported pkg_for_test: no libraries"):
+        with forbid_references(packages=("pkg_for_test",), reason="no libraries"):
+            monkeypatch.setitem(sys.modules, "pkg_for_test", _module("pkg_for_test"))
+    # imported before the block: nothing to say
+    with forbid_references(packages=("pkg_for_test",), reason="no libraries"):
+        pass

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _cmd_build(args) -> int:
-    from .grading.build import MasterError, build
+    from .authoring.build import MasterError, build
 
     try:
         build(names=args.names or None)

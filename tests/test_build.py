@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from lmcourse.grading.build import MasterError, build, check_stubs, master_to_source
+from lmcourse.authoring.build import MasterError, build, check_stubs, master_to_source
 
 from .conftest import NOTEBOOKS, ROOT
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import nbformat
 
-from ..grading.build import MARKER_RE
 from ..grading.nbgrader_cli import run_nbgrader
 from ..paths import repo_root
+from .build import MARKER_RE
 
 
 @dataclass

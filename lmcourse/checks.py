@@ -21,8 +21,11 @@ uses (this module, ``math``, ``builtins``, ``torch``) before it decides.
 from __future__ import annotations
 
 import contextlib
+import linecache
 import math
+import os
 import sys
+import sysconfig
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +35,56 @@ _audit = sys.audit      # bound at import: the guard's cue that a verdict is abo
 
 class CheckFailed(AssertionError):
     """A check in a test cell failed; the message says what to look at."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (JupyterLab, nbclient, nbgrader) shows for a failed check: the message
+        first, then the lines of the notebook's own code that led to it, without this module's
+        frames. It never raises (IPython would then print no error output) and decides nothing:
+        the error output is there whatever it returns, and nbgrader scores by that output. The
+        method is part of this module's classes, which the grader's guard verifies and restores."""
+        head = f"\x1b[31m{_type_name(type(self))}\x1b[0m"
+        try:
+            head += f": {BaseException.__str__(self)}"
+            return [head, *_where(self.__traceback__), *_cause(self)]
+        except BaseException:  # noqa: BLE001 (a broken environment: the message alone)
+            return [head]
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARY = tuple({os.path.dirname(os.__file__) + os.sep, _HERE,        # the standard library, lmcourse,
+                  *(sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib"))})
+_getline = linecache.getline
+
+
+def _where(tb) -> list[str]:
+    """One line per frame of the notebook's own code (cells, the student's modules) in ``tb``,
+    outermost first: ``Cell In[5], line 3: check_equal(...)``; library frames are left out."""
+    ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    out = []
+    while tb is not None:
+        filename, lineno = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        tb = tb.tb_next
+        if type(filename) is not str or filename.startswith(_LIBRARY) or filename.startswith("<frozen "):
+            continue
+        label = None
+        name_of = getattr(getattr(ip, "compile", None), "format_code_name", None)   # IPython >= 8
+        if name_of is not None:
+            named = name_of(filename)
+            label = f"{named[0]} {named[1]}" if named else None
+        line = _getline(filename, lineno).strip()
+        out.append(f"    {label or 'File ' + filename}, line {lineno}" + (f": {line}" if line else ""))
+    return out
+
+
+def _cause(exc: BaseException) -> list[str]:
+    """The traceback of the error that :func:`call_checked` turned into this failure (where in
+    the student's code it was raised), as IPython shows it."""
+    cause = exc.__cause__
+    ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if cause is None or getattr(ip, "InteractiveTB", None) is None:
+        return []
+    return ["", "The error came from here:",
+            *ip.InteractiveTB.structured_traceback(type(cause), cause, cause.__traceback__)]
 
 
 def _fail(msg: str, hint: str | None) -> None:

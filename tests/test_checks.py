@@ -96,3 +96,67 @@ def test_messages_show_plain_containers_not_placeholders():
     with pytest.raises(CheckFailed) as err:   # read through list's own methods, never the subclass's
         check_equal(Sneaky([1]), [2], "x")
     assert "RuntimeError" not in str(err.value)
+
+
+# ---- what a student sees: a failed check rendered by IPython (a real kernel, as in JupyterLab)
+
+_RENDER_CELLS = [
+    "from lmcourse.checks import CheckFailed, call_checked, check_equal",
+    "def f(x):\n    return x + 1\n\ncheck_equal(f(1), 3, 'f(1)', hint='add one')",
+    "def g(x):\n    return {}[x]\n\ncall_checked(g, 3, hint='look it up')",
+    # the student breaks what the renderer reads: the message still comes, with an error output
+    "import linecache\nlinecache.getlines = lambda *a, **k: 1 / 0\ncheck_equal(1, 2, 'one')",
+    # or empties the renderer: nbgrader still sees the error output and gives no points
+    "CheckFailed._render_traceback_ = lambda self: []\ncheck_equal(1, 2, 'one')",
+]
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in _RENDER_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for i, cell in enumerate(nb.cells[1:], 1):
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": f"t{i}", "points": 1, "solution": False,
+                                     "locked": True, "schema_version": 3}
+    NotebookClient(nb, timeout=60, allow_errors=True).execute()
+    return nb.cells
+
+
+def _error(cell):
+    import re
+
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    assert len(errors) == 1, cell.outputs
+    return errors[0], [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in "\n".join(errors[0].traceback).split("\n")]
+
+
+def test_a_failed_check_shows_its_message_first_and_no_checks_frame(rendered):
+    err, lines = _error(rendered[1])
+    assert (err.ename, err.evalue) == ("CheckFailed", "f(1) is 2, expected 3 — add one")
+    assert lines[0] == "CheckFailed: f(1) is 2, expected 3 — add one", lines
+    assert lines[1] == "    Cell In[2], line 4: check_equal(f(1), 3, 'f(1)', hint='add one')", lines
+    assert len(lines) == 2, lines
+    assert not any("checks.py" in line for line in lines)
+
+
+def test_a_failed_call_shows_the_message_then_where_the_student_code_raised(rendered):
+    _, lines = _error(rendered[2])
+    assert lines[0] == "CheckFailed: g(...) raised KeyError: 3 — look it up", lines
+    assert lines[1].startswith("    Cell In[3], line 4: call_checked(g, 3"), lines
+    text = "\n".join(lines)
+    assert "Cell In[3], line 2, in g(x)" in text and "return {}[x]" in text, text
+    assert "checks.py" not in text
+
+
+def test_a_broken_renderer_cannot_hide_a_failure(rendered):
+    from nbgrader.utils import determine_grade
+
+    _, lines = _error(rendered[3])
+    assert lines == ["CheckFailed: one is 1, expected 2"], lines        # the message alone
+    err, lines = _error(rendered[4])                                       # an empty traceback ...
+    assert err.ename == "CheckFailed" and err.traceback == []
+    for cell in rendered[1:]:                                              # ... is still an error
+        assert determine_grade(cell) == (0, 1)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -156,9 +159,87 @@ class Runtime:
         return f"device={self.device} profile={self.profile.name} seed={self.seed} cpu_threads={self.threads}"
 
 
+NOTEBOOK_ENV = "JPY_SESSION_NAME"     # the notebook's path, set by jupyter_server for its kernels
+_EXERCISE_RE = re.compile(r"^#{1,6}\s+(Exercise\s+\d+[a-z]?\b.*?)\s*$", re.M)
+_DEFINES_RE = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
+_ANSWER_RE = re.compile(r'raise NotImplementedError\("set (answer_\w+) to')
+
+
+def notebook_path() -> Path | None:
+    """The notebook this kernel runs, where the front end says (JupyterLab: ``JPY_SESSION_NAME``)."""
+    name = os.environ.get(NOTEBOOK_ENV, "")
+    if not name.endswith(".ipynb"):
+        return None
+    for path in (Path(name), Path.cwd() / Path(name).name):
+        if path.is_file():
+            return path
+    return None
+
+
+def exercise_names(notebook: Path) -> dict[str, str]:
+    """``{name: where}`` for what the notebook's answer cells define: a top-level ``def`` /
+    ``class`` gives the ``### Exercise N — ...`` heading above it, an ``answer_...`` variable
+    its multiple-choice cell."""
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    names, heading = {}, None
+    for cell in cells:
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            found = _EXERCISE_RE.findall(text)
+            heading = found[-1] if found else heading
+        elif cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            for name in _DEFINES_RE.findall(text):
+                if heading:
+                    names.setdefault(name, heading)
+            for name in _ANSWER_RE.findall(text):
+                names.setdefault(name, "its answer cell, just above its test cell")
+    return names
+
+
+def name_error_hint(name: str, notebook: Path | None) -> str | None:
+    """The line added to a ``NameError`` for one of the notebook's exercise names, or None."""
+    where = exercise_names(notebook).get(name) if notebook is not None else None
+    if where is None:
+        return None
+    return (f"`{name}` is defined in {where}: run that cell first "
+            "(Run > Run All Above Selected Cell), and look at its output if it fails")
+
+
+def _name_error_handler(notebook: Path):
+    def handler(shell, etype, value, tb, tb_offset=None):
+        # the error is shown, and fails the cell, as without this handler: only its text grows
+        try:
+            hint = name_error_hint(value.name, notebook) if type(value) is NameError else None
+            if hint and len(value.args) == 1 and isinstance(value.args[0], str):
+                value.args = (f"{value.args[0]}. {hint}",)
+        except Exception:  # noqa: BLE001 (a notebook that cannot be read: the plain NameError)
+            pass
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        return []
+    return handler
+
+
+def install_name_error_hints() -> bool:
+    """In a student's JupyterLab, a ``NameError`` for a name one of the notebook's exercises
+    defines says which exercise to run first. Never under nbgrader (validate or autograde: the
+    grader's guard allows no exception handler) and never over another handler."""
+    if is_autograding():
+        return False
+    ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    notebook = notebook_path()
+    if ip is None or notebook is None or getattr(ip, "custom_exceptions", ()) not in ((), (NameError,)):
+        return False
+    ip.set_custom_exc((NameError,), _name_error_handler(notebook))
+    return True
+
+
 def setup(seed: int = 0, quiet: bool = False) -> Runtime:
     """The first call of every notebook: seed everything and report device, profile, threads."""
     import torch
+
+    install_name_error_hints()
 
     seed_everything(seed)
     device = pick_device()

@@ -234,12 +234,13 @@ def _cmd_lab(args) -> int:
 
 def _cmd_grade(args) -> int:
     from .grading import sandbox
-    from .grading.grade import Limits, grade, summary, timing_table
+    from .grading.grade import grade, summary, timing_table
     from .grading.ingest import IngestError
+    from .grading.limits import Limits
+    from .grading.limits import flags as limit_flags
     from .paths import repo_root
 
-    limits = Limits(notebook_timeout=args.notebook_timeout, cell_timeout=args.cell_timeout,
-                    memory_mb=args.memory_mb, output_chars=args.output_chars, processes=args.processes)
+    limits = Limits(**{name: getattr(args, name) for name, *_ in limit_flags()})
     try:
         sandbox.choose(args.sandbox)
         sandbox.require()
@@ -310,13 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--out", default="build/grades", help="output folder (default: build/grades)")
     g.add_argument("-j", "--jobs", type=int, default=None, help="parallel workers (default: cores)")
     g.add_argument("--force", action="store_true", help="regrade submissions already graded")
-    g.add_argument("--notebook-timeout", type=float, default=600, help="whole notebook, s (600)")
-    g.add_argument("--cell-timeout", type=int, default=120, help="one cell, s (120)")
-    g.add_argument("--memory-mb", type=int, default=4096, help="memory cap per submission, MB (4096)")
-    g.add_argument("--output-chars", type=int, default=1_000_000,
-                   help="printed output kept per notebook, characters (1000000)")
-    g.add_argument("--processes", type=int, default=256,
-                   help="processes and threads per sandbox (RLIMIT_NPROC; 256)")
+    from .grading.limits import flags as limit_flags
+
+    for _, flag, kind, default, what in limit_flags():      # from the Limits fields
+        g.add_argument(flag, type=kind, default=default, help=f"{what} ({default:.15g})")
     g.add_argument("--gradebook", default="",
                    help="nbgrader gradebook to write the results into (default: the course's "
                         "autograder/gradebook.db; 'none' to skip)")

@@ -16,6 +16,7 @@ import os
 import re
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 import pytest
@@ -167,8 +168,17 @@ def tree_hash(folder: Path) -> str:
     return h.hexdigest()
 
 
+class Batch(NamedTuple):
+    """The graded catalogue: where it is, what it gave, how it was asked for."""
+    subs: Path                       # the submissions folder (nbgrader's submitted/ layout)
+    out: Path                        # the grader's --out folder
+    rows: dict[str, dict[str, str]]  # student -> its grades.csv row
+    before: str                      # tree_hash(subs) before grading
+    args: list[str]                  # the `lmcourse` command line that graded it
+
+
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+def batch(tmp_path_factory) -> Batch:
     out = tmp_path_factory.mktemp("grades")
     subs = write_batch(tmp_path_factory.mktemp("class"), out)
     before = tree_hash(subs)
@@ -180,7 +190,7 @@ def batch(tmp_path_factory):
             "--gradebook", str(course / "gradebook.db"), *SANDBOX]
     assert main(args) == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    return subs, out, rows, before, args
+    return Batch(subs, out, rows, before, args)
 
 
 EXPECTED = {   # student: (status, flags that must be present, score: exact / "<" full / None = 0)
@@ -211,7 +221,7 @@ if BWRAP:
 
 @pytest.mark.parametrize("student", sorted(EXPECTED))
 def test_catalogue(batch, student):
-    _, _, rows, _, _ = batch
+    rows = batch.rows
     status, flags, score = EXPECTED[student]
     row = rows[student]
     assert row["status"] == status, row
@@ -226,7 +236,7 @@ def test_catalogue(batch, student):
 
 
 def test_every_status_is_explained_and_clean_students_unflagged(batch):
-    _, _, rows, _, _ = batch
+    rows = batch.rows
     assert rows["correct"]["flags"] == "" and rows["wrong"]["flags"] == ""
     # the renamed copy of the correct notebook gets exactly the same per-test points
     tests = [k for k in rows["correct"] if k.endswith("_tests")]
@@ -234,7 +244,7 @@ def test_every_status_is_explained_and_clean_students_unflagged(batch):
 
 
 def test_specific_tests_lose_points(batch):
-    _, _, rows, _, _ = batch
+    rows = batch.rows
     assert rows["wrong"]["q1_tests"] == "0"
     assert rows["edited_tests"]["q1_tests"] == "0"      # the edit was undone
     assert rows["errors"]["mle_prob_tests"] == "0" and rows["errors"]["q1_tests"] == "0"
@@ -260,7 +270,7 @@ def test_specific_tests_lose_points(batch):
 
 
 def test_feedback_has_no_hidden_tests(batch):
-    _, out, rows, _, _ = batch
+    out, rows = batch.out, batch.rows
     hidden, inside = [], False
     for c in SOURCE.cells:
         for line in c.source.splitlines():
@@ -282,7 +292,7 @@ def test_feedback_has_no_hidden_tests(batch):
 
 
 def test_originals_untouched_and_rerun_is_idempotent(batch):
-    subs, out, rows, before, args = batch
+    subs, out, rows, before, args = batch.subs, batch.out, batch.rows, batch.before, batch.args
     assert tree_hash(subs) == before
     results = {p.name: p.read_text() for p in (out / "results").glob("*.json")}
     assert main(args) == 0                         # no --force: everything comes from the cache
@@ -318,7 +328,7 @@ def test_zip_traversal_refused(tmp_path):
 
 
 def test_results_cache_is_json(batch):
-    _, out, _, _, _ = batch
+    out = batch.out
     data = json.loads((out / "results" / "correct.json").read_text())
     assert data["status"] == "graded" and re.fullmatch(r"[0-9a-f]{64}", data["key"])
 
@@ -329,7 +339,7 @@ def _output_text(out: Path, student: str) -> str:
 
 
 def test_output_flood_is_capped(batch):
-    _, out, rows, _, _ = batch
+    out, rows = batch.out, batch.rows
     assert rows["flood"]["status"] == "graded"
     assert (out / "autograded" / "flood.ipynb").stat().st_size < 4_000_000
     assert (out / "feedback" / "flood.html").stat().st_size < 6_000_000
@@ -351,7 +361,7 @@ def test_whole_notebook_cap_kills_the_process_tree(batch):
 
 @needs_bwrap
 def test_sandbox_blocks_course_other_students_and_network(batch):
-    subs, out, rows, before, _ = batch
+    subs, out, rows, before = batch.subs, batch.out, batch.rows, batch.before
     text = _output_text(out, "snoop")
     lines = sorted(ln for ln in text.splitlines() if ln.startswith("SNOOP"))
     assert lines == sorted(["SNOOP read source blocked", "SNOOP read master blocked",
@@ -364,7 +374,7 @@ def test_sandbox_blocks_course_other_students_and_network(batch):
 
 
 def test_feedback_never_points_at_ta_files(batch):
-    _, out, _, _, _ = batch
+    out = batch.out
     for page in (out / "feedback").glob("*.html"):
         if page.stem == "snoop":      # its own code names those paths
             continue
@@ -375,7 +385,7 @@ def test_feedback_never_points_at_ta_files(batch):
 def test_results_land_in_the_gradebook(batch):
     from nbgrader.api import Gradebook
 
-    _, out, rows, _, args = batch
+    out, rows, args = batch.out, batch.rows, batch.args
     db = Path(args[args.index("--gradebook") + 1])
     with Gradebook(f"sqlite:///{db}") as gb:
         sub = gb.find_submission_notebook(A, A, "correct")
@@ -394,7 +404,7 @@ def test_results_land_in_the_gradebook(batch):
 
 def test_same_grades_with_one_worker(batch, tmp_path):
     """Determinism: a second run, serial, of part of the batch gives identical rows."""
-    _, _, rows, _, _ = batch
+    rows = batch.rows
     some = {"correct", "wrong", "errors", "monkeypatch", "shadow"}
     subs = write_batch(tmp_path / "class", only=some)
     out = tmp_path / "grades"
@@ -410,7 +420,7 @@ def test_fork_bomb_stopped_at_the_process_limit(batch):
     """Stopped by the process-table watchdog, not by the notebook cap (which would give
     status `timeout`; the kernel would otherwise stall until then), and nothing of it is left
     running. No wall-clock bound: on a loaded 2-core machine the forks themselves are slow."""
-    _, out, rows, _, _ = batch
+    rows = batch.rows
     assert rows["fork_bomb"]["status"] == "process-limit", rows["fork_bomb"]
     assert rows["fork_bomb"]["generate_tests"] == "2"          # graded before the bomb
     assert "process" in rows["fork_bomb"]["detail"]

@@ -39,6 +39,14 @@ How:
   off, so no student code (a handler, a finaliser) runs with the guard's frames on the stack.
 
 Residual risks are listed in ``README.md`` (TA section) and ``tests/test_forgery.py``.
+
+Why one module of about 960 lines: the grader side (``instrument``, ``guard_source``,
+``verify_log``, about 100 lines) and the kernel side (``install``) share one report format and
+one hook protocol, read together when either changes. ``install`` is most of the file and is one
+closure on purpose: every helper the hook calls is a local of ``install``, reachable only through
+the hook's frames (which are audited). Helpers at module level would be looked up through this
+module's globals at hook time, which student code can rebind (``lmcourse.grading.guard.X = ...``),
+so splitting ``install`` into module functions or modules would widen what the guard must defend.
 """
 
 from __future__ import annotations

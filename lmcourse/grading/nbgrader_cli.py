@@ -13,6 +13,14 @@ import sys
 from pathlib import Path
 
 
+def put_bin_on_path() -> None:
+    """The same for nbgrader called in-process (``Gradebook(...)`` runs ``alembic`` on a new
+    database): this environment's ``bin/`` onto ``os.environ["PATH"]`` unless it is there."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
 def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)

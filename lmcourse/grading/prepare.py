@@ -6,9 +6,10 @@
   (``tests-edited`` / ``locked-edited``) and a missing one (``tests-deleted`` /
   ``cells-deleted``) is put back at its place; the restored copy is graded anyway;
 - nbgrader metadata compared with the release (``metadata-edited``) and restored;
-- a grader-controlled preamble (seeds, output cap, the tamper guard of :mod:`.guard`) is
-  injected first, and a guard cell before and after every test cell that verifies and restores
-  the whole checking surface and writes a signed report the grader checks (``helpers-tampered``).
+- a grader-controlled preamble (:mod:`.preamble`: seeds, output cap, the tamper guard of
+  :mod:`.guard`) is injected first, and a guard cell before and after every test cell that
+  verifies and restores the whole checking surface and writes a signed report the grader checks
+  (``helpers-tampered``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from . import preamble
 from .guard import MARKER, guard_source, verify_log
 
 GUARD_TAG = "lmcourse_injected"
@@ -50,24 +52,10 @@ def _flag(p: Prepared, flag: str) -> None:
         p.flags.append(flag)
 
 
-PREAMBLE = r'''# Injected by lmcourse grade (not part of the assignment).
-def _lmcourse_install():
-    import lmcourse.grading.guard as g
-    print(g.MARKER, "key", g.install(SEED, OUTPUT_CAP, NONCE, HEAVY))
-_lmcourse_install()
-del _lmcourse_install
-'''
-
-
 def _injected(kind: str, source: str, gid: str | None = None, phase: str | None = None) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(source)
     cell.metadata[GUARD_TAG] = {"kind": kind, **({"test": gid, "phase": phase} if gid else {})}
     return cell
-
-
-def preamble_source(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
-    return (PREAMBLE.replace("SEED", str(int(seed))).replace("OUTPUT_CAP", str(int(output_cap)))
-            .replace("NONCE", repr(nonce)).replace("HEAVY", repr(bool(heavy))))
 
 
 def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
@@ -145,7 +133,7 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
     # injected cells: the preamble first, a guard before and after every auto-graded test cell
     nonce = secrets.token_hex(8)
     heavy = any("torch" in "".join(c.source) for c in release.cells)   # 01 needs no torch
-    final = [_injected("preamble", preamble_source(seed, output_cap, nonce, heavy))]
+    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, heavy))]
     for cell in cells:
         m = _meta(cell)
         test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")

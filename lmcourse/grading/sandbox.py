@@ -1,10 +1,16 @@
-"""Run one student's notebook in a sandbox and hand the executed notebook back.
+"""The host side of the sandbox: run one student's notebook in it and read the report back.
+
+This module is the grader's half (the bubblewrap command line, the sandbox's mode, the work
+folder, the process tree killed afterwards); :mod:`.sandbox_runner` is the program that runs
+inside the sandbox. It is over 300 lines because of this threat model, which belongs beside
+the code that enforces it.
 
 Threat model (what a student's code can do while its notebook is graded)
 -----------------------------------------------------------------------
 The grader (trusted) prepares the notebook outside, pipes it into a small runner
-(this file run as a script, ``python -I .../sandbox.py``) and reads the executed notebook back from the
-runner's stdout. The runner starts the student's kernel with nbclient, inside the sandbox.
+(:mod:`.sandbox_runner` run as a script, ``python -I .../sandbox_runner.py``) and reads the
+executed notebook back from the runner's stdout. The runner starts the student's kernel with
+nbclient, inside the sandbox.
 
 With **bubblewrap** (``bwrap`` on PATH and able to start; the default):
 - the filesystem is a fresh root holding only, read-only: the system (``/usr`` and its
@@ -56,12 +62,16 @@ import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-INSIDE = "/grade"             # the work folder's path inside the bubblewrap sandbox
+from . import sandbox_runner
+from .sandbox_runner import INSIDE
+
 UID_BASE = 100_000            # sandbox uids when the grader runs as root: see `command`
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
         "group", "fonts", "alternatives")
@@ -253,9 +263,9 @@ def prepare_work(work: Path, uid: int | None) -> None:
 
 def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
     """(argv, env, cwd) that runs the runner for the work folder ``work``."""
-    # the runner is this file run as a script (-I: no script folder, cwd or PYTHON* variables
-    # on its path): importing the lmcourse package would import numpy for nothing
-    runner = [sys.executable, "-I", str(Path(__file__).resolve())]
+    # the runner is a script (-I: no script folder, cwd or PYTHON* variables on its path):
+    # importing the lmcourse package would import numpy for nothing
+    runner = [sys.executable, "-I", str(Path(sandbox_runner.__file__).resolve())]
     if require()[0] == "bubblewrap":
         uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
         prepare_work(work, uid)
@@ -267,214 +277,71 @@ def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
     return [*runner, str(work)], _env(str(work)), str(work / "run")
 
 
-# ------------------------------------------------------------------ the runner (sandbox side)
-
-def _limit(memory_mb: int, nproc: int) -> None:
-    import resource
-
-    mem = int(memory_mb) * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-
-
-def _undumpable() -> None:
+def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int) -> tuple[dict | None, bool]:
+    """Pipe ``job`` into a runner in a fresh sandbox on ``work``; (its report, or None when it
+    sent none or more than ``max_bytes``; killed because it ran past ``timeout`` seconds).
+    The runner stops itself at the notebook cap; ``timeout`` is the backstop. Afterwards
+    everything left in the sandbox is killed."""
+    argv, env, cwd = command(work, slot)
+    with tempfile.TemporaryFile() as result:
+        t_popen = time.time()
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=result,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.stdin.write(json.dumps(job).encode())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            proc.wait(timeout=timeout)
+            killed = False
+        except subprocess.TimeoutExpired:
+            killed = True
+        t_exit = time.time()
+        kill_tree(proc)          # whatever the student left running dies now
+        t_killed = time.time()
+        result.seek(0)
+        data = result.read(max_bytes)
+    if killed or not data:
+        return None, killed
     try:
-        import ctypes
+        report = json.loads(data)
+    except ValueError:
+        return None, False
+    report.setdefault("stamps", {}).update(popen=t_popen, exited=t_exit, killed=t_killed, parsed=time.time())
+    return report, False
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
+
+# ------------------------------------------------------------------ the process tree
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the sandbox and every process below it (bwrap's pid namespace dies with it)."""
+    victims = _descendants(proc.pid) if Path("/proc").is_dir() else []
+    for target in [proc.pid, *victims]:
+        try:
+            os.kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
+    proc.wait()
 
 
-def _tasks() -> int:
-    """Processes and threads visible in /proc (in the sandbox: its own pid namespace)."""
-    n = 0
-    for entry in os.scandir("/proc"):
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                n += len(os.listdir(f"/proc/{entry.name}/task"))
-            except OSError:
-                pass
-    return n
-
-
-def _kill_all_but_me() -> None:
-    import signal
-
-    for _ in range(3):          # a fork bomb forks while it is being killed
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and int(entry.name) not in (1, os.getpid()):
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                except OSError:
-                    pass
-
-
-def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = False) -> dict:
-    import asyncio
-    import time
-
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    stamps["imports"] = time.time()
-
-    nb = nbformat.from_dict(job["nb"])
-    budget = {"left": int(job["output_chars"])}
-    guard_tag = job["guard_tag"]
-
-    class Client(NotebookClient):
-        """nbclient with a per-notebook output budget (guard cells always report)."""
-
-        def output(self, outs, msg, display_id, cell_index):
-            out = super().output(outs, msg, display_id, cell_index)
-            if out is None or not outs or outs[-1] is not out:
-                return out
-            size = len(json.dumps(out))
-            if guard_tag in self.nb.cells[cell_index].metadata and size < 20_000:
-                return out
-            if size > budget["left"]:
-                outs.pop()
-                if budget["left"] >= 0:
-                    outs.append(nbformat.v4.new_output(
-                        "stream", name="stdout", text="[output cut: the grader's output cap]\n"))
-                budget["left"] = -1
-                return None
-            budget["left"] -= size
-            return out
-
-    timeout_reply = {"ename": "CellTimeoutError", "evalue": f"cell ran past {job['cell_timeout']} s",
-                     "traceback": [f"CellTimeoutError: cell ran past {job['cell_timeout']} s"]}
-    client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True,
-                    error_on_timeout=timeout_reply, allow_errors=True, kernel_name="python3",
-                    record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
-                    extra_arguments=["--HistoryManager.enabled=False"],
-                    resources={"metadata": {"path": str(base / "run")}})
-    report = {"timed_out_cells": [], "died": None, "deadline": None, "process_limit": None}
-    end = time.monotonic() + float(job["notebook_timeout"])
-
-    bombed: asyncio.Event | None = None
-
-    async def watchdog():
-        """A fork bomb fills the process table; the kernel then cannot start a thread and
-        stalls. Near the limit, kill everything in the sandbox but bwrap's init and this
-        runner (the kernel dies: the cells not run score 0)."""
-        while True:
-            await asyncio.sleep(0.1)
-            if _tasks() >= int(job["nproc"]) - 4:
-                report["process_limit"] = _tasks()
-                _kill_all_but_me()
-                bombed.set()
-                return
-
-    async def main():
-        nonlocal bombed
-        bombed = asyncio.Event()
-        if sandboxed:
-            asyncio.get_running_loop().create_task(watchdog())
-        async with client.async_setup_kernel():
-            stamps["kernel"] = time.time()
-            for i, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                if i and "preamble" not in stamps:
-                    stamps["preamble"] = time.time()
-                left = end - time.monotonic()
-                if left <= 0:
-                    report["deadline"] = i
-                    return
-                started = time.monotonic()
-                run = asyncio.ensure_future(asyncio.wait_for(client.async_execute_cell(cell, i), left))
-                stop = asyncio.ensure_future(bombed.wait())
-                await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
-                stop.cancel()
-                if bombed.is_set():     # the kernel was killed: do not wait for nbclient to notice
-                    run.cancel()
-                    report["died"] = i
-                    return
-                try:
-                    await run
-                except asyncio.TimeoutError:
-                    report["deadline"] = i
-                    return
-                except DeadKernelError:
-                    if time.monotonic() >= end - 1:     # stopped at the cap, not a crash
-                        report["deadline"] = i
-                    else:
-                        report["died"] = i
-                    return
-                if time.monotonic() - started >= job["cell_timeout"]:
-                    # interrupted by nbclient: an error output, so a test cell scores 0
-                    report["timed_out_cells"].append(i)
-                    cell.outputs.append(nbformat.v4.new_output("error", **timeout_reply))
-            stamps["cells"] = time.time()
-
-    try:
-        asyncio.run(main())
-    except DeadKernelError:
-        report["died"] = report["died"] if report["died"] is not None else -1
-    except RuntimeError as exc:  # kernel failed to start, e.g. out of processes or memory
-        report["died"] = -1
-        report["error"] = str(exc)[:300]
-    stop = report["deadline"] if report["deadline"] is not None else report["died"]
-    if stop is not None:
-        # cells that never ran (or were cut off) must not look clean: nbgrader's rule gives
-        # full points to a test cell without an error output
-        why = ("the sandbox reached its process limit" if report["process_limit"] is not None else
-               "the kernel died" if report["died"] is not None else "the notebook time cap was reached")
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "code" and (stop < 0 or i >= stop):
-                cell.outputs.append(nbformat.v4.new_output(
-                    "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
-    stamps["shutdown"] = time.time()
-    report["nb"] = nb
-    try:     # the guard's signed reports (see guard.py); the grader checks them
-        with open(base / "run" / ".lmcourse-guard.log", "rb") as f:
-            report["guard_log"] = f.read(4 * 2**20).decode("utf-8", "replace")
-    except OSError:
-        report["guard_log"] = ""
-    return report
-
-
-def runner_main(argv: list[str]) -> int:
-    import time
-
-    stamps = {"start": time.time()}
-    # jsonschema (via nbformat) would import rfc3987_syntax, which builds a grammar for about a
-    # second of CPU per submission; the runner never validates URIs, so it is left out here.
-    sys.modules.setdefault("rfc3987_syntax", None)
-    base = Path(argv[0])
-    uid = next((int(a.split("=", 1)[1]) for a in argv[1:] if a.startswith("--uid=")), None)
-    if uid is not None:                  # root inside bwrap: become an unprivileged user
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    _undumpable()
-    job = json.loads(sys.stdin.buffer.read())
-    os.close(0)
-    result_fd = os.dup(1)                # not inheritable: the kernel never gets it
-    log = os.open(str(base / "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    os.chdir(base / "run")
-    _limit(job["memory_mb"], job["nproc"])
-    try:
-        # only in bubblewrap's pid namespace does /proc show just the sandbox
-        report = _run(job, base, stamps, sandboxed=str(base) == INSIDE)
-    except MemoryError:
-        report = {"died": -1, "error": "MemoryError in the runner", "nb": None}
-    except Exception as exc:  # noqa: BLE001 (report, never hang)
-        report = {"died": -1, "error": f"{type(exc).__name__}: {exc}"[:300], "nb": None}
-    report["stamps"] = stamps
-    data = json.dumps(report).encode()
-    with os.fdopen(result_fd, "wb") as out:
-        out.write(data)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(runner_main(sys.argv[1:]))
+                stat = (entry / "stat").read_text()
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out

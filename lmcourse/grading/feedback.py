@@ -1,0 +1,110 @@
+"""The student's feedback page: nbgrader's feedback template, rendered in-process, with the
+hidden tests taken out and then checked absent (a page that still quotes one is withheld)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import nbformat
+
+from .prepare import strip_injected
+
+if TYPE_CHECKING:
+    from .grade import Result, Template
+
+_local = threading.local()
+_IMG_NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.IGNORECASE)
+
+
+def as_released(nb, tpl: Template) -> None:
+    """In place: no injected cells, test cells shown as released (hidden tests removed), test
+    tracebacks reduced to their last line (a traceback quotes the failing hidden line)."""
+    strip_injected(nb)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+            cell.source = tpl.release_source.get(meta["grade_id"], "")
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error":
+                    o["traceback"] = [f"{o.get('ename', 'Error')}: {o.get('evalue', '')}"]
+
+
+def leaks(text: str, hidden: list[str]) -> list[str]:
+    """The hidden-test lines that appear verbatim in the page ``text`` (HTML entities decoded)."""
+    plain = html.unescape(text)
+    return [line for line in hidden if line in plain]
+
+
+def _exporter_class():
+    from nbconvert.exporters import HTMLExporter, TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class FeedbackExporter(HTMLExporter):
+        """nbconvert's HTMLExporter minus its BeautifulSoup pass over the finished page (which
+        only adds ``alt`` to images and ``tabindex`` to cells, and was most of the render time);
+        ``alt`` is added here by a regular expression."""
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            langinfo = nb.metadata.get("language_info", {})
+            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+            self.register_filter("highlight_code", self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            resources = self._init_resources(resources)
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            text, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return _IMG_NO_ALT.sub('<img alt="No description has been provided for this image"',
+                                   text), resources
+
+    return FeedbackExporter
+
+
+def _exporter():
+    """nbgrader's feedback page (its template), rendered in-process; one exporter per thread."""
+    if getattr(_local, "exporter", None) is None:
+        import nbgrader
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+        from traitlets.config import Config
+
+        base = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        c = Config()
+        c.HTMLExporter.template_name = "feedback"
+        c.HTMLExporter.extra_template_basedirs = [str(base / "templates")]
+        c.HTMLExporter.extra_template_paths = [str(base / "static" / "node_modules" / "bootstrap" /
+                                                   "dist" / "css")]
+        exp = _exporter_class()(config=c)
+        exp.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+        _local.exporter = exp
+    return _local.exporter
+
+
+def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
+    """``out/feedback/<student>.html`` for the executed notebook ``nb`` with ``res``'s scores,
+    and its path in ``res.feedback``; or, when the page would quote a hidden test, no page and
+    the flag ``feedback-withheld``."""
+    fb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    as_released(fb, tpl)
+    for cell in fb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"] = res.tests.get(meta["grade_id"])
+            meta["points"] = tpl.points.get(meta["grade_id"], 0.0)
+        if meta.get("solution") or meta.get("task"):
+            meta["comment"] = None
+    resources = {"nbgrader": {"notebook": tpl.assignment, "assignment": tpl.assignment,
+                              "student": res.student, "score": res.score, "max_score": res.max_score,
+                              "late_penalty": 0}}
+    text, _ = _exporter().from_notebook_node(fb, resources=resources)
+    if leaks(text, tpl.hidden_lines()):
+        res.flags.append("feedback-withheld")   # never hand out hidden tests
+        return
+    dest = out / "feedback" / f"{res.student}.html"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text, encoding="utf-8")
+    res.feedback = str(dest.relative_to(out))

@@ -1,0 +1,76 @@
+"""What a grading run prints and writes for the TA: ``grades.csv``, the summary table and the
+``--timings`` table."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .classify import STATUSES
+
+if TYPE_CHECKING:
+    from .grade import Result, Template
+
+
+def write_csv(results: list[Result], tpl: Template, path: Path) -> None:
+    """One row per student: score, status, flags, detail, then one column per grade cell."""
+    ids = [gid for gid, _, _ in tpl.grade_cells]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "assignment", "score", "max_score", "status", "flags", "detail", *ids])
+        for r in results:
+            w.writerow([r.student, r.assignment, f"{r.score:g}", f"{r.max_score:g}", r.status,
+                        ";".join(r.flags), r.detail,
+                        *["" if r.tests.get(g) is None else f"{r.tests[g]:g}" for g in ids]])
+
+
+def summary(results: list[Result]) -> str:
+    """The terminal table: one row per student, then the count of each status."""
+    rows = [("student", "score", "status", "flags")]
+    rows += [(r.student, f"{r.score:g}/{r.auto_max:g}", r.status, ",".join(r.flags) or "-") for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    manual = results[0].max_score - results[0].auto_max if results else 0
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) +
+                 f"  ({len(results)} submissions; {manual:g} more points are graded by hand)")
+    return "\n".join(lines)
+
+
+# runner stamps -> phases (``--timings``): each phase ends at its stamp, starts at the one before
+_PHASES = (("sandbox+python start", "start"), ("runner imports", "imports"), ("kernel start", "kernel"),
+           ("preamble cell", "preamble"), ("notebook cells", "cells"), ("kernel shutdown", "shutdown"),
+           ("runner: result out, exit", "exited"), ("process-tree kill", "killed"),
+           ("result parse", "parsed"))
+
+
+def phase_times(stamps: dict[str, float]) -> dict[str, float]:
+    """A run's phases in seconds from its timestamps (the runner's and the host's)."""
+    out, last = {}, stamps.get("popen")
+    for name, key in _PHASES:
+        if key in stamps and last is not None:
+            out[name] = round(stamps[key] - last, 3)
+            last = stamps[key]
+    return out
+
+
+def timing_table(results: list[Result], batch: dict[str, float]) -> str:
+    """``--timings``: per-submission phases (mean and total over the submissions graded in this
+    run), then the batch phases."""
+    fresh = [r for r in results if r.timings]
+    names: list[str] = []
+    for r in fresh:
+        names += [n for n in r.timings if n not in names]
+    lines = [f"timings ({len(fresh)} submissions run now; seconds)",
+             f"  {'phase':34s} {'mean':>7s} {'total':>8s}"]
+    for n in names:
+        vals = [r.timings[n] for r in fresh if n in r.timings]
+        lines.append(f"  {n:34s} {sum(vals) / len(vals):7.2f} {sum(vals):8.2f}")
+    if fresh:
+        tot = [r.seconds for r in fresh]
+        lines.append(f"  {'whole submission (in its worker)':34s} {sum(tot) / len(tot):7.2f} {sum(tot):8.2f}")
+    for n, v in batch.items():
+        lines.append(f"  batch: {n:48s} {v:8.2f}")
+    return "\n".join(lines)

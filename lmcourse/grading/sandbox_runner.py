@@ -1,0 +1,230 @@
+"""The runner: the program that executes one notebook inside the sandbox (see :mod:`.sandbox`
+for the host side and the threat model).
+
+It is run as a script, ``python -I .../sandbox_runner.py BASE [--uid=N]`` (``-I``: no script
+folder, working directory or ``PYTHON*`` variables on its path; importing the ``lmcourse``
+package would import numpy for nothing), so it imports only the standard library, nbformat and
+nbclient. It reads the job (notebook, limits) as JSON on stdin, drops to ``--uid`` when given,
+makes itself non-dumpable, sets the rlimits, runs the notebook with nbclient and writes the
+report (executed notebook, what stopped it, the guard log, timestamps) as JSON to a descriptor
+the kernel does not inherit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+INSIDE = "/grade"             # the work folder's path inside the bubblewrap sandbox
+
+def _limit(memory_mb: int, nproc: int) -> None:
+    import resource
+
+    mem = int(memory_mb) * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def _undumpable() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def _tasks() -> int:
+    """Processes and threads visible in /proc (in the sandbox: its own pid namespace)."""
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                n += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                pass
+    return n
+
+
+def _kill_all_but_me() -> None:
+    import signal
+
+    for _ in range(3):          # a fork bomb forks while it is being killed
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and int(entry.name) not in (1, os.getpid()):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = False) -> dict:
+    import asyncio
+    import time
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    stamps["imports"] = time.time()
+
+    nb = nbformat.from_dict(job["nb"])
+    budget = {"left": int(job["output_chars"])}
+    guard_tag = job["guard_tag"]
+
+    class Client(NotebookClient):
+        """nbclient with a per-notebook output budget (guard cells always report)."""
+
+        def output(self, outs, msg, display_id, cell_index):
+            out = super().output(outs, msg, display_id, cell_index)
+            if out is None or not outs or outs[-1] is not out:
+                return out
+            size = len(json.dumps(out))
+            if guard_tag in self.nb.cells[cell_index].metadata and size < 20_000:
+                return out
+            if size > budget["left"]:
+                outs.pop()
+                if budget["left"] >= 0:
+                    outs.append(nbformat.v4.new_output(
+                        "stream", name="stdout", text="[output cut: the grader's output cap]\n"))
+                budget["left"] = -1
+                return None
+            budget["left"] -= size
+            return out
+
+    timeout_reply = {"ename": "CellTimeoutError", "evalue": f"cell ran past {job['cell_timeout']} s",
+                     "traceback": [f"CellTimeoutError: cell ran past {job['cell_timeout']} s"]}
+    client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True,
+                    error_on_timeout=timeout_reply, allow_errors=True, kernel_name="python3",
+                    record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
+                    extra_arguments=["--HistoryManager.enabled=False"],
+                    resources={"metadata": {"path": str(base / "run")}})
+    report = {"timed_out_cells": [], "died": None, "deadline": None, "process_limit": None}
+    end = time.monotonic() + float(job["notebook_timeout"])
+
+    bombed: asyncio.Event | None = None
+
+    async def watchdog():
+        """A fork bomb fills the process table; the kernel then cannot start a thread and
+        stalls. Near the limit, kill everything in the sandbox but bwrap's init and this
+        runner (the kernel dies: the cells not run score 0)."""
+        while True:
+            await asyncio.sleep(0.1)
+            if _tasks() >= int(job["nproc"]) - 4:
+                report["process_limit"] = _tasks()
+                _kill_all_but_me()
+                bombed.set()
+                return
+
+    async def main():
+        nonlocal bombed
+        bombed = asyncio.Event()
+        if sandboxed:
+            asyncio.get_running_loop().create_task(watchdog())
+        async with client.async_setup_kernel():
+            stamps["kernel"] = time.time()
+            for i, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                if i and "preamble" not in stamps:
+                    stamps["preamble"] = time.time()
+                left = end - time.monotonic()
+                if left <= 0:
+                    report["deadline"] = i
+                    return
+                started = time.monotonic()
+                run = asyncio.ensure_future(asyncio.wait_for(client.async_execute_cell(cell, i), left))
+                stop = asyncio.ensure_future(bombed.wait())
+                await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if bombed.is_set():     # the kernel was killed: do not wait for nbclient to notice
+                    run.cancel()
+                    report["died"] = i
+                    return
+                try:
+                    await run
+                except asyncio.TimeoutError:
+                    report["deadline"] = i
+                    return
+                except DeadKernelError:
+                    if time.monotonic() >= end - 1:     # stopped at the cap, not a crash
+                        report["deadline"] = i
+                    else:
+                        report["died"] = i
+                    return
+                if time.monotonic() - started >= job["cell_timeout"]:
+                    # interrupted by nbclient: an error output, so a test cell scores 0
+                    report["timed_out_cells"].append(i)
+                    cell.outputs.append(nbformat.v4.new_output("error", **timeout_reply))
+            stamps["cells"] = time.time()
+
+    try:
+        asyncio.run(main())
+    except DeadKernelError:
+        report["died"] = report["died"] if report["died"] is not None else -1
+    except RuntimeError as exc:  # kernel failed to start, e.g. out of processes or memory
+        report["died"] = -1
+        report["error"] = str(exc)[:300]
+    stop = report["deadline"] if report["deadline"] is not None else report["died"]
+    if stop is not None:
+        # cells that never ran (or were cut off) must not look clean: nbgrader's rule gives
+        # full points to a test cell without an error output
+        why = ("the sandbox reached its process limit" if report["process_limit"] is not None else
+               "the kernel died" if report["died"] is not None else "the notebook time cap was reached")
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and (stop < 0 or i >= stop):
+                cell.outputs.append(nbformat.v4.new_output(
+                    "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
+    stamps["shutdown"] = time.time()
+    report["nb"] = nb
+    try:     # the guard's signed reports (see guard.py); the grader checks them
+        with open(base / "run" / ".lmcourse-guard.log", "rb") as f:
+            report["guard_log"] = f.read(4 * 2**20).decode("utf-8", "replace")
+    except OSError:
+        report["guard_log"] = ""
+    return report
+
+
+def runner_main(argv: list[str]) -> int:
+    import time
+
+    stamps = {"start": time.time()}
+    # jsonschema (via nbformat) would import rfc3987_syntax, which builds a grammar for about a
+    # second of CPU per submission; the runner never validates URIs, so it is left out here.
+    sys.modules.setdefault("rfc3987_syntax", None)
+    base = Path(argv[0])
+    uid = next((int(a.split("=", 1)[1]) for a in argv[1:] if a.startswith("--uid=")), None)
+    if uid is not None:                  # root inside bwrap: become an unprivileged user
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    _undumpable()
+    job = json.loads(sys.stdin.buffer.read())
+    os.close(0)
+    result_fd = os.dup(1)                # not inheritable: the kernel never gets it
+    log = os.open(str(base / "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(base / "run")
+    _limit(job["memory_mb"], job["nproc"])
+    try:
+        # only in bubblewrap's pid namespace does /proc show just the sandbox
+        report = _run(job, base, stamps, sandboxed=str(base) == INSIDE)
+    except MemoryError:
+        report = {"died": -1, "error": "MemoryError in the runner", "nb": None}
+    except Exception as exc:  # noqa: BLE001 (report, never hang)
+        report = {"died": -1, "error": f"{type(exc).__name__}: {exc}"[:300], "nb": None}
+    report["stamps"] = stamps
+    data = json.dumps(report).encode()
+    with os.fdopen(result_fd, "wb") as out:
+        out.write(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(runner_main(sys.argv[1:]))

@@ -1,0 +1,65 @@
+"""The assignment as the grader needs it, generated once per ``--out`` with nbgrader's
+``generate_assignment``: the release a submission is checked against, the source with the hidden
+tests, the grade cells and their points."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from ..paths import repo_root
+from .nbgrader_cli import run_nbgrader
+
+
+class Template:
+    """The assignment, generated once: course folder to copy, release, grade cells."""
+
+    def __init__(self, assignment: str, workdir: Path, root: Path | None = None):
+        root = Path(root or repo_root())
+        src = root / "autograder" / "source" / assignment / f"{assignment}.ipynb"
+        if not src.is_file():
+            raise FileNotFoundError(f"no source notebook {src} (is the assignment name right?)")
+        self.assignment = assignment
+        self.source_path = src
+        self.course = Path(workdir) / "template"
+        self.fingerprint = hashlib.sha256(src.read_bytes()).hexdigest()
+        released = self.course / "release" / assignment / f"{assignment}.ipynb"
+        stamp = self.course / "source.sha256"
+        if not (released.is_file() and stamp.is_file() and stamp.read_text() == self.fingerprint):
+            # built once per assignment version, reused by later runs into the same --out
+            if self.course.exists():
+                shutil.rmtree(self.course)
+            (self.course / "source" / assignment).mkdir(parents=True)
+            shutil.copy(root / "autograder" / "nbgrader_config.py", self.course / "nbgrader_config.py")
+            shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
+            run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
+            stamp.write_text(self.fingerprint)
+        self.source = nbformat.read(src, as_version=4)
+        self.release = nbformat.read(released, as_version=4)
+        self.grade_cells = [(c.metadata["nbgrader"]["grade_id"], c.cell_type,
+                             float(c.metadata["nbgrader"].get("points", 0)))
+                            for c in self.source.cells
+                            if c.metadata.get("nbgrader", {}).get("grade")]
+        self.points = {gid: p for gid, _, p in self.grade_cells}
+        self.max_score = sum(p for _, _, p in self.grade_cells)
+        self.release_source = {c.metadata["nbgrader"]["grade_id"]: c.source for c in self.release.cells
+                               if c.metadata.get("nbgrader", {}).get("grade_id")}
+        self.source_by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in self.source.cells
+                             if c.metadata.get("nbgrader", {}).get("grade_id")}
+
+    def hidden_lines(self) -> list[str]:
+        """Every non-trivial line of hidden-test source in the source notebook."""
+        lines, inside = [], False
+        for cell in self.source.cells:
+            for line in cell.source.splitlines():
+                s = line.strip()
+                if s.startswith("### BEGIN HIDDEN TESTS"):
+                    inside = True
+                elif s.startswith("### END HIDDEN TESTS"):
+                    inside = False
+                elif inside and len(s) >= 12 and not s.startswith("#"):
+                    lines.append(s)
+        return lines

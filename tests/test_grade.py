@@ -434,3 +434,18 @@ def _uid(proc: Path) -> int:
         return proc.stat().st_uid
     except OSError:
         return -1
+
+
+def test_grade_flags_default_to_the_limits(monkeypatch, tmp_path):
+    """`lmcourse grade`'s limit flags are made from `Limits`: no default typed twice."""
+    from lmcourse.grading import grade as grade_module
+    from lmcourse.grading.limits import Limits
+
+    seen = []
+    monkeypatch.setattr(grade_module, "grade", lambda src, asg, out, **kw: seen.append(kw["limits"]) or [])
+    common = ["grade", A, str(tmp_path), "--out", str(tmp_path / "out"), "--gradebook", "none", *SANDBOX]
+    assert main(common) == 0
+    assert main([*common, "--cell-timeout", "7", "--notebook-timeout", "9.5", "--memory-mb", "100",
+                 "--output-chars", "5", "--processes", "3"]) == 0
+    assert seen == [Limits(), Limits(notebook_timeout=9.5, cell_timeout=7, memory_mb=100, output_chars=5,
+                                     processes=3)]

@@ -26,7 +26,8 @@ from pathlib import Path
 import nbformat
 
 from lmcourse.authoring.course import TempCourse, perfect_submission
-from lmcourse.grading.grade import Template
+from lmcourse.grading.nbgrader_cli import put_bin_on_path
+from lmcourse.grading.template import Template
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +71,7 @@ def main() -> None:
         Template(A, tmp / "out")                         # generate_assignment: not timed
         from nbgrader.api import Gradebook
 
-        os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
+        put_bin_on_path()
         (tmp / "course").mkdir()
         with Gradebook(f"sqlite:///{tmp / 'course' / 'gradebook.db'}") as gb:   # (runs alembic)
             gb.update_or_create_assignment(A)

@@ -165,10 +165,13 @@ _DEFINES_RE = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
 _ANSWER_RE = re.compile(r'raise NotImplementedError\("set (answer_\w+) to')
 
 
-def notebook_path() -> Path | None:
-    """The notebook this kernel runs, where the front end says (JupyterLab: ``JPY_SESSION_NAME``)."""
+def notebook_path(user_ns: dict | None = None) -> Path | None:
+    """The notebook this kernel runs, where the front end says (JupyterLab: ``JPY_SESSION_NAME``;
+    VS Code: ``__vsc_ipynb_file__`` in the notebook's namespace)."""
     name = os.environ.get(NOTEBOOK_ENV, "")
-    if not name.endswith(".ipynb"):
+    if not name.endswith(".ipynb") and user_ns is not None:
+        name = user_ns.get("__vsc_ipynb_file__", "")
+    if type(name) is not str or not name.endswith(".ipynb"):
         return None
     for path in (Path(name), Path.cwd() / Path(name).name):
         if path.is_file():
@@ -228,7 +231,7 @@ def install_name_error_hints() -> bool:
     if is_autograding():
         return False
     ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    notebook = notebook_path()
+    notebook = notebook_path(getattr(ip, "user_ns", None))
     if ip is None or notebook is None or getattr(ip, "custom_exceptions", ()) not in ((), (NameError,)):
         return False
     ip.set_custom_exc((NameError,), _name_error_handler(notebook))

@@ -57,3 +57,16 @@ def test_a_name_error_names_the_exercise_to_run_first_but_not_under_nbgrader(tmp
     assert errors[2][0].evalue == "name 'not_a_course_name' is not defined"
     assert errors[3][0].evalue == "name 'count_ngrams' is not defined"   # the student's own choice
     assert errors[5][0].evalue == "name 'count_ngrams' is not defined"
+
+
+def test_the_notebook_is_found_as_jupyterlab_or_vs_code_names_it(tmp_path, monkeypatch):
+    nb = tmp_path / "01_ngram.ipynb"
+    nb.write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(runtime.NOTEBOOK_ENV, raising=False)
+    assert runtime.notebook_path() is None
+    assert runtime.notebook_path({"__vsc_ipynb_file__": str(nb)}) == nb                  # VS Code
+    monkeypatch.setenv(runtime.NOTEBOOK_ENV, "work/01_ngram.ipynb")                       # relative to the root
+    assert runtime.notebook_path() == tmp_path / "01_ngram.ipynb"                         # ... found in the cwd
+    monkeypatch.setenv(runtime.NOTEBOOK_ENV, "a-session-id")
+    assert runtime.notebook_path() is None

@@ -250,15 +250,29 @@ def _cmd_grade(args) -> int:
     print(f"sandbox: {sandbox.describe()}", file=sys.stderr)
     gradebook = (None if args.gradebook.lower() == "none" else
                  Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
+    from .grading.late import LateError
+    from .grading.roster import RosterError
+    from .grading.semester import ClassSetup, read_run
+
+    if args.student:   # a regrade keeps the last full run's roster, due time and late policy
+        run = read_run(Path(args.out))
+        for name in ("roster", "due", "late_policy"):
+            if getattr(args, name) is None and run.get(name):
+                setattr(args, name, run[name])
+                print(f"--{name.replace('_', '-')} {run[name]} (as in the last run)", file=sys.stderr)
     batch: dict[str, float] = {}
+    notes: list[str] = []
     try:
+        setup = ClassSetup.from_options(args.roster, args.due, args.late_policy)
         results = grade(Path(args.submissions), args.assignment, Path(args.out), jobs=args.jobs,
                         limits=limits, force=args.force, progress=not args.no_progress,
-                        gradebook=gradebook, timings=batch)
-    except (IngestError, FileNotFoundError) as exc:
+                        gradebook=gradebook, timings=batch, setup=setup, student=args.student, notes=notes)
+    except (IngestError, FileNotFoundError, LateError, RosterError, LookupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary(results))
+    for note in notes:
+        print(note)
     if args.timings:
         print(timing_table(results, batch), file=sys.stderr)
     print(f"wrote {Path(args.out) / 'grades.csv'} and feedback in {Path(args.out) / 'feedback'}/")
@@ -273,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         from .train_cli import main as train_main
 
         return train_main(argv[1:], prog="lmcourse train")
+    if argv[:2] == ["grade", "export"]:  # `lmcourse grade export`: its own parser (lmcourse.grading.export)
+        from .grading.export import main as export_main
+
+        return export_main(argv[2:])
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("train", help="train notebook 05's GPT bigger, on one process or under torchrun on many "
@@ -305,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
                      help="passed to jupyter lab, e.g. -- --ip 0.0.0.0 --no-browser --port 8888")
     lab.set_defaults(func=_cmd_lab)
-    g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv")
+    g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv "
+                                     "(then `lmcourse grade export`: Canvas / Moodle files, feedback bundle)")
     g.add_argument("assignment", help="e.g. 01_ngram")
     g.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")
     g.add_argument("--out", default="build/grades", help="output folder (default: build/grades)")
@@ -322,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="bubblewrap (default; grading refuses to start without it) or none: run "
                         "the students' code unsandboxed, for trusted submissions only (also "
                         "LMCOURSE_SANDBOX=none)")
+    g.add_argument("--roster", default=None, help="class list CSV: id,name,email,section,extension (students "
+                   "without a submission get a missing-notebook row; others are flagged not-on-roster)")
+    g.add_argument("--due", default=None, help="due time, ISO 8601 with its timezone, e.g. 2026-03-01T23:59+01:00")
+    g.add_argument("--late-policy", default=None,
+                   help="none (default), zero, or e.g. 10%%/day or 2%%/hour, optionally ,floor=50%% ,grace=15m")
+    g.add_argument("--student", default=None, metavar="ID",
+                   help="regrade this one student's submission; the others' results stay as they are")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--timings", action="store_true",
                    help="print where the time went (per-submission phases and batch phases)")

@@ -1,6 +1,7 @@
 """``lmcourse grade export`` on a grade run's files made here: a gradebook built with nbgrader's
 API holds the hand-graded points a TA would enter in formgrader; every file written is parsed
-back. (A real grade run followed by export and a one-student regrade is in test_grade_semester.py.)
+back; then one real grade run of a tiny Canvas class: roster, due time, late policy, hand grading,
+a one-student regrade and the export.
 """
 
 from __future__ import annotations
@@ -146,6 +147,116 @@ def test_a_page_with_hidden_lines_is_withheld(tmp_path):
     assert any("withheld" in w for w in summary["warnings"])
 
 
+def test_students_never_read_all_tests_passed():
+    """No student notebook, master, check helper or feedback code claims that *all* tests passed;
+    every student notebook says that hidden tests run at grading."""
+    import re
+
+    from .conftest import ROOT
+
+    claim = re.compile(r"all (the )?tests (have )?pass|tests passed|passed all (the )?tests|everything passe",
+                       re.IGNORECASE)
+    files = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert files
+    for f in [*files, *sorted((ROOT / "autograder" / "masters").glob("[0-9][0-9]_*.py")),
+              ROOT / "lmcourse" / "checks.py", *sorted((ROOT / "lmcourse" / "grading").glob("*.py"))]:
+        text = f.read_text(encoding="utf-8")
+        assert not claim.search(text), f"{f.name}: {claim.search(text)[0]!r}"
+    for f in files:
+        assert "hidden tests" in f.read_text(encoding="utf-8").lower(), f"{f.name} never says hidden tests run"
+
+
 def test_no_grade_run(tmp_path):
     with pytest.raises(ExportError, match="lmcourse grade"):
         export(tmp_path)
+
+
+# ---------------------------------------------------------------- one semester, for real
+
+def _class_zip(path: Path, students: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in students.items():
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.mark.slow  # real grading in the sandbox (two kernel runs)
+@pytest.mark.xdist_group("grader-batches")    # not beside test_grade's / test_forgery's batches
+def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
+    """A Canvas download graded with a roster, a due time and a late policy; hand grading in
+    the gradebook; one student's submission replaced and regraded alone; export. Two kernel
+    runs in all (the late student's notebook, then the regraded one)."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.cli import main
+    from lmcourse.grading import sandbox
+
+    from .conftest import ROOT
+
+    source = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)
+    student = nbformat.read(ROOT / "notebooks" / f"{A}.ipynb", as_version=4)
+    auto_max = sum(c.metadata["nbgrader"]["points"] for c in source.cells
+                   if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
+    good = perfect_submission(student, source)
+    wrong = perfect_submission(student, source)
+    next(c for c in wrong.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q1").source = "answer_q1 = 'A'\n"
+    files = {f"smithjane_1001_5001_{A}.ipynb": b"",                                # empty: invalid
+             f"doejohn_LATE_1002_5002_{A}-1.ipynb": nbformat.writes(wrong).encode(),   # late, resubmitted
+             f"mallorye_2001_5003_{A}.ipynb": b'{"cells": ['}                           # not on the roster
+    subs = _class_zip(tmp_path / "submissions.zip", files)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email,section,extension\n1001,Jane Smith,jane@example.edu,A,\n"
+                      "1002,John Doe,john@example.edu,B,\n1003,Ann Lee,ann@example.edu,A,2d\n")
+    out, db = tmp_path / "grades", tmp_path / "course" / "gradebook.db"
+    box = [] if sandbox.mode()[0] == "bubblewrap" else ["--sandbox", "none"]
+    common = ["--out", str(out), "-j", "2", "--notebook-timeout", "120", "--cell-timeout", "8",
+              "--memory-mb", "3072", "--no-progress", "--gradebook", str(db), *box]
+    assert main(["grade", A, str(subs), *common, "--roster", str(roster), "--due", "2026-03-01T23:59",
+                 "--late-policy", "10%/day"]) == 2                      # a due time without its timezone
+    assert "timezone" in capsys.readouterr().err
+    assert main(["grade", A, str(subs), *common, "--roster", str(roster), "--due", "2026-03-01T23:59+01:00",
+                 "--late-policy", "10%/day,floor=50%"]) == 0
+    rows = {r["student"]: r for r in read(out / "grades.csv")}
+    assert set(rows) == {"1001", "1002", "1003", "2001"}
+    assert (rows["1001"]["status"], rows["1001"]["name"], rows["1001"]["flags"]) == ("invalid-notebook",
+                                                                                     "Jane Smith", "")
+    r = rows["1002"]
+    assert float(r["score"]) == auto_max - 1 and {"late", "late-time-unknown"} <= set(r["flags"].split(";"))
+    assert r["penalty_pct"] == "10" and float(r["final_score"]) == pytest.approx((auto_max - 1) * 0.9)
+    assert rows["1003"]["status"] == "missing-notebook"
+    assert rows["2001"]["status"] == "invalid-notebook" and "not-on-roster" in rows["2001"]["flags"]
+    # the late student's feedback: each test's score and message, no hidden source, no "all tests passed"
+    page = (out / "feedback" / "1002.html").read_text()
+    assert "Score:" in page and "CheckFailed: answer_q1" in page and "all tests passed" not in page.lower()
+    # hand grading, as formgrader would store it
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.find_grade("q2", A, A, "1002").manual_score = 2
+        gb.db.commit()
+    before = {p.name: p.read_bytes() for p in (out / "results").glob("*.json")}
+    # 1001 sends a readable notebook; only that submission is regraded
+    files[f"smithjane_1001_5001_{A}.ipynb"] = nbformat.writes(good).encode()
+    _class_zip(subs, files)
+    capsys.readouterr()
+    assert main(["grade", A, str(subs), *common, "--student", "1001"]) == 0
+    said = capsys.readouterr().out
+    assert f"1001: 0/{auto_max:g} invalid-notebook -> {auto_max:g}/{auto_max:g} graded" in said, said
+    after = {p.name: p.read_bytes() for p in (out / "results").glob("*.json")}
+    assert {k: v for k, v in after.items() if k != "1001.json"} == {k: v for k, v in before.items()
+                                                                   if k != "1001.json"}
+    rows2 = {r["student"]: r for r in read(out / "grades.csv")}
+    assert rows2["1001"]["status"] == "graded" and float(rows2["1001"]["final_score"]) == auto_max
+    assert rows2["1002"] == rows["1002"] and rows2["2001"] == rows["2001"]     # roster and due time kept
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assert gb.find_grade("q2", A, A, "1002").manual_score == 2          # the others' hand grading kept
+        assert gb.find_submission_notebook(A, A, "1001").score == auto_max
+    # back to the LMS
+    assert main(["grade", "export", "--out", str(out), "--canvas-column", "Lab 1 (4411)"]) == 0
+    canvas = {r["ID"]: r for r in read(out / "export" / "canvas.csv") if r["ID"]}
+    assert float(canvas["1001"]["Lab 1 (4411)"]) == auto_max and canvas["1001"]["Student"] == "Jane Smith"
+    assert float(canvas["1002"]["Lab 1 (4411)"]) == pytest.approx((auto_max - 1 + 2) * 0.9)
+    assert canvas["1003"]["Lab 1 (4411)"] == "0"
+    moodle = {r["ID number"]: r for r in read(out / "export" / "moodle.csv")}
+    assert moodle["1002"]["Email address"] == "john@example.edu"
+    assert (out / "export" / "feedback" / "1002" / "feedback.html").is_file()

@@ -57,6 +57,7 @@ from .ingest import Submission, find_submissions
 from .limits import Limits
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
+from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
 from .template import Template
 
 __all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade", "grade_one",
@@ -81,6 +82,7 @@ class Result:
     seconds: float = 0.0
     key: str = ""
     timings: dict[str, float] = field(default_factory=dict)   # phase -> seconds (``--timings``)
+    extra: dict[str, str] = field(default_factory=dict)   # roster / late columns (:mod:`.semester`)
 
 
 # ---------------------------------------------------------------- one submission, in two stages
@@ -280,15 +282,25 @@ def _ensure_corpus() -> None:
 
 def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits: Limits | None = None,
           force: bool = False, progress: bool = True, keep_work: bool = False,
-          gradebook: Path | None = None, timings: dict[str, float] | None = None) -> list[Result]:
-    """Grade every submission in ``src``; ``timings`` (if given) receives the batch phases."""
+          gradebook: Path | None = None, timings: dict[str, float] | None = None,
+          setup: ClassSetup | None = None, student: str | None = None,
+          notes: list[str] | None = None) -> list[Result]:
+    """Grade every submission in ``src``; ``timings`` (if given) receives the batch phases.
+    ``setup``: roster, due time, late policy (:mod:`.semester`); ``student``: regrade that one
+    submission only (``notes`` receives what changed), the others' earlier results stay."""
     timings = {} if timings is None else timings
+    notes = [] if notes is None else notes
+    setup = ClassSetup() if setup is None else setup
     limits = Limits() if limits is None else limits
     sandbox.require()   # no quiet fallback: without bubblewrap the TA must say --sandbox none
     t = time.perf_counter()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    subs = find_submissions(Path(src), assignment, out / "input")
+    subs, marks = arrange(find_submissions(Path(src), assignment, out / "input"), setup)
+    lateness = assess_all(subs, setup)
+    todo, earlier = (subs, {}) if student is None else only_one(subs, student, out)
+    force = force or student is not None
+    before = [Result(**d) for d in filter(None, [cached(out, student)])] if student else []
     timings["find submissions"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     _ensure_corpus()
@@ -306,12 +318,12 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(subs), desc=f"grading {assignment}", unit="nb", file=sys.stderr)
+        bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="nb", file=sys.stderr)
     # `jobs` workers keep `jobs` sandboxes busy; one finisher thread scores, writes the
     # autograded copy and renders feedback for each run as it comes back, so a worker's slot
     # is free again as soon as its sandbox exits
     with ThreadPoolExecutor(max_workers=jobs) as pool, ThreadPoolExecutor(max_workers=1) as finisher:
-        running = [pool.submit(_run_stage, s, tpl, limits, out, force, keep_work, slots) for s in subs]
+        running = [pool.submit(_run_stage, s, tpl, limits, out, force, keep_work, slots) for s in todo]
         finishing = []
         for fut in as_completed(running):
             finishing.append(finisher.submit(_finish_stage, fut.result(), tpl, limits, out))
@@ -322,15 +334,19 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
             results[r.student] = r
     if bar is not None:
         bar.close()
+    results.update({sid: Result(**d) for sid, d in earlier.items()})
     ordered = [results[s.student] for s in subs]
+    notes += annotate(ordered + before, subs, marks, lateness)
+    notes += [change_line(before[0] if before else None, results[student])] if student else []
     if (out / "work").is_dir() and not any((out / "work").iterdir()):
         (out / "work").rmdir()
     timings["grading (wall, all workers)"] = round(time.perf_counter() - t, 3)
     write_csv(ordered, tpl, out / "grades.csv")
+    write_record(out, assignment, subs, setup, gradebook)
     if gradebook is not None:
         t = time.perf_counter()
         from .gradebook import write_gradebook  # imports nbgrader's preprocessors: only here
 
-        write_gradebook(ordered, tpl, out, Path(gradebook))
+        write_gradebook([r for r in ordered if r.student not in earlier], tpl, out, Path(gradebook))
         timings["gradebook write"] = round(time.perf_counter() - t, 3)
     return ordered

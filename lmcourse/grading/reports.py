@@ -13,22 +13,30 @@ if TYPE_CHECKING:
     from .grade import Result, Template
 
 
+# roster and deadline columns (:mod:`.semester`); ``score`` stays the raw autograded score
+EXTRA_COLUMNS = ("name", "submitted_at", "due", "late_hours", "penalty_pct", "penalty", "final_score")
+
+
 def write_csv(results: list[Result], tpl: Template, path: Path) -> None:
-    """One row per student: score, status, flags, detail, then one column per grade cell."""
+    """One row per student: score, status, flags, detail, name and late columns, then one
+    column per grade cell."""
     ids = [gid for gid, _, _ in tpl.grade_cells]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student", "assignment", "score", "max_score", "status", "flags", "detail", *ids])
+        w.writerow(["student", "assignment", "score", "max_score", "status", "flags", "detail", *EXTRA_COLUMNS,
+                    *ids])
         for r in results:
+            extra = {"penalty_pct": "0", "penalty": "0", "final_score": f"{r.score:g}", **r.extra}
             w.writerow([r.student, r.assignment, f"{r.score:g}", f"{r.max_score:g}", r.status,
-                        ";".join(r.flags), r.detail,
+                        ";".join(r.flags), r.detail, *[extra.get(c, "") for c in EXTRA_COLUMNS],
                         *["" if r.tests.get(g) is None else f"{r.tests[g]:g}" for g in ids]])
 
 
 def summary(results: list[Result]) -> str:
     """The terminal table: one row per student, then the count of each status."""
     rows = [("student", "score", "status", "flags")]
-    rows += [(r.student, f"{r.score:g}/{r.auto_max:g}", r.status, ",".join(r.flags) or "-") for r in results]
+    rows += [(r.student, f"{r.score:g}/{r.auto_max:g}" + (f" -{r.extra['penalty_pct']}%" if r.extra.get(
+              "penalty_pct", "0") != "0" else ""), r.status, ",".join(r.flags) or "-") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

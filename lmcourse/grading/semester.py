@@ -57,9 +57,12 @@ def assess_all(subs: list[Submission], setup: ClassSetup) -> dict[str, Lateness]
     return out
 
 
-def annotate(results, marks: dict[str, list[str]], lateness: dict[str, Lateness]) -> list[str]:
-    """In place on each result (``flags``, ``detail``, ``late``); returns batch notes for the
-    summary (e.g. that the format carries no submission times)."""
+def annotate(results, subs: list[Submission], marks: dict[str, list[str]],
+             lateness: dict[str, Lateness]) -> list[str]:
+    """In place on each result (``flags``, ``detail``, ``extra``: the name and late columns of
+    ``grades.csv``); returns batch notes for the summary (e.g. that the format carries no
+    submission times)."""
+    names = {s.student: s.name for s in subs}
     notes = []
     untimed = 0
     for r in results:
@@ -76,7 +79,7 @@ def annotate(results, marks: dict[str, list[str]], lateness: dict[str, Lateness]
             if late.note and late.late is not False and "no submission time" not in late.note:
                 r.detail = "; ".join(x for x in [r.detail, late.note] if x)
             untimed += "no submission time" in late.note
-        r.late = columns(late, r.score)
+        r.extra = {"name": names.get(r.student, ""), **columns(late, r.score)}
     if untimed:
         notes.append(f"{untimed} submissions carry no submission time (this download format has none): "
                      "no late penalty applied to them")
@@ -104,10 +107,39 @@ def read_run(out: Path) -> dict[str, str]:
         return {}
 
 
+def only_one(subs: list[Submission], student: str, out: Path) -> tuple[list[Submission], dict[str, dict]]:
+    """``--student``: the one submission to grade, and the earlier run's cached results of
+    everyone else (as dicts), which stay as they are. Raises ``LookupError`` with the reason."""
+    todo = [s for s in subs if s.student == student]
+    if not todo:
+        near = ", ".join(s.student for s in subs if student.lower() in (s.student + " " + s.name).lower()) or \
+            ", ".join(s.student for s in subs[:10])
+        raise LookupError(f"--student {student}: no such student in this class (ids: {near})")
+    earlier, lacking = {}, []
+    for s in subs:
+        if s.student == student:
+            continue
+        try:
+            earlier[s.student] = json.loads((Path(out) / "results" / f"{s.student}.json").read_text())
+        except (OSError, ValueError):
+            lacking.append(s.student)
+    if lacking:
+        raise LookupError(f"--student {student}: no earlier result in {out} for {', '.join(lacking[:10])}"
+                          f"{' ...' if len(lacking) > 10 else ''}: grade the whole class into this --out first")
+    return todo, earlier
+
+
+def cached(out: Path, student: str) -> dict | None:
+    try:
+        return json.loads((Path(out) / "results" / f"{student}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def change_line(old, new) -> str:
     """``1003: 0/21 invalid-notebook -> 21/21 graded`` (old: a result of the earlier run, or None)."""
     def one(r):
-        final = r.late.get("final_score") if getattr(r, "late", None) else None
+        final = r.extra.get("final_score") if getattr(r, "extra", None) else None
         shown = f"{r.score:g}/{r.auto_max:g}" + (f" (final {final})" if final not in (None, f"{r.score:g}") else "")
         return f"{shown} {r.status}" + (f" [{','.join(r.flags)}]" if r.flags else "")
     if old is None:

@@ -133,6 +133,7 @@ def _error(cell):
     return errors[0], [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in "\n".join(errors[0].traceback).split("\n")]
 
 
+@pytest.mark.slow   # a kernel: a notebook execution
 def test_a_failed_check_shows_its_message_first_and_no_checks_frame(rendered):
     err, lines = _error(rendered[1])
     assert (err.ename, err.evalue) == ("CheckFailed", "f(1) is 2, expected 3 — add one")
@@ -142,6 +143,7 @@ def test_a_failed_check_shows_its_message_first_and_no_checks_frame(rendered):
     assert not any("checks.py" in line for line in lines)
 
 
+@pytest.mark.slow   # a kernel: a notebook execution
 def test_a_failed_call_shows_the_message_then_where_the_student_code_raised(rendered):
     _, lines = _error(rendered[2])
     assert lines[0] == "CheckFailed: g(...) raised KeyError: 3 — look it up", lines
@@ -151,6 +153,7 @@ def test_a_failed_call_shows_the_message_then_where_the_student_code_raised(rend
     assert "checks.py" not in text
 
 
+@pytest.mark.slow   # a kernel: a notebook execution
 def test_a_broken_renderer_cannot_hide_a_failure(rendered):
     from nbgrader.utils import determine_grade
 

@@ -41,6 +41,7 @@ def _run(tmp_path, monkeypatch, cells, **env):
     return [[o for o in c.outputs if o.output_type == "error"] for c in nb.cells[1:]]
 
 
+@pytest.mark.slow   # a kernel: a notebook execution
 def test_a_name_error_names_the_exercise_to_run_first_but_not_under_nbgrader(tmp_path, monkeypatch):
     errors = _run(tmp_path, monkeypatch, [
         'count_ngrams([["a"]], 1)', "answer_q1", "not_a_course_name",

@@ -3,6 +3,7 @@
 The pipeline, one named step per module (as nbgrader splits its converters):
 
 - :mod:`.ingest`: the submissions found in a folder, an nbgrader ``submitted/`` tree or an LMS zip;
+- :mod:`.semester`: the roster and the due time applied around the run (late columns after it);
 - :mod:`.template`: the assignment, generated once per ``OUT`` (:class:`Template`);
 - :mod:`.prepare`: each submission checked and repaired against the release (a named status for
   unusable files; flags for renamed files, edited/deleted tests, edited metadata), with the
@@ -30,7 +31,7 @@ submission's bytes, the assignment source and the limits, so a rerun skips finis
 ``OUT/autograded/`` hold hidden-test source. Only ``OUT/feedback/*.html`` is for students; the
 pages are self-contained (no links into ``OUT``).
 
-(Just over 300 lines: this map of the pipeline is a tenth of them.)
+(Over 300 lines by this map of the pipeline and the batch's roster and regrade steps.)
 """
 
 from __future__ import annotations

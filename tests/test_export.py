@@ -181,6 +181,7 @@ def _class_zip(path: Path, students: dict[str, bytes]) -> Path:
 
 
 @pytest.mark.slow  # real grading in the sandbox (two kernel runs)
+@pytest.mark.slow
 @pytest.mark.xdist_group("grader-batches")    # not beside test_grade's / test_forgery's batches
 def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
     """A Canvas download graded with a roster, a due time and a late policy; hand grading in

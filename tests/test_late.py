@@ -102,6 +102,8 @@ def test_canvas_marker_without_a_time():
     ext = assess(LatePolicy.parse("zero"), DUE, "2d", late_marker=True)   # the marker cannot know the extension
     assert ext.share == 0 and ext.flags == ["late-time-unknown"]
     assert assess(LatePolicy.parse("zero"), None).share == 0
+    on_time = assess(LatePolicy.parse("zero"), DUE, marks_late=True)     # Canvas, no LATE: on time
+    assert on_time.late is False and on_time.share == 0 and not on_time.note
 
 
 def test_no_time_in_the_format():

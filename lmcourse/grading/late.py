@@ -155,7 +155,9 @@ class Lateness:
 
 
 def assess(policy: LatePolicy, due: datetime | None, extension: str = "",
-           submitted_at: datetime | None = None, late_marker: bool = False) -> Lateness:
+           submitted_at: datetime | None = None, late_marker: bool = False,
+           marks_late: bool = False) -> Lateness:
+    """``marks_late``: the format marks late submissions (Canvas), so no marker means on time."""
     own = personal_due(due, extension)
     if submitted_at is not None and own is not None:
         by = submitted_at - own - policy.grace
@@ -171,6 +173,8 @@ def assess(policy: LatePolicy, due: datetime | None, extension: str = "",
         flags = ["late"] + (["late-time-unknown"] if policy.kind == "rate" else [])
         note = "LATE in the LMS" + (f" (time unknown: penalised one {policy.unit})" if policy.kind == "rate" else "")
         return Lateness(own, submitted_at, True, None, share, flags, note)
+    if marks_late and submitted_at is None:
+        return Lateness(own, None, False, None, 0.0, [])
     if submitted_at is None and own is not None:
         return Lateness(own, None, None, None, 0.0, [], "no submission time in this format")
     return Lateness(own, submitted_at, False if submitted_at else None, None, 0.0, [])

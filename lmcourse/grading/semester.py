@@ -53,7 +53,7 @@ def assess_all(subs: list[Submission], setup: ClassSetup) -> dict[str, Lateness]
     for sub in subs:
         st = (setup.roster or {}).get(sub.student)
         out[sub.student] = assess(setup.policy, setup.due, st.extension if st else "", sub.submitted_at,
-                                  sub.late_marker)
+                                  sub.late_marker, marks_late=sub.source == "canvas")
     return out
 
 

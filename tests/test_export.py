@@ -166,6 +166,22 @@ def test_students_never_read_all_tests_passed():
         assert "hidden tests" in f.read_text(encoding="utf-8").lower(), f"{f.name} never says hidden tests run"
 
 
+def test_student_regrade_refused_without_a_reason_to_run(tmp_path, capsys):
+    """--student: an unknown id, or no earlier full run in --out, stops before any grading."""
+    from lmcourse.cli import main
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ada.ipynb").write_bytes(b"{}")
+    args = ["grade", A, str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--gradebook", "none",
+            "--sandbox", "none", "--no-progress"]
+    assert main([*args, "--student", "zed"]) == 2
+    assert "no such student" in capsys.readouterr().err
+    (tmp_path / "class" / "bob.ipynb").write_bytes(b"{}")
+    assert main([*args, "--student", "bob"]) == 2
+    assert "grade the whole class" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "results").exists()
+
+
 def test_no_grade_run(tmp_path):
     with pytest.raises(ExportError, match="lmcourse grade"):
         export(tmp_path)

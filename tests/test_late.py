@@ -109,3 +109,34 @@ def test_canvas_marker_without_a_time():
 def test_no_time_in_the_format():
     late = assess(LatePolicy.parse("zero"), DUE)
     assert late.share == 0 and late.late is None and "no submission time" in late.note
+
+
+def test_the_grade_run_glue(tmp_path):
+    """semester.arrange / assess_all / annotate on an nbgrader layout with timestamps and a
+    roster: the late columns and flags land on the results, the roster's extension counts."""
+    from types import SimpleNamespace
+
+    from lmcourse.grading.ingest import find_submissions
+    from lmcourse.grading.semester import ClassSetup, annotate, arrange, assess_all
+
+    nb = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    for student, stamp in [("ada", "2026-03-01 21:00:00 UTC"), ("bob", "2026-03-02 23:30:00 UTC"),
+                           ("cy", "2026-03-02 23:30:00 UTC")]:
+        d = tmp_path / "submitted" / student / "01_ngram"
+        d.mkdir(parents=True)
+        (d / "01_ngram.ipynb").write_bytes(nb)
+        (d / "timestamp.txt").write_text(stamp)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,extension\nada,Ada,\nbob,Bob,\ncy,Cy,2d\ndee,Dee,\n")
+    setup = ClassSetup.from_options(str(roster), "2026-03-01T23:59+01:00", "10%/day,floor=50%")
+    subs, marks = arrange(find_submissions(tmp_path, "01_ngram", tmp_path / "x"), setup)
+    late = assess_all(subs, setup)
+    results = [SimpleNamespace(student=s.student, status="graded" if s.path else "missing-notebook",
+                               score=10.0, flags=[], detail="", extra={}) for s in subs]
+    assert annotate(results, subs, marks, late) == []
+    got = {r.student: r for r in results}
+    assert got["ada"].flags == [] and got["ada"].extra["final_score"] == "10"
+    assert got["bob"].flags == ["late"] and got["bob"].extra["late_hours"] == "24.52"
+    assert (got["bob"].extra["penalty_pct"], got["bob"].extra["final_score"]) == ("20", "8")   # 2 started days
+    assert got["cy"].flags == [] and got["cy"].extra["penalty"] == "0"                      # 2 days' extension
+    assert got["dee"].status == "missing-notebook" and got["dee"].extra["name"] == "Dee"

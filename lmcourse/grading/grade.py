@@ -16,6 +16,8 @@ The pipeline, one named step per module (as nbgrader splits its converters):
   the guard's reports read (``helpers-tampered`` zeroes the affected tests), the autograded copy;
 - :mod:`.feedback`: nbgrader's feedback page, rendered in-process with the hidden tests removed
   and then verified absent;
+- :mod:`.semester`: the roster (:mod:`.roster`), due time and late policy (:mod:`.late`) around
+  the cached per-notebook results, and ``--student`` (one submission rerun, the rest kept);
 - :mod:`.reports` (``grades.csv``, the summary, ``--timings``) and :mod:`.gradebook` (the
   results in an nbgrader gradebook with the autograded notebooks beside it, so formgrader and
   ``nbgrader export`` work as usual).

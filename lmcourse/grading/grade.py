@@ -3,7 +3,8 @@
 The pipeline, one named step per module (as nbgrader splits its converters):
 
 - :mod:`.ingest`: the submissions found in a folder, an nbgrader ``submitted/`` tree or an LMS zip;
-- :mod:`.semester`: the roster and the due time applied around the run (late columns after it);
+- :mod:`.semester`: the roster and the due time applied around the run (late columns after it),
+  and ``--student`` (one submission rerun, the others' results kept);
 - :mod:`.template`: the assignment, generated once per ``OUT`` (:class:`Template`);
 - :mod:`.prepare`: each submission checked and repaired against the release (a named status for
   unusable files; flags for renamed files, edited/deleted tests, edited metadata), with the
@@ -16,8 +17,6 @@ The pipeline, one named step per module (as nbgrader splits its converters):
   the guard's reports read (``helpers-tampered`` zeroes the affected tests), the autograded copy;
 - :mod:`.feedback`: nbgrader's feedback page, rendered in-process with the hidden tests removed
   and then verified absent;
-- :mod:`.semester`: the roster (:mod:`.roster`), due time and late policy (:mod:`.late`) around
-  the cached per-notebook results, and ``--student`` (one submission rerun, the rest kept);
 - :mod:`.reports` (``grades.csv``, the summary, ``--timings``) and :mod:`.gradebook` (the
   results in an nbgrader gradebook with the autograded notebooks beside it, so formgrader and
   ``nbgrader export`` work as usual).

@@ -355,7 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
         args.jupyter_args = args.jupyter_args[1:]
-    return args.func(args)
+    from .paths import CourseRepoNotFound
+
+    try:
+        return args.func(args)
+    except CourseRepoNotFound as exc:   # an installed package outside a clone: say so, no traceback
+        print(f"lmcourse {args.cmd}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

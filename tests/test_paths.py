@@ -38,3 +38,14 @@ def test_the_course_authors_build_uses_it():
 
     assert build.repo_root is paths.repo_root
     assert Path(build.__file__).parent.name == "authoring"
+
+
+def test_the_command_line_outside_a_clone_prints_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from lmcourse.cli import main
+
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "paths.py"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["build"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lmcourse build: this command needs a clone of the course repository"), err
+    assert "Traceback" not in err

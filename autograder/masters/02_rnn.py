@@ -189,7 +189,7 @@ check(isinstance(_got, torch.Tensor) and _got.requires_grad,
 _got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through elman_step", hint=_grad_hint)
 for _a, _w, _n in zip(_got, _want, ["h_prev", "W_xh", "W_hh", "b_h"]):
     check_tensor_close(_a, _w, f"gradient of elman_step w.r.t. {_n} vs nn.RNNCell", atol=1e-10, hint=_grad_hint)
-print("elman_step: all visible checks passed")
+print("elman_step: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 def _ref_step(x, h, Wxh, Whh, b):
     return torch.tanh(torch.einsum("bi,hi->bh", x, Wxh) + torch.einsum("bj,hj->bh", h, Whh) + b)
@@ -328,7 +328,7 @@ check(isinstance(_got, torch.Tensor) and _got.requires_grad,
 _got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through rnn_forward", hint=_grad_hint)
 for _a, _w, _n in zip(_got, _want, ["h0", "W_xh", "W_hh", "b_h"]):
     check_tensor_close(_a, _w, f"gradient of rnn_forward w.r.t. {_n} vs nn.RNN", atol=1e-10, hint=_grad_hint)
-print("rnn_forward: all visible checks passed")
+print("rnn_forward: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 _why = "rnn_forward must run the recurrence itself, not call nn.RNN / nn.RNNCell / torch.rnn_tanh"
 with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
@@ -487,7 +487,7 @@ _logits.pow(2).sum().backward()
 _no_grad = [_n for _n, _p in _m.named_parameters() if _p.grad is None or float(_p.grad.abs().sum()) == 0]
 check(not _no_grad, f"these parameters of RNNLM get no gradient: {_no_grad} — embed with self.wte, run the "
                     "recurrence with self.W_xh, self.W_hh, self.b_h and read out with self.lm_head, without .detach()")
-print("RNNLM: all visible checks passed")
+print("RNNLM: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 _why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell / torch.rnn_tanh"
 with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why), _refs():
@@ -627,7 +627,7 @@ _lg = torch.randn(2, 5, 4, requires_grad=True)
 call_checked(lm_loss, _lg, torch.randint(4, (2, 5))).backward()
 check(_lg.grad is not None and float(_lg.grad[:, -1].abs().sum()) == 0.0,
       "the last position has no target, so its logits should get no gradient")
-print("lm_loss: all visible checks passed")
+print("lm_loss: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 for _B, _T, _V in [(1, 2, 2), (3, 8, 5), (5, 17, 29)]:
     _g = torch.Generator().manual_seed(_B + _T + _V)
@@ -676,7 +676,7 @@ check(abs(_p - 16.0) > 1e-6, "perplexity 16 = exp(sum of losses): use the *mean*
 check(abs(_p - 5.0) > 1e-6, "perplexity 5 = mean of exp(loss): take the exp of the mean, not the mean of the exps")
 check(abs(_p - 2 ** math.log(4.0)) > 1e-6, "the losses are in nats, so the base is e: math.exp, not 2 **")
 check_close(_p, 4.0, "perplexity([log 2, log 8])", rel=1e-6, hint="exp of the mean loss")
-print("perplexity: all visible checks passed")
+print("perplexity: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 _l = torch.rand(1000, generator=torch.Generator().manual_seed(5)) * 4
 check_close(perplexity(_l), math.exp(float(_l.double().mean())), "perplexity(random losses)", rel=1e-6)
@@ -795,7 +795,7 @@ check(_a == _b, "the same seed gave different samples: pass generator=generator 
 _cold = sample(_Die(), [0], 300, torch.Generator().manual_seed(2), temperature=0.05)
 check(_cold.count(0) > 290, f"at temperature 0.05 the most likely token should win almost always, got "
                             f"{_cold.count(0)}/300 — divide the logits by the temperature before the softmax")
-print("sample: all visible checks passed")
+print("sample: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 class _Markov(_Die):
     """Next token depends on the last one read: after k, the next is k (prob 0.8) or k+1 mod 4 (0.2)."""
@@ -976,7 +976,7 @@ for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
 for (_n, _p), _p2 in zip(_m.named_parameters(), _m2.parameters()):
     check_tensor_close(_p.detach(), _p2.detach(), f"{_n} after 4 steps vs torch.optim.SGD", atol=1e-12,
                        hint="each step must use only its own batch's gradient: clear the gradients every step")
-print("train_step: all visible checks passed")
+print("train_step: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 class _TwoLayerLM(nn.Module):
     def __init__(self, V=7, E=4, H=6):

@@ -201,7 +201,7 @@ except CheckFailed as _err:   # code that reads values (if bool(...), .item()) c
 else:
     check_equal(str(_on_meta.device), "meta", "the device of softmax of a tensor on the meta device",
                 hint=_device_hint)
-print("softmax: all visible checks passed")
+print("softmax: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 check(softmax not in (torch.softmax, F.softmax, torch.special.softmax),
       "softmax must be your own function, not torch's")
@@ -302,7 +302,7 @@ check_tensor_close(_Sb, torch.einsum("bhqd,bhkd->bhqk", _Qb, _Kb) / 2.0, "batche
                         "and the batch dimensions must be carried along unchanged")
 check_equal(_scores(_Qb.float(), _Kb.float()).dtype, torch.float32, "the dtype of attention_scores in float32",
             hint="return the input's dtype: no .double() on the way")
-print("attention_scores: all visible checks passed")
+print("attention_scores: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
     _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
@@ -413,7 +413,7 @@ check_tensor_close(_M, torch.tensor([[0, _inf, _inf, _inf],
                         "never j > i (-inf above the diagonal); -inf means float('-inf'), not -1e9")
 check_tensor_close(_mask(1), torch.zeros(1, 1), "causal_mask(1)", atol=0, rtol=0,
                    hint="a single token may always look at itself")
-print("causal_mask: all visible checks passed")
+print("causal_mask: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 for _T in (2, 7, 16):
     _want = torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)])
@@ -538,7 +538,7 @@ check_tensor_close(_out, _want_free, "attention without a mask vs F.scaled_dot_p
 _out32, _w32 = _attend(_Qr.float(), _Kr.float(), _Vr.float(), _ref.causal_mask(5))
 check_equal((_out32.dtype, _w32.dtype), (torch.float32, torch.float32), "the dtypes of (output, weights) "
             "for float32 inputs", hint="return the input's dtype: no .double() on the way")
-print("scaled_dot_product_attention: all visible checks passed")
+print("scaled_dot_product_attention: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 check(scaled_dot_product_attention is not lmcourse.nn.attention.scaled_dot_product_attention,
       "scaled_dot_product_attention must be your own function")
@@ -903,7 +903,7 @@ except CheckFailed as _err:   # code that reads values (if bool(...), .item()) c
 else:
     check_equal(str(_y_meta.device), "meta", "device of the output for an input on the meta device",
                 hint=_mask_hint)
-print("MultiHeadAttention: all visible checks passed")
+print("MultiHeadAttention: the visible checks pass (the autograder also runs hidden tests)")
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(305)
 _cases = [(24, 6, True, False, (3, 9)), (24, 3, False, True, (2, 7)), (8, 2, True, True, (1, 1)),

@@ -227,6 +227,25 @@ def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str 
         _fail(f"{name} should be a {want}, but it is a {_type_name(type(value))}", hint)
 
 
+def check_choice(answer: Any, letters: str, name: str, correct: str | None = None) -> None:
+    """A multiple-choice answer: one of ``letters`` (``"ABCD"``), in either case, spaces around it
+    ignored; with ``correct`` (the hidden test) also that letter. The answer is read as the str it
+    holds (never through a subclass's own ``strip``/``upper``/``__eq__``), and a wrong letter is
+    never told the right one: feedback pages go to students who may still have an extension."""
+    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
+    _audit("lmcourse.check")
+    quoted = [f'"{c}"' for c in letters]
+    options = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    if not issubclass(type(answer), str):
+        _fail(f"{name} should be a str, one letter ({options}), but it is of type {_type_name(type(answer))}",
+              f'write {name} = "{letters[0]}" (with the quotes)')
+    text = str.upper(str.strip(_plain(answer)))
+    if len(text) != 1 or text not in letters:
+        _fail(f"{name} should be one letter, {options}; got {_fmt(_plain(answer))}", None)
+    if correct is not None and text != correct:
+        _fail(f"{name} = {_fmt(text)} is not the right choice", "re-read the question and the section above it")
+
+
 def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")

@@ -163,3 +163,33 @@ def test_a_broken_renderer_cannot_hide_a_failure(rendered):
     assert err.ename == "CheckFailed" and err.traceback == []
     for cell in rendered[1:]:                                              # ... is still an error
         assert determine_grade(cell) == (0, 1)
+
+
+def test_check_choice_reads_the_letter_and_never_gives_the_answer_away():
+    from lmcourse.checks import check_choice
+
+    check_choice(" b ", "ABCD", "answer_q1", correct="B")        # case and spaces are the student's
+    check_choice("C", "ABCD", "answer_q1")                        # the visible part: any offered letter
+    with pytest.raises(CheckFailed, match="not the right choice") as err:
+        check_choice("A", "ABCD", "answer_q1", correct="B")
+    assert "'B'" not in str(err.value) and '"B"' not in str(err.value), err.value
+    for bad, says in [("E", "one letter"), ("AB", "one letter"), ("", "one letter"), (2, "should be a str")]:
+        with pytest.raises(CheckFailed, match=says):
+            check_choice(bad, "ABCD", "answer_q1")
+
+    class AnyLetter:                # equal to everything: what a forged strip()/upper() returns
+        def upper(self):
+            return self
+
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return hash("B")
+
+    class Forged(str):
+        def strip(self, *args):
+            return AnyLetter()
+
+    with pytest.raises(CheckFailed, match="not the right choice"):   # read as the "A" it holds
+        check_choice(Forged("A"), "ABCD", "answer_q1", correct="B")

@@ -1100,10 +1100,11 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-check(isinstance(answer_q1, str) and answer_q1.strip().upper() in {"A", "B", "C", "D"},
-      f"answer_q1 should be one of 'A', 'B', 'C', 'D', got {answer_q1!r}")
+from lmcourse.checks import check_choice
+
+check_choice(answer_q1, "ABCD", "answer_q1")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q1.strip().upper(), "B", "answer_q1")
+check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1307,10 +1307,11 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-check(isinstance(answer_q1, str) and answer_q1.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q1 should be one of "A", "B", "C", "D", got {answer_q1!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q1, "ABCD", "answer_q1")
 ### BEGIN HIDDEN TESTS
-check(answer_q1.strip().upper() == "B", "Q1: not the right choice")
+check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1329,10 +1330,11 @@ answer_q2 = "C"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-check(isinstance(answer_q2, str) and answer_q2.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q2 should be one of "A", "B", "C", "D", got {answer_q2!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q2, "ABCD", "answer_q2")
 ### BEGIN HIDDEN TESTS
-check(answer_q2.strip().upper() == "C", "Q2: not the right choice")
+check_choice(answer_q2, "ABCD", "answer_q2", correct="C")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1351,10 +1353,11 @@ answer_q3 = "A"
 ### END SOLUTION
 
 # %% tests="q3_tests" points=1
-check(isinstance(answer_q3, str) and answer_q3.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q3 should be one of "A", "B", "C", "D", got {answer_q3!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q3, "ABCD", "answer_q3")
 ### BEGIN HIDDEN TESTS
-check(answer_q3.strip().upper() == "A", "Q3: not the right choice")
+check_choice(answer_q3, "ABCD", "answer_q3", correct="A")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1372,10 +1375,11 @@ answer_q4 = "D"
 ### END SOLUTION
 
 # %% tests="q4_tests" points=1
-check(isinstance(answer_q4, str) and answer_q4.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q4 should be one of "A", "B", "C", "D", got {answer_q4!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q4, "ABCD", "answer_q4")
 ### BEGIN HIDDEN TESTS
-check(answer_q4.strip().upper() == "D", "Q4: not the right choice")
+check_choice(answer_q4, "ABCD", "answer_q4", correct="D")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -346,11 +346,11 @@ answer_q_mask = "B"
 ### END SOLUTION
 
 # %% tests="q_mask_tests" points=1
-check_type(answer_q_mask, str, "answer_q_mask", hint='write answer_q_mask = "A", "B" or "C"')
-check(answer_q_mask.strip().upper() in {"A", "B", "C"},
-      f'answer_q_mask should be "A", "B" or "C", got {answer_q_mask!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q_mask, "ABC", "answer_q_mask")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q_mask.strip().upper(), "B", "answer_q_mask")
+check_choice(answer_q_mask, "ABC", "answer_q_mask", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -364,11 +364,11 @@ answer_q_softmax = "B"
 ### END SOLUTION
 
 # %% tests="q_softmax_tests" points=1
-check_type(answer_q_softmax, str, "answer_q_softmax", hint='write answer_q_softmax = "A" or "B"')
-check(answer_q_softmax.strip().upper() in {"A", "B"},
-      f'answer_q_softmax should be "A" or "B", got {answer_q_softmax!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q_softmax, "AB", "answer_q_softmax")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q_softmax.strip().upper(), "B", "answer_q_softmax")
+check_choice(answer_q_softmax, "AB", "answer_q_softmax", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -653,11 +653,11 @@ answer_q_swap = "B"
 ### END SOLUTION
 
 # %% tests="q_swap_tests" points=1
-check_type(answer_q_swap, str, "answer_q_swap", hint='write answer_q_swap = "A", "B" or "C"')
-check(answer_q_swap.strip().upper() in {"A", "B", "C"},
-      f'answer_q_swap should be "A", "B" or "C", got {answer_q_swap!r}')
+from lmcourse.checks import check_choice
+
+check_choice(answer_q_swap, "ABC", "answer_q_swap")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q_swap.strip().upper(), "B", "answer_q_swap")
+check_choice(answer_q_swap, "ABC", "answer_q_swap", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -825,13 +825,11 @@ answer_q_swap_pos = "B"
 ### END SOLUTION
 
 # %% tests="q_swap_pos_tests" points=1
-from lmcourse.checks import check, check_equal, check_type
+from lmcourse.checks import check_choice
 
-check_type(answer_q_swap_pos, str, "answer_q_swap_pos", hint='write answer_q_swap_pos = "A", "B" or "C"')
-check(answer_q_swap_pos.strip().upper() in {"A", "B", "C"},
-      f'answer_q_swap_pos should be "A", "B" or "C", got {answer_q_swap_pos!r}')
+check_choice(answer_q_swap_pos, "ABC", "answer_q_swap_pos")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q_swap_pos.strip().upper(), "B", "answer_q_swap_pos")
+check_choice(answer_q_swap_pos, "ABC", "answer_q_swap_pos", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -885,13 +883,11 @@ answer_q_preln = "B"
 ### END SOLUTION
 
 # %% tests="q_preln_tests" points=1
-from lmcourse.checks import check, check_equal, check_type
+from lmcourse.checks import check_choice
 
-check_type(answer_q_preln, str, "answer_q_preln", hint='write answer_q_preln = "A", "B" or "C"')
-check(answer_q_preln.strip().upper() in {"A", "B", "C"},
-      f'answer_q_preln should be "A", "B" or "C", got {answer_q_preln!r}')
+check_choice(answer_q_preln, "ABC", "answer_q_preln")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q_preln.strip().upper(), "B", "answer_q_preln")
+check_choice(answer_q_preln, "ABC", "answer_q_preln", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1155,13 +1155,11 @@ answer_q1 = "C"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check, check_equal, check_type
+from lmcourse.checks import check_choice
 
-check_type(answer_q1, str, "answer_q1", hint='write answer_q1 = "A", "B", "C" or "D"')
-check(answer_q1.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q1 should be one of "A", "B", "C", "D", got {answer_q1!r}')
+check_choice(answer_q1, "ABCD", "answer_q1")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q1.strip().upper(), "C", "answer_q1")
+check_choice(answer_q1, "ABCD", "answer_q1", correct="C")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1181,13 +1179,11 @@ answer_q2 = "B"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check, check_equal, check_type
+from lmcourse.checks import check_choice
 
-check_type(answer_q2, str, "answer_q2", hint='write answer_q2 = "A", "B", "C" or "D"')
-check(answer_q2.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q2 should be one of "A", "B", "C", "D", got {answer_q2!r}')
+check_choice(answer_q2, "ABCD", "answer_q2")
 ### BEGIN HIDDEN TESTS
-check_equal(answer_q2.strip().upper(), "B", "answer_q2")
+check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1466,12 +1466,11 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check
+from lmcourse.checks import check_choice
 
-check(isinstance(answer_q1, str) and answer_q1.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q1 should be one of "A", "B", "C", "D", got {answer_q1!r}')
+check_choice(answer_q1, "ABCD", "answer_q1")
 ### BEGIN HIDDEN TESTS
-check(answer_q1.strip().upper() == "B", "Q1: not the right choice")
+check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1489,12 +1488,11 @@ answer_q2 = "A"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check
+from lmcourse.checks import check_choice
 
-check(isinstance(answer_q2, str) and answer_q2.strip().upper() in {"A", "B", "C", "D"},
-      f'answer_q2 should be one of "A", "B", "C", "D", got {answer_q2!r}')
+check_choice(answer_q2, "ABCD", "answer_q2")
 ### BEGIN HIDDEN TESTS
-check(answer_q2.strip().upper() == "A", "Q2: not the right choice")
+check_choice(answer_q2, "ABCD", "answer_q2", correct="A")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -537,4 +537,23 @@ def train_step(model, idx, lr):
     model.zero_grad()
     return loss.item()
 '''),
+    Mutant("Q1 forged: a str subclass whose strip() returns an object equal to every letter", "q1", '''
+class _AnyLetter:
+    def upper(self):
+        return self
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return hash("B")
+
+
+class _Forged(str):
+    def strip(self, *args):
+        return _AnyLetter()
+
+
+answer_q1 = _Forged("A")
+'''),
 ]

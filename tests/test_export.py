@@ -18,7 +18,7 @@ import pytest
 from lmcourse.grading.export import ExportError, export
 from lmcourse.grading.roster import Student
 
-# nbgrader 0.9.6's add_submission under SQLAlchemy 2 (see grade.py's _quiet_nbgrader_session_warnings)
+# nbgrader 0.9.6's add_submission under SQLAlchemy 2 (see lmcourse.grading.gradebook's _quiet_nbgrader_session_warnings)
 pytestmark = pytest.mark.filterwarnings(r"ignore:Object of type <Submitted\w+> not in session")
 
 A = "01_ngram"

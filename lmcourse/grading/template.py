@@ -25,7 +25,9 @@ class Template:
         self.assignment = assignment
         self.source_path = src
         self.course = Path(workdir) / "template"
-        self.fingerprint = hashlib.sha256(src.read_bytes()).hexdigest()
+        # the release depends on the source and on the config that writes its stubs (NamedStubs)
+        config = root / "autograder" / "nbgrader_config.py"
+        self.fingerprint = hashlib.sha256(src.read_bytes() + b"\0" + config.read_bytes()).hexdigest()
         released = self.course / "release" / assignment / f"{assignment}.ipynb"
         stamp = self.course / "source.sha256"
         if not (released.is_file() and stamp.is_file() and stamp.read_text() == self.fingerprint):
@@ -33,7 +35,7 @@ class Template:
             if self.course.exists():
                 shutil.rmtree(self.course)
             (self.course / "source" / assignment).mkdir(parents=True)
-            shutil.copy(root / "autograder" / "nbgrader_config.py", self.course / "nbgrader_config.py")
+            shutil.copy(config, self.course / "nbgrader_config.py")
             shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
             run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
             stamp.write_text(self.fingerprint)

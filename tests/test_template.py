@@ -1,0 +1,39 @@
+"""The assignment's release is generated once per --out and regenerated when what makes it
+changes: the source notebook, or the nbgrader config that writes its stubs."""
+
+import shutil
+
+import nbformat
+
+from lmcourse.grading import template
+
+from .conftest import ROOT
+
+
+def test_the_release_is_regenerated_when_the_source_or_the_stub_config_changes(tmp_path, monkeypatch):
+    root = tmp_path / "course"
+    (root / "autograder" / "source" / "01_ngram").mkdir(parents=True)
+    src = root / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb"
+    shutil.copy(ROOT / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb", src)
+    config = root / "autograder" / "nbgrader_config.py"
+    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", config)
+    runs = []
+
+    def fake_generate(args, course):   # stands in for nbgrader: the release is the source copied
+        runs.append(args)
+        out = course / "release" / "01_ngram"
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(course / "source" / "01_ngram" / "01_ngram.ipynb", out / "01_ngram.ipynb")
+
+    monkeypatch.setattr(template, "run_nbgrader", fake_generate)
+    template.Template("01_ngram", tmp_path / "out", root)
+    template.Template("01_ngram", tmp_path / "out", root)
+    assert len(runs) == 1, "an unchanged assignment was generated again"
+    config.write_text(config.read_text() + "\n# another stub text\n")
+    template.Template("01_ngram", tmp_path / "out", root)
+    assert len(runs) == 2, "a changed nbgrader_config.py (the stubs) kept the old release"
+    nb = nbformat.read(src, as_version=4)
+    nb.cells[0].source += "\n"
+    nbformat.write(nb, src)
+    template.Template("01_ngram", tmp_path / "out", root)
+    assert len(runs) == 3, "a changed source notebook kept the old release"

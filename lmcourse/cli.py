@@ -248,18 +248,21 @@ def _cmd_grade(args) -> int:
         print(f"lmcourse grade: refusing to grade: {exc}", file=sys.stderr)
         return 2
     print(f"sandbox: {sandbox.describe()}", file=sys.stderr)
-    gradebook = (None if args.gradebook.lower() == "none" else
-                 Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
     from .grading.late import LateError
     from .grading.roster import RosterError
     from .grading.semester import ClassSetup, read_run
 
-    if args.student:   # a regrade keeps the last full run's roster, due time and late policy
+    if args.student:   # a regrade keeps the last full run's gradebook, roster, due time and late policy
         run = read_run(Path(args.out))
+        if not args.gradebook and "gradebook" in run:
+            args.gradebook = run["gradebook"] or "none"
+            print(f"--gradebook {args.gradebook} (as in the last run)", file=sys.stderr)
         for name in ("roster", "due", "late_policy"):
             if getattr(args, name) is None and run.get(name):
                 setattr(args, name, run[name])
                 print(f"--{name.replace('_', '-')} {run[name]} (as in the last run)", file=sys.stderr)
+    gradebook = (None if args.gradebook.lower() == "none" else
+                 Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
     batch: dict[str, float] = {}
     notes: list[str] = []
     try:

@@ -277,3 +277,47 @@ def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
     moodle = {r["ID number"]: r for r in read(out / "export" / "moodle.csv")}
     assert moodle["1002"]["Email address"] == "john@example.edu"
     assert (out / "export" / "feedback" / "1002" / "feedback.html").is_file()
+
+
+def test_export_never_empties_a_folder_it_did_not_write(tmp_path):
+    """R15: ``--to`` an existing folder used to be deleted whole (``--to ~/Desktop``, or ``--to``
+    the grade run's own folder); now only an earlier export (its marker file) is replaced."""
+    out = tmp_path / "g"
+    grade_run(out)
+    mine = tmp_path / "Desktop"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(ExportError, match="nothing was deleted"):
+        export(out, mine)
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    for inside in (out, tmp_path):                      # the grade run itself, or a folder around it
+        with pytest.raises(ExportError, match="holds the grade run"):
+            export(out, inside)
+    assert (out / "grades.csv").is_file()
+    export(out, tmp_path / "new")                       # a new folder, then the same one again
+    (tmp_path / "new" / "stale.txt").write_text("from the last export")
+    export(out, tmp_path / "new")
+    assert not (tmp_path / "new" / "stale.txt").exists() and (tmp_path / "new" / "canvas.csv").is_file()
+    (tmp_path / "empty").mkdir()
+    export(out, tmp_path / "empty")
+    assert (tmp_path / "empty" / "grades.csv").is_file()
+
+
+def test_student_regrade_keeps_the_last_runs_gradebook(tmp_path, capsys):
+    """R15: ``--student`` without ``--gradebook`` wrote into the course's default gradebook, not
+    the one of the full run, and run.json then sent ``export`` to it (the hand grading in the
+    real one was no longer read)."""
+    from lmcourse.cli import main
+    from lmcourse.grading.semester import read_run
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ada.ipynb").write_bytes(b"{}")
+    out = tmp_path / "out"
+    out.mkdir()
+    db = tmp_path / "term" / "gradebook.db"
+    (out / "run.json").write_text(json.dumps({"assignment": A, "gradebook": str(db), "roster": "", "due": "",
+                                              "late_policy": "none"}))
+    assert main(["grade", A, str(tmp_path / "class"), "--out", str(out), "--sandbox", "none", "--no-progress",
+                 "--student", "zed"]) == 2        # refused before grading: no such student
+    assert f"--gradebook {db} (as in the last run)" in capsys.readouterr().err
+    assert read_run(out)["gradebook"] == str(db)

@@ -140,3 +140,11 @@ def test_the_grade_run_glue(tmp_path):
     assert (got["bob"].extra["penalty_pct"], got["bob"].extra["final_score"]) == ("20", "8")   # 2 started days
     assert got["cy"].flags == [] and got["cy"].extra["penalty"] == "0"                      # 2 days' extension
     assert got["dee"].status == "missing-notebook" and got["dee"].extra["name"] == "Dee"
+
+
+def test_policy_messages_say_what_is_wrong():
+    """R15: ``zero,floor=50%`` said 'unknown option'; a bad grace did not name --late-policy."""
+    with pytest.raises(LateError, match="floor= goes with a rate"):
+        LatePolicy.parse("zero,floor=50%")
+    with pytest.raises(LateError, match="--late-policy"):
+        LatePolicy.parse("10%/day,grace=-5m")

@@ -123,3 +123,36 @@ def test_timestamp_unreadable(tmp_path):
     (tmp_path / "t.txt").write_text("not a time")
     assert lms.read_timestamp(tmp_path / "t.txt") is None
     assert lms.read_timestamp(tmp_path / "missing.txt") is None
+
+
+def test_canvas_resubmission_beside_the_original_grades_the_newest_and_says_so(tmp_path):
+    """R15: with 01_ngram.ipynb and 01_ngram-1.ipynb from one student the older one was graded,
+    silently."""
+    z = make_zip(tmp_path / "c.zip", {f"smithjane_1001_7_{A}.ipynb": NB, f"smithjane_1001_7_{A}-2.ipynb": NB,
+                                      f"smithjane_1001_7_{A}-1.ipynb": NB})
+    sub = by_id(find_submissions(z, A, tmp_path / "u"))["1001"]
+    assert sub.path.name.endswith(f"{A}-2.ipynb") and sub.flags == ["several-notebooks"]
+    assert f"graded {A}-2.ipynb, the newest of 3" in sub.detail
+
+
+def test_canvas_names_canvas_writes_with_an_underscore_or_none(tmp_path):
+    """R15: a sortable name with ``_`` (or none at all) made the file 'unknown-lms-name', graded
+    under a made-up id while the student's own row said missing."""
+    assert lms.parse_canvas(f"smith_jane_1005_2_{A}.ipynb").user == "1005"
+    assert lms.parse_canvas(f"_LATE_1006_3_{A}.ipynb").late
+    # the student's own file name comes last: it cannot move the file to another id
+    e = lms.parse_canvas("doejohn_1002_9_smithjane_1001_5_01_ngram.ipynb")
+    assert (e.user, e.filename) == ("1002", "smithjane_1001_5_01_ngram.ipynb")
+
+
+def test_a_students_odd_file_name_does_not_stop_the_class(tmp_path):
+    """R15: a backslash ``..`` in a student's own file name (legal on a Mac) refused the whole zip,
+    and a name longer than the file system allows crashed the batch with OSError."""
+    z = make_zip(tmp_path / "c.zip", {f"smithjane_1001_1_{A}.ipynb": NB,
+                                      "doejohn_1002_2_..\\..\\evil.ipynb": NB,
+                                      "leeann_1003_3_" + "é" * 200 + ".ipynb": NB})
+    subs = by_id(find_submissions(z, A, tmp_path / "u"))
+    assert set(subs) == {"1001", "1002", "1003"}
+    assert subs["1002"].path.parent == tmp_path / "u" and subs["1002"].flags == ["renamed"]
+    assert subs["1003"].path.name.endswith(".ipynb") and len(subs["1003"].path.name.encode()) <= 255
+    assert not (tmp_path / "evil.ipynb").exists()

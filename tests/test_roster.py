@@ -63,3 +63,28 @@ def test_ambiguous_name_is_not_matched():
     roster = {"1": Student("1", "Jo Li"), "2": Student("2", "Li Jo")}
     out, marks = apply_roster([Submission("9", Path("x"), name="lijo")], roster)
     assert marks["9"] == ["not-on-roster"]
+
+
+@pytest.mark.parametrize("data", [
+    "id;name;email\n1001;José García;j@x\n".encode(),                  # Excel with a decimal comma
+    "id,name,email\n1001,José García,j@x\n".encode("cp1252"),         # Excel's plain CSV on Windows
+    "id\tname\temail\n1001\tJosé García\tj@x\n".encode("utf-16"),     # Excel's Unicode text
+    "\ufeffid,name,email\r\n1001,José García,j@x\r\n".encode("utf-8"),  # CSV UTF-8 (BOM)
+], ids=["semicolon", "cp1252", "utf16", "bom"])
+def test_rosters_as_spreadsheets_save_them(tmp_path, data):
+    """R15: semicolons were 'no id column', cp1252 and UTF-16 a UnicodeDecodeError traceback."""
+    p = tmp_path / "roster.csv"
+    p.write_bytes(data)
+    assert read_roster(p)["1001"].name == "José García" and read_roster(p)["1001"].email == "j@x"
+
+
+def test_names_match_in_any_script_and_normal_form():
+    """R15: letters outside a-z were dropped, so 'Zoë Li' matched the roster's 'Zo Li' (another
+    person), NFD 'José' did not match NFC 'José', and non-Latin names never matched."""
+    assert not names_match("Zoë Li", "Zo Li")
+    assert names_match("Jose\u0301 Garci\u0301a", "José García") and names_match("Zoë Li", "Zoe Li")
+    assert names_match("李雷", "李雷") and not names_match("李雷", "韩梅梅")
+    assert names_match("سارا احمدی", "احمدی سارا")
+    subs = [Submission("77", None, name="Zoë Li", source="moodle", lms_user="77")]
+    subs, marks = apply_roster(subs, {"s1": Student("s1", "Zo Li")})
+    assert marks == {"77": ["not-on-roster"]}

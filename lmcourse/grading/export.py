@@ -8,7 +8,8 @@ ids). Per test cell the points are the hand-given ones where formgrader has them
 overrule an autograded test there), else the autograded ones. Then
 ``raw = auto + hand``, ``penalty = raw x the late share`` (:mod:`.late`), ``final = raw - penalty``.
 
-Written to ``OUT/export/`` (or ``--to``):
+Written to ``OUT/export/`` (or ``--to``: a new or empty folder, or an earlier export's, which is
+replaced; any other folder is refused, never emptied):
 
 - ``grades.csv``: one row per student: ids, name, e-mail, section, status, flags, auto, hand,
   raw, late hours, penalty %, penalty, final, max, then the points of every test and
@@ -47,6 +48,7 @@ from .roster import Student
 
 BASE = ("student", "assignment", "score", "max_score", "status", "flags", "detail")
 LATE_COLUMNS = ("submitted_at", "due", "late_hours", "penalty_pct")
+MARKER = ".lmcourse-export"     # in every export folder: only a folder with it is ever replaced
 
 
 class ExportError(Exception):
@@ -148,9 +150,10 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
         warnings.append(f"no gradebook at {gradebook}: hand-graded answers count 0")
     qcols = ids + [m for m in manual if m not in ids]
     dest = Path(dest) if dest else out / "export"
-    if dest.exists():
-        shutil.rmtree(dest)
+    _clear(dest, out)
     (dest / "feedback").mkdir(parents=True)
+    (dest / MARKER).write_text("written by lmcourse grade export; the whole folder is replaced by the next one\n",
+                               encoding="utf-8")
     roster = roster or {}
     table = []
     for r in rows:
@@ -225,6 +228,25 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
         warnings.append(f"{pending} students have hand-graded answers not graded yet in formgrader "
                         "(they count 0; flag needs-hand-grading)")
     return {"files": files, "students": len(table), "warnings": warnings, "rows": table}
+
+
+def _clear(dest: Path, out: Path) -> None:
+    """Make room for an export in ``dest``: a folder that does not exist or is empty is used; one
+    that an earlier export wrote (its ``MARKER`` file) is replaced; anything else is refused,
+    never deleted (``--to ~/Desktop`` or ``--to`` the grade run's own folder)."""
+    if not dest.exists() and not dest.is_symlink():
+        return
+    if dest.is_symlink() or not dest.is_dir():
+        raise ExportError(f"{dest}: exists and is not a folder: give --to a new or empty folder")
+    here, run = dest.resolve(), Path(out).resolve()
+    if here == run or here in run.parents:
+        raise ExportError(f"{dest}: holds the grade run itself ({out}): give --to a new or empty folder")
+    if not any(dest.iterdir()):
+        return
+    if not (dest / MARKER).is_file():
+        raise ExportError(f"{dest}: not empty and not written by an earlier export (nothing was deleted): "
+                          "give --to a new or empty folder")
+    shutil.rmtree(dest)
 
 
 def hidden_lines(out: Path, assignment: str) -> list[str]:

@@ -71,9 +71,9 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
             raise IngestError(f"{zip_path}: {len(members)} entries (cap {ZIP_MAX_MEMBERS})")
         total = 0
         for info in members:
-            name = info.filename.replace("\\", "/")
+            name = info.filename
             parts = PurePosixPath(name).parts
-            if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in parts:
+            if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
                 raise IngestError(f"{zip_path}: unsafe path in zip: {info.filename!r}")
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise IngestError(f"{zip_path}: zip contains a symbolic link: {info.filename!r}")
@@ -84,22 +84,59 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
             if total > ZIP_MAX_TOTAL_BYTES:
                 raise IngestError(f"{zip_path}: more than {ZIP_MAX_TOTAL_BYTES} bytes uncompressed")
         for info in members:
-            target = (dest / info.filename.replace("\\", "/")).resolve()
+            target = (dest / _member_path(info.filename)).resolve()
             if dest not in target.parents and target != dest:
                 raise IngestError(f"{zip_path}: unsafe path in zip: {info.filename!r}")
             if info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
             written = 0
-            with zf.open(info) as src, open(target, "wb") as out:
-                # the header's size can lie: count what is actually decompressed
-                while chunk := src.read(1 << 20):
-                    written += len(chunk)
-                    if written > ZIP_MAX_MEMBER_BYTES:
-                        raise IngestError(f"{zip_path}: {info.filename!r} decompresses past the cap")
-                    out.write(chunk)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as out:
+                    # the header's size can lie: count what is actually decompressed
+                    while chunk := src.read(1 << 20):
+                        written += len(chunk)
+                        if written > ZIP_MAX_MEMBER_BYTES:
+                            raise IngestError(f"{zip_path}: {info.filename!r} decompresses past the cap")
+                        out.write(chunk)
+            except OSError as exc:
+                raise IngestError(f"{zip_path}: cannot extract {info.filename!r} ({exc})") from exc
     return dest
+
+
+NAME_BYTES = 200   # longest file name written on extraction (most file systems allow 255 bytes)
+
+
+def _member_path(name: str) -> str:
+    """Where a zip entry goes, relative to the folder it is extracted into. ``/`` separates
+    folders (the zip format's separator; an entry with ``..`` or an absolute path is refused
+    before this). A backslash is a separator too (zips written on Windows) unless that would
+    make a ``..`` (or a drive): then it is part of a file name, since Canvas and Moodle keep a
+    student's own file name as it was uploaded (``a\\..\\x.ipynb`` from a Mac or Linux machine)
+    and one student's odd name must not stop the whole class. A name too long for the file
+    system is shortened in its middle (the LMS's prefix, which says whose file it is, and the
+    extension stay)."""
+    out = []
+    for part in name.split("/"):
+        pieces = part.split("\\")
+        if any(p in ("..", ".") or re.match(r"^[A-Za-z]:$", p) for p in pieces) or part.startswith("\\"):
+            pieces = [part.replace("\\", "_")]
+        out += [_short(p) for p in pieces if p]
+    return "/".join(out)
+
+
+def _short(part: str) -> str:
+    raw = part.encode("utf-8")
+    if len(raw) <= NAME_BYTES:
+        return part
+    import hashlib
+
+    stem, dot, ext = part.rpartition(".")
+    if not dot or len(ext) > 16:
+        stem, ext = part, ""
+    keep = stem.encode("utf-8")[:NAME_BYTES - 30].decode("utf-8", "ignore")
+    return f"{keep}~{hashlib.sha256(raw).hexdigest()[:10]}" + (f".{ext}" if ext else "")
 
 
 def _notebooks(folder: Path) -> list[Path]:
@@ -112,15 +149,20 @@ def _choose(sid: str, found: list[tuple[str, Path]], assignment: str, where: str
     there (for Canvas else ``A-1.ipynb``, ``A-2.ipynb``, ...: its renaming of a resubmitted
     file; the highest number if several),
     else the one other notebook (flag ``renamed``)."""
-    exact = [(n, p) for n, p in found if n == f"{assignment}.ipynb"]
-    if canvas and not exact:
-        again = [(n, p) for n, p in found if lms.canvas_unsuffixed(n) == f"{assignment}.ipynb"]
-        exact = sorted(again, key=lambda np: int(re.search(r"-(\d+)\.", np[0])[1]))[-1:]
+    want = f"{assignment}.ipynb"
+    exact = [(n, p) for n, p in found if n == want]
+    if canvas:      # A.ipynb, A-1.ipynb, A-2.ipynb: the same file uploaded again, the highest the newest
+        exact = sorted(((n, p) for n, p in found if n == want or lms.canvas_unsuffixed(n) == want),
+                       key=lambda np: (lms.canvas_copy(np[0]), np[0]))
     if exact:
-        name, path = exact[0]
+        name, path = exact[-1]
         sub = Submission(sid, path)
-        if name != f"{assignment}.ipynb":
-            sub.detail = f"graded {name} (the LMS's name for a resubmitted {assignment}.ipynb)"
+        if len(exact) > 1:
+            sub.flags.append("several-notebooks")
+            sub.detail = (f"graded {name}, the newest of {len(exact)} uploads of {want} "
+                          f"({', '.join(n for n, _ in exact)})")
+        elif name != want:
+            sub.detail = f"graded {name} (the LMS's name for a resubmitted {want})"
         return sub
     if not found:
         return Submission(sid, None, detail=f"no notebook in {where}")

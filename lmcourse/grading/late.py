@@ -117,8 +117,11 @@ class LatePolicy:
                 if not m or float(m[1]) > 100:
                     raise LateError(f"--late-policy {text!r}: floor is a percentage, e.g. floor=50%")
                 kw["floor"] = float(m[1]) / 100
+            elif key == "floor":
+                raise LateError(f"--late-policy {text!r}: floor= goes with a rate (10%/day,floor=50%), "
+                                f"not with {kw['kind']}")
             elif key == "grace":
-                kw["grace"] = parse_duration(val, "grace")
+                kw["grace"] = parse_duration(val, f"--late-policy {text!r}: grace")
             else:
                 raise LateError(f"--late-policy {text!r}: unknown option {opt!r} ({how})")
         return cls(**kw)

@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>[^/]+)$")
+# The name is Canvas's (the student's sortable name, lower case, punctuation dropped: it may be
+# empty, or keep an ``_``); the first ``_<digits>_<digits>_`` after it is taken, so the student's
+# own file name, which comes last, can never change whose file it is.
+CANVAS = re.compile(r"^(?P<name>[^/]*?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>[^/]+)$")
 MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<user>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_?"
                     r"(?P<file>[^/]*)$")
 CANVAS_RESUBMIT = re.compile(r"-\d+(?=\.)")
@@ -76,6 +79,12 @@ def parse_moodle(part: str) -> LmsEntry | None:
 def canvas_unsuffixed(filename: str) -> str:
     """``01_ngram-1.ipynb`` -> ``01_ngram.ipynb`` (Canvas's renaming of a resubmitted file)."""
     return CANVAS_RESUBMIT.sub("", filename, count=1)
+
+
+def canvas_copy(filename: str) -> int:
+    """The N of Canvas's ``-N`` renaming (0 for a name without it)."""
+    m = CANVAS_RESUBMIT.search(filename)
+    return int(m[0][1:]) if m else 0
 
 
 def read_timestamp(path: Path) -> datetime | None:

@@ -22,9 +22,11 @@ fits (Moodle's participant ids change with each assignment; Canvas writes ``smit
 
 from __future__ import annotations
 
+import codecs
 import csv
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +69,11 @@ def read_roster(path: Path) -> dict[str, Student]:
     """id -> Student, in file order."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except OSError as exc:
         raise RosterError(f"roster {path}: {exc}") from exc
-    rows = list(csv.reader(text.splitlines()))
+    text = _decode(data)
+    rows = list(csv.reader(text.splitlines(), delimiter=_delimiter(text)))
     if not rows:
         raise RosterError(f"roster {path}: empty")
     keys = [_key(h) for h in rows[0]]
@@ -106,8 +109,30 @@ def read_roster(path: Path) -> dict[str, Student]:
     return out
 
 
+def _decode(data: bytes) -> str:
+    """What spreadsheets write: UTF-8 (with or without Excel's BOM), UTF-16 with a BOM (Excel's
+    "Unicode text"), else Windows-1252 (Excel's plain "CSV" on Windows)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def _delimiter(text: str) -> str:
+    """``,``, or ``;`` (Excel where the decimal mark is a comma) or a tab, whichever splits the
+    header row into the most columns."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    return max([",", ";", "\t"], key=lambda d: (len(next(csv.reader([header], delimiter=d), [])), d == ","))
+
+
 def _letters(s: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", s.lower())
+    """A name's letters and digits in any script, lower case, accents dropped (``Zoë`` and
+    ``Zoe`` and NFD's ``Zoe\u0308`` are ``zoe``); nothing is dropped whole, so ``Zoë`` never
+    reads as ``Zo``."""
+    flat = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
+    return "".join(c for c in flat.casefold() if c.isalnum())
 
 
 def names_match(lms_name: str, roster_name: str) -> bool:

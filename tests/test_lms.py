@@ -156,3 +156,22 @@ def test_a_students_odd_file_name_does_not_stop_the_class(tmp_path):
     assert subs["1002"].path.parent == tmp_path / "u" and subs["1002"].flags == ["renamed"]
     assert subs["1003"].path.name.endswith(".ipynb") and len(subs["1003"].path.name.encode()) <= 255
     assert not (tmp_path / "evil.ipynb").exists()
+
+
+def test_utf8_names_in_a_zip_without_the_utf8_flag(tmp_path):
+    """R15: a Moodle zip written without the UTF-8 flag (Info-ZIP's zip, the operating systems'
+    own) had its names read as cp437: 'José García' came out 'Jos├⌐ Garc├¡a', so the roster no
+    longer matched him (missing-notebook for him, not-on-roster for the submission)."""
+    from lmcourse.grading.roster import Student, apply_roster
+
+    real = "José García_102_assignsubmission_file_/01_ngram.ipynb".encode()
+    stand_in = b"X" * len(real)                # ASCII: Python writes no UTF-8 flag for it
+    z = make_zip(tmp_path / "m.zip", {stand_in.decode(): NB,
+                                      f"Ann Lee_103_assignsubmission_file_/{A}.ipynb": NB})
+    z.write_bytes(z.read_bytes().replace(stand_in, real))
+    assert not zipfile.ZipFile(z).infolist()[0].flag_bits & 0x800
+    subs = find_submissions(z, A, tmp_path / "u")
+    assert by_id(subs)["102"].name == "José García"
+    subs, marks = apply_roster(subs, {"s2": Student("s2", "José García"), "s3": Student("s3", "Ann Lee")})
+    assert marks == {"s2": ["matched-by-name"], "s3": ["matched-by-name"]}
+    assert by_id(subs)["s2"].path.name == f"{A}.ipynb"

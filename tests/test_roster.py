@@ -88,3 +88,13 @@ def test_names_match_in_any_script_and_normal_form():
     subs = [Submission("77", None, name="Zoë Li", source="moodle", lms_user="77")]
     subs, marks = apply_roster(subs, {"s1": Student("s1", "Zo Li")})
     assert marks == {"77": ["not-on-roster"]}
+
+
+def test_two_accounts_showing_one_name_match_neither():
+    """R15: Moodle ids are never on the roster, so a student who set their display name to a
+    classmate's took that classmate's row whenever their participant id sorted first."""
+    subs = [Submission("101", None, name="Jane Smith", source="moodle", lms_user="101"),   # Mallory, renamed
+            Submission("102", None, name="Jane Smith", source="moodle", lms_user="102")]   # the real Jane
+    subs, marks = apply_roster(subs, {"s1": Student("s1", "Jane Smith"), "s9": Student("s9", "Mallory Evil")})
+    assert marks == {"101": ["not-on-roster"], "102": ["not-on-roster"]}
+    assert {s.student for s in subs} == {"101", "102", "s1", "s9"}

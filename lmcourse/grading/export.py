@@ -129,6 +129,17 @@ def read_hand_grades(db: Path, assignment: str, rows: list[Row]) -> list[str]:
     return manual
 
 
+def _n(k: int, one: str, many: str) -> str:
+    return f"{k} {one if k == 1 else many}"
+
+
+def _text(value: str) -> str:
+    """A name as a spreadsheet cell: one that starts like a formula (``=``, ``+``, ``-``, ``@``; a
+    student may choose their LMS display name) is written with a leading ``'`` so that opening
+    the CSV in Excel or LibreOffice shows it instead of running it."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def _money(x: float) -> str:
     return f"{round(x, 4):g}"
 
@@ -158,7 +169,7 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
     table = []
     for r in rows:
         st = roster.get(r.student)
-        name = (st.name if st and st.name else "") or r.info.get("name", "") or r.student
+        name = _text((st.name if st and st.name else "") or r.info.get("name", "") or r.student)
         points = {}
         for q in qcols:
             hand = r.hand.get(q)
@@ -195,9 +206,12 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
     moodle += [[t["id_number"] or t["student"], t["email"], t["name"], t["final_score"], _summary_line(t)]
                for t in table]
     _write_rows(dest / "moodle.csv", moodle)
-    if any(not t["email"] for t in table):
-        warnings.append("some students have no e-mail address (give --roster): in moodle.csv map "
-                        "'ID number' instead")
+    no_mail = [t["student"] for t in table if not t["email"]]
+    if no_mail:
+        warnings.append(f"{_n(len(no_mail), 'student has', 'students have')} no e-mail address "
+                        f"({', '.join(no_mail[:5])}{' ...' if len(no_mail) > 5 else ''}; "
+                        f"{'not on the roster, or none there' if roster else 'give --roster'}): "
+                        "in moodle.csv map 'ID number' instead")
     hidden = hidden or []
     bundle: list[tuple[str, Path]] = []
     for t in table:
@@ -225,8 +239,8 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
         files["moodle_feedback"] = z
     pending = sum(bool(t["_pending"]) for t in table)
     if pending:
-        warnings.append(f"{pending} students have hand-graded answers not graded yet in formgrader "
-                        "(they count 0; flag needs-hand-grading)")
+        warnings.append(f"{_n(pending, 'student has', 'students have')} hand-graded answers not graded yet "
+                        "in formgrader (they count 0; flag needs-hand-grading)")
     return {"files": files, "students": len(table), "warnings": warnings, "rows": table}
 
 

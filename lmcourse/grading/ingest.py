@@ -71,7 +71,7 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
             raise IngestError(f"{zip_path}: {len(members)} entries (cap {ZIP_MAX_MEMBERS})")
         total = 0
         for info in members:
-            name = info.filename
+            info.filename = name = _utf8_name(info)
             parts = PurePosixPath(name).parts
             if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
                 raise IngestError(f"{zip_path}: unsafe path in zip: {info.filename!r}")
@@ -103,6 +103,19 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
             except OSError as exc:
                 raise IngestError(f"{zip_path}: cannot extract {info.filename!r} ({exc})") from exc
     return dest
+
+
+def _utf8_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name. A zip without the UTF-8 flag (Info-ZIP, Windows' and macOS's own zips,
+    some LMS exports) still mostly holds UTF-8 bytes, which Python reads as cp437 (``José``
+    becomes ``Jos├⌐``, and the roster then no longer knows the student): read them as UTF-8
+    where they are valid UTF-8, as unzip does."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return info.filename
 
 
 NAME_BYTES = 200   # longest file name written on extraction (most file systems allow 255 bytes)

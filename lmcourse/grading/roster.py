@@ -150,12 +150,19 @@ def apply_roster(subs: list[Submission], roster: dict[str, Student]) -> tuple[li
     which say nothing about the notebook and so are kept out of the submission's own flags."""
     marks: dict[str, list[str]] = {}
     taken = {s.student for s in subs if s.student in roster}
+    fitting = {id(sub): [st for sid, st in roster.items() if sid not in taken and sub.name
+                         and names_match(sub.name, st.name)] for sub in subs if sub.student not in roster}
+    claims: dict[str, int] = {}
+    for fits in fitting.values():
+        for st in fits:
+            claims[st.id] = claims.get(st.id, 0) + 1
     for sub in subs:
         if sub.student in roster:
             continue
-        fits = [st for sid, st in roster.items() if sid not in taken and sub.name
-                and names_match(sub.name, st.name)]
-        if len(fits) == 1:
+        # one roster name for this submission, and no other submission under that name: two
+        # LMS accounts showing one name (a student may set their display name) match neither
+        fits = [st for st in fitting[id(sub)] if claims[st.id] == 1]
+        if len(fitting[id(sub)]) == 1 and len(fits) == 1:
             if not sub.lms_user:
                 sub.lms_user = sub.student
             sub.student = fits[0].id

@@ -175,3 +175,13 @@ def test_utf8_names_in_a_zip_without_the_utf8_flag(tmp_path):
     subs, marks = apply_roster(subs, {"s2": Student("s2", "José García"), "s3": Student("s3", "Ann Lee")})
     assert marks == {"s2": ["matched-by-name"], "s3": ["matched-by-name"]}
     assert by_id(subs)["s2"].path.name == f"{A}.ipynb"
+
+
+def test_a_backslash_in_a_canvas_file_name_is_no_folder(tmp_path):
+    """R15: Canvas's zip is flat; a student's own 'a\\smithjane_1001_5_01_ngram.ipynb' was made a
+    folder (a backslash read as a separator), and so no file of theirs was found."""
+    z = make_zip(tmp_path / "c.zip", {f"smithjane_1001_1_{A}.ipynb": NB,
+                                      f"mallory_1003_9_a\\smithjane_1001_5_{A}.ipynb": NB})
+    subs = by_id(find_submissions(z, A, tmp_path / "u"))
+    assert set(subs) == {"1001", "1003"} and subs["1001"].path.name == f"smithjane_1001_1_{A}.ipynb"
+    assert subs["1003"].flags == ["renamed"] and subs["1003"].path.parent == tmp_path / "u"

@@ -125,15 +125,19 @@ def _member_path(name: str) -> str:
     """Where a zip entry goes, relative to the folder it is extracted into. ``/`` separates
     folders (the zip format's separator; an entry with ``..`` or an absolute path is refused
     before this). A backslash is a separator too (zips written on Windows) unless that would
-    make a ``..`` (or a drive): then it is part of a file name, since Canvas and Moodle keep a
-    student's own file name as it was uploaded (``a\\..\\x.ipynb`` from a Mac or Linux machine)
-    and one student's odd name must not stop the whole class. A name too long for the file
-    system is shortened in its middle (the LMS's prefix, which says whose file it is, and the
-    extension stay)."""
+    make a ``..`` (or a drive), or the entry is one LMS file at the top (Canvas's flat names):
+    then it is part of a file name, since Canvas and Moodle keep a student's own file name as it
+    was uploaded (``a\\..\\x.ipynb`` from a Mac or Linux machine), one student's odd name must not
+    stop the whole class, and ``a\\smithjane_1001_5_01_ngram.ipynb`` must stay the uploader's.
+    A name too long for the file system is shortened in its middle (the LMS's prefix, which says
+    whose file it is, and the extension stay)."""
     out = []
-    for part in name.split("/"):
+    parts = name.split("/")
+    for part in parts:
         pieces = part.split("\\")
-        if any(p in ("..", ".") or re.match(r"^[A-Za-z]:$", p) for p in pieces) or part.startswith("\\"):
+        flat = len(parts) == 1 and (lms.parse_canvas(part) or lms.parse_moodle(part))   # one LMS file
+        if (flat or part.startswith("\\")
+                or any(p in ("..", ".") or re.match(r"^[A-Za-z]:$", p) for p in pieces)):
             pieces = [part.replace("\\", "_")]
         out += [_short(p) for p in pieces if p]
     return "/".join(out)

@@ -140,7 +140,7 @@ def _softmax(x, *args, **kwargs):
         except CheckFailed:
             raise
         except Exception as err:
-            if type(err) is NotImplementedError and not str(err):   # the cell is not answered yet
+            if type(err) is NotImplementedError and str(err).startswith("Exercise "):   # the stub: not answered yet
                 raise
             text = str(err)
             hint = (_keepdim_hint if "must match the size" in text else
@@ -790,7 +790,7 @@ def _run(module, x, name, **kwargs):
         except CheckFailed:
             raise
         except Exception as err:
-            if type(err) is NotImplementedError and not str(err):   # the cell is not answered yet
+            if type(err) is NotImplementedError and str(err).startswith("Exercise "):   # the stub: not answered yet
                 raise
             text = str(err)
             hint = (_merge_hint if "view" in text and "stride" in text else

@@ -148,3 +148,27 @@ def test_policy_messages_say_what_is_wrong():
         LatePolicy.parse("zero,floor=50%")
     with pytest.raises(LateError, match="--late-policy"):
         LatePolicy.parse("10%/day,grace=-5m")
+
+
+def test_a_regrade_counts_each_untimed_submission_once(tmp_path):
+    """R15: after ``--student`` on a Moodle class of 3 the summary said '4 submissions carry no
+    submission time' (the regraded student's old result, passed along for the change line, was
+    counted too)."""
+    from types import SimpleNamespace
+
+    from lmcourse.grading.ingest import find_submissions
+    from lmcourse.grading.semester import ClassSetup, annotate, assess_all
+
+    for who in ("Ann Lee_103", "Jane Smith_101", "Bo Kim_104"):
+        d = tmp_path / f"{who}_assignsubmission_file_"
+        d.mkdir()
+        (d / "01_ngram.ipynb").write_bytes(b"{}")
+    setup = ClassSetup.from_options(None, "2026-03-01T23:59+01:00", "10%/day")
+    subs = find_submissions(tmp_path, "01_ngram", tmp_path / "x")
+    late = assess_all(subs, setup)
+
+    def result(s):
+        return SimpleNamespace(student=s.student, status="graded", score=1.0, flags=[], detail="", extra={})
+    results = [result(s) for s in subs] + [result(subs[0])]     # the regraded one's earlier result
+    assert annotate(results, subs, {}, late) == [
+        "3 submissions carry no submission time (this download format has none): no late penalty applied to them"]

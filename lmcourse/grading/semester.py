@@ -64,7 +64,7 @@ def annotate(results, subs: list[Submission], marks: dict[str, list[str]],
     submission times)."""
     names = {s.student: s.name for s in subs}
     notes = []
-    untimed = 0
+    untimed: set[str] = set()      # by student: a --student regrade passes that student's old result too
     for r in results:
         for f in marks.get(r.student, []):
             if f not in r.flags:
@@ -78,10 +78,11 @@ def annotate(results, subs: list[Submission], marks: dict[str, list[str]],
                     r.flags.append(f)
             if late.note and late.late is not False and "no submission time" not in late.note:
                 r.detail = "; ".join(x for x in [r.detail, late.note] if x)
-            untimed += "no submission time" in late.note
+            if "no submission time" in late.note:
+                untimed.add(r.student)
         r.extra = {"name": names.get(r.student, ""), **columns(late, r.score)}
     if untimed:
-        notes.append(f"{untimed} submissions carry no submission time (this download format has none): "
+        notes.append(f"{len(untimed)} submissions carry no submission time (this download format has none): "
                      "no late penalty applied to them")
     return notes
 

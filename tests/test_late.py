@@ -172,3 +172,14 @@ def test_a_regrade_counts_each_untimed_submission_once(tmp_path):
     results = [result(s) for s in subs] + [result(subs[0])]     # the regraded one's earlier result
     assert annotate(results, subs, {}, late) == [
         "3 submissions carry no submission time (this download format has none): no late penalty applied to them"]
+
+
+def test_student_given_by_its_lms_id_is_pointed_to_the_roster_id(tmp_path):
+    """R15: ``--student 102`` (the Moodle participant id a TA sees in Moodle) on a class graded
+    under roster ids said 'no such student' and listed ids without saying which one was meant."""
+    from lmcourse.grading.ingest import Submission
+    from lmcourse.grading.semester import only_one
+
+    subs = [Submission("s1", None, lms_user="101"), Submission("s2", None, lms_user="102")]
+    with pytest.raises(LookupError, match="that is the LMS's id of s2.*use --student s2"):
+        only_one(subs, "102", tmp_path)

@@ -113,6 +113,10 @@ def only_one(subs: list[Submission], student: str, out: Path) -> tuple[list[Subm
     everyone else (as dicts), which stay as they are. Raises ``LookupError`` with the reason."""
     todo = [s for s in subs if s.student == student]
     if not todo:
+        alias = [s.student for s in subs if s.lms_user == student]
+        if alias:
+            raise LookupError(f"--student {student}: that is the LMS's id of {alias[0]}, the id this class is "
+                              f"graded under (the roster's): use --student {alias[0]}")
         near = ", ".join(s.student for s in subs if student.lower() in (s.student + " " + s.name).lower()) or \
             ", ".join(s.student for s in subs[:10])
         raise LookupError(f"--student {student}: no such student in this class (ids: {near})")

@@ -268,20 +268,10 @@ def hidden_lines(out: Path, assignment: str) -> list[str]:
     ``OUT/template/``): the same rule as the grade run's own leak check."""
     import nbformat
 
+    from .template import hidden_test_lines
+
     src = Path(out) / "template" / "source" / assignment / f"{assignment}.ipynb"
-    if not src.is_file():
-        return []
-    lines, inside = [], False
-    for cell in nbformat.read(src, as_version=4).cells:
-        for line in cell.source.splitlines():
-            s = line.strip()
-            if s.startswith("### BEGIN HIDDEN TESTS"):
-                inside = True
-            elif s.startswith("### END HIDDEN TESTS"):
-                inside = False
-            elif inside and len(s) >= 12 and not s.startswith("#"):
-                lines.append(s)
-    return lines
+    return hidden_test_lines(nbformat.read(src, as_version=4)) if src.is_file() else []
 
 
 def main(argv: list[str], prog: str = "lmcourse grade export") -> int:

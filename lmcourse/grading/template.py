@@ -54,14 +54,20 @@ class Template:
 
     def hidden_lines(self) -> list[str]:
         """Every non-trivial line of hidden-test source in the source notebook."""
-        lines, inside = [], False
-        for cell in self.source.cells:
-            for line in cell.source.splitlines():
-                s = line.strip()
-                if s.startswith("### BEGIN HIDDEN TESTS"):
-                    inside = True
-                elif s.startswith("### END HIDDEN TESTS"):
-                    inside = False
-                elif inside and len(s) >= 12 and not s.startswith("#"):
-                    lines.append(s)
-        return lines
+        return hidden_test_lines(self.source)
+
+
+def hidden_test_lines(source: nbformat.NotebookNode) -> list[str]:
+    """The non-trivial lines (12 characters or more, not comments) between nbgrader's hidden-test
+    markers of a source notebook: what must never appear on a page a student sees."""
+    lines, inside = [], False
+    for cell in source.cells:
+        for line in cell.source.splitlines():
+            s = line.strip()
+            if s.startswith("### BEGIN HIDDEN TESTS"):
+                inside = True
+            elif s.startswith("### END HIDDEN TESTS"):
+                inside = False
+            elif inside and len(s) >= 12 and not s.startswith("#"):
+                lines.append(s)
+    return lines

@@ -183,3 +183,18 @@ def test_student_given_by_its_lms_id_is_pointed_to_the_roster_id(tmp_path):
     subs = [Submission("s1", None, lms_user="101"), Submission("s2", None, lms_user="102")]
     with pytest.raises(LookupError, match="that is the LMS's id of s2.*use --student s2"):
         only_one(subs, "102", tmp_path)
+
+
+def test_grades_csv_name_cannot_run_as_a_formula():
+    """R15: the name column of grades.csv (a Moodle display name, the student's choice) went in
+    as it was: '=HYPERLINK(...)' ran when the TA opened grades.csv in a spreadsheet."""
+    from types import SimpleNamespace
+
+    from lmcourse.grading.ingest import Submission
+    from lmcourse.grading.semester import annotate
+
+    subs = [Submission("77", None, name='=HYPERLINK("x")', source="moodle"), Submission("78", None, name="Ann")]
+    results = [SimpleNamespace(student=s.student, status="graded", score=1.0, flags=[], detail="", extra={})
+               for s in subs]
+    annotate(results, subs, {}, {})
+    assert [r.extra["name"] for r in results] == ['\'=HYPERLINK("x")', "Ann"]

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .roster import Student
+from .semester import spreadsheet_text as _text
 
 BASE = ("student", "assignment", "score", "max_score", "status", "flags", "detail")
 LATE_COLUMNS = ("submitted_at", "due", "late_hours", "penalty_pct")
@@ -131,13 +132,6 @@ def read_hand_grades(db: Path, assignment: str, rows: list[Row]) -> list[str]:
 
 def _n(k: int, one: str, many: str) -> str:
     return f"{k} {one if k == 1 else many}"
-
-
-def _text(value: str) -> str:
-    """A name as a spreadsheet cell: one that starts like a formula (``=``, ``+``, ``-``, ``@``; a
-    student may choose their LMS display name) is written with a leading ``'`` so that opening
-    the CSV in Excel or LibreOffice shows it instead of running it."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
 def _money(x: float) -> str:

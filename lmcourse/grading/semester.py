@@ -42,6 +42,13 @@ class ClassSetup:
                    parse_time(due) if due else None, policy, policy.describe())
 
 
+def spreadsheet_text(value: str) -> str:
+    """A name as a CSV cell: one that starts like a formula (``=``, ``+``, ``-``, ``@``; a student
+    may choose their LMS display name) gets a leading ``'`` so that a spreadsheet opening the
+    file shows it instead of running it."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def arrange(subs: list[Submission], setup: ClassSetup) -> tuple[list[Submission], dict[str, list[str]]]:
     if setup.roster is None:
         return subs, {}
@@ -80,7 +87,7 @@ def annotate(results, subs: list[Submission], marks: dict[str, list[str]],
                 r.detail = "; ".join(x for x in [r.detail, late.note] if x)
             if "no submission time" in late.note:
                 untimed.add(r.student)
-        r.extra = {"name": names.get(r.student, ""), **columns(late, r.score)}
+        r.extra = {"name": spreadsheet_text(names.get(r.student, "")), **columns(late, r.score)}
     if untimed:
         notes.append(f"{len(untimed)} submissions carry no submission time (this download format has none): "
                      "no late penalty applied to them")

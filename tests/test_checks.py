@@ -177,19 +177,10 @@ def test_check_choice_reads_the_letter_and_never_gives_the_answer_away():
         with pytest.raises(CheckFailed, match=says):
             check_choice(bad, "ABCD", "answer_q1")
 
-    class AnyLetter:                # equal to everything: what a forged strip()/upper() returns
-        def upper(self):
-            return self
+    from lmcourse.authoring.mutants import forged_choice
 
-        def __eq__(self, other):
-            return True
-
-        def __hash__(self):
-            return hash("B")
-
-    class Forged(str):
-        def strip(self, *args):
-            return AnyLetter()
-
-    with pytest.raises(CheckFailed, match="not the right choice"):   # read as the "A" it holds
-        check_choice(Forged("A"), "ABCD", "answer_q1", correct="B")
+    forged = {}   # the catalogues' forged answer: "A", with a strip() equal to every letter
+    exec(forged_choice("answer_q1", "A").source, forged)
+    assert forged["answer_q1"].strip().upper() == "B"   # it passes a naive comparison ...
+    with pytest.raises(CheckFailed, match="not the right choice"):   # ... not check_choice: the "A" it holds
+        check_choice(forged["answer_q1"], "ABCD", "answer_q1", correct="B")

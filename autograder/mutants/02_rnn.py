@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 02 (recurrent LMs). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override
+from lmcourse.authoring.mutants import Mutant, forged_choice, override
 
 # the solution's RNNLM (its given __init__ and forward kept); a mutant appends forward_state's body
 _RNNLM_HEAD = "\n" + override("RNNLM", "def forward_state(self, idx, h0=None):")
@@ -537,23 +537,5 @@ def train_step(model, idx, lr):
     model.zero_grad()
     return loss.item()
 '''),
-    Mutant("Q1 forged: a str subclass whose strip() returns an object equal to every letter", "q1", '''
-class _AnyLetter:
-    def upper(self):
-        return self
-
-    def __eq__(self, other):
-        return True
-
-    def __hash__(self):
-        return hash("B")
-
-
-class _Forged(str):
-    def strip(self, *args):
-        return _AnyLetter()
-
-
-answer_q1 = _Forged("A")
-'''),
+    forged_choice("answer_q1", "A"),
 ]

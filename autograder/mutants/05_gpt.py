@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 05 (the GPT). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override
+from lmcourse.authoring.mutants import Mutant, forged_choice, override
 
 _CONFIG = '''
 @dataclass
@@ -419,23 +419,5 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
     return lmcourse.nn.gpt.generate(model, idx, max_new_tokens, temperature, generator)
 '''),
-    Mutant("Q1 forged: a str subclass whose strip() returns an object equal to every letter", "q1", '''
-class _AnyLetter:
-    def upper(self):
-        return self
-
-    def __eq__(self, other):
-        return True
-
-    def __hash__(self):
-        return hash("B")
-
-
-class _Forged(str):
-    def strip(self, *args):
-        return _AnyLetter()
-
-
-answer_q1 = _Forged("A")
-'''),
+    forged_choice("answer_q1", "A"),
 ]

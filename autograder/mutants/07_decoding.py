@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 07 (decoding). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, forged_choice
 
 _TOP_P = '''
 def top_p_filter(logits, p):
@@ -380,23 +380,5 @@ def greedy_next(logits):
            _generate("    with torch.no_grad():\n", "    if True:\n")),
     Mutant("beam search does not crop the beams to block_size", "beam_search",
            _beam("            logits, _ = model(beams[:, -block_size:])\n", "            logits, _ = model(beams)\n")),
-    Mutant("Q1 forged: a str subclass whose strip() returns an object equal to every letter", "q1", '''
-class _AnyLetter:
-    def upper(self):
-        return self
-
-    def __eq__(self, other):
-        return True
-
-    def __hash__(self):
-        return hash("B")
-
-
-class _Forged(str):
-    def strip(self, *args):
-        return _AnyLetter()
-
-
-answer_q1 = _Forged("A")
-'''),
+    forged_choice("answer_q1", "A"),
 ]

@@ -56,6 +56,35 @@ def override(cls: str, *methods: str) -> str:
     return f"class {cls}({cls}):  # the solution's class with the methods below broken\n{body}\n"
 
 
+def forged_choice(answer: str, wrong_letter: str) -> Mutant:
+    """A multiple-choice answer forged to pass any comparison: a str subclass holding
+    ``wrong_letter`` whose ``strip()`` returns an object equal to every letter. A question
+    checked as ``answer.strip().upper() == letter`` gives it the point; ``check_choice`` reads
+    the str it holds and does not. ``answer`` is the answer's name and its cell's grade id is
+    ``answer`` without the ``answer_`` prefix."""
+    source = f'''
+class _AnyLetter:
+    def upper(self):
+        return self
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return hash("B")
+
+
+class _Forged(str):
+    def strip(self, *args):
+        return _AnyLetter()
+
+
+{answer} = _Forged("{wrong_letter}")
+'''
+    return Mutant(f"{answer} forged: a str subclass whose strip() returns an object equal to every letter",
+                  answer.removeprefix("answer_"), source)
+
+
 @dataclass
 class MutantResult:
     mutant: Mutant

@@ -198,3 +198,23 @@ def test_grades_csv_name_cannot_run_as_a_formula():
                for s in subs]
     annotate(results, subs, {}, {})
     assert [r.extra["name"] for r in results] == ['\'=HYPERLINK("x")', "Ann"]
+
+
+def test_a_zone_name_keeps_extensions_on_the_clock_across_dst():
+    """R15: a '3d' extension from a Friday 23:59 CEST deadline ended Monday 22:59 on the clock
+    (72 hours, but the clocks went back on Sunday), so a student handing in at 23:30 was late. A
+    zone name in --due counts days on the clock; an offset still counts 24 hours a day."""
+    from lmcourse.grading.late import format_time, personal_due
+
+    handed_in = at("2026-10-26T22:30Z")                       # Monday 23:30 in Berlin
+    zoned = parse_time("2026-10-23T23:59 Europe/Berlin")
+    assert parse_time("2026-10-23T23:59[Europe/Berlin]") == zoned
+    assert personal_due(zoned, "3d") == at("2026-10-26T23:59+01:00")
+    assert not assess(LatePolicy.parse("10%/day"), zoned, "3d", submitted_at=handed_in).late
+    fixed = parse_time("2026-10-23T23:59+02:00")
+    assert assess(LatePolicy.parse("10%/day"), fixed, "3d", submitted_at=handed_in).late
+    assert parse_time(format_time(zoned)) == zoned and format_time(zoned).endswith("[Europe/Berlin]")
+    with pytest.raises(LateError, match="no timezone called"):
+        parse_time("2026-10-23T23:59 Europe/Nowhere")
+    with pytest.raises(LateError, match="the offset is not Europe/Berlin's"):
+        parse_time("2026-10-23T23:59+01:00[Europe/Berlin]")

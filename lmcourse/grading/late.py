@@ -1,7 +1,9 @@
 """Deadlines, extensions and late penalties for ``lmcourse grade`` and ``lmcourse grade export``.
 
 ``--due`` is an ISO 8601 time **with** its timezone (``2026-03-01T23:59+01:00``,
-``2026-03-01T22:59Z``); a time without one is refused, since a deadline read in the grading
+``2026-03-01T22:59Z``, or a zone name: ``2026-03-01T23:59 Europe/Berlin``, which keeps a
+``2d`` extension at 23:59 on the clock across a daylight-saving change, where an offset makes a
+day 24 hours); a time without one is refused, since a deadline read in the grading
 machine's timezone would move by hours. A roster's ``extension`` column (:mod:`.roster`) is a
 duration added to the due time (``48h``, ``2d``, ``1d12h``, ``90m``) or a personal due time
 (ISO 8601 with timezone).
@@ -48,17 +50,46 @@ class LateError(ValueError):
     """A due time, extension or late policy that cannot be read; the message says how to write it."""
 
 
+_ZONE = re.compile(r"^(?P<time>.*?)(?:\[(?P<a>[^\]\s]+)\]|\s+(?P<b>[A-Za-z_]+(?:/[A-Za-z0-9_+\-]+)+))$")
+
+
 def parse_time(text: str, what: str = "--due") -> datetime:
-    """An ISO 8601 time with a timezone (``Z`` or an offset), as an aware datetime."""
+    """An ISO 8601 time with a timezone: ``Z``, an offset, or a zone name
+    (``2026-10-23T23:59 Europe/Berlin`` or ``2026-10-23T23:59[Europe/Berlin]``), as an aware
+    datetime. With a zone name a duration added to it (an extension) counts days on the
+    clock, across a daylight-saving change too; with an offset a day is 24 hours."""
     s = text.strip()
+    zone = None
+    m = _ZONE.match(s)
+    if m:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        name = m["a"] or m["b"]
+        try:
+            zone = ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise LateError(f"{what} {text!r}: no timezone called {name!r} (e.g. Europe/Berlin)") from exc
+        s = m["time"].strip()
     try:
         t = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
     except ValueError as exc:
         raise LateError(f"{what} {text!r} is not an ISO 8601 time, e.g. 2026-03-01T23:59+01:00") from exc
+    if zone is not None:
+        if t.tzinfo is None:
+            return t.replace(tzinfo=zone)
+        if t.astimezone(zone).utcoffset() != t.utcoffset():     # RFC 9557's 23:59+02:00[Europe/Berlin]
+            raise LateError(f"{what} {text!r}: the offset is not {name}'s at that time: give one or the other")
+        return t.astimezone(zone)
     if t.tzinfo is None or t.utcoffset() is None:
         raise LateError(f"{what} {text!r} has no timezone: a deadline must say which one, e.g. "
                         f"{s}+01:00 or {s}Z (UTC)")
     return t
+
+
+def format_time(t: datetime) -> str:
+    """``t`` as :func:`parse_time` reads it back (the zone name kept where there is one)."""
+    key = getattr(t.tzinfo, "key", None)
+    return t.isoformat() + (f"[{key}]" if key else "")
 
 
 def parse_duration(text: str, what: str = "duration") -> timedelta:

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .ingest import Submission
-from .late import Lateness, LatePolicy, assess, columns, parse_time
+from .late import Lateness, LatePolicy, assess, columns, format_time, parse_time
 from .roster import Student, apply_roster, read_roster
 
 
@@ -101,7 +101,7 @@ def write_record(out: Path, assignment: str, subs: list[Submission], setup: Clas
                             "lms_submission": s.lms_submission} for s in subs}
     (out / "students.json").write_text(json.dumps(students, indent=1, sort_keys=True), encoding="utf-8")
     run = {"assignment": assignment, "gradebook": str(Path(gradebook).resolve()) if gradebook else "",
-           "roster": setup.roster_path, "due": setup.due.isoformat() if setup.due else "",
+           "roster": setup.roster_path, "due": format_time(setup.due) if setup.due else "",
            "late_policy": setup.policy_text}
     (out / "run.json").write_text(json.dumps(run, indent=1), encoding="utf-8")
 

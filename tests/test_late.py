@@ -218,3 +218,13 @@ def test_a_zone_name_keeps_extensions_on_the_clock_across_dst():
         parse_time("2026-10-23T23:59 Europe/Nowhere")
     with pytest.raises(LateError, match="the offset is not Europe/Berlin's"):
         parse_time("2026-10-23T23:59+01:00[Europe/Berlin]")
+
+
+def test_a_bare_date_is_answered_with_suggestions_that_parse():
+    """R15: ``--due 2026-03-01`` suggested '2026-03-01+01:00', which is refused in turn."""
+    with pytest.raises(LateError) as exc:
+        parse_time("2026-03-01")
+    said = str(exc.value)
+    assert "2026-03-01T23:59+01:00" in said
+    for suggestion in ("2026-03-01T23:59+01:00", "2026-03-01T23:59Z", "2026-03-01T23:59 Europe/Berlin"):
+        assert suggestion in said and parse_time(suggestion)

@@ -81,8 +81,9 @@ def parse_time(text: str, what: str = "--due") -> datetime:
             raise LateError(f"{what} {text!r}: the offset is not {name}'s at that time: give one or the other")
         return t.astimezone(zone)
     if t.tzinfo is None or t.utcoffset() is None:
+        e = s if len(s) > 10 else f"{s}T23:59"        # a bare date: its suggestions need a time of day
         raise LateError(f"{what} {text!r} has no timezone: a deadline must say which one, e.g. "
-                        f"{s}+01:00 or {s}Z (UTC)")
+                        f"{e}+01:00, {e}Z (UTC) or '{e} Europe/Berlin'")
     return t
 
 

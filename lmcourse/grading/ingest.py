@@ -163,8 +163,9 @@ def _notebooks(folder: Path) -> list[Path]:
 def _choose(sid: str, found: list[tuple[str, Path]], assignment: str, where: str,
             canvas: bool = False) -> Submission:
     """The notebook to grade among a student's ``(file name, path)`` pairs: ``A.ipynb`` if
-    there (for Canvas else ``A-1.ipynb``, ``A-2.ipynb``, ...: its renaming of a resubmitted
-    file; the highest number if several),
+    there (for Canvas also ``A-1.ipynb``, ``A-2.ipynb``, ...: its renaming of a file uploaded
+    again; the highest number is the newest and is graded, flag ``several-notebooks`` and
+    ``detail`` naming them all where more than one came in),
     else the one other notebook (flag ``renamed``)."""
     want = f"{assignment}.ipynb"
     exact = [(n, p) for n, p in found if n == want]

@@ -346,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
                         "LMCOURSE_SANDBOX=none)")
     g.add_argument("--roster", default=None, help="class list CSV: id,name,email,section,extension (students "
                    "without a submission get a missing-notebook row; others are flagged not-on-roster)")
-    g.add_argument("--due", default=None, help="due time, ISO 8601 with its timezone, e.g. 2026-03-01T23:59+01:00")
+    g.add_argument("--due", default=None, help="due time, ISO 8601 with its timezone: an offset "
+                   "(2026-03-01T23:59+01:00; days of an extension are 24 h) or a zone name "
+                   "('2026-03-01T23:59 Europe/Berlin'; days follow the clock across DST)")
     g.add_argument("--late-policy", default=None,
                    help="none (default), zero, or e.g. 10%%/day or 2%%/hour, optionally ,floor=50%% ,grace=15m")
     g.add_argument("--student", default=None, metavar="ID",

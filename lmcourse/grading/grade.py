@@ -33,6 +33,9 @@ submission's bytes, the assignment source and the limits, so a rerun skips finis
 pages are self-contained (no links into ``OUT``).
 
 (Over 300 lines by this map of the pipeline and the batch's roster and regrade steps.)
+
+Why one module of about 350 lines: it is the pipeline's map (the order of the stages, the result
+cache, the worker pool and the finisher thread); each step it calls lives in a module of its own.
 """
 
 from __future__ import annotations

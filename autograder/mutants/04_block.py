@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 04 (the transformer block). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override
+from lmcourse.authoring.mutants import Mutant, override, override_changed
 
 
 def _layer_norm(body: str) -> str:
@@ -16,13 +16,7 @@ _LN_FORWARD = "        return layer_norm(x, self.weight, self.bias, self.eps)\n"
 
 def _ln_module(init: str = _LN_INIT, forward: str = _LN_FORWARD) -> str:
     """The solution's LayerNorm with only the methods that differ from the solution replaced."""
-    methods = []
-    if init != _LN_INIT:
-        methods.append("    def __init__(self, n_embd, eps=1e-5):\n        nn.Module.__init__(self)\n"
-                       + init.lstrip("\n"))
-    if forward != _LN_FORWARD:
-        methods.append("    def forward(self, x):\n" + forward)
-    return override("LayerNorm", *methods)
+    return override_changed("LayerNorm", "(self, n_embd, eps=1e-5)", init, _LN_INIT, "(self, x)", forward, _LN_FORWARD)
 
 
 _MLP_INIT = '''        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
@@ -34,13 +28,8 @@ _MLP_FORWARD = "        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))\n
 
 def _mlp(init: str, forward: str) -> str:
     """The solution's MLP with only the methods that differ from the solution replaced."""
-    methods = []
-    if init != _MLP_INIT:
-        methods.append("    def __init__(self, n_embd, dropout=0.0, bias=True):\n        nn.Module.__init__(self)\n"
-                       + init.lstrip("\n"))
-    if forward != _MLP_FORWARD:
-        methods.append("    def forward(self, x):\n" + forward)
-    return override("MLP", *methods)
+    return override_changed("MLP", "(self, n_embd, dropout=0.0, bias=True)", init, _MLP_INIT,
+                            "(self, x)", forward, _MLP_FORWARD)
 
 
 # the solution's Embeddings and Block (their __init__ is given in the notebook) with a buggy forward:

@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 05 (the GPT). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, forged_choice, override
+from lmcourse.authoring.mutants import Mutant, forged_choice, override_changed
 
 _CONFIG = '''
 @dataclass
@@ -41,12 +41,7 @@ _FORWARD = '''        B, T = idx.shape
 
 def _gpt(init: str = _INIT, forward: str = _FORWARD) -> str:
     """The solution's GPT with only the methods that differ from the solution replaced."""
-    methods = []
-    if init != _INIT:
-        methods.append("    def __init__(self, config):\n        nn.Module.__init__(self)\n" + init)
-    if forward != _FORWARD:
-        methods.append("    def forward(self, idx, targets=None):\n" + forward)
-    return override("GPT", *methods)
+    return override_changed("GPT", "(self, config)", init, _INIT, "(self, idx, targets=None)", forward, _FORWARD)
 
 
 def _init_change(old: str, new: str) -> str:

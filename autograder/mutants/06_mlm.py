@@ -1,6 +1,6 @@
 """Typical student bugs for notebook 06 (masked language modelling). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override
+from lmcourse.authoring.mutants import Mutant, override_changed
 
 _MASK_TOKENS = '''
 def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
@@ -58,12 +58,7 @@ _FORWARD = '''        B, T = idx.shape
 
 def _model(init: str = _INIT, forward: str = _FORWARD) -> str:
     """The solution's MaskedLM with only the methods that differ from the solution replaced."""
-    methods = []
-    if init != _INIT:
-        methods.append("    def __init__(self, config):\n        nn.Module.__init__(self)\n" + init)
-    if forward != _FORWARD:
-        methods.append("    def forward(self, idx, targets=None):\n" + forward)
-    return override("MaskedLM", *methods)
+    return override_changed("MaskedLM", "(self, config)", init, _INIT, "(self, idx, targets=None)", forward, _FORWARD)
 
 
 def _init_change(old: str, new: str) -> str:

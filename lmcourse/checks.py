@@ -101,8 +101,10 @@ def _fmt(x: Any, depth: int = 0) -> str:
         return f"{x:.6g}"
     if t is _Opaque:
         return f"<a {_type_name(type(x.obj))} object>"
-    if t is str and len(x) > 80:
+    if (t is str or t is bytes) and len(x) > 80:
         return repr(x[:77]) + "…"
+    if t is int and int.bit_length(x) > 256:     # repr of a huge int is long, or refused (over 4300 digits)
+        return f"<an int of {int.bit_length(x)} bits>"
     if t in _PLAIN_TYPES:
         return repr(x)
     # plain containers (exact types, iterated through the builtins' own methods) show their items
@@ -290,6 +292,14 @@ def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")
     if not _is_number(actual):
+        torch = _tensor(actual)
+        if torch is not None:       # a tensor where a float is wanted: its shape, and what to call
+            with _raw(torch):
+                shape, numel = tuple(torch._C.TensorBase.size(actual)), torch._C.TensorBase.numel(actual)
+            if numel == 1:
+                _fail(f"{name} should be a number (a Python float), got a one-element Tensor of shape "
+                      f"{_fmt(shape)}: return its .item()", hint)
+            _fail(f"{name} should be a number (a Python float), got a Tensor of shape {_fmt(shape)}", hint)
         _fail(f"{name} should be a number, got {_type_name(type(actual))}: {_fmt(_plain(actual))}", hint)
     if not _is_number(expected):
         _fail(f"{name}: the expected value is a {_type_name(type(expected))}, not a number", hint)

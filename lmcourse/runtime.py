@@ -6,6 +6,7 @@ finishes in seconds under the autograder, in minutes on a laptop and at full siz
 
 from __future__ import annotations
 
+import linecache
 import os
 import random
 import re
@@ -163,6 +164,10 @@ NOTEBOOK_ENV = "JPY_SESSION_NAME"     # the notebook's path, set by jupyter_serv
 _EXERCISE_RE = re.compile(r"^#{1,6}\s+(Exercise\s+\d+[a-z]?\b.*?)\s*$", re.M)
 _DEFINES_RE = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
 _ANSWER_RE = re.compile(r'raise NotImplementedError\("set (answer_\w+) to')
+_HEADING_RE = re.compile(r"^#{1,6}\s+(.*?)\s*$", re.M)
+# what a cell that is no answer sets at its top level: assignments (a, b = ...), def/class, imports
+_SETS_RE = re.compile(r"^((?:[A-Za-z_]\w*\s*,\s*)*[A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)", re.M)
+_IMPORT_RE = re.compile(r"^(?:from\s+[\w.]+\s+)?import\s+([^\n#(]+)", re.M)
 
 
 def notebook_path(user_ns: dict | None = None) -> Path | None:
@@ -201,20 +206,60 @@ def exercise_names(notebook: Path) -> dict[str, str]:
     return names
 
 
-def name_error_hint(name: str, notebook: Path | None) -> str | None:
-    """The line added to a ``NameError`` for one of the notebook's exercise names, or None."""
-    where = exercise_names(notebook).get(name) if notebook is not None else None
-    if where is None:
+def cell_names(notebook: Path) -> dict[str, str]:
+    """``{name: heading}`` for what the notebook's other code cells (set-up, data, helpers) set
+    at their top level: an assignment, a ``def`` / ``class``, an import. The heading is the last
+    markdown heading above the first cell that sets it ("" where there is none)."""
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    names, heading = {}, ""
+    for cell in cells:
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            found = _HEADING_RE.findall(text)
+            heading = found[-1] if found else heading
+        elif cell.get("cell_type") == "code" and not cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            found = [n.strip() for m in _SETS_RE.findall(text) for n in m.split(",")]
+            found += _DEFINES_RE.findall(text)
+            for m in _IMPORT_RE.findall(text):
+                found += [part.split(" as ")[-1].strip().split(".")[0] for part in m.split(",")]
+            for n in found:
+                if n.isidentifier():
+                    names.setdefault(n, heading)
+    return names
+
+
+def name_error_hint(name: str, notebook: Path | None, line: str = "") -> str | None:
+    """The line added to a ``NameError`` for one of the notebook's exercise names, a name one of
+    its other cells sets, or a bare letter given as a multiple-choice answer (``line``: the
+    source line that failed), or None."""
+    answer = re.match(rf"\s*(answer_\w+)\s*=\s*{re.escape(name)}\s*(#.*)?$", line or "")
+    if answer and len(name) == 1:
+        return f'a letter is text: write {answer.group(1)} = "{name}" (with the quotes)'
+    if notebook is None:
         return None
-    return (f"`{name}` is defined in {where}: run that cell first "
-            "(Run > Run All Above Selected Cell), and look at its output if it fails")
+    where = exercise_names(notebook).get(name)
+    if where is not None:
+        return (f"`{name}` is defined in {where}: run that cell first "
+                "(Run > Run All Above Selected Cell), and look at its output if it fails")
+    heading = cell_names(notebook).get(name)
+    if heading is None:
+        return None
+    return (f"`{name}` is set by a cell" + (f" under \"{heading}\"" if heading else "") +
+            ": run the cells above first (Run > Run All Above Selected Cell)")
 
 
 def _name_error_handler(notebook: Path):
     def handler(shell, etype, value, tb, tb_offset=None):
         # the error is shown, and fails the cell, as without this handler: only its text grows
         try:
-            hint = name_error_hint(value.name, notebook) if type(value) is NameError else None
+            line, last = "", tb
+            while last is not None and last.tb_next is not None:
+                last = last.tb_next
+            if last is not None:
+                line = linecache.getline(last.tb_frame.f_code.co_filename, last.tb_lineno)
+            hint = name_error_hint(value.name, notebook, line) if type(value) is NameError else None
             if hint and len(value.args) == 1 and isinstance(value.args[0], str):
                 value.args = (f"{value.args[0]}. {hint}",)
         except Exception:  # noqa: BLE001 (a notebook that cannot be read: the plain NameError)

@@ -184,3 +184,19 @@ def test_check_choice_reads_the_letter_and_never_gives_the_answer_away():
     assert forged["answer_q1"].strip().upper() == "B"   # it passes a naive comparison ...
     with pytest.raises(CheckFailed, match="not the right choice"):   # ... not check_choice: the "A" it holds
         check_choice(forged["answer_q1"], "ABCD", "answer_q1", correct="B")
+
+
+def test_a_tensor_where_a_number_is_wanted_says_item_and_shape():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(CheckFailed, match=r"got a one-element Tensor of shape \(\): return its \.item\(\) — h"):
+        checks.check_close(torch.tensor(0.5), 0.5, "p", hint="h")
+    with pytest.raises(CheckFailed, match=r"got a Tensor of shape \(3,\)$"):
+        checks.check_close(torch.zeros(3), 0.5, "p")
+
+
+def test_a_message_stays_short_for_long_bytes_and_huge_ints():
+    # repr of an int over 4300 digits raises ValueError: the check must still fail as a CheckFailed
+    for value in ([b"x" * 10**6], 10**5000, [10**5000] * 20, {10**5000: b"y" * 10**6}):
+        with pytest.raises(CheckFailed) as err:
+            check_equal(value, [1], "v")
+        assert len(str(err.value)) < 1500, len(str(err.value))

@@ -71,3 +71,26 @@ def test_the_notebook_is_found_as_jupyterlab_or_vs_code_names_it(tmp_path, monke
     assert runtime.notebook_path() == tmp_path / "01_ngram.ipynb"                         # ... found in the cwd
     monkeypatch.setenv(runtime.NOTEBOOK_ENV, "a-session-id")
     assert runtime.notebook_path() is None
+
+
+def test_a_name_set_by_another_cell_or_a_bare_letter_answer_says_what_to_do():
+    nb = ROOT / "notebooks" / "01_ngram.ipynb"
+    # a data cell not yet run (the student ran a test cell first): where it is, and what to run
+    hint = runtime.name_error_hint("cows_table", nb)
+    assert hint.startswith("`cows_table` is set by a cell under \"3. ") and "Run All Above" in hint
+    assert "Run All Above" in runtime.name_error_hint("contextlib", nb)       # the set-up cell's import
+    assert runtime.name_error_hint("count_ngrams", nb).startswith("`count_ngrams` is defined in Exercise 2")
+    # answer_q1 = B: the letter needs quotes (only where the failing line assigns an answer)
+    assert runtime.name_error_hint("B", nb, "answer_q1 = B\n") == 'a letter is text: write answer_q1 = "B" (with the quotes)'
+    assert runtime.name_error_hint("B", nb, "x = B\n") is None
+    assert runtime.name_error_hint("B", None, "answer_q_mask =  B  # I think\n").endswith('answer_q_mask = "B" (with the quotes)')
+    assert runtime.name_error_hint("not_a_course_name", nb) is None
+
+
+@pytest.mark.slow   # a kernel: a notebook execution
+def test_the_handler_reads_the_failing_line_for_a_bare_letter(tmp_path, monkeypatch):
+    errors = _run(tmp_path, monkeypatch, ["answer_q1 = B", "print(cows_table)"])
+    assert [len(e) for e in errors] == [1, 1]
+    assert errors[0][0].evalue == ("name 'B' is not defined. a letter is text: "
+                                   'write answer_q1 = "B" (with the quotes)')
+    assert errors[1][0].evalue.startswith("name 'cows_table' is not defined. `cows_table` is set by a cell under")

@@ -243,7 +243,11 @@ def check_choice(answer: Any, letters: str, name: str, correct: str | None = Non
               f'write {name} = "{letters[0]}" (with the quotes)')
     text = str.upper(str.strip(_plain(answer)))
     if len(text) != 1 or text not in letters:
-        _fail(f"{name} should be one letter, {options}; got {_fmt(_plain(answer))}", None)
+        # "b)", "B.", "(c)", "answer: D": the one letter of the options it holds, in the fix
+        held = {c for c in text if c in letters and c.isalpha()} if len(text) <= 20 else set()
+        letter = held.pop() if len(held) == 1 else letters[0]
+        _fail(f"{name} should be one letter, {options}; got {_fmt(_plain(answer))}",
+              f'write just the letter in quotes, e.g. {name} = "{letter}"')
     if correct is not None and text != correct:
         _fail(f"{name} = {_fmt(text)} is not the right choice", "re-read the question and the section above it")
 

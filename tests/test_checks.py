@@ -204,7 +204,8 @@ def test_a_message_stays_short_for_long_bytes_and_huge_ints():
 
 def test_a_letter_answer_written_with_punctuation_is_told_the_fix_with_its_own_letter():
     for written, letter in [("b)", "B"), ("B.", "B"), ("(c)", "C"), ("option B", "B"), ("AB", "A")]:
-        with pytest.raises(CheckFailed, match=rf'got .* — write just the letter in quotes, e.g. answer_q1 = "{letter}"$'):
+        fix = rf'got .* — write just the letter in quotes, e.g. answer_q1 = "{letter}"$'
+        with pytest.raises(CheckFailed, match=fix):
             checks.check_choice(written, "ABCD", "answer_q1", correct="D")
-    for written in ["b", "  B  ", str("B"), "\tb\n"]:           # a valid answer, written any way, passes
+    for written in ["b", "  B  ", "".join(["B"]), "\tb\n"]:     # a valid answer, written any way, passes
         checks.check_choice(written, "ABCD", "answer_q1", correct="B")

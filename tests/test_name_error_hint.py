@@ -81,9 +81,11 @@ def test_a_name_set_by_another_cell_or_a_bare_letter_answer_says_what_to_do():
     assert "Run All Above" in runtime.name_error_hint("contextlib", nb)       # the set-up cell's import
     assert runtime.name_error_hint("count_ngrams", nb).startswith("`count_ngrams` is defined in Exercise 2")
     # answer_q1 = B: the letter needs quotes (only where the failing line assigns an answer)
-    assert runtime.name_error_hint("B", nb, "answer_q1 = B\n") == 'a letter is text: write answer_q1 = "B" (with the quotes)'
+    assert runtime.name_error_hint("B", nb, "answer_q1 = B\n") == \
+        'a letter is text: write answer_q1 = "B" (with the quotes)'
     assert runtime.name_error_hint("B", nb, "x = B\n") is None
-    assert runtime.name_error_hint("B", None, "answer_q_mask =  B  # I think\n").endswith('answer_q_mask = "B" (with the quotes)')
+    hint = runtime.name_error_hint("B", None, "answer_q_mask =  B  # I think\n")
+    assert hint.endswith('answer_q_mask = "B" (with the quotes)')
     assert runtime.name_error_hint("not_a_course_name", nb) is None
 
 

@@ -134,6 +134,12 @@ def _fmt(x: Any, depth: int = 0) -> str:
 _type_name = type.__dict__["__name__"].__get__      # a metaclass cannot lie about it
 
 
+def _a(t: type) -> str:
+    """A type's name with its article: "a list", "an int", "an ndarray"."""
+    name = _type_name(t)
+    return ("an " if name[:1].lower() in "aeio" or name.startswith("nd") else "a ") + name
+
+
 class _Opaque:
     """A value of a type the helpers do not read (a student's class, a subclass that could lie):
     equal only to itself."""
@@ -226,7 +232,7 @@ def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str 
     _audit("lmcourse.check")
     if not issubclass(type(value), types):       # the real type, not what __class__ claims
         want = _type_name(types) if isinstance(types, type) else " or ".join(_type_name(t) for t in types)
-        _fail(f"{name} should be a {want}, but it is a {_type_name(type(value))}", hint)
+        _fail(f"{name} should be a {want}, but it is {_a(type(value))}", hint)
 
 
 def check_choice(answer: Any, letters: str, name: str, correct: str | None = None) -> None:
@@ -258,8 +264,8 @@ def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) 
     if type(actual) is not type(expected) and not (_is_number(actual) and _is_number(expected)):
         if not (issubclass(type(actual), dict) and issubclass(type(expected), dict)):
             if not (issubclass(type(actual), (list, tuple)) and issubclass(type(expected), (list, tuple))):
-                _fail(f"{name} should be a {_type_name(type(expected))} equal to {_fmt(_plain(expected))}, "
-                      f"got a {_type_name(type(actual))}: {_fmt(_plain(actual))}", hint)
+                _fail(f"{name} should be {_a(type(expected))} equal to {_fmt(_plain(expected))}, "
+                      f"got {_a(type(actual))}: {_fmt(_plain(actual))}", hint)
     actual, expected = _plain(actual), _plain(expected)   # compared as plain values from here on
     if type(actual) in (list, tuple) and type(expected) in (list, tuple):
         actual_l, expected_l = list(actual), list(expected)
@@ -334,7 +340,7 @@ def _same_keys(actual: dict, expected: dict, name: str, hint: str | None) -> Non
 def _as_dict(value: Any, name: str, hint: str | None) -> dict:
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     if not issubclass(type(value), dict):
-        _fail(f"{name} should be a dict, but it is a {_type_name(type(value))}", hint)
+        _fail(f"{name} should be a dict, but it is {_a(type(value))}", hint)
     return _plain(value)
 
 
@@ -433,7 +439,7 @@ def check_shape(actual: Any, expected: tuple, name: str, hint: str | None = None
     elif np is not None and type(actual) is np.ndarray:
         shape = actual.shape
     else:
-        _fail(f"{name} should be a tensor of shape {tuple(expected)}, but it is a {_type_name(type(actual))}", hint)
+        _fail(f"{name} should be a tensor of shape {tuple(expected)}, but it is {_a(type(actual))}", hint)
     shape, want = _plain(tuple(shape)), _plain(tuple(expected))
     if shape != want:
         _fail(f"{name} has shape {shape}, expected {want}", hint)
@@ -451,7 +457,7 @@ def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8
     import torch
 
     if _tensor(actual) is None:
-        _fail(f"{name} should be a torch.Tensor, but it is a {_type_name(type(actual))}", hint)
+        _fail(f"{name} should be a torch.Tensor, but it is {_a(type(actual))}", hint)
     if _tensor(expected) is None:
         expected = torch.as_tensor(_plain(expected) if type(expected) in (list, tuple) else expected)
         if _tensor(expected) is None:

@@ -209,3 +209,12 @@ def test_a_letter_answer_written_with_punctuation_is_told_the_fix_with_its_own_l
             checks.check_choice(written, "ABCD", "answer_q1", correct="D")
     for written in ["b", "  B  ", "".join(["B"]), "\tb\n"]:     # a valid answer, written any way, passes
         checks.check_choice(written, "ABCD", "answer_q1", correct="B")
+
+
+def test_a_type_in_a_message_has_its_article():
+    with pytest.raises(CheckFailed, match=r"got an int: 3$"):
+        check_equal(3, [1], "v")
+    with pytest.raises(CheckFailed, match=r"but it is an ndarray$"):
+        checks.check_type(np.zeros(2), list, "x")
+    with pytest.raises(CheckFailed, match=r"but it is a tuple$"):
+        checks.check_type((1,), list, "x")

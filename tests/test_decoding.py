@@ -9,7 +9,7 @@ from torch import nn
 
 from lmcourse import decoding as D
 from lmcourse.nn import GPT, GPTConfig
-from tests.test_gpt import _gpt2_from
+from tests.nn.test_gpt import _gpt2_from
 
 
 def _logits(B=6, V=40, dtype=torch.float64, seed=0):

@@ -5,7 +5,7 @@ import re
 import tomllib
 import yaml
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def _name(req: str) -> str:

@@ -8,7 +8,7 @@ import subprocess
 
 from lmcourse import cli
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 STUDENT = ROOT / "lmcourse" / "labconfig" / "student"
 

@@ -7,7 +7,7 @@ import pytest
 
 from lmcourse import paths
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def test_the_checkout_the_package_was_loaded_from():

@@ -9,7 +9,7 @@ import torch
 
 from lmcourse import checks
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 F64 = {"float64", "double"}
 

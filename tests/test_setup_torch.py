@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse import setup_torch as st
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def test_linux_without_gpu_gets_the_cpu_wheel_index():

@@ -4,7 +4,7 @@ kernel, never by the TA's grader):
 - ``build``: masters (``autograder/masters/NN_name.py``) -> nbgrader source notebooks, student
   notebooks, solutions (``lmcourse build``);
 - ``mutants``: test strength both ways, typical bugs that must lose points and valid
-  alternatives that must keep them (``tests/test_mutants.py``, ``tests/test_alternatives.py``);
+  alternatives that must keep them (``tests/notebooks/test_mutants.py``, ``tests/notebooks/test_alternatives.py``);
 - ``course``: a throw-away nbgrader course that generates, submits and autogrades for real
   (the grading proofs, ``bench/bench_grade.py``).
 

@@ -24,7 +24,7 @@ def _quiet_nbgrader_session_warnings(fn):
     student and assignment set before adding it to the session; under SQLAlchemy 2 the autoflush
     that follows warns "Object of type <SubmittedAssignment> not in session, add operation along
     'Assignment.submissions' will not proceed". nbgrader adds the object itself right after, so
-    no row is lost (tests/test_grade.py::test_results_land_in_the_gradebook reads them back): the
+    no row is lost (tests/grading/test_grade.py::test_results_land_in_the_gradebook reads them back): the
     warning is noise in a TA's output and in the tests', so it is ignored here, and only here."""
 
     @functools.wraps(fn)

@@ -27,7 +27,7 @@ import pytest
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
 
-from .test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
+from tests.grading.test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup), and never
 # beside test_grade's batch: two `-j 2` batches at once would starve the cell timeouts

@@ -152,7 +152,7 @@ def test_students_never_read_all_tests_passed():
     every student notebook says that hidden tests run at grading."""
     import re
 
-    from .conftest import ROOT
+    from tests.conftest import ROOT
 
     claim = re.compile(r"all (the )?tests (have )?pass|tests passed|passed all (the )?tests|everything passe",
                        re.IGNORECASE)
@@ -210,7 +210,7 @@ def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
     from lmcourse.cli import main
     from lmcourse.grading import sandbox
 
-    from .conftest import ROOT
+    from tests.conftest import ROOT
 
     source = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)
     student = nbformat.read(ROOT / "notebooks" / f"{A}.ipynb", as_version=4)

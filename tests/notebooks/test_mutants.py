@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse.authoring.mutants import load_mutants, run_mutants
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 WITH_MUTANTS = [n for n in NOTEBOOKS if (ROOT / "autograder" / "mutants" / f"{n}.py").exists()]
 

@@ -27,7 +27,7 @@ from lmcourse.grading import sandbox
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 # one worker builds the module-scoped batch once, and not beside test_forgery's batch (pytest-xdist --dist loadgroup)
 pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]

@@ -8,7 +8,7 @@ import pytest
 from lmcourse.authoring.course import TempCourse, perfect_submission
 from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 pytestmark = pytest.mark.slow  # real nbgrader on a course copy, per notebook
 

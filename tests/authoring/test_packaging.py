@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 LABCONFIG = ROOT / "lmcourse" / "labconfig"
 

@@ -22,7 +22,7 @@ import pytest
 
 from lmcourse import cli
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 from lmcourse import runtime
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

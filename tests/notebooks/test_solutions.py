@@ -7,7 +7,7 @@ import pytest
 
 from lmcourse.notebook_runner import execute_notebook
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 # notebooks whose full `cpu` profile fits in CI's budget (seconds on 2 cores, measured)
 CPU_PROFILE_IN_CI = {"01_ngram": 120}

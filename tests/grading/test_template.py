@@ -7,7 +7,7 @@ import nbformat
 
 from lmcourse.grading import template
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def test_the_release_is_regenerated_when_the_source_or_the_stub_config_changes(tmp_path, monkeypatch):

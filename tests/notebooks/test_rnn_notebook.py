@@ -15,7 +15,7 @@ import torch.nn as nn
 
 from lmcourse.notebook_runner import solution_namespace
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
 pytestmark = [pytest.mark.xdist_group("rnn-notebook"), pytest.mark.slow]

@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse.authoring.mutants import load_alternatives
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 CATALOGUES = {n: ROOT / "autograder" / "alternatives" / f"{n}.py" for n in NOTEBOOKS}
 

@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse.authoring.build import MasterError, build, check_stubs, master_to_source
 
-from .conftest import NOTEBOOKS, ROOT
+from tests.conftest import NOTEBOOKS, ROOT
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("build")

@@ -11,8 +11,8 @@ import pytest
 from lmcourse.authoring.course import perfect_submission
 from lmcourse.cli import main
 
-from .conftest import NOTEBOOKS, ROOT
-from .test_grade import SANDBOX
+from tests.conftest import NOTEBOOKS, ROOT
+from tests.grading.test_grade import SANDBOX
 
 pytestmark = pytest.mark.slow  # each notebook graded for real, in the sandbox
 

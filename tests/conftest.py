@@ -39,3 +39,28 @@ def _private_course_cache(tmp_path_factory):
         os.environ.pop(data.DATA_DIR_ENV, None)
     else:
         os.environ[data.DATA_DIR_ENV] = before
+
+
+# Time per area of the suite (the folders mirror the package), printed after the 20 slowest tests,
+# so a slower area shows up as the notebooks are added. Under xdist the reports reach the
+# controller, which sums them: worker-seconds, not wall time.
+_AREA_SECONDS: dict[str, float] = {}
+
+
+def _area(nodeid: str) -> str:
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "package"
+
+
+def pytest_runtest_logreport(report):
+    _AREA_SECONDS[_area(report.nodeid)] = _AREA_SECONDS.get(_area(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _AREA_SECONDS:
+        return
+    total = sum(_AREA_SECONDS.values())
+    terminalreporter.write_sep("=", "time per area (worker-seconds, set-up and teardown included)")
+    for area, seconds in sorted(_AREA_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"  {area:<10} {seconds:8.1f} s  {100 * seconds / total:5.1f} %")
+    terminalreporter.write_line(f"  {'all':<10} {total:8.1f} s")

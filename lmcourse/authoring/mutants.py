@@ -11,30 +11,153 @@ One kernel per notebook keeps hundreds of mutants within CI's budget.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import textwrap
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
+import jupytext
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str  # the mistake, in words a student would recognise
-    target: str  # grade id of the answer cell it replaces
-    source: str  # the full replacement cell
+from .build import MARKER_RE
 
 
 @dataclass(frozen=True)
-class Alternative:
-    name: str  # how this valid solution differs from the model answer
+class Patch:
+    """Edits to the master's own answer cell, applied when the catalogue is loaded (see :func:`patch`)."""
+    edits: tuple[tuple[str, str], ...]
+    subclass: str | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One replacement of an answer cell: a mutant (a typical bug, which must lose points) or an
+    alternative (a valid solution written another way, which must keep every point)."""
+    name: str  # the mistake, or how the solution differs, in words a student would recognise
     target: str  # grade id of the answer cell it replaces
-    source: str  # the full replacement cell
+    source: str | Patch  # the replacement cell; a Patch becomes its text when the catalogue loads
+
+
+Mutant = Alternative = Variant  # the catalogues' two names for the one record
+
+
+class PatchError(ValueError):
+    """A patch's text is not in the master's answer cell (exactly once): the master changed."""
+
+
+def patch(*edits: tuple[str, str], subclass: str | None = None) -> Patch:
+    """A mutant made from the master's own answer cell: each ``(old, new)`` replaces ``old``,
+    which must occur exactly once in the cell (``### BEGIN/END SOLUTION`` lines removed), by
+    ``new``; edits apply in order. A master that no longer holds ``old`` stops the catalogue
+    from loading, naming the mutant, so a mutant never tests code the master has left behind.
+
+    ``old`` and ``new`` are written without the cell's indentation: their first line is
+    matched and replaced where it stands in a line, the lines after it at that line's
+    indentation. ``new=""`` for whole lines deletes those lines.
+
+    ``subclass="GPT"``: the cell defines class ``GPT``; the mutant redefines it as a subclass of
+    the solution's class holding only the methods the edits changed (as :func:`override`), a
+    changed ``__init__`` calling ``nn.Module.__init__(self)`` rather than the solution's."""
+    if not edits:
+        raise ValueError("patch() needs at least one (old, new) pair")
+    for e in edits:
+        if not (isinstance(e, tuple) and len(e) == 2 and all(isinstance(t, str) for t in e)):
+            raise TypeError(f"patch() takes (old, new) pairs of str, got {e!r}")
+    return Patch(tuple(edits), subclass)
+
+
+def _lines(text: str) -> list[str]:
+    return textwrap.dedent(text.strip("\n")).split("\n")
+
+
+def _apply(cell: str, old: str, new: str) -> str:
+    """``cell`` with ``old`` (first line anywhere in a line, later lines at that line's
+    indentation) replaced by ``new``; :class:`PatchError` unless ``old`` is there exactly once."""
+    olds, news = _lines(old), _lines(new)
+    if not olds[0]:
+        raise PatchError("an edit's old text is empty")
+    found = []
+    start = cell.find(olds[0])
+    while start != -1:
+        line_start = cell.rfind("\n", 0, start) + 1
+        indent = cell[line_start:start]
+        indent = indent[:len(indent) - len(indent.lstrip())]
+        text = "\n".join([olds[0]] + [indent + ln if ln else ln for ln in olds[1:]])
+        if cell.startswith(text, start):
+            found.append((start, start + len(text), line_start, indent))
+        start = cell.find(olds[0], start + 1)
+    if len(found) != 1:
+        raise PatchError(f"found {len(found)} times, not once")
+    start, end, line_start, indent = found[0]
+    whole_lines = cell[line_start:start].strip() == "" and (end == len(cell) or cell[end] == "\n")
+    if news == [""] and whole_lines:  # delete the lines themselves, not just their text
+        return cell[:line_start] + cell[end + 1:] if end < len(cell) else cell[:max(0, line_start - 1)]
+    text = "\n".join([news[0]] + [indent + ln if ln else ln for ln in news[1:]])
+    return cell[:start] + text + cell[end:]
+
+
+@cache
+def _answer_cells(master: Path, mtime: float) -> dict[str, str]:
+    nb = jupytext.read(master, fmt="py:percent")
+    return {c.metadata["solution"]: "\n".join(ln for ln in c.source.split("\n") if not MARKER_RE.match(ln)).strip("\n")
+            for c in nb.cells if c.cell_type == "code" and "solution" in c.metadata}
+
+
+def answer_cell(master: Path, target: str) -> str:
+    """The text of the master's answer cell ``solution="<target>"``, as the solution notebook
+    has it (markers removed)."""
+    cells = _answer_cells(master, master.stat().st_mtime)
+    if target not in cells:
+        raise PatchError(f"{master.name} has no answer cell solution={target!r}")
+    return cells[target]
+
+
+def _methods(cell: str, cls: str) -> dict[str, str]:
+    """``{name: source}`` of the methods of class ``cls`` in ``cell`` (decorators included)."""
+    lines = cell.split("\n")
+    for node in ast.parse(cell).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return {f.name: "\n".join(lines[(f.decorator_list[0].lineno if f.decorator_list else f.lineno) - 1:
+                                            f.end_lineno])
+                    for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    raise PatchError(f"the answer cell defines no class {cls}")
+
+
+def apply_patch(cell: str, p: Patch) -> str:
+    """The replacement cell that patch ``p`` makes of the answer cell ``cell``."""
+    out = cell
+    for i, (old, new) in enumerate(p.edits, 1):
+        try:
+            out = _apply(out, old, new)
+        except PatchError as exc:
+            raise PatchError(f"edit {i} of {len(p.edits)}: {exc}: {old!r}") from None
+    if p.subclass is None:
+        return out + "\n"
+    before, after = _methods(cell, p.subclass), _methods(out, p.subclass)
+    changed = [src for name, src in after.items() if before.get(name) != src]
+    if not changed:
+        raise PatchError(f"the edits change no method of {p.subclass}")
+    changed = [src.replace("super().__init__()", "nn.Module.__init__(self)", 1)
+               if src.lstrip().startswith("def __init__") else src for src in changed]
+    return override(p.subclass, *changed)
+
+
+def resolve(variant: Variant, master: Path, catalogue: str = "") -> Variant:
+    """``variant`` with a :class:`Patch` made into the cell's text, read from ``master`` now;
+    the error names the catalogue, the variant and the text that is missing."""
+    if not isinstance(variant.source, Patch):
+        return variant
+    try:
+        return replace(variant, source=apply_patch(answer_cell(master, variant.target), variant.source))
+    except PatchError as exc:
+        raise PatchError(f"{catalogue or master.name}: {variant.name!r} (target {variant.target!r}) "
+                         f"no longer fits {master.name}'s answer cell: {exc}") from None
 
 
 def override(cls: str, *methods: str) -> str:
@@ -121,7 +244,9 @@ def _load_catalogue(path: Path, attr: str) -> list:
     spec = importlib.util.spec_from_file_location(f"{attr.lower()}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    entries = list(getattr(module, attr))
+    master = path.parent.parent / "masters" / path.name  # autograder/mutants/01_ngram.py -> masters/01_ngram.py
+    where = f"{path.parent.name}/{path.name}"
+    entries = [resolve(v, master, where) for v in getattr(module, attr)]
     names = [m.name for m in entries]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -130,7 +255,8 @@ def _load_catalogue(path: Path, attr: str) -> list:
 
 
 def load_mutants(path: Path) -> list[Mutant]:
-    """``MUTANTS`` of ``autograder/mutants/NN_name.py``."""
+    """``MUTANTS`` of ``autograder/mutants/NN_name.py``, each patch made from the master's answer
+    cell (``autograder/masters/NN_name.py``) as it is now."""
     return _load_catalogue(path, "MUTANTS")
 
 

@@ -1,181 +1,142 @@
 """Typical student bugs for notebook 01 (n-gram LMs). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant
+from lmcourse.authoring.mutants import Mutant, patch
 
 MUTANTS = [
     # --- padding
-    Mutant("one <s> whatever n", "pad_sentence", '''
-def pad_sentence(words, n):
-    return [BOS] + list(words) + [EOS]
-'''),
-    Mutant("forgets the </s> token", "pad_sentence", '''
-def pad_sentence(words, n):
-    return [BOS] * (n - 1) + list(words)
-'''),
-    Mutant("modifies the caller's list", "pad_sentence", '''
-def pad_sentence(words, n):
-    words.append(EOS)
-    for _ in range(n - 1):
-        words.insert(0, BOS)
-    return words
-'''),
+    Mutant("one <s> whatever n", "pad_sentence", patch(
+        ("return [BOS] * (n - 1) + list(words) + [EOS]", "return [BOS] + list(words) + [EOS]"))),
+    Mutant("forgets the </s> token", "pad_sentence", patch(
+        ("return [BOS] * (n - 1) + list(words) + [EOS]", "return [BOS] * (n - 1) + list(words)"))),
+    Mutant("modifies the caller's list", "pad_sentence", patch(
+        ("return [BOS] * (n - 1) + list(words) + [EOS]", '''
+words.append(EOS)
+for _ in range(n - 1):
+    words.insert(0, BOS)
+return words
+'''))),
     # --- counting
-    Mutant("context window off by one (stops one window early)", "count_ngrams", '''
-def count_ngrams(sentences, n):
-    counts = Counter()
-    for words in sentences:
-        padded = pad_sentence(words, n)
-        for i in range(len(padded) - n):
-            counts[tuple(padded[i:i + n])] += 1
-    return counts
-'''),
-    Mutant("no padding before counting", "count_ngrams", '''
-def count_ngrams(sentences, n):
-    counts = Counter()
-    for words in sentences:
-        for i in range(len(words) - n + 1):
-            counts[tuple(words[i:i + n])] += 1
-    return counts
-'''),
-    Mutant("counts each n-gram once per sentence (set)", "count_ngrams", '''
-def count_ngrams(sentences, n):
-    counts = Counter()
-    for words in sentences:
-        padded = pad_sentence(words, n)
-        counts.update(set(tuple(padded[i:i + n]) for i in range(len(padded) - n + 1)))
-    return counts
-'''),
+    Mutant("context window off by one (stops one window early)", "count_ngrams", patch(
+        ("for i in range(len(padded) - n + 1):", "for i in range(len(padded) - n):"))),
+    Mutant("no padding before counting", "count_ngrams", patch(
+        ('''
+padded = pad_sentence(words, n)
+for i in range(len(padded) - n + 1):
+    counts[tuple(padded[i:i + n])] += 1
+''', '''
+for i in range(len(words) - n + 1):
+    counts[tuple(words[i:i + n])] += 1
+'''))),
+    Mutant("counts each n-gram once per sentence (set)", "count_ngrams", patch(
+        ('''
+for i in range(len(padded) - n + 1):
+    counts[tuple(padded[i:i + n])] += 1
+''', "counts.update(set(tuple(padded[i:i + n]) for i in range(len(padded) - n + 1)))"))),
     # --- MLE
-    Mutant("normalises by the total of all n-grams", "mle_prob", '''
-def mle_prob(table, context, word):
-    context = tuple(context)
-    if context not in table.next:
-        return 0.0
-    return table.next[context].get(word, 0) / sum(table.total.values())
-'''),
-    Mutant("normalises by the number of distinct next words", "mle_prob", '''
-def mle_prob(table, context, word):
-    context = tuple(context)
-    if context not in table.next:
-        return 0.0
-    return table.next[context].get(word, 0) / table.distinct[context]
-'''),
-    Mutant("raises KeyError on an unseen context", "mle_prob", '''
-def mle_prob(table, context, word):
-    context = tuple(context)
-    return table.next[context].get(word, 0) / table.total[context]
-'''),
+    Mutant("normalises by the total of all n-grams", "mle_prob", patch(
+        ("return table.next[context].get(word, 0) / total",
+         "return table.next[context].get(word, 0) / sum(table.total.values())"))),
+    Mutant("normalises by the number of distinct next words", "mle_prob", patch(
+        ("return table.next[context].get(word, 0) / total",
+         "return table.next[context].get(word, 0) / table.distinct[context]"))),
+    Mutant("raises KeyError on an unseen context", "mle_prob", patch(
+        ('''
+total = table.total.get(context, 0)
+if total == 0:
+    return 0.0
+return table.next[context].get(word, 0) / total
+''', "return table.next[context].get(word, 0) / table.total[context]"))),
+    # in full: it rewrites most of the cell
     Mutant("returns counts, not probabilities", "next_word_distribution", '''
 def next_word_distribution(table, context):
     return dict(table.next.get(tuple(context), {}))
 '''),
+    # in full: it rewrites most of the cell
     Mutant("distribution normalised by the number of words", "next_word_distribution", '''
 def next_word_distribution(table, context):
     nxt = table.next.get(tuple(context), {})
     return {w: c / len(nxt) for w, c in nxt.items()}
 '''),
     # --- chain rule
-    Mutant("forgets the </s> prediction", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = pad_sentence(sentence, n)[:-1]
-    total = 0.0
-    for i in range(n - 1, len(padded)):
-        p = prob(tuple(padded[i - n + 1:i]), padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-    return total
-'''),
+    Mutant("forgets the </s> prediction", "sentence_logprob", patch(
+        ("padded = pad_sentence(sentence, n)", "padded = pad_sentence(sentence, n)[:-1]"))),
+    # in full: it rewrites most of the cell
     Mutant("log of zero (no -inf case)", "sentence_logprob", '''
 def sentence_logprob(prob, sentence, n):
     padded = pad_sentence(sentence, n)
     return sum(math.log(prob(tuple(padded[i - n + 1:i]), padded[i])) for i in range(n - 1, len(padded)))
 '''),
-    Mutant("log base 2 instead of natural log", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = pad_sentence(sentence, n)
-    total = 0.0
-    for i in range(n - 1, len(padded)):
-        p = prob(tuple(padded[i - n + 1:i]), padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log2(p)
-    return total
-'''),
-    Mutant("context is a list, not a tuple", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = pad_sentence(sentence, n)
-    total = 0.0
-    for i in range(n - 1, len(padded)):
-        p = prob(padded[i - n + 1:i], padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-    return total
-'''),
-    Mutant("context window includes the predicted word", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = pad_sentence(sentence, n)
-    total = 0.0
-    for i in range(n - 1, len(padded)):
-        p = prob(tuple(padded[i - n + 2:i + 1]), padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-    return total
-'''),
+    Mutant("log base 2 instead of natural log", "sentence_logprob", patch(
+        ("total += math.log(p)", "total += math.log2(p)"))),
+    Mutant("context is a list, not a tuple", "sentence_logprob", patch(
+        ("p = prob(tuple(padded[i - n + 1:i]), padded[i])", "p = prob(padded[i - n + 1:i], padded[i])"))),
+    Mutant("context window includes the predicted word", "sentence_logprob", patch(
+        ("p = prob(tuple(padded[i - n + 1:i]), padded[i])", "p = prob(tuple(padded[i - n + 2:i + 1]), padded[i])"))),
     # --- perplexity
+    # in full: it rewrites most of the cell
     Mutant("perplexity with log base mixed up (2 ** natural-log mean)", "perplexity", '''
 def perplexity(prob, sentences, n):
     lp = sum(sentence_logprob(prob, s, n) for s in sentences)
     return 2 ** (-lp / sum(len(s) + 1 for s in sentences))
 '''),
+    # in full: it rewrites most of the cell
     Mutant("perplexity divides by words only (forgets </s>)", "perplexity", '''
 def perplexity(prob, sentences, n):
     lp = sum(sentence_logprob(prob, s, n) for s in sentences)
     return math.exp(-lp / sum(len(s) for s in sentences))
 '''),
+    # in full: it rewrites most of the cell
     Mutant("perplexity averages per sentence, not per token", "perplexity", '''
 def perplexity(prob, sentences, n):
     lp = sum(sentence_logprob(prob, s, n) for s in sentences)
     return math.exp(-lp / len(sentences))
 '''),
+    # in full: it rewrites most of the cell
     Mutant("returns the cross-entropy, not its exp", "perplexity", '''
 def perplexity(prob, sentences, n):
     lp = sum(sentence_logprob(prob, s, n) for s in sentences)
     return -lp / sum(len(s) + 1 for s in sentences)
 '''),
     # --- add-k
-    Mutant("add-k forgets unseen words in |V|", "add_k_prob", '''
-def add_k_prob(table, vocab_size, context, word, k=1.0):
-    context = tuple(context)
-    nxt = table.next.get(context, {})
-    return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k * max(1, len(nxt)))
-'''),
-    Mutant("add-k adds k to the numerator only", "add_k_prob", '''
-def add_k_prob(table, vocab_size, context, word, k=1.0):
-    context = tuple(context)
-    nxt = table.next.get(context, {})
-    return (nxt.get(word, 0) + k) / max(1, table.total.get(context, 0))
-'''),
-    Mutant("add-k adds k once instead of k per word", "add_k_prob", '''
-def add_k_prob(table, vocab_size, context, word, k=1.0):
-    context = tuple(context)
-    nxt = table.next.get(context, {})
-    return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k + vocab_size)
-'''),
+    Mutant("add-k forgets unseen words in |V|", "add_k_prob", patch(
+        ('''
+count = table.next.get(context, {}).get(word, 0)
+total = table.total.get(context, 0)
+return (count + k) / (total + k * vocab_size)
+''', '''
+nxt = table.next.get(context, {})
+return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k * max(1, len(nxt)))
+'''))),
+    Mutant("add-k adds k to the numerator only", "add_k_prob", patch(
+        ('''
+count = table.next.get(context, {}).get(word, 0)
+total = table.total.get(context, 0)
+return (count + k) / (total + k * vocab_size)
+''', '''
+nxt = table.next.get(context, {})
+return (nxt.get(word, 0) + k) / max(1, table.total.get(context, 0))
+'''))),
+    Mutant("add-k adds k once instead of k per word", "add_k_prob", patch(
+        ('''
+count = table.next.get(context, {}).get(word, 0)
+total = table.total.get(context, 0)
+return (count + k) / (total + k * vocab_size)
+''', '''
+nxt = table.next.get(context, {})
+return (nxt.get(word, 0) + k) / (table.total.get(context, 0) + k + vocab_size)
+'''))),
     # --- Kneser-Ney
-    Mutant("continuation counts sum occurrences", "continuation_counts", '''
-def continuation_counts(ngram_counts):
-    out = Counter()
-    for gram, c in ngram_counts.items():
-        out[gram[1:]] += c
-    return out
-'''),
-    Mutant("continuation counts keep the first word instead of dropping it", "continuation_counts", '''
-def continuation_counts(ngram_counts):
-    return Counter(gram[:-1] for gram, c in ngram_counts.items() if c > 0)
-'''),
+    Mutant("continuation counts sum occurrences", "continuation_counts", patch(
+        ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)", '''
+out = Counter()
+for gram, c in ngram_counts.items():
+    out[gram[1:]] += c
+return out
+'''))),
+    Mutant("continuation counts keep the first word instead of dropping it", "continuation_counts", patch(
+        ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)",
+         "return Counter(gram[:-1] for gram, c in ngram_counts.items() if c > 0)"))),
+    # in full: it rewrites most of the cell
     Mutant("Kneser-Ney backs off only when the word is unseen (no interpolation)", "kneser_ney_prob", '''
 def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     context = tuple(context)
@@ -186,48 +147,66 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
         return lower
     return (count - d) / table.total[context]
 '''),
-    Mutant("Kneser-Ney weight uses c(h) instead of N1+(h .)", "kneser_ney_prob", '''
-def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
-    context = tuple(context)
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
-    table = tables[len(context)]
-    total = table.total.get(context, 0)
-    if total == 0:
-        return lower
-    return (max(table.next[context].get(word, 0) - d, 0) + d * total * lower) / total
-'''),
-    Mutant("Kneser-Ney lowest order not interpolated with uniform", "kneser_ney_prob", '''
-def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
-    context = tuple(context)
-    table = tables[len(context)]
-    total = table.total.get(context, 0)
-    if not context:
-        return table.next[()].get(word, 0) / total
+    Mutant("Kneser-Ney weight uses c(h) instead of N1+(h .)", "kneser_ney_prob", patch(
+        ('''
+if context:
     lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-    if total == 0:
-        return lower
-    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+else:
+    lower = 1.0 / vocab_size
+''', '''
+lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
 '''),
-    Mutant("Kneser-Ney recurses on context[:-1] (drops the newest word, not the oldest)", "kneser_ney_prob", '''
-def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
-    context = tuple(context)
-    lower = kneser_ney_prob(tables, vocab_size, context[:-1], word, d) if context else 1.0 / vocab_size
-    table = tables[len(context)]
-    total = table.total.get(context, 0)
-    if total == 0:
-        return lower
-    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+        ('''
+count = table.next[context].get(word, 0)
+return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
+''', "return (max(table.next[context].get(word, 0) - d, 0) + d * total * lower) / total"))),
+    Mutant("Kneser-Ney lowest order not interpolated with uniform", "kneser_ney_prob", patch(
+        ('''
+if context:
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
+else:
+    lower = 1.0 / vocab_size
+''', ""),
+        ("total = table.total.get(context, 0)", '''
+total = table.total.get(context, 0)
+if not context:
+    return table.next[()].get(word, 0) / total
+lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
 '''),
+        ('''
+count = table.next[context].get(word, 0)
+return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
+''', '''
+return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''))),
+    Mutant("Kneser-Ney recurses on context[:-1] (drops the newest word, not the oldest)", "kneser_ney_prob", patch(
+        ('''
+if context:
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
+else:
+    lower = 1.0 / vocab_size
+''', '''
+lower = kneser_ney_prob(tables, vocab_size, context[:-1], word, d) if context else 1.0 / vocab_size
+'''),
+        ('''
+count = table.next[context].get(word, 0)
+return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
+''', '''
+return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''))),
     # --- sampling
+    # in full: it rewrites most of the cell
     Mutant("sampler ignores the weights", "sample_next", '''
 def sample_next(dist, rng):
     words = [w for w, p in dist.items() if p > 0]
     return words[int(rng.random() * len(words))]
 '''),
+    # in full: it rewrites most of the cell
     Mutant("sampler returns the most likely word (argmax)", "sample_next", '''
 def sample_next(dist, rng):
     return max(dist, key=dist.get)
 '''),
+    # in full: it rewrites most of the cell
     Mutant("sampler uses the global random module", "sample_next", '''
 def sample_next(dist, rng):
     u = random.random()
@@ -238,6 +217,7 @@ def sample_next(dist, rng):
             return w
     return w
 '''),
+    # in full: it rewrites most of the cell
     Mutant("sampler compares u with each probability, not the running total", "sample_next", '''
 def sample_next(dist, rng):
     u = rng.random()
@@ -247,150 +227,154 @@ def sample_next(dist, rng):
     return max(dist, key=dist.get)
 '''),
     # --- generation
-    Mutant("generation never shifts the context", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    context = tuple([BOS] * (n - 1))
-    words = []
-    while len(words) < max_words:
-        w = sample_next(next_dist(context), rng)
-        if w == EOS:
-            break
-        words.append(w)
-    return words
+    Mutant("generation never shifts the context", "generate", patch(
+        ("tokens = [BOS] * (n - 1)", "context = tuple([BOS] * (n - 1))"),
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+w = sample_next(next_dist(context), rng)
+if w == EOS:
 '''),
-    Mutant("generation keeps </s> in the output", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    tokens = [BOS] * (n - 1)
-    words = []
-    while len(words) < max_words:
-        w = sample_next(next_dist(tuple(tokens[len(tokens) - (n - 1):])), rng)
-        words.append(w)
-        tokens.append(w)
-        if w == EOS:
-            break
-    return words
+        ('''
+words.append(word)
+tokens.append(word)
+''', "words.append(w)"))),
+    Mutant("generation keeps </s> in the output", "generate", patch(
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+w = sample_next(next_dist(tuple(tokens[len(tokens) - (n - 1):])), rng)
+words.append(w)
+tokens.append(w)
+if w == EOS:
 '''),
-    Mutant("context slice tokens[-(n-1):] breaks for n = 1", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    tokens = [BOS] * (n - 1)
-    words = []
-    while len(words) < max_words:
-        w = sample_next(next_dist(tuple(tokens[-(n - 1):])), rng)
-        if w == EOS:
-            break
-        words.append(w)
-        tokens.append(w)
-    return words
+        ('''
+words.append(word)
+tokens.append(word)
+''', ""))),
+    Mutant("context slice tokens[-(n-1):] breaks for n = 1", "generate", patch(
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+w = sample_next(next_dist(tuple(tokens[-(n - 1):])), rng)
+if w == EOS:
 '''),
-    Mutant("multiple choice: blames out-of-vocabulary words", "q1", '''
-answer_q1 = "A"
-'''),
+        ('''
+words.append(word)
+tokens.append(word)
+''', '''
+words.append(w)
+tokens.append(w)
+'''))),
+    Mutant("multiple choice: blames out-of-vocabulary words", "q1", patch(('answer_q1 = "B"', 'answer_q1 = "A"'))),
     # --- found by a student-eye review
+    # in full: it rewrites most of the cell
     Mutant("log of the product of probabilities (underflows)", "sentence_logprob", '''
 def sentence_logprob(prob, sentence, n):
     padded = pad_sentence(sentence, n)
     p = math.prod(prob(tuple(padded[i - n + 1:i]), padded[i]) for i in range(n - 1, len(padded)))
     return math.log(p) if p > 0 else -math.inf
 '''),
-    Mutant("distribution computed in place in the table", "next_word_distribution", '''
-def next_word_distribution(table, context):
-    context = tuple(context)
-    if context not in table.next:
-        return {}
-    nxt = table.next[context]
-    total = sum(nxt.values())
-    for w in nxt:
-        nxt[w] = nxt[w] / total
-    return nxt
+    Mutant("distribution computed in place in the table", "next_word_distribution", patch(
+        ('''
+total = table.total[context]
+return {w: c / total for w, c in table.next[context].items()}
+''', '''
+nxt = table.next[context]
+total = sum(nxt.values())
+for w in nxt:
+    nxt[w] = nxt[w] / total
+return nxt
+'''))),
+    Mutant("add-k ignores k (always add-1)", "add_k_prob", patch(
+        ('''
+total = table.total.get(context, 0)
+return (count + k) / (total + k * vocab_size)
+''', "return (count + 1) / (table.total.get(context, 0) + vocab_size)"))),
+    Mutant("continuation counts keyed by a word, not a tuple", "continuation_counts", patch(
+        ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)",
+         "return Counter(gram[-1] for gram, c in ngram_counts.items() if c > 0)"))),
+    Mutant("generation passes the context as a list", "generate", patch(
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+w = sample_next(next_dist(tokens[len(tokens) - (n - 1):]), rng)
+if w == EOS:
 '''),
-    Mutant("add-k ignores k (always add-1)", "add_k_prob", '''
-def add_k_prob(table, vocab_size, context, word, k=1.0):
-    context = tuple(context)
-    count = table.next.get(context, {}).get(word, 0)
-    return (count + 1) / (table.total.get(context, 0) + vocab_size)
-'''),
-    Mutant("continuation counts keyed by a word, not a tuple", "continuation_counts", '''
-def continuation_counts(ngram_counts):
-    return Counter(gram[-1] for gram, c in ngram_counts.items() if c > 0)
-'''),
-    Mutant("generation passes the context as a list", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    tokens = [BOS] * (n - 1)
-    words = []
-    while len(words) < max_words:
-        w = sample_next(next_dist(tokens[len(tokens) - (n - 1):]), rng)
-        if w == EOS:
-            break
-        words.append(w)
-        tokens.append(w)
-    return words
-'''),
+        ('''
+words.append(word)
+tokens.append(word)
+''', '''
+words.append(w)
+tokens.append(w)
+'''))),
     # --- issue 8: mistakes that only hidden tests (or no test) caught
-    Mutant("count_ngrams pads with one <s> whatever n", "count_ngrams", '''
-def count_ngrams(sentences, n):
-    counts = Counter()
-    for words in sentences:
-        padded = [BOS] + list(words) + [EOS]
-        for i in range(len(padded) - n + 1):
-            counts[tuple(padded[i:i + n])] += 1
-    return counts
-'''),
+    Mutant("count_ngrams pads with one <s> whatever n", "count_ngrams", patch(
+        ("padded = pad_sentence(words, n)", "padded = [BOS] + list(words) + [EOS]"))),
+    # in full: it rewrites most of the cell
     Mutant("mle_prob looks up an unseen context (bare KeyError)", "mle_prob", '''
 def mle_prob(table, context, word):
     return table.next[tuple(context)].get(word, 0) / table.total[tuple(context)]
 '''),
-    Mutant("mle_prob divides by zero for an unseen context", "mle_prob", '''
-def mle_prob(table, context, word):
-    context = tuple(context)
-    return table.next.get(context, {}).get(word, 0) / table.total.get(context, 0)
-'''),
-    Mutant("next_word_distribution looks up an unseen context (bare KeyError)", "next_word_distribution", '''
-def next_word_distribution(table, context):
-    context = tuple(context)
-    return {w: c / table.total[context] for w, c in table.next[context].items()}
-'''),
-    Mutant("sentence_logprob uses a bigram context whatever n", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = pad_sentence(sentence, n)
-    total = 0.0
-    for i in range(n - 1, len(padded)):
-        p = prob((padded[i - 1],) if n > 1 else (), padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-    return total
-'''),
-    Mutant("sentence_logprob pads with one <s> whatever n", "sentence_logprob", '''
-def sentence_logprob(prob, sentence, n):
-    padded = [BOS] + list(sentence) + [EOS]
-    total = 0.0
-    for i in range(1, len(padded)):
-        p = prob(tuple(padded[max(0, i - n + 1):i]) if n > 1 else (), padded[i])
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-    return total
-'''),
+    Mutant("mle_prob divides by zero for an unseen context", "mle_prob", patch(
+        ('''
+total = table.total.get(context, 0)
+if total == 0:
+    return 0.0
+return table.next[context].get(word, 0) / total
+''', "return table.next.get(context, {}).get(word, 0) / table.total.get(context, 0)"))),
+    Mutant("next_word_distribution looks up an unseen context (bare KeyError)", "next_word_distribution", patch(
+        ('''
+if context not in table.next:
+    return {}
+total = table.total[context]
+return {w: c / total for w, c in table.next[context].items()}
+''', "return {w: c / table.total[context] for w, c in table.next[context].items()}"))),
+    Mutant("sentence_logprob uses a bigram context whatever n", "sentence_logprob", patch(
+        ("p = prob(tuple(padded[i - n + 1:i]), padded[i])",
+         "p = prob((padded[i - 1],) if n > 1 else (), padded[i])"))),
+    Mutant("sentence_logprob pads with one <s> whatever n", "sentence_logprob", patch(
+        ("padded = pad_sentence(sentence, n)", "padded = [BOS] + list(sentence) + [EOS]"),
+        ('''
+for i in range(n - 1, len(padded)):
+    p = prob(tuple(padded[i - n + 1:i]), padded[i])
+''', '''
+for i in range(1, len(padded)):
+    p = prob(tuple(padded[max(0, i - n + 1):i]) if n > 1 else (), padded[i])
+'''))),
+    # in full: it rewrites most of the cell
     Mutant("perplexity is the mean of per-sentence perplexities", "perplexity", '''
 def perplexity(prob, sentences, n):
     per_sentence = [math.exp(-sentence_logprob(prob, s, n) / (len(s) + 1)) for s in sentences]
     return sum(per_sentence) / len(per_sentence)
 '''),
+    # in full: it rewrites most of the cell
     Mutant("perplexity is exp of the mean of per-sentence averages", "perplexity", '''
 def perplexity(prob, sentences, n):
     averages = [sentence_logprob(prob, s, n) / (len(s) + 1) for s in sentences]
     return math.exp(-sum(averages) / len(averages))
 '''),
-    Mutant("add-k raises KeyError on an unseen context", "add_k_prob", '''
-def add_k_prob(table, vocab_size, context, word, k=1.0):
-    context = tuple(context)
-    count = table.next[context].get(word, 0) if context in table.next else 0
-    return (count + k) / (table.total[context] + k * vocab_size)
-'''),
-    Mutant("continuation counts keep m-grams of count 0", "continuation_counts", '''
-def continuation_counts(ngram_counts):
-    return Counter(gram[1:] for gram in ngram_counts)
-'''),
+    Mutant("add-k raises KeyError on an unseen context", "add_k_prob", patch(
+        ('''
+count = table.next.get(context, {}).get(word, 0)
+total = table.total.get(context, 0)
+return (count + k) / (total + k * vocab_size)
+''', '''
+count = table.next[context].get(word, 0) if context in table.next else 0
+return (count + k) / (table.total[context] + k * vocab_size)
+'''))),
+    Mutant("continuation counts keep m-grams of count 0", "continuation_counts", patch(
+        ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)",
+         "return Counter(gram[1:] for gram in ngram_counts)"))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("Kneser-Ney gives an unseen context the uniform 1/|V|", "kneser_ney_prob", '''
 def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     context = tuple(context)
@@ -401,45 +385,60 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
     return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
 '''),
-    Mutant("Kneser-Ney uses the bigram table at every order", "kneser_ney_prob", '''
-def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
-    context = tuple(context)
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
-    table = tables[min(len(context), 1)]
-    total = table.total.get(context, 0)
-    if total == 0:
-        return lower
-    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+    Mutant("Kneser-Ney uses the bigram table at every order", "kneser_ney_prob", patch(
+        ('''
+if context:
+    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
+else:
+    lower = 1.0 / vocab_size
+table = tables[len(context)]
+''', '''
+lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
+table = tables[min(len(context), 1)]
 '''),
-    Mutant("generate starts from one <s> whatever n", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    tokens = [BOS]
-    words = []
-    while len(words) < max_words:
-        context = tuple(tokens[max(0, len(tokens) - (n - 1)):]) if n > 1 else ()
-        w = sample_next(next_dist(context), rng)
-        if w == EOS:
-            break
-        words.append(w)
-        tokens.append(w)
-    return words
+        ('''
+count = table.next[context].get(word, 0)
+return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
+''', '''
+return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
+'''))),
+    Mutant("generate starts from one <s> whatever n", "generate", patch(
+        ("tokens = [BOS] * (n - 1)", "tokens = [BOS]"),
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+context = tuple(tokens[max(0, len(tokens) - (n - 1)):]) if n > 1 else ()
+w = sample_next(next_dist(context), rng)
+if w == EOS:
 '''),
-    Mutant("generate keeps a one-word (bigram) context whatever n", "generate", '''
-def generate(next_dist, n, rng, max_words=30):
-    tokens = [BOS] * (n - 1)
-    words = []
-    while len(words) < max_words:
-        w = sample_next(next_dist((tokens[-1],) if n > 1 else ()), rng)
-        if w == EOS:
-            break
-        words.append(w)
-        tokens.append(w)
-    return words
+        ('''
+words.append(word)
+tokens.append(word)
+''', '''
+words.append(w)
+tokens.append(w)
+'''))),
+    Mutant("generate keeps a one-word (bigram) context whatever n", "generate", patch(
+        ('''
+context = tuple(tokens[len(tokens) - (n - 1):])
+word = sample_next(next_dist(context), rng)
+if word == EOS:
+''', '''
+w = sample_next(next_dist((tokens[-1],) if n > 1 else ()), rng)
+if w == EOS:
 '''),
-    Mutant("pad_sentence returns a tuple", "pad_sentence", '''
-def pad_sentence(words, n):
-    return (BOS,) * (n - 1) + tuple(words) + (EOS,)
-'''),
+        ('''
+words.append(word)
+tokens.append(word)
+''', '''
+words.append(w)
+tokens.append(w)
+'''))),
+    Mutant("pad_sentence returns a tuple", "pad_sentence", patch(
+        ("return [BOS] * (n - 1) + list(words) + [EOS]", "return (BOS,) * (n - 1) + tuple(words) + (EOS,)"))),
+    # in full: it rewrites most of the cell
     Mutant("graded answer calls the course's reference", "count_ngrams", '''
 from lmcourse.ngram import count_ngrams as _mine
 
@@ -447,6 +446,7 @@ from lmcourse.ngram import count_ngrams as _mine
 def count_ngrams(sentences, n):
     return _mine(sentences, n)
 '''),
+    # in full: it rewrites most of the cell
     Mutant("graded answer calls the course's reference (Kneser-Ney)", "kneser_ney_prob", '''
 import lmcourse.ngram as _helpers
 

@@ -1,79 +1,64 @@
 """Typical student bugs for notebook 02 (recurrent LMs). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, forged_choice, override
-
-# the solution's RNNLM (its given __init__ and forward kept); a mutant appends forward_state's body
-_RNNLM_HEAD = "\n" + override("RNNLM", "def forward_state(self, idx, h0=None):")
-
-_SAMPLE_HEAD = '''
-@torch.no_grad()
-def sample(model, prompt_ids, n_new, generator, temperature=1.0):
-    device = next(model.parameters()).device
-'''
+from lmcourse.authoring.mutants import Mutant, forged_choice, patch
 
 MUTANTS = [
     # --- elman_step
-    Mutant("no nonlinearity (returns a_t)", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return x_t @ W_xh.T + h_prev @ W_hh.T + b_h
-'''),
-    Mutant("bias b_h dropped", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T)
-'''),
-    Mutant("W_xh and W_hh swapped", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_hh.T + h_prev @ W_xh.T + b_h)
-'''),
-    Mutant("weights not transposed", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_xh + h_prev @ W_hh + b_h)
-'''),
-    Mutant("sigmoid instead of tanh", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.sigmoid(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)
-'''),
-    Mutant("previous state ignored (feed-forward net)", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_xh.T + b_h)
-'''),
-    Mutant("calls nn.RNNCell with the weights copied in", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    cell = nn.RNNCell(W_xh.shape[1], W_xh.shape[0], dtype=x_t.dtype)
-    with torch.no_grad():
-        cell.weight_ih.copy_(W_xh)
-        cell.weight_hh.copy_(W_hh)
-        cell.bias_ih.copy_(b_h)
-        cell.bias_hh.zero_()
-    return cell(x_t, h_prev)
-'''),
-    Mutant("calls torch.rnn_tanh_cell directly", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)
-'''),
-    Mutant("calls torch._C._VariableFunctions.rnn_tanh_cell", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch._C._VariableFunctions.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)
-'''),
-    Mutant("W_hh not transposed (square, so no shape error)", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh + b_h)
-'''),
-    Mutant("elman_step returns float32 (.float())", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t.float() @ W_xh.float().T + h_prev.float() @ W_hh.float().T + b_h.float())
-'''),
-    Mutant("detaches its result", "elman_step", '''
-def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h).detach()
-'''),
+    Mutant("no nonlinearity (returns a_t)", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)", "return x_t @ W_xh.T + h_prev @ W_hh.T + b_h"))),
+    Mutant("bias b_h dropped", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T)"))),
+    Mutant("W_xh and W_hh swapped", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t @ W_hh.T + h_prev @ W_xh.T + b_h)"))),
+    Mutant("weights not transposed", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t @ W_xh + h_prev @ W_hh + b_h)"))),
+    Mutant("sigmoid instead of tanh", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.sigmoid(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)"))),
+    Mutant("previous state ignored (feed-forward net)", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)", "return torch.tanh(x_t @ W_xh.T + b_h)"))),
+    Mutant("calls nn.RNNCell with the weights copied in", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)", '''
+cell = nn.RNNCell(W_xh.shape[1], W_xh.shape[0], dtype=x_t.dtype)
+with torch.no_grad():
+    cell.weight_ih.copy_(W_xh)
+    cell.weight_hh.copy_(W_hh)
+    cell.bias_ih.copy_(b_h)
+    cell.bias_hh.zero_()
+return cell(x_t, h_prev)
+'''))),
+    Mutant("calls torch.rnn_tanh_cell directly", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)"))),
+    Mutant("calls torch._C._VariableFunctions.rnn_tanh_cell", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch._C._VariableFunctions.rnn_tanh_cell(x_t, h_prev, W_xh, W_hh, b_h)"))),
+    Mutant("W_hh not transposed (square, so no shape error)", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh + b_h)"))),
+    Mutant("elman_step returns float32 (.float())", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t.float() @ W_xh.float().T + h_prev.float() @ W_hh.float().T + b_h.float())"))),
+    Mutant("detaches its result", "elman_step", patch(
+        ("return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)",
+         "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h).detach()"))),
     # --- rnn_forward
-    Mutant("hidden state not carried across steps (h0 every time)", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h0 = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    return torch.stack([elman_step(x[:, t], h0, W_xh, W_hh, b_h) for t in range(T)], dim=1)
-'''),
+    Mutant("hidden state not carried across steps (h0 every time)", "rnn_forward", patch(
+        ('''
+h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+hs = []
+for t in range(T):
+    h = elman_step(x[:, t], h, W_xh, W_hh, b_h)  # (B, H)
+    hs.append(h)
+return torch.stack(hs, dim=1)  # (B, T, H)
+''', '''
+h0 = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+return torch.stack([elman_step(x[:, t], h0, W_xh, W_hh, b_h) for t in range(T)], dim=1)
+'''))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("stores h_{t-1} where h_t belongs", "rnn_forward", '''
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
     B, T, _ = x.shape
@@ -84,6 +69,7 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
         h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
     return torch.stack(hs, dim=1)
 '''),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("returns only the last hidden state", "rnn_forward", '''
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
     B, T, _ = x.shape
@@ -92,94 +78,64 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
         h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
     return h
 '''),
-    Mutant("ignores the given h0 (always starts from zeros)", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0])
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs, dim=1)
-'''),
-    Mutant("reads the sequence backwards", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in reversed(range(T)):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs[::-1], dim=1)
-'''),
-    Mutant("calls nn.RNN with the weights copied in", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    rnn = nn.RNN(W_xh.shape[1], W_xh.shape[0], batch_first=True, dtype=x.dtype)
-    with torch.no_grad():
-        rnn.weight_ih_l0.copy_(W_xh)
-        rnn.weight_hh_l0.copy_(W_hh)
-        rnn.bias_ih_l0.copy_(b_h)
-        rnn.bias_hh_l0.zero_()
-    out, _ = rnn(x, None if h0 is None else h0[None])
-    return out
-'''),
-    Mutant("calls torch.rnn_tanh directly", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    h0 = x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0
-    out, _ = torch.rnn_tanh(x, h0[None], [W_xh, W_hh, b_h, torch.zeros_like(b_h)], True, 1, 0.0, False, False, True)
-    return out
-'''),
-    Mutant("start state of shape (B, I)", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, I = x.shape
-    h = x.new_zeros(B, I) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs, dim=1)
-'''),
-    Mutant("float32 start state (torch.zeros(B, H))", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = torch.zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs, dim=1)
-'''),
-    Mutant("rnn_forward returns float32 (.float())", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs, dim=1).float()
-'''),
-    Mutant("carried state detached between steps", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-        h = h.detach()
-    return torch.stack(hs, dim=1)
-'''),
-    Mutant("outputs detached", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h.detach())
-    return torch.stack(hs, dim=1)
-'''),
+    Mutant("ignores the given h0 (always starts from zeros)", "rnn_forward", patch(
+        ("h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0", "h = x.new_zeros(B, W_hh.shape[0])"))),
+    Mutant("reads the sequence backwards", "rnn_forward", patch(
+        ("for t in range(T):", "for t in reversed(range(T)):"),
+        ("return torch.stack(hs, dim=1)  # (B, T, H)", "return torch.stack(hs[::-1], dim=1)"))),
+    Mutant("calls nn.RNN with the weights copied in", "rnn_forward", patch(
+        ('''
+B, T, _ = x.shape
+h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+hs = []
+for t in range(T):
+    h = elman_step(x[:, t], h, W_xh, W_hh, b_h)  # (B, H)
+    hs.append(h)
+return torch.stack(hs, dim=1)  # (B, T, H)
+''', '''
+rnn = nn.RNN(W_xh.shape[1], W_xh.shape[0], batch_first=True, dtype=x.dtype)
+with torch.no_grad():
+    rnn.weight_ih_l0.copy_(W_xh)
+    rnn.weight_hh_l0.copy_(W_hh)
+    rnn.bias_ih_l0.copy_(b_h)
+    rnn.bias_hh_l0.zero_()
+out, _ = rnn(x, None if h0 is None else h0[None])
+return out
+'''))),
+    Mutant("calls torch.rnn_tanh directly", "rnn_forward", patch(
+        ('''
+B, T, _ = x.shape
+h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+hs = []
+for t in range(T):
+    h = elman_step(x[:, t], h, W_xh, W_hh, b_h)  # (B, H)
+    hs.append(h)
+return torch.stack(hs, dim=1)  # (B, T, H)
+''', '''
+h0 = x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0
+out, _ = torch.rnn_tanh(x, h0[None], [W_xh, W_hh, b_h, torch.zeros_like(b_h)], True, 1, 0.0, False, False, True)
+return out
+'''))),
+    Mutant("start state of shape (B, I)", "rnn_forward", patch(
+        ('''
+B, T, _ = x.shape
+h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
+''', '''
+B, T, I = x.shape
+h = x.new_zeros(B, I) if h0 is None else h0
+'''))),
+    Mutant("float32 start state (torch.zeros(B, H))", "rnn_forward", patch(
+        ("h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0",
+         "h = torch.zeros(B, W_hh.shape[0]) if h0 is None else h0"))),
+    Mutant("rnn_forward returns float32 (.float())", "rnn_forward", patch(
+        ("return torch.stack(hs, dim=1)  # (B, T, H)", "return torch.stack(hs, dim=1).float()"))),
+    Mutant("carried state detached between steps", "rnn_forward", patch(
+        ("hs.append(h)", '''
+hs.append(h)
+h = h.detach()
+'''))),
+    Mutant("outputs detached", "rnn_forward", patch(("hs.append(h)", "hs.append(h.detach())"))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("writes into a preallocated tensor in place", "rnn_forward", '''
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
     B, T, _ = x.shape
@@ -191,252 +147,177 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
     return hs[:, 1:]
 '''),
     # --- RNNLM
-    Mutant("predicts from h_{t-1} instead of h_t", "RNNLM", _RNNLM_HEAD + '''
-        x = self.wte(idx)
-        hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)
-        prev = torch.cat([torch.zeros_like(hs[:, :1]) if h0 is None else h0[:, None], hs[:, :-1]], dim=1)
-        return self.lm_head(prev), hs[:, -1]
+    Mutant("predicts from h_{t-1} instead of h_t", "RNNLM", patch(
+        ("return self.lm_head(hs), hs[:, -1]  # (B, T, V), (B, H)", '''
+prev = torch.cat([torch.zeros_like(hs[:, :1]) if h0 is None else h0[:, None], hs[:, :-1]], dim=1)
+return self.lm_head(prev), hs[:, -1]
 '''),
-    Mutant("returns h_1 as the last state", "RNNLM", _RNNLM_HEAD + '''
-        x = self.wte(idx)
-        hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)
-        return self.lm_head(hs), hs[:, 0]
-'''),
-    Mutant("forward_state ignores h0", "RNNLM", _RNNLM_HEAD + '''
-        x = self.wte(idx)
-        hs = rnn_forward(x, None, self.W_xh, self.W_hh, self.b_h)
-        return self.lm_head(hs), hs[:, -1]
-'''),
-    Mutant("uses nn.RNN inside the model", "RNNLM", override("RNNLM", '''
-    def __init__(self, vocab_size, n_embd, n_hidden):
-        nn.Module.__init__(self)
-        self.wte = nn.Embedding(vocab_size, n_embd)
-        self.rnn = nn.RNN(n_embd, n_hidden, batch_first=True)
-        self.W_xh, self.W_hh, self.b_h = self.rnn.weight_ih_l0, self.rnn.weight_hh_l0, self.rnn.bias_ih_l0
-        nn.init.zeros_(self.rnn.bias_hh_l0)
-        self.rnn.bias_hh_l0.requires_grad_(False)
-        self.lm_head = nn.Linear(n_hidden, vocab_size)
+        subclass="RNNLM")),
+    Mutant("returns h_1 as the last state", "RNNLM", patch(
+        ("return self.lm_head(hs), hs[:, -1]  # (B, T, V), (B, H)", "return self.lm_head(hs), hs[:, 0]"),
+        subclass="RNNLM")),
+    Mutant("forward_state ignores h0", "RNNLM", patch(
+        ("hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)  # (B, T, H)",
+         "hs = rnn_forward(x, None, self.W_xh, self.W_hh, self.b_h)"),
+        subclass="RNNLM")),
+    Mutant("uses nn.RNN inside the model", "RNNLM", patch(
+        ("def __init__(self, vocab_size: int, n_embd: int, n_hidden: int):",
+         "def __init__(self, vocab_size, n_embd, n_hidden):"),
+        ('''
+bound = 1 / math.sqrt(n_hidden)  # nn.RNN draws its weight matrices from U(-bound, bound) too
+self.W_xh = nn.Parameter(torch.empty(n_hidden, n_embd).uniform_(-bound, bound))
+self.W_hh = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-bound, bound))
+self.b_h = nn.Parameter(torch.zeros(n_hidden))  # starts at 0 (nn.RNN draws its two biases at random)
 ''', '''
-    def forward_state(self, idx, h0=None):
-        hs, _ = self.rnn(self.wte(idx), None if h0 is None else h0[None])
-        return self.lm_head(hs), hs[:, -1]
-''')),
-    Mutant("calls torch.rnn_tanh inside the model", "RNNLM", _RNNLM_HEAD + '''
-        x = self.wte(idx)
-        h0 = x.new_zeros(x.shape[0], self.W_hh.shape[0]) if h0 is None else h0
-        hs, _ = torch.rnn_tanh(x, h0[None], [self.W_xh, self.W_hh, self.b_h, torch.zeros_like(self.b_h)],
-                               True, 1, 0.0, self.training, False, True)
-        return self.lm_head(hs), hs[:, -1]
+self.rnn = nn.RNN(n_embd, n_hidden, batch_first=True)
+self.W_xh, self.W_hh, self.b_h = self.rnn.weight_ih_l0, self.rnn.weight_hh_l0, self.rnn.bias_ih_l0
+nn.init.zeros_(self.rnn.bias_hh_l0)
+self.rnn.bias_hh_l0.requires_grad_(False)
 '''),
+        ('''
+x = self.wte(idx)  # (B, T, n_embd)
+hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)  # (B, T, H)
+''', "hs, _ = self.rnn(self.wte(idx), None if h0 is None else h0[None])"),
+        subclass="RNNLM")),
+    Mutant("calls torch.rnn_tanh inside the model", "RNNLM", patch(
+        ("hs = rnn_forward(x, h0, self.W_xh, self.W_hh, self.b_h)  # (B, T, H)", '''
+h0 = x.new_zeros(x.shape[0], self.W_hh.shape[0]) if h0 is None else h0
+hs, _ = torch.rnn_tanh(x, h0[None], [self.W_xh, self.W_hh, self.b_h, torch.zeros_like(self.b_h)],
+                       True, 1, 0.0, self.training, False, True)
+'''),
+        subclass="RNNLM")),
     # --- lm_loss
-    Mutant("targets not shifted", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.cross_entropy(logits.reshape(B * T, V), idx.reshape(B * T))
-'''),
-    Mutant("softmax applied before cross_entropy", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    probs = F.softmax(logits[:, :-1], dim=-1)
-    return F.cross_entropy(probs.reshape(-1, V), idx[:, 1:].reshape(-1))
-'''),
-    Mutant("sum where the mean is asked", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1), reduction="sum")
-'''),
-    Mutant("shifted the wrong way", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.cross_entropy(logits[:, 1:].reshape(-1, V), idx[:, :-1].reshape(-1))
-'''),
-    Mutant("averages per sequence, then sums over the batch", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return sum(F.cross_entropy(logits[b, :-1], idx[b, 1:]) for b in range(B))
-'''),
-    Mutant("flattens before shifting", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.cross_entropy(logits.reshape(-1, V)[:-1], idx.reshape(-1)[1:])
-'''),
-    Mutant("computes in float32 (.float())", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.cross_entropy(logits[:, :-1].float().reshape(-1, V), idx[:, 1:].reshape(-1))
-'''),
+    Mutant("targets not shifted", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return F.cross_entropy(logits.reshape(B * T, V), idx.reshape(B * T))"))),
+    Mutant("softmax applied before cross_entropy", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))", '''
+probs = F.softmax(logits[:, :-1], dim=-1)
+return F.cross_entropy(probs.reshape(-1, V), idx[:, 1:].reshape(-1))
+'''))),
+    Mutant("sum where the mean is asked", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         'return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1), reduction="sum")'))),
+    Mutant("shifted the wrong way", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return F.cross_entropy(logits[:, 1:].reshape(-1, V), idx[:, :-1].reshape(-1))"))),
+    Mutant("averages per sequence, then sums over the batch", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return sum(F.cross_entropy(logits[b, :-1], idx[b, 1:]) for b in range(B))"))),
+    Mutant("flattens before shifting", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return F.cross_entropy(logits.reshape(-1, V)[:-1], idx.reshape(-1)[1:])"))),
+    Mutant("computes in float32 (.float())", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return F.cross_entropy(logits[:, :-1].float().reshape(-1, V), idx[:, 1:].reshape(-1))"))),
     # --- perplexity
-    Mutant("perplexity as exp of the summed loss", "perplexity", '''
-def perplexity(token_losses):
-    return math.exp(float(token_losses.sum()))
-'''),
-    Mutant("mean of exp instead of exp of mean", "perplexity", '''
-def perplexity(token_losses):
-    return float(token_losses.double().exp().mean())
-'''),
-    Mutant("base 2 with losses in nats", "perplexity", '''
-def perplexity(token_losses):
-    return 2.0 ** float(token_losses.double().mean())
-'''),
+    Mutant("perplexity as exp of the summed loss", "perplexity", patch(
+        ("return math.exp(float(token_losses.double().mean()))", "return math.exp(float(token_losses.sum()))"))),
+    Mutant("mean of exp instead of exp of mean", "perplexity", patch(
+        ("return math.exp(float(token_losses.double().mean()))",
+         "return float(token_losses.double().exp().mean())"))),
+    Mutant("base 2 with losses in nats", "perplexity", patch(
+        ("return math.exp(float(token_losses.double().mean()))",
+         "return 2.0 ** float(token_losses.double().mean())"))),
     # --- sample
-    Mutant("sampling with argmax (greedy)", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        nxt = int(logits[0, -1].argmax())
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
-    return out
+    Mutant("sampling with argmax (greedy)", "sample", patch(
+        ('''
+probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)  # (V,)
+nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))
+''', "nxt = int(logits[0, -1].argmax())"))),
+    Mutant("drawn token not fed back (prompt re-read every step)", "sample", patch(
+        ("logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))", ""),
+        ("for _ in range(n_new):", '''
+for _ in range(n_new):
+    logits, _ = model.forward_state(torch.tensor([prompt_ids], device=device))
 '''),
-    Mutant("drawn token not fed back (prompt re-read every step)", "sample", _SAMPLE_HEAD + '''
-    out = []
-    for _ in range(n_new):
-        logits, _ = model.forward_state(torch.tensor([prompt_ids], device=device))
-        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
-        out.append(int(torch.multinomial(probs, 1, generator=generator)))
-    return out
-'''),
-    Mutant("temperature multiplies the logits", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        probs = F.softmax(logits[0, -1].float().cpu() * temperature, dim=-1)
-        nxt = int(torch.multinomial(probs, 1, generator=generator))
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
-    return out
-'''),
-    Mutant("ignores the generator (not reproducible)", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
-        nxt = int(torch.multinomial(probs, 1))
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
-    return out
-'''),
-    Mutant("samples from the first position's logits", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        probs = F.softmax(logits[0, 0].float().cpu() / temperature, dim=-1)
-        nxt = int(torch.multinomial(probs, 1, generator=generator))
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
-    return out
-'''),
-    Mutant("state dropped between steps", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)
-        nxt = int(torch.multinomial(probs, 1, generator=generator))
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device))
-    return out
-'''),
-    Mutant("multinomial on raw logits (no softmax)", "sample", _SAMPLE_HEAD + '''
-    logits, state = model.forward_state(torch.tensor([prompt_ids], device=device))
-    out = []
-    for _ in range(n_new):
-        weights = logits[0, -1].float().cpu() / temperature
-        nxt = int(torch.multinomial(weights, 1, generator=generator))
-        out.append(nxt)
-        logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
-    return out
-'''),
-    Mutant("F.nll_loss on raw logits (no log_softmax)", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return F.nll_loss(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
-'''),
-    Mutant("log_softmax over the time axis", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    logp = F.log_softmax(logits, dim=1)
-    return F.nll_loss(logp[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
-'''),
-    Mutant("mean over the vocabulary too (log-probs of all tokens averaged)", "lm_loss", '''
-def lm_loss(logits, idx):
-    B, T, V = logits.shape
-    return -F.log_softmax(logits[:, :-1], dim=-1).mean()
-'''),
+        ('''
+nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))
+out.append(nxt)
+logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
+''', "out.append(int(torch.multinomial(probs, 1, generator=generator)))"))),
+    Mutant("temperature multiplies the logits", "sample", patch(
+        ('''
+probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)  # (V,)
+nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))
+''', '''
+probs = F.softmax(logits[0, -1].float().cpu() * temperature, dim=-1)
+nxt = int(torch.multinomial(probs, 1, generator=generator))
+'''))),
+    Mutant("ignores the generator (not reproducible)", "sample", patch(
+        ("nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))",
+         "nxt = int(torch.multinomial(probs, 1))"))),
+    Mutant("samples from the first position's logits", "sample", patch(
+        ('''
+probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)  # (V,)
+nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))
+''', '''
+probs = F.softmax(logits[0, 0].float().cpu() / temperature, dim=-1)
+nxt = int(torch.multinomial(probs, 1, generator=generator))
+'''))),
+    Mutant("state dropped between steps", "sample", patch(
+        ("nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))",
+         "nxt = int(torch.multinomial(probs, 1, generator=generator))"),
+        ("logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)",
+         "logits, state = model.forward_state(torch.tensor([[nxt]], device=device))"))),
+    Mutant("multinomial on raw logits (no softmax)", "sample", patch(
+        ('''
+probs = F.softmax(logits[0, -1].float().cpu() / temperature, dim=-1)  # (V,)
+nxt = int(torch.multinomial(probs, num_samples=1, generator=generator))
+''', '''
+weights = logits[0, -1].float().cpu() / temperature
+nxt = int(torch.multinomial(weights, 1, generator=generator))
+'''))),
+    Mutant("F.nll_loss on raw logits (no log_softmax)", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return F.nll_loss(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))"))),
+    Mutant("log_softmax over the time axis", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))", '''
+logp = F.log_softmax(logits, dim=1)
+return F.nll_loss(logp[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
+'''))),
+    Mutant("mean over the vocabulary too (log-probs of all tokens averaged)", "lm_loss", patch(
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return -F.log_softmax(logits[:, :-1], dim=-1).mean()"))),
     # --- train_step: one SGD step by hand
-    Mutant("gradients never cleared (no zero_grad)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    return loss.item()
-'''),
-    Mutant("gradient ascent (p += lr * p.grad)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p += lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("update without torch.no_grad (in-place change of a leaf)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
+    Mutant("gradients never cleared (no zero_grad)", "train_step", patch(("model.zero_grad()", ""))),
+    Mutant("gradient ascent (p += lr * p.grad)", "train_step", patch(("p -= lr * p.grad", "p += lr * p.grad"))),
+    Mutant("update without torch.no_grad (in-place change of a leaf)", "train_step", patch(
+        ('''
+with torch.no_grad():
     for p in model.parameters():
         if p.grad is not None:
             p -= lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("rebinds the loop variable (p = p - lr * p.grad): nothing changes", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p = p - lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("out-of-place p.data.sub (result thrown away)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
+''', '''
+for p in model.parameters():
+    if p.grad is not None:
+        p -= lr * p.grad
+'''))),
+    Mutant("rebinds the loop variable (p = p - lr * p.grad): nothing changes", "train_step", patch(
+        ("p -= lr * p.grad", "p = p - lr * p.grad"))),
+    Mutant("out-of-place p.data.sub (result thrown away)", "train_step", patch(
+        ('''
+with torch.no_grad():
     for p in model.parameters():
         if p.grad is not None:
-            p.data.sub(lr * p.grad)
-    model.zero_grad()
-    return loss.item()
+            p -= lr * p.grad
+''', '''
+for p in model.parameters():
+    if p.grad is not None:
+        p.data.sub(lr * p.grad)
+'''))),
+    Mutant("step before backward (updates with the previous gradient)", "train_step", patch(
+        ("model.zero_grad()", '''
+model.zero_grad()
+loss.backward()
+'''))),
+    Mutant("zero_grad between backward and the update (steps with zeros)", "train_step", patch(
+        ("loss.backward()", '''
+loss.backward()
+model.zero_grad(set_to_none=False)
 '''),
-    Mutant("step before backward (updates with the previous gradient)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    model.zero_grad()
-    loss.backward()
-    return loss.item()
-'''),
-    Mutant("zero_grad between backward and the update (steps with zeros)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    model.zero_grad(set_to_none=False)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    return loss.item()
-'''),
+        ("model.zero_grad()", ""))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("zero_grad only before backward (gradients left behind)", "train_step", '''
 def train_step(model, idx, lr):
     model.zero_grad()
@@ -448,94 +329,61 @@ def train_step(model, idx, lr):
                 p -= lr * p.grad
     return loss.item()
 '''),
-    Mutant("learning rate ignored (p -= p.grad)", "train_step", '''
-def train_step(model, idx, lr):
+    Mutant("learning rate ignored (p -= p.grad)", "train_step", patch(("p -= lr * p.grad", "p -= p.grad"))),
+    Mutant("crashes on a frozen parameter (p.grad is None)", "train_step", patch(
+        ('''
+if p.grad is not None:
+    p -= lr * p.grad
+''', "p -= lr * p.grad"))),
+    Mutant("returns the loss tensor, not a float", "train_step", patch(("return loss.item()", "return loss"))),
+    Mutant("returns the loss after the update", "train_step", patch(
+        ("return loss.item()", '''
+with torch.no_grad():
+    return lm_loss(model(idx), idx).item()
+'''))),
+    Mutant("forward pass under torch.no_grad too (no graph to back-propagate)", "train_step", patch(
+        ('''
+logits = model(idx)  # (B, T, V)
+loss = lm_loss(logits, idx)
+loss.backward()
+''', ""),
+        ("with torch.no_grad():", '''
+with torch.no_grad():
     loss = lm_loss(model(idx), idx)
     loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= p.grad
-    model.zero_grad()
-    return loss.item()
+'''))),
+    Mutant("loss without the shift (scores the token just read)", "train_step", patch(
+        ("loss = lm_loss(logits, idx)",
+         "loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx.reshape(-1))"))),
+    Mutant("uses torch.optim.SGD", "train_step", patch(
+        ('''
+logits = model(idx)  # (B, T, V)
+loss = lm_loss(logits, idx)
+''', '''
+opt = torch.optim.SGD(model.parameters(), lr=lr)
+loss = lm_loss(model(idx), idx)
+opt.zero_grad()
 '''),
-    Mutant("crashes on a frozen parameter (p.grad is None)", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
+        ('''
+with torch.no_grad():
+    for p in model.parameters():
+        if p.grad is not None:
             p -= lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("returns the loss tensor, not a float", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    model.zero_grad()
-    return loss
-'''),
-    Mutant("returns the loss after the update", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    model.zero_grad()
-    with torch.no_grad():
-        return lm_loss(model(idx), idx).item()
-'''),
-    Mutant("forward pass under torch.no_grad too (no graph to back-propagate)", "train_step", '''
-def train_step(model, idx, lr):
-    with torch.no_grad():
-        loss = lm_loss(model(idx), idx)
-        loss.backward()
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("loss without the shift (scores the token just read)", "train_step", '''
-def train_step(model, idx, lr):
-    logits = model(idx)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx.reshape(-1))
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    model.zero_grad()
-    return loss.item()
-'''),
-    Mutant("uses torch.optim.SGD", "train_step", '''
-def train_step(model, idx, lr):
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    loss = lm_loss(model(idx), idx)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    return loss.item()
-'''),
-    Mutant("new Parameter objects instead of an in-place update", "train_step", '''
-def train_step(model, idx, lr):
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for mod in model.modules():
-            for name, p in list(mod.named_parameters(recurse=False)):
-                if p.grad is not None:
-                    setattr(mod, name, nn.Parameter(p - lr * p.grad))
-    model.zero_grad()
-    return loss.item()
-'''),
+model.zero_grad()
+''', '''
+opt.step()
+opt.zero_grad()
+'''))),
+    Mutant("new Parameter objects instead of an in-place update", "train_step", patch(
+        ('''
+for p in model.parameters():
+    if p.grad is not None:
+        p -= lr * p.grad
+''', '''
+for mod in model.modules():
+    for name, p in list(mod.named_parameters(recurse=False)):
+        if p.grad is not None:
+            setattr(mod, name, nn.Parameter(p - lr * p.grad))
+'''))),
     forged_choice("answer_q1", "A"),
 ]

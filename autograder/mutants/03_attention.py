@@ -1,115 +1,132 @@
 """Typical student bugs for notebook 03 (attention). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override
-
-
-def _mha(forward_body: str) -> str:
-    """The solution's MultiHeadAttention (its given __init__ kept) with a buggy forward."""
-    return override("MultiHeadAttention", "    def forward(self, x, return_weights=False):\n" + forward_body)
-
+from lmcourse.authoring.mutants import Mutant, patch
 
 MUTANTS = [
     # --- softmax
-    Mutant("softmax without subtracting the maximum (overflows)", "softmax", '''
-def softmax(x, dim=-1):
-    e = x.exp()
-    return e / e.sum(dim=dim, keepdim=True)
-'''),
-    Mutant("softmax subtracts the mean instead of the maximum", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.mean(dim=dim, keepdim=True)).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-'''),
-    Mutant("softmax subtracts the maximum of the whole tensor", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max()).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-'''),
-    Mutant("softmax normalises over axis 0 (wrong axis)", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max(dim=dim, keepdim=True).values).exp()
-    return e / e.sum(dim=0, keepdim=True)
-'''),
-    Mutant("softmax ignores dim (always the last axis)", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max(dim=-1, keepdim=True).values).exp()
-    return e / e.sum(dim=-1, keepdim=True)
-'''),
-    Mutant("softmax divides by the sum of the whole tensor", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max(dim=dim, keepdim=True).values).exp()
-    return e / e.sum()
-'''),
-    Mutant("softmax takes the maximum without keepdim", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max(dim=dim).values).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-'''),
-    Mutant("softmax modifies its input in place", "softmax", '''
-def softmax(x, dim=-1):
-    x -= x.max(dim=dim, keepdim=True).values
-    x.exp_()
-    return x / x.sum(dim=dim, keepdim=True)
-'''),
+    Mutant("softmax without subtracting the maximum (overflows)", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+''', "e = x.exp()"))),
+    Mutant("softmax subtracts the mean instead of the maximum", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+''', "e = (x - x.mean(dim=dim, keepdim=True)).exp()"))),
+    Mutant("softmax subtracts the maximum of the whole tensor", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+''', "e = (x - x.max()).exp()"))),
+    Mutant("softmax normalises over axis 0 (wrong axis)", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+e = (x - x.max(dim=dim, keepdim=True).values).exp()
+return e / e.sum(dim=0, keepdim=True)
+'''))),
+    Mutant("softmax ignores dim (always the last axis)", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+e = (x - x.max(dim=-1, keepdim=True).values).exp()
+return e / e.sum(dim=-1, keepdim=True)
+'''))),
+    Mutant("softmax divides by the sum of the whole tensor", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+e = (x - x.max(dim=dim, keepdim=True).values).exp()
+return e / e.sum()
+'''))),
+    Mutant("softmax takes the maximum without keepdim", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+''', "e = (x - x.max(dim=dim).values).exp()"))),
+    Mutant("softmax modifies its input in place", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+x -= x.max(dim=dim, keepdim=True).values
+x.exp_()
+return x / x.sum(dim=dim, keepdim=True)
+'''))),
     # --- scores
-    Mutant("scores not scaled", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q @ K.transpose(-2, -1)
-'''),
-    Mutant("scores scaled by d_k instead of sqrt(d_k)", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q @ K.transpose(-2, -1) / Q.size(-1)
-'''),
-    Mutant("scores scaled by sqrt(number of keys)", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q @ K.transpose(-2, -1) / math.sqrt(K.size(-2))
-'''),
-    Mutant("K.T instead of K.transpose(-2, -1) (breaks batches)", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q @ K.T / math.sqrt(Q.size(-1))
-'''),
-    Mutant("scores transposed (K Q^T)", "attention_scores", '''
-def attention_scores(Q, K):
-    return K @ Q.transpose(-2, -1) / math.sqrt(Q.size(-1))
-'''),
-    Mutant("d_k taken as Q.shape[1] (right only for 2-D Q)", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[1])
-'''),
+    Mutant("scores not scaled", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q @ K.transpose(-2, -1)"))),
+    Mutant("scores scaled by d_k instead of sqrt(d_k)", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q @ K.transpose(-2, -1) / Q.size(-1)"))),
+    Mutant("scores scaled by sqrt(number of keys)", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q @ K.transpose(-2, -1) / math.sqrt(K.size(-2))"))),
+    Mutant("K.T instead of K.transpose(-2, -1) (breaks batches)", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q @ K.T / math.sqrt(Q.size(-1))"))),
+    Mutant("scores transposed (K Q^T)", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return K @ Q.transpose(-2, -1) / math.sqrt(Q.size(-1))"))),
+    Mutant("d_k taken as Q.shape[1] (right only for 2-D Q)", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[1])"))),
     # --- causal mask
-    Mutant("mask transposed (matrix A: hides the past)", "causal_mask", '''
-def causal_mask(T):
-    past = torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)
-    return torch.zeros(T, T).masked_fill(past, float("-inf"))
-'''),
-    Mutant("diagonal masked out (a token cannot see itself)", "causal_mask", '''
-def causal_mask(T):
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=0)
-    return torch.zeros(T, T).masked_fill(future, float("-inf"))
-'''),
-    Mutant("identity mask (matrix C: sees only itself)", "causal_mask", '''
-def causal_mask(T):
-    return torch.zeros(T, T).masked_fill(~torch.eye(T, dtype=torch.bool), float("-inf"))
-'''),
-    Mutant("mask of ones and zeros instead of 0 and -inf", "causal_mask", '''
-def causal_mask(T):
-    return torch.ones(T, T).tril()
-'''),
-    Mutant("mask uses -1e9 instead of -inf", "causal_mask", '''
-def causal_mask(T):
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    return torch.zeros(T, T).masked_fill(future, -1e9)
-'''),
-    Mutant("mask returned as booleans", "causal_mask", '''
-def causal_mask(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
-'''),
-    Mutant("mask built in float64", "causal_mask", '''
-def causal_mask(T):
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    return torch.zeros(T, T, dtype=torch.float64).masked_fill(future, float("-inf"))
-'''),
+    Mutant("mask transposed (matrix A: hides the past)", "causal_mask", patch(
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', '''
+past = torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)
+return torch.zeros(T, T).masked_fill(past, float("-inf"))
+'''))),
+    Mutant("diagonal masked out (a token cannot see itself)", "causal_mask", patch(
+        ("future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)",
+         "future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=0)"))),
+    Mutant("identity mask (matrix C: sees only itself)", "causal_mask", patch(
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', 'return torch.zeros(T, T).masked_fill(~torch.eye(T, dtype=torch.bool), float("-inf"))'))),
+    Mutant("mask of ones and zeros instead of 0 and -inf", "causal_mask", patch(
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', "return torch.ones(T, T).tril()"))),
+    Mutant("mask uses -1e9 instead of -inf", "causal_mask", patch(
+        ('return torch.zeros(T, T).masked_fill(future, float("-inf"))',
+         "return torch.zeros(T, T).masked_fill(future, -1e9)"))),
+    Mutant("mask returned as booleans", "causal_mask", patch(
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', "return torch.ones(T, T, dtype=torch.bool).tril()"))),
+    Mutant("mask built in float64", "causal_mask", patch(
+        ('return torch.zeros(T, T).masked_fill(future, float("-inf"))',
+         'return torch.zeros(T, T, dtype=torch.float64).masked_fill(future, float("-inf"))'))),
     # --- scaled dot-product attention
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("mask applied after the softmax", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(Q, K, V, mask=None):
     weights = softmax(attention_scores(Q, K), dim=-1)
@@ -117,267 +134,232 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         weights = weights + mask
     return weights @ V, weights
 '''),
-    Mutant("masked scores set to 0 instead of -inf", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores.masked_fill(torch.isinf(mask), 0.0)
-    weights = softmax(scores, dim=-1)
-    return weights @ V, weights
-'''),
-    Mutant("mask multiplied instead of added", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores * mask
-    weights = softmax(scores, dim=-1)
-    return weights @ V, weights
-'''),
-    Mutant("mask ignored", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    weights = softmax(attention_scores(Q, K), dim=-1)
-    return weights @ V, weights
-'''),
-    Mutant("keys used as values", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)
-    return weights @ K, weights
-'''),
-    Mutant("weights returned transposed", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)
-    return weights @ V, weights.transpose(-2, -1)
-'''),
-    Mutant("softmax over the queries (dim=-2)", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-2)
-    return weights @ V, weights
-'''),
-    Mutant("attention without the 1/sqrt(d_k) scaling", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = Q @ K.transpose(-2, -1)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)
-    return weights @ V, weights
-'''),
-    Mutant("returns (weights, output) in the wrong order", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)
-    return weights, weights @ V
-'''),
+    Mutant("masked scores set to 0 instead of -inf", "scaled_dot_product_attention", patch(
+        ("scores = scores + mask", "scores = scores.masked_fill(torch.isinf(mask), 0.0)"))),
+    Mutant("mask multiplied instead of added", "scaled_dot_product_attention", patch(
+        ("scores = scores + mask", "scores = scores * mask"))),
+    Mutant("mask ignored", "scaled_dot_product_attention", patch(
+        ('''
+scores = attention_scores(Q, K)
+if mask is not None:
+    scores = scores + mask
+weights = softmax(scores, dim=-1)
+''', "weights = softmax(attention_scores(Q, K), dim=-1)"))),
+    Mutant("keys used as values", "scaled_dot_product_attention", patch(
+        ("return weights @ V, weights", "return weights @ K, weights"))),
+    Mutant("weights returned transposed", "scaled_dot_product_attention", patch(
+        ("return weights @ V, weights", "return weights @ V, weights.transpose(-2, -1)"))),
+    Mutant("softmax over the queries (dim=-2)", "scaled_dot_product_attention", patch(
+        ("weights = softmax(scores, dim=-1)", "weights = softmax(scores, dim=-2)"))),
+    Mutant("attention without the 1/sqrt(d_k) scaling", "scaled_dot_product_attention", patch(
+        ("scores = attention_scores(Q, K)", "scores = Q @ K.transpose(-2, -1)"))),
+    Mutant("returns (weights, output) in the wrong order", "scaled_dot_product_attention", patch(
+        ("return weights @ V, weights", "return weights, weights @ V"))),
     # --- multi-head attention
-    Mutant("heads split with view(B, h, T, d_k), no transpose", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, self.n_head, T, self.d_k)
-        k = self.W_k(x).view(B, self.n_head, T, self.d_k)
-        v = self.W_v(x).view(B, self.n_head, T, self.d_k)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("heads merged with view, no transpose back", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("no output projection W_O", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = out.transpose(1, 2).contiguous().view(B, T, C)
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("scaled by sqrt(d_model) instead of sqrt(d_k)", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(C)
-        if self.causal:
-            scores = scores + causal_mask(T).to(x.device, x.dtype)
-        weights = softmax(scores, dim=-1)
-        out = (weights @ v).transpose(1, 2).contiguous().view(B, T, C)
-        y = self.W_o(out)
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("never masks (ignores causal=True)", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        out, weights = scaled_dot_product_attention(q, k, v)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("always masks (ignores causal=False)", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        out, weights = scaled_dot_product_attention(q, k, v, causal_mask(T).to(x.device, x.dtype))
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("W_q used for the keys too", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("return_weights ignored", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-''')),
-    Mutant("weights averaged over heads", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights.mean(dim=1)) if return_weights else y
-''')),
-    Mutant("forward returns (weights, output) in the wrong order", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (weights, y) if return_weights else y
-''')),
-    Mutant("mask not moved to the input's dtype and device", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("mask moved to the input's dtype only, not its device", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
+    Mutant("heads split with view(B, h, T, d_k), no transpose", "multi_head_attention", patch(
+        ('''
+q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+''', '''
+q = self.W_q(x).view(B, self.n_head, T, self.d_k)
+k = self.W_k(x).view(B, self.n_head, T, self.d_k)
+v = self.W_v(x).view(B, self.n_head, T, self.d_k)
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("heads merged with view, no transpose back", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', "y = self.W_o(out.contiguous().view(B, T, C))"),
+        subclass="MultiHeadAttention")),
+    Mutant("no output projection W_O", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', "y = out.transpose(1, 2).contiguous().view(B, T, C)"),
+        subclass="MultiHeadAttention")),
+    Mutant("scaled by sqrt(d_model) instead of sqrt(d_k)", "multi_head_attention", patch(
+        ('''
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+''', '''
+scores = q @ k.transpose(-2, -1) / math.sqrt(C)
+if self.causal:
+    scores = scores + causal_mask(T).to(x.device, x.dtype)
+weights = softmax(scores, dim=-1)
+out = (weights @ v).transpose(1, 2).contiguous().view(B, T, C)
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("never masks (ignores causal=True)", "multi_head_attention", patch(
+        ('''
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', '''
+out, weights = scaled_dot_product_attention(q, k, v)
+y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("always masks (ignores causal=False)", "multi_head_attention", patch(
+        ('''
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', '''
+out, weights = scaled_dot_product_attention(q, k, v, causal_mask(T).to(x.device, x.dtype))
+y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("W_q used for the keys too", "multi_head_attention", patch(
+        ("k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)",
+         "k = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)"),
+        subclass="MultiHeadAttention")),
+    Mutant("return_weights ignored", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+return (y, weights) if return_weights else y
+''', "return self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))"),
+        subclass="MultiHeadAttention")),
+    Mutant("weights averaged over heads", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+return (y, weights) if return_weights else y
+''', '''
+y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+return (y, weights.mean(dim=1)) if return_weights else y
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("forward returns (weights, output) in the wrong order", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+return (y, weights) if return_weights else y
+''', '''
+y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+return (weights, y) if return_weights else y
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("mask not moved to the input's dtype and device", "multi_head_attention", patch(
+        ("mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None",
+         "mask = causal_mask(T) if self.causal else None"),
+        subclass="MultiHeadAttention")),
+    Mutant("mask moved to the input's dtype only, not its device", "multi_head_attention", patch(
+        ("mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None",
+         "mask = causal_mask(T).to(x.dtype) if self.causal else None"),
+        subclass="MultiHeadAttention")),
     # --- correct answers that call a ready-made implementation: the hidden tests must refuse them
-    Mutant("calls torch.softmax", "softmax", '''
-def softmax(x, dim=-1):
-    return torch.softmax(x, dim=dim)
-'''),
-    Mutant("calls the course's reference causal_mask", "causal_mask", '''
-def causal_mask(T):
-    return lmcourse.nn.causal_mask(T)
-'''),
+    Mutant("calls torch.softmax", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return torch.softmax(x, dim=dim)"))),
+    Mutant("calls the course's reference causal_mask", "causal_mask", patch(
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', "return lmcourse.nn.causal_mask(T)"))),
+    # in full: it rewrites most of the cell
     Mutant("calls the course's reference attention", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return lmcourse.nn.scaled_dot_product_attention(Q, K, V, mask)
 '''),
-    Mutant("weights from torch.softmax instead of the student's softmax", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    w = torch.softmax(scores, -1)
-    return w @ V, w
+    Mutant("weights from torch.softmax instead of the student's softmax", "scaled_dot_product_attention", patch(
+        ('''
+weights = softmax(scores, dim=-1)
+return weights @ V, weights
+''', '''
+w = torch.softmax(scores, -1)
+return w @ V, w
+'''))),
+    Mutant("inline Tensor.softmax, bypassing the student's attention", "multi_head_attention", patch(
+        ('''
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', '''
+s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+if self.causal:
+    s = s + causal_mask(T).to(x.device, x.dtype)
+weights = s.softmax(-1)
+y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
 '''),
-    Mutant("inline Tensor.softmax, bypassing the student's attention", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-        if self.causal:
-            s = s + causal_mask(T).to(x.device, x.dtype)
-        weights = s.softmax(-1)
-        y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("output from F.scaled_dot_product_attention", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        if not return_weights:
-            return y
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        return y, scaled_dot_product_attention(q, k, v, mask)[1]
-''')),
+        subclass="MultiHeadAttention")),
+    Mutant("output from F.scaled_dot_product_attention", "multi_head_attention", patch(
+        ("v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)", '''
+v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
+if not return_weights:
+    return y
+'''),
+        ('''
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+return (y, weights) if return_weights else y
+''', "return y, scaled_dot_product_attention(q, k, v, mask)[1]"),
+        subclass="MultiHeadAttention")),
     # --- issue 8: ready-made softmax reached another way, the reference under another name
-    Mutant("softmax as log_softmax(dim).exp()", "softmax", '''
-def softmax(x, dim=-1):
-    return x.log_softmax(dim).exp()
-'''),
-    Mutant("softmax through the private torch._softmax", "softmax", '''
-def softmax(x, dim=-1):
-    return torch._softmax(x, dim, False)
-'''),
-    Mutant("softmax through torch.special.softmax", "softmax", '''
-def softmax(x, dim=-1):
-    return torch.special.softmax(x, dim)
-'''),
-    Mutant("softmax as F.softmin of -x", "softmax", '''
-def softmax(x, dim=-1):
-    return F.softmin(-x, dim=dim)
-'''),
-    Mutant("softmax through an nn.Softmax module", "softmax", '''
-def softmax(x, dim=-1):
-    return nn.Softmax(dim=dim)(x)
-'''),
-    Mutant("softmax through torch.ops.aten with torch function modes switched off", "softmax", '''
-def softmax(x, dim=-1):
+    Mutant("softmax as log_softmax(dim).exp()", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return x.log_softmax(dim).exp()"))),
+    Mutant("softmax through the private torch._softmax", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return torch._softmax(x, dim, False)"))),
+    Mutant("softmax through torch.special.softmax", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return torch.special.softmax(x, dim)"))),
+    Mutant("softmax as F.softmin of -x", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return F.softmin(-x, dim=dim)"))),
+    Mutant("softmax through an nn.Softmax module", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', "return nn.Softmax(dim=dim)(x)"))),
+    Mutant("softmax through torch.ops.aten with torch function modes switched off", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+with torch._C.DisableTorchFunction():
+    return torch.ops.aten._softmax.default(x, dim % x.dim(), False)
+'''))),
+    Mutant("softmax catches the rule's error and calls torch.softmax again unguarded", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+try:
+    return torch.softmax(x, dim)
+except Exception:
     with torch._C.DisableTorchFunction():
-        return torch.ops.aten._softmax.default(x, dim % x.dim(), False)
-'''),
-    Mutant("softmax catches the rule's error and calls torch.softmax again unguarded", "softmax", '''
-def softmax(x, dim=-1):
-    try:
         return torch.softmax(x, dim)
-    except Exception:
-        with torch._C.DisableTorchFunction():
-            return torch.softmax(x, dim)
-'''),
+'''))),
+    # in full: it rewrites most of the cell
     Mutant("softmax calls the tests' stand-in", "softmax", '''
 import lmcourse.grading.attention_stand_ins as _helpers
 
@@ -385,128 +367,153 @@ def softmax(x, dim=-1):
     return _helpers.softmax(x, dim)
 '''),
     # --- issue 8: dtype, device, shapes
-    Mutant("softmax computes in float64 and returns float64 for a float32 input", "softmax", '''
-def softmax(x, dim=-1):
-    x = x.double()
-    e = (x - x.max(dim=dim, keepdim=True).values).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-'''),
-    Mutant("softmax sums without keepdim", "softmax", '''
-def softmax(x, dim=-1):
-    e = (x - x.max(dim=dim, keepdim=True).values).exp()
-    return e / e.sum(dim=dim)
-'''),
-    Mutant("softmax writes into a tensor made on the CPU (loses the device)", "softmax", '''
-def softmax(x, dim=-1):
-    out = torch.empty(x.shape, dtype=x.dtype)
-    e = (x - x.max(dim=dim, keepdim=True).values).exp()
-    out[...] = e / e.sum(dim=dim, keepdim=True)
-    return out
-'''),
-    Mutant("scores divide Q in place", "attention_scores", '''
-def attention_scores(Q, K):
-    Q /= math.sqrt(Q.size(-1))
-    return Q @ K.transpose(-2, -1)
-'''),
-    Mutant("scores computed in float64", "attention_scores", '''
-def attention_scores(Q, K):
-    return Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.size(-1))
-'''),
-    Mutant("reference causal_mask imported under another name", "causal_mask", '''
+    Mutant("softmax computes in float64 and returns float64 for a float32 input", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+''', '''
+x = x.double()
+e = (x - x.max(dim=dim, keepdim=True).values).exp()
+'''))),
+    Mutant("softmax sums without keepdim", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+e = (x - x.max(dim=dim, keepdim=True).values).exp()
+return e / e.sum(dim=dim)
+'''))),
+    Mutant("softmax writes into a tensor made on the CPU (loses the device)", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', '''
+out = torch.empty(x.shape, dtype=x.dtype)
+e = (x - x.max(dim=dim, keepdim=True).values).exp()
+out[...] = e / e.sum(dim=dim, keepdim=True)
+return out
+'''))),
+    Mutant("scores divide Q in place", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', '''
+Q /= math.sqrt(Q.size(-1))
+return Q @ K.transpose(-2, -1)
+'''))),
+    Mutant("scores computed in float64", "attention_scores", patch(
+        ('''
+d_k = Q.size(-1)
+return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+''', "return Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.size(-1))"))),
+    Mutant("reference causal_mask imported under another name", "causal_mask", patch(
+        ("def causal_mask(T):", '''
 from lmcourse.nn.attention import causal_mask as _cm
-
 def causal_mask(T):
-    return _cm(T)
 '''),
-    Mutant("causal_mask calls the tests' stand-in", "causal_mask", '''
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', "return _cm(T)"))),
+    Mutant("causal_mask calls the tests' stand-in", "causal_mask", patch(
+        ("def causal_mask(T):", '''
 from lmcourse.grading.attention_stand_ins import causal_mask as _cm
-
 def causal_mask(T):
-    return _cm(T)
 '''),
+        ('''
+future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+return torch.zeros(T, T).masked_fill(future, float("-inf"))
+''', "return _cm(T)"))),
+    # in full: it rewrites most of the cell
     Mutant("reference attention held under another name", "scaled_dot_product_attention", '''
 _reference = lmcourse.nn.attention.scaled_dot_product_attention
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _reference(Q, K, V, mask)
 '''),
+    # in full: it rewrites most of the cell
     Mutant("attention calls the tests' stand-in", "scaled_dot_product_attention", '''
 from lmcourse.grading.attention_stand_ins import scaled_dot_product_attention as _attention
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _attention(Q, K, V, mask)
 '''),
-    Mutant("attention weights from log_softmax().exp()", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q, K)
-    if mask is not None:
-        scores = scores + mask
-    w = scores.log_softmax(dim=-1).exp()
-    return w @ V, w
+    Mutant("attention weights from log_softmax().exp()", "scaled_dot_product_attention", patch(
+        ('''
+weights = softmax(scores, dim=-1)
+return weights @ V, weights
+''', '''
+w = scores.log_softmax(dim=-1).exp()
+return w @ V, w
+'''))),
+    Mutant("attention returns float64 for float32 inputs", "scaled_dot_product_attention", patch(
+        ("scores = attention_scores(Q, K)", "scores = attention_scores(Q.double(), K.double())"),
+        ("return weights @ V, weights", "return weights @ V.double(), weights"))),
+    Mutant("heads merged without .contiguous()", "multi_head_attention", patch(
+        ('''
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', "y = self.W_o(out.transpose(1, 2).view(B, T, C))"),
+        subclass="MultiHeadAttention")),
+    Mutant("forward wraps nn.MultiheadAttention", "multi_head_attention", patch(
+        ('''
+q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', '''
+mha = nn.MultiheadAttention(C, self.n_head, bias=self.W_q.bias is not None, batch_first=True).to(x)
+with torch.no_grad():
+    mha.in_proj_weight.copy_(torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]))
+    mha.out_proj.weight.copy_(self.W_o.weight)
+    if self.W_q.bias is not None:
+        mha.in_proj_bias.copy_(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
+        mha.out_proj.bias.copy_(self.W_o.bias)
+blocked = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1) if self.causal else None
+y, weights = mha(x, x, x, attn_mask=blocked, average_attn_weights=False)
 '''),
-    Mutant("attention returns float64 for float32 inputs", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = attention_scores(Q.double(), K.double())
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)
-    return weights @ V.double(), weights
+        subclass="MultiHeadAttention")),
+    Mutant("forward under torch.no_grad() (no gradients reach the weights)", "multi_head_attention", patch(
+        ('''
+q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+''', '''
+with torch.no_grad():
+    q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+    k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+    v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
 '''),
-    Mutant("heads merged without .contiguous()", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("forward wraps nn.MultiheadAttention", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        mha = nn.MultiheadAttention(C, self.n_head, bias=self.W_q.bias is not None, batch_first=True).to(x)
-        with torch.no_grad():
-            mha.in_proj_weight.copy_(torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]))
-            mha.out_proj.weight.copy_(self.W_o.weight)
-            if self.W_q.bias is not None:
-                mha.in_proj_bias.copy_(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
-                mha.out_proj.bias.copy_(self.W_o.bias)
-        blocked = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1) if self.causal else None
-        y, weights = mha(x, x, x, attn_mask=blocked, average_attn_weights=False)
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("forward under torch.no_grad() (no gradients reach the weights)", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        with torch.no_grad():
-            q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-            k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-            v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("weights by Tensor.softmax with torch function modes switched off", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-        if self.causal:
-            s = s + causal_mask(T).to(x.device, x.dtype)
-        with torch._C.DisableTorchFunction():
-            weights = s.softmax(-1)
-        y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
-    Mutant("projections by hand with W.weight and W.bias (breaks bias=False)", "multi_head_attention", _mha('''
-        B, T, C = x.shape
-        q = (x @ self.W_q.weight.T + self.W_q.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        k = (x @ self.W_k.weight.T + self.W_k.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        v = (x @ self.W_v.weight.T + self.W_v.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
-        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
-        out, weights = scaled_dot_product_attention(q, k, v, mask)
-        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))
-        return (y, weights) if return_weights else y
-''')),
+        subclass="MultiHeadAttention")),
+    Mutant("weights by Tensor.softmax with torch function modes switched off", "multi_head_attention", patch(
+        ('''
+mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+out, weights = scaled_dot_product_attention(q, k, v, mask)          # (B, h, T, d_k), (B, h, T, T)
+out = out.transpose(1, 2).contiguous().view(B, T, C)                # (B, T, C): heads side by side
+y = self.W_o(out)                                                   # (B, T, C)
+''', '''
+s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+if self.causal:
+    s = s + causal_mask(T).to(x.device, x.dtype)
+with torch._C.DisableTorchFunction():
+    weights = s.softmax(-1)
+y = self.W_o((weights @ v).transpose(1, 2).contiguous().view(B, T, C))
+'''),
+        subclass="MultiHeadAttention")),
+    Mutant("projections by hand with W.weight and W.bias (breaks bias=False)", "multi_head_attention", patch(
+        ('''
+q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)   # (B, h, T, d_k)
+''', '''
+q = (x @ self.W_q.weight.T + self.W_q.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+k = (x @ self.W_k.weight.T + self.W_k.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+v = (x @ self.W_v.weight.T + self.W_v.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
+'''),
+        subclass="MultiHeadAttention")),
 ]

@@ -1,213 +1,164 @@
 """Typical student bugs for notebook 05 (the GPT). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, forged_choice, override_changed
-
-_CONFIG = '''
-@dataclass
-class GPTConfig:
-    vocab_size: int = 65
-    block_size: int = 256
-    n_layer: int = 6
-    n_head: int = 6
-    n_embd: int = 384
-    dropout: {dropout_type} = {dropout}
-    bias: bool = True
-'''
-
-_INIT = '''        self.config = config
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.drop = nn.Dropout(config.dropout)
-        block_cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
-                                dropout=config.dropout, bias=config.bias)
-        self.blocks = nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])
-        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight
-'''
-
-_FORWARD = '''        B, T = idx.shape
-        pos = torch.arange(T, device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.blocks:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))
-        return logits, loss
-'''
-
-
-def _gpt(init: str = _INIT, forward: str = _FORWARD) -> str:
-    """The solution's GPT with only the methods that differ from the solution replaced."""
-    return override_changed("GPT", "(self, config)", init, _INIT, "(self, idx, targets=None)", forward, _FORWARD)
-
-
-def _init_change(old: str, new: str) -> str:
-    assert old in _INIT, old
-    return _gpt(init=_INIT.replace(old, new))
-
-
-def _fwd_change(old: str, new: str) -> str:
-    assert old in _FORWARD, old
-    return _gpt(forward=_FORWARD.replace(old, new))
-
-
-_INIT_WEIGHTS = '''
-def init_weights(model, n_layer, std=0.02):
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=STD)
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, (LayerNorm, nn.LayerNorm)):
-                nn.init.ones_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-        for name, p in model.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=SCALED)
-'''
-
-
-def _init_weights(std: str = "std", scaled: str = "std / math.sqrt(2 * n_layer)") -> str:
-    return _INIT_WEIGHTS.replace("STD", std).replace("SCALED", scaled)
-
-
-_GENERATE = '''
-def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
-    block_size = model.config.block_size
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            context = idx[:, -block_size:]
-            logits, _ = model(context)
-            probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)
-            nxt = torch.multinomial(probs, 1, generator=generator)
-            idx = torch.cat([idx, nxt], dim=1)
-    return idx
-'''
-
-
-def _generate(old: str, new: str) -> str:
-    assert old in _GENERATE, old
-    return _GENERATE.replace(old, new)
-
-
-_COUNT = '''
-def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
-    d = n_embd
-    return {expr}
-'''
-
-
-def _count(expr: str) -> str:
-    return _COUNT.format(expr=expr)
-
+from lmcourse.authoring.mutants import Mutant, forged_choice, patch
 
 MUTANTS = [
     # --- GPTConfig
-    Mutant("dropout defaults to nanoGPT's 0.2", "gpt_config", _CONFIG.format(dropout_type="float", dropout="0.2")),
-    Mutant("dropout typed and defaulted as the int 0", "gpt_config", _CONFIG.format(dropout_type="int", dropout="0")),
+    Mutant("dropout defaults to nanoGPT's 0.2", "gpt_config", patch(
+        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: float = 0.2"))),
+    Mutant("dropout typed and defaulted as the int 0", "gpt_config", patch(
+        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: int = 0"))),
+    # in full: it rewrites most of the cell
     Mutant("a plain class, not a dataclass", "gpt_config", '''
 class GPTConfig:
     def __init__(self, vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384, dropout=0.0, bias=True):
         self.vocab_size, self.block_size, self.n_layer, self.n_head = vocab_size, block_size, n_layer, n_head
         self.n_embd, self.dropout, self.bias = n_embd, dropout, bias
 '''),
-    Mutant("fields in another order (n_embd before n_layer)", "gpt_config", '''
-@dataclass
-class GPTConfig:
-    vocab_size: int = 65
-    block_size: int = 256
-    n_embd: int = 384
-    n_layer: int = 6
-    n_head: int = 6
-    dropout: float = 0.0
-    bias: bool = True
+    Mutant("fields in another order (n_embd before n_layer)", "gpt_config", patch(
+        ("block_size: int = 256  # T_max: longest context, number of learned positions", '''
+block_size: int = 256  # T_max: longest context, number of learned positions
+n_embd: int = 384
 '''),
-    Mutant("dropout annotated as int (default 0.0)", "gpt_config", _CONFIG.format(dropout_type="int", dropout="0.0")),
+        ("n_embd: int = 384  # d: width of the residual stream", ""))),
+    Mutant("dropout annotated as int (default 0.0)", "gpt_config", patch(
+        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: int = 0.0"))),
     Mutant("keyword-only fields (kw_only=True)", "gpt_config",
-           _CONFIG.replace("@dataclass", "@dataclass(kw_only=True)").format(
-        dropout_type="float", dropout="0.0")),
+           patch(("@dataclass", "@dataclass(kw_only=True)"))),
     # --- GPT
-    Mutant("positions not added", "gpt", _fwd_change("self.wte(idx) + self.wpe(pos)", "self.wte(idx)")),
-    Mutant("positions indexed by token id", "gpt", _fwd_change("self.wpe(pos)", "self.wpe(idx)")),
+    Mutant("positions not added", "gpt", patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)", "x = self.drop(self.wte(idx))"),
+        subclass="GPT")),
+    Mutant("positions indexed by token id", "gpt", patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
+         "x = self.drop(self.wte(idx) + self.wpe(idx))"),
+        subclass="GPT")),
     Mutant("positions made on the CPU (torch.arange(T) without device=)", "gpt",
-           _fwd_change("torch.arange(T, device=idx.device)", "torch.arange(T)")),
+           patch(("pos = torch.arange(T, device=idx.device)  # (T,)", "pos = torch.arange(T)"), subclass="GPT")),
     Mutant("T read from the batch axis (idx.size(0))", "gpt",
-           _fwd_change("torch.arange(T, device=idx.device)", "torch.arange(idx.size(0), device=idx.device)")),
+           patch(
+        ("pos = torch.arange(T, device=idx.device)  # (T,)", "pos = torch.arange(idx.size(0), device=idx.device)"),
+        subclass="GPT")),
     Mutant("the whole position table added (block_size rows, not T)", "gpt",
-           _fwd_change("self.wpe(pos)", "self.wpe.weight")),
+           patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
+         "x = self.drop(self.wte(idx) + self.wpe.weight)"),
+        subclass="GPT")),
     Mutant("token embedding scaled by sqrt(d) (the 2017 transformer's habit)", "gpt",
-           _fwd_change("self.wte(idx) + self.wpe(pos)",
-                       "self.wte(idx) * math.sqrt(self.config.n_embd) + self.wpe(pos)")),
+           patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
+         "x = self.drop(self.wte(idx) * math.sqrt(self.config.n_embd) + self.wpe(pos))"),
+        subclass="GPT")),
     Mutant("no final LayerNorm (ln_f built but not applied)", "gpt",
-           _fwd_change("self.lm_head(self.ln_f(x))", "self.lm_head(x)")),
-    Mutant("no final LayerNorm at all", "gpt", _gpt(
-        init=_INIT.replace("        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)\n", ""),
-        forward=_FORWARD.replace("self.lm_head(self.ln_f(x))", "self.lm_head(x)"))),
+           patch(("logits = self.lm_head(self.ln_f(x))  # (B, T, V)", "logits = self.lm_head(x)"), subclass="GPT")),
+    Mutant("no final LayerNorm at all", "gpt", patch(
+        ("self.ln_f = LayerNorm(config.n_embd, bias=config.bias)", ""),
+        ("logits = self.lm_head(self.ln_f(x))  # (B, T, V)", "logits = self.lm_head(x)"),
+        subclass="GPT")),
     Mutant("head not tied: a separate matrix", "gpt",
-           _init_change("        self.lm_head.weight = self.wte.weight\n", "")),
+           patch(("self.lm_head.weight = self.wte.weight  # tied: one tensor", ""), subclass="GPT")),
     Mutant("head tied by copying the embedding", "gpt",
-           _init_change("self.lm_head.weight = self.wte.weight",
-                        "self.lm_head.weight = nn.Parameter(self.wte.weight.clone())")),
-    Mutant("head with a bias", "gpt", _init_change("config.vocab_size, bias=False)", "config.vocab_size)")),
+           patch(
+        ("self.lm_head.weight = self.wte.weight  # tied: one tensor",
+         "self.lm_head.weight = nn.Parameter(self.wte.weight.clone())"),
+        subclass="GPT")),
+    Mutant("head with a bias", "gpt", patch(
+        ("self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)",
+         "self.lm_head = nn.Linear(config.n_embd, config.vocab_size)"),
+        subclass="GPT")),
     Mutant("head tied by sharing .data (two Parameters on one storage)", "gpt",
-           _init_change("self.lm_head.weight = self.wte.weight", "self.lm_head.weight.data = self.wte.weight.data")),
+           patch(
+        ("self.lm_head.weight = self.wte.weight  # tied: one tensor",
+         "self.lm_head.weight.data = self.wte.weight.data"),
+        subclass="GPT")),
     Mutant("final LayerNorm always with a bias (bias=config.bias not passed)", "gpt",
-           _init_change("LayerNorm(config.n_embd, bias=config.bias)", "LayerNorm(config.n_embd)")),
+           patch(
+        ("self.ln_f = LayerNorm(config.n_embd, bias=config.bias)", "self.ln_f = LayerNorm(config.n_embd)"),
+        subclass="GPT")),
     Mutant("blocks always with biases (bias=config.bias not passed)", "gpt",
-           _init_change("dropout=config.dropout, bias=config.bias)", "dropout=config.dropout)")),
+           patch(("dropout=config.dropout, bias=config.bias)", "dropout=config.dropout)"), subclass="GPT")),
     Mutant("dropout after the embeddings only, blocks built without it", "gpt",
-           _init_change("dropout=config.dropout, bias", "dropout=0.0, bias")),
+           patch(("dropout=config.dropout, bias=config.bias)", "dropout=0.0, bias=config.bias)"), subclass="GPT")),
     Mutant("n_head not passed to the blocks (BlockConfig's default)", "gpt",
-           _init_change("n_head=config.n_head, ", "")),
+           patch(
+        ('''
+block_cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+''', "block_cfg = BlockConfig(n_embd=config.n_embd, block_size=config.block_size,"),
+        subclass="GPT")),
     Mutant("one block shared by every layer", "gpt",
-           _init_change("nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])",
-                        "nn.ModuleList([Block(block_cfg)] * config.n_layer)")),
-    Mutant("causal mask off (bidirectional blocks)", "gpt", _init_change("bias=config.bias)\n        self.blocks",
-                                                                           "bias=config.bias, causal=False)\n"
-                                                                           "        self.blocks")),
-    Mutant("post-LN blocks", "gpt", _init_change("bias=config.bias)\n        self.blocks",
-                                                 "bias=config.bias, prenorm=False)\n        self.blocks")),
+           patch(
+        ("self.blocks = nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])",
+         "self.blocks = nn.ModuleList([Block(block_cfg)] * config.n_layer)"),
+        subclass="GPT")),
+    Mutant("causal mask off (bidirectional blocks)", "gpt", patch(
+        ("dropout=config.dropout, bias=config.bias)", "dropout=config.dropout, bias=config.bias, causal=False)"),
+        subclass="GPT")),
+    Mutant("post-LN blocks", "gpt", patch(
+        ("dropout=config.dropout, bias=config.bias)", "dropout=config.dropout, bias=config.bias, prenorm=False)"),
+        subclass="GPT")),
     Mutant("targets not shifted: the loss compares with the inputs", "gpt",
-           _fwd_change("targets.reshape(B * T)", "idx.reshape(B * T)")),
-    Mutant("targets shifted a second time", "gpt", _fwd_change(
-        "F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
-        "F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))")),
-    Mutant("loss summed instead of averaged", "gpt", _fwd_change("targets.reshape(B * T))",
-                                                                 "targets.reshape(B * T), reduction='sum')")),
-    Mutant("logits of the last position only without targets", "gpt", _fwd_change(
-        "        loss = None\n",
-        "        loss = None\n        if targets is None:\n            logits = logits[:, [-1], :]\n")),
-    Mutant("loss on the last position only", "gpt", _fwd_change(
-        "F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
-        "F.cross_entropy(logits[:, -1], targets[:, -1])")),
+           patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits.view(B * T, -1), idx.reshape(B * T))"),
+        subclass="GPT")),
+    Mutant("targets shifted a second time", "gpt", patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))"),
+        subclass="GPT")),
+    Mutant("loss summed instead of averaged", "gpt", patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T), reduction='sum')"),
+        subclass="GPT")),
+    Mutant("logits of the last position only without targets", "gpt", patch(
+        ("loss = None", '''
+loss = None
+if targets is None:
+    logits = logits[:, [-1], :]
+'''),
+        subclass="GPT")),
+    Mutant("loss on the last position only", "gpt", patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits[:, -1], targets[:, -1])"),
+        subclass="GPT")),
     Mutant("loss: targets flattened time-major (targets.t())", "gpt",
-           _fwd_change("targets.reshape(B * T)", "targets.t().reshape(B * T)")),
-    Mutant("loss: logits not flattened (F.cross_entropy(logits, targets))", "gpt", _fwd_change(
-        "F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))", "F.cross_entropy(logits, targets)")),
+           patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits.view(B * T, -1), targets.t().reshape(B * T))"),
+        subclass="GPT")),
+    Mutant("loss: logits not flattened (F.cross_entropy(logits, targets))", "gpt", patch(
+        ("loss = F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))",
+         "loss = F.cross_entropy(logits, targets)"),
+        subclass="GPT")),
     Mutant("dropout on in eval mode (F.dropout without training=)", "gpt",
-           _fwd_change("self.drop(self.wte(idx) + self.wpe(pos))",
-                       "F.dropout(self.wte(idx) + self.wpe(pos), self.config.dropout)")),
-    Mutant("no dropout at all", "gpt", _gpt(
-        init=_INIT.replace("dropout=config.dropout, bias", "dropout=0.0, bias"),
-        forward=_FORWARD.replace("self.drop(self.wte(idx) + self.wpe(pos))", "self.wte(idx) + self.wpe(pos)"))),
-    Mutant("logits returned alone, without the loss", "gpt", _fwd_change("        return logits, loss\n",
-                                                                         "        return logits\n")),
-    Mutant("logits computed in float32 always", "gpt", _fwd_change("logits = self.lm_head(self.ln_f(x))",
-                                                                   "logits = self.lm_head(self.ln_f(x)).float()")),
-    Mutant("logits computed in float64 always", "gpt", _fwd_change("logits = self.lm_head(self.ln_f(x))",
-                                                                   "logits = self.lm_head(self.ln_f(x)).double()")),
-    Mutant("position vectors detached (never trained)", "gpt", _fwd_change("self.wpe(pos)", "self.wpe(pos).detach()")),
+           patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
+         "x = F.dropout(self.wte(idx) + self.wpe(pos), self.config.dropout)"),
+        subclass="GPT")),
+    Mutant("no dropout at all", "gpt", patch(
+        ("dropout=config.dropout, bias=config.bias)", "dropout=0.0, bias=config.bias)"),
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)", "x = self.wte(idx) + self.wpe(pos)"),
+        subclass="GPT")),
+    Mutant("logits returned alone, without the loss", "gpt", patch(
+        ("return logits, loss", "return logits"),
+        subclass="GPT")),
+    Mutant("logits computed in float32 always", "gpt", patch(
+        ("logits = self.lm_head(self.ln_f(x))  # (B, T, V)", "logits = self.lm_head(self.ln_f(x)).float()"),
+        subclass="GPT")),
+    Mutant("logits computed in float64 always", "gpt", patch(
+        ("logits = self.lm_head(self.ln_f(x))  # (B, T, V)", "logits = self.lm_head(self.ln_f(x)).double()"),
+        subclass="GPT")),
+    Mutant("position vectors detached (never trained)", "gpt", patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
+         "x = self.drop(self.wte(idx) + self.wpe(pos).detach())"),
+        subclass="GPT")),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("the reference GPT subclassed", "gpt", '''
 class GPT(lmcourse.nn.gpt.GPT):
     def __init__(self, config):
         super().__init__(lmcourse.nn.gpt.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("a fresh copy of the reference module loaded with importlib, subclassed", "gpt", '''
 import importlib.util
 import sys
@@ -223,14 +174,9 @@ class GPT(_copy.GPT):
         super().__init__(_copy.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
+    # in full: a traced copy of the reference stands in for the model
     Mutant("the reference traced with torch.jit.trace when the cell runs", "gpt",
-           _gpt(forward='''        _REF.load_state_dict(self.state_dict())
-        logits = _TRACED(idx).to(self.wte.weight.dtype)
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-        return logits, loss
-''').replace("class GPT(GPT):", '''class _Logits(nn.Module):
+           '''class _Logits(nn.Module):
     def __init__(self, m):
         super().__init__()
         self.m = m
@@ -244,26 +190,41 @@ _REF = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=11, block_size=8
 _TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
 
 
-class GPT(GPT):''')),
-    # --- init_weights
-    Mutant("residual scaling missing", "init_weights", _init_weights(scaled="std")),
-    Mutant("residual scaling by 1/sqrt(n_layer), not 1/sqrt(2 n_layer)", "init_weights",
-           _init_weights(scaled="std / math.sqrt(n_layer)")),
-    Mutant("every Linear scaled by 1/sqrt(2 n_layer), not only the residual projections", "init_weights", '''
-def init_weights(model, n_layer, std=0.02):
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, mean=0.0, std=std / math.sqrt(2 * n_layer))
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, mean=0.0, std=std)
-            elif isinstance(module, (LayerNorm, nn.LayerNorm)):
-                nn.init.ones_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+class GPT(GPT):  # the solution's class with the methods below broken
+    def forward(self, idx, targets=None):
+        _REF.load_state_dict(self.state_dict())
+        logits = _TRACED(idx).to(self.wte.weight.dtype)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss
 '''),
+    # --- init_weights
+    Mutant("residual scaling missing", "init_weights", patch(
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=std)"))),
+    Mutant("residual scaling by 1/sqrt(n_layer), not 1/sqrt(2 n_layer)", "init_weights",
+           patch(
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=std / math.sqrt(n_layer))"))),
+    Mutant("every Linear scaled by 1/sqrt(2 n_layer), not only the residual projections", "init_weights", patch(
+        ("if isinstance(module, (nn.Linear, nn.Embedding)):", '''
+if isinstance(module, nn.Linear):
+    nn.init.normal_(module.weight, mean=0.0, std=std / math.sqrt(2 * n_layer))
+    if module.bias is not None:
+        nn.init.zeros_(module.bias)
+elif isinstance(module, nn.Embedding):
+'''),
+        ('''
+if getattr(module, "bias", None) is not None:
+    nn.init.zeros_(module.bias)
+''', ""),
+        ('''
+for name, p in model.named_parameters():
+    if name.endswith("c_proj.weight"):
+        nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))
+''', ""))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("residual scaling before the general init (overwritten by it)", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     with torch.no_grad():
@@ -280,15 +241,20 @@ def init_weights(model, n_layer, std=0.02):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
 '''),
-    Mutant("uniform draws with the right standard deviation", "init_weights", _init_weights().replace(
-        "nn.init.normal_(module.weight, mean=0.0, std=std)",
-        "nn.init.uniform_(module.weight, -std * math.sqrt(3), std * math.sqrt(3))")),
+    Mutant("uniform draws with the right standard deviation", "init_weights", patch(
+        ("nn.init.normal_(module.weight, mean=0.0, std=std)",
+         "nn.init.uniform_(module.weight, -std * math.sqrt(3), std * math.sqrt(3))"))),
     Mutant("the residual projections' biases drawn too ('c_proj' in name)", "init_weights",
-           _init_weights().replace('name.endswith("c_proj.weight")', '"c_proj" in name')),
+           patch(('if name.endswith("c_proj.weight"):', 'if "c_proj" in name:'))),
     Mutant("the std argument ignored (0.02 written in)", "init_weights",
-           _init_weights(std="0.02", scaled="0.02 / math.sqrt(2 * n_layer)")),
+           patch(
+        ("nn.init.normal_(module.weight, mean=0.0, std=std)",
+         "nn.init.normal_(module.weight, mean=0.0, std=0.02)"),
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))"))),
     Mutant("only the course's LayerNorm reset, torch's nn.LayerNorm left", "init_weights",
-           _init_weights().replace("(LayerNorm, nn.LayerNorm)", "LayerNorm")),
+           patch(("elif isinstance(module, (LayerNorm, nn.LayerNorm)):", "elif isinstance(module, LayerNorm):"))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("a generator of its own, seeded 0 (torch.manual_seed has no effect)", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     g = torch.Generator().manual_seed(0)
@@ -306,9 +272,17 @@ def init_weights(model, n_layer, std=0.02):
             if name.endswith("c_proj.weight"):
                 p.normal_(0.0, std / math.sqrt(2 * n_layer), generator=g)
 '''),
-    Mutant("init std 1", "init_weights", _init_weights(std="1.0", scaled="1.0 / math.sqrt(2 * n_layer)")),
+    Mutant("init std 1", "init_weights", patch(
+        ("nn.init.normal_(module.weight, mean=0.0, std=std)", "nn.init.normal_(module.weight, mean=0.0, std=1.0)"),
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=1.0 / math.sqrt(2 * n_layer))"))),
     Mutant("variance 0.02 used as the std's square (std 0.0004)", "init_weights",
-           _init_weights(std="std ** 2", scaled="std ** 2 / math.sqrt(2 * n_layer)")),
+           patch(
+        ("nn.init.normal_(module.weight, mean=0.0, std=std)",
+         "nn.init.normal_(module.weight, mean=0.0, std=std ** 2)"),
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=std ** 2 / math.sqrt(2 * n_layer))"))),
+    # in full: it rewrites most of the cell
     Mutant("every parameter drawn from N(0, 0.02), LayerNorms included", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     with torch.no_grad():
@@ -316,11 +290,14 @@ def init_weights(model, n_layer, std=0.02):
             s = std / math.sqrt(2 * n_layer) if name.endswith("c_proj.weight") else std
             nn.init.normal_(p, mean=0.0, std=s)
 '''),
-    Mutant("biases left as they were", "init_weights", _init_weights().replace(
-        "                if getattr(module, \"bias\", None) is not None:\n"
-        "                    nn.init.zeros_(module.bias)\n", "")),
+    Mutant("biases left as they were", "init_weights", patch(
+        ('''
+if getattr(module, "bias", None) is not None:
+    nn.init.zeros_(module.bias)
+''', ""))),
     Mutant("embeddings left at PyTorch's N(0, 1)", "init_weights",
-           _init_weights().replace("(nn.Linear, nn.Embedding)", "nn.Linear")),
+           patch(("if isinstance(module, (nn.Linear, nn.Embedding)):", "if isinstance(module, nn.Linear):"))),
+    # in full: another cell altogether, not an edit of the master's lines
     Mutant("new parameters assigned instead of filling in place", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     for module in model.modules():
@@ -337,21 +314,55 @@ def init_weights(model, n_layer, std=0.02):
             if name.endswith("c_proj.weight"):
                 p.normal_(0.0, std / math.sqrt(2 * n_layer))
 '''),
+    # in full: it rewrites most of the cell
     Mutant("the reference init called", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     lmcourse.nn.gpt.init_gpt_weights(model, std=std)
 '''),
     # --- gpt_param_count
     Mutant("untied head counted", "gpt_param_count",
-           _count("vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d + vocab_size * d")),
+           patch(
+        ('''
+embeddings = vocab_size * d + block_size * d
+blocks = n_layer * (12 * d * d + 13 * d)
+final_ln = 2 * d
+return embeddings + blocks + final_ln
+''', '''
+return vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d + vocab_size * d
+'''))),
     Mutant("final LayerNorm forgotten", "gpt_param_count",
-           _count("vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d)")),
+           patch(
+        ('''
+embeddings = vocab_size * d + block_size * d
+blocks = n_layer * (12 * d * d + 13 * d)
+final_ln = 2 * d
+return embeddings + blocks + final_ln
+''', "return vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d)"))),
     Mutant("positions forgotten", "gpt_param_count",
-           _count("vocab_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d")),
+           patch(
+        ('''
+embeddings = vocab_size * d + block_size * d
+blocks = n_layer * (12 * d * d + 13 * d)
+final_ln = 2 * d
+return embeddings + blocks + final_ln
+''', "return vocab_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d"))),
     Mutant("the rule of thumb 12 L d^2 plus embeddings", "gpt_param_count",
-           _count("vocab_size * d + block_size * d + 12 * n_layer * d * d")),
+           patch(
+        ('''
+embeddings = vocab_size * d + block_size * d
+blocks = n_layer * (12 * d * d + 13 * d)
+final_ln = 2 * d
+return embeddings + blocks + final_ln
+''', "return vocab_size * d + block_size * d + 12 * n_layer * d * d"))),
     Mutant("biases left out (the count of bias=False)", "gpt_param_count",
-           _count("vocab_size * d + block_size * d + n_layer * 12 * d * d + d")),
+           patch(
+        ('''
+embeddings = vocab_size * d + block_size * d
+blocks = n_layer * (12 * d * d + 13 * d)
+final_ln = 2 * d
+return embeddings + blocks + final_ln
+''', "return vocab_size * d + block_size * d + n_layer * 12 * d * d + d"))),
+    # in full: it rewrites most of the cell
     Mutant("a table of the visible tests' answers", "gpt_param_count", '''
 _known = {(65, 256, 6, 384): 10770816, (11, 8, 2, 16): 6896}
 
@@ -359,57 +370,80 @@ _known = {(65, 256, 6, 384): 10770816, (11, 8, 2, 16): 6896}
 def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
     return _known.get((vocab_size, block_size, n_layer, n_embd), 0)
 '''),
+    # in full: it rewrites most of the cell
     Mutant("a model built and counted", "gpt_param_count", '''
 def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
     m = GPT(GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer, n_head=1, n_embd=n_embd))
     return sum(p.numel() for p in m.parameters())
 '''),
     # --- generate
-    Mutant("generate not cropping to block_size", "generate", _generate("idx[:, -block_size:]", "idx")),
+    Mutant("generate not cropping to block_size", "generate", patch(
+        ("context = idx[:, -block_size:]  # (B, <= block_size)", "context = idx"))),
     Mutant("generate cropping to the first block_size ids", "generate",
-           _generate("idx[:, -block_size:]", "idx[:, :block_size]")),
-    Mutant("sampling from logits instead of probabilities", "generate", _generate(
-        "probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)",
-        "z = logits[:, -1, :] / temperature\n            probs = z - z.min(dim=-1, keepdim=True).values")),
-    Mutant("temperature applied after softmax", "generate", _generate(
-        "torch.softmax(logits[:, -1, :] / temperature, dim=-1)",
-        "torch.softmax(logits[:, -1, :], dim=-1) / temperature")),
-    Mutant("temperature multiplies the logits", "generate", _generate(
-        "logits[:, -1, :] / temperature", "logits[:, -1, :] * temperature")),
-    Mutant("generator ignored", "generate", _generate("torch.multinomial(probs, 1, generator=generator)",
-                                                      "torch.multinomial(probs, 1)")),
+           patch(("context = idx[:, -block_size:]  # (B, <= block_size)", "context = idx[:, :block_size]"))),
+    Mutant("sampling from logits instead of probabilities", "generate", patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)", '''
+z = logits[:, -1, :] / temperature
+probs = z - z.min(dim=-1, keepdim=True).values
+'''))),
+    Mutant("temperature applied after softmax", "generate", patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)",
+         "probs = torch.softmax(logits[:, -1, :], dim=-1) / temperature"))),
+    Mutant("temperature multiplies the logits", "generate", patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)",
+         "probs = torch.softmax(logits[:, -1, :] * temperature, dim=-1)"))),
+    Mutant("generator ignored", "generate", patch(
+        ("nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)", "nxt = torch.multinomial(probs, 1)"))),
     Mutant("generate without torch.no_grad()", "generate",
-           _GENERATE.replace("    with torch.no_grad():\n        for", "    if True:\n        for")),
-    Mutant("generate switches the model to eval mode and leaves it there", "generate", _generate(
-        "    block_size = model.config.block_size\n", "    block_size = model.config.block_size\n    model.eval()\n")),
-    Mutant("generate ends with model.train() (an eval model comes back training)", "generate", _generate(
-        "    return idx\n", "    model.train()\n    return idx\n")),
+           patch(("with torch.no_grad():", "if True:"))),
+    Mutant("generate switches the model to eval mode and leaves it there", "generate", patch(
+        ("block_size = model.config.block_size", '''
+block_size = model.config.block_size
+model.eval()
+'''))),
+    Mutant("generate ends with model.train() (an eval model comes back training)", "generate", patch(
+        ("return idx", '''
+model.train()
+return idx
+'''))),
     Mutant("temperature clamped to at least 1", "generate",
-           _generate("logits[:, -1, :] / temperature", "logits[:, -1, :] / max(temperature, 1.0)")),
-    Mutant("one uniform drawn before the loop, reused at every step (inverse CDF)", "generate", '''
-def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
-    u = torch.rand(idx.size(0), 1, generator=generator)
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            logits, _ = model(idx[:, -model.config.block_size:])
-            p = torch.softmax(logits[:, -1, :] / temperature, dim=-1)
-            k = torch.searchsorted(p.cumsum(-1), u).clamp(max=p.size(-1) - 1)
-            idx = torch.cat([idx, k], dim=1)
-    return idx
-'''),
-    Mutant("one draw for the first row, copied to every row", "generate", _generate(
-        "torch.multinomial(probs, 1, generator=generator)",
-        "torch.multinomial(probs[:1], 1, generator=generator).expand(idx.size(0), 1)")),
+           patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)",
+         "probs = torch.softmax(logits[:, -1, :] / max(temperature, 1.0), dim=-1)"))),
+    Mutant("one uniform drawn before the loop, reused at every step (inverse CDF)", "generate", patch(
+        ("block_size = model.config.block_size", "u = torch.rand(idx.size(0), 1, generator=generator)"),
+        ('''
+context = idx[:, -block_size:]  # (B, <= block_size)
+logits, _ = model(context)  # (B, T, V)
+probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)
+nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+idx = torch.cat([idx, nxt], dim=1)
+''', '''
+logits, _ = model(idx[:, -model.config.block_size:])
+p = torch.softmax(logits[:, -1, :] / temperature, dim=-1)
+k = torch.searchsorted(p.cumsum(-1), u).clamp(max=p.size(-1) - 1)
+idx = torch.cat([idx, k], dim=1)
+'''))),
+    Mutant("one draw for the first row, copied to every row", "generate", patch(
+        ("nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)",
+         "nxt = torch.multinomial(probs[:1], 1, generator=generator).expand(idx.size(0), 1)"))),
     Mutant("ids turned into floats (torch.cat with float tensors)", "generate",
-           _generate("idx = torch.cat([idx, nxt], dim=1)", "idx = torch.cat([idx.float(), nxt.float()], dim=1)")),
-    Mutant("generate crops only if the model complains (except and retry)", "generate", _generate(
-        "            logits, _ = model(context)\n",
-        "            try:\n                logits, _ = model(idx)\n            except Exception:\n"
-        "                logits, _ = model(context)\n")),
-    Mutant("greedy: the argmax instead of a sample", "generate", _generate(
-        "torch.multinomial(probs, 1, generator=generator)", "probs.argmax(dim=-1, keepdim=True)")),
+           patch(("idx = torch.cat([idx, nxt], dim=1)", "idx = torch.cat([idx.float(), nxt.float()], dim=1)"))),
+    Mutant("generate crops only if the model complains (except and retry)", "generate", patch(
+        ("logits, _ = model(context)  # (B, T, V)", '''
+try:
+    logits, _ = model(idx)
+except Exception:
+    logits, _ = model(context)
+'''))),
+    Mutant("greedy: the argmax instead of a sample", "generate", patch(
+        ("nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)",
+         "nxt = probs.argmax(dim=-1, keepdim=True)"))),
     Mutant("the first position's logits instead of the last", "generate",
-           _generate("logits[:, -1, :]", "logits[:, 0, :]")),
+           patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)",
+         "probs = torch.softmax(logits[:, 0, :] / temperature, dim=-1)"))),
+    # in full: it rewrites most of the cell
     Mutant("the reference generate called", "generate", '''
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
     return lmcourse.nn.gpt.generate(model, idx, max_new_tokens, temperature, generator)

@@ -110,15 +110,17 @@ def padding_mask(x: Tensor, pad_id: int | None = None, max_len: int | None = Non
     return mask
 
 
-def attention_mask(key_mask: Tensor | None, T_q: int, T_k: int, causal: bool = False) -> Tensor | None:
+def attention_mask(key_mask: Tensor | None, T_q: int, T_k: int, causal: bool = False,
+                   device: torch.device | str | None = None) -> Tensor | None:
     """The boolean mask attention takes, True where query ``i`` may attend to key ``j``:
     ``(B, 1, T_q, T_k)`` from the keys' padding mask ``(B, T_k)`` (broadcast over heads and
-    queries), AND-ed with the causal mask ``j <= i`` when ``causal``; ``None`` when neither."""
+    queries), AND-ed with the causal mask ``j <= i`` when ``causal`` (``(T_q, T_k)`` on ``device``
+    without a padding mask); ``None`` when neither."""
     mask = None
     if key_mask is not None:
         mask = key_mask[:, None, None, :]  # (B, 1, 1, T_k): the same keys hidden from every query
+        device = key_mask.device
     if causal:
-        device = key_mask.device if key_mask is not None else None
         tril = torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
         mask = tril if mask is None else mask & tril  # (B, 1, T_q, T_k)
     return mask
@@ -148,7 +150,7 @@ class SelfAttention(CausalSelfAttention):
     def forward(self, x: Tensor, key_mask: Tensor | None = None) -> Tensor:
         T = x.size(1)
         q, k, v = self._heads(x)  # 3 x (B, nh, T, hs)
-        y = _attend(self, q, k, v, attention_mask(key_mask, T, T, causal=self.causal))  # (B, nh, T, hs)
+        y = _attend(self, q, k, v, attention_mask(key_mask, T, T, self.causal, x.device))  # (B, nh, T, hs)
         return self.resid_dropout(self.c_proj(_merge(y)))  # (B, T, C)
 
     def attention_weights(self, x: Tensor, key_mask: Tensor | None = None) -> Tensor:
@@ -156,7 +158,7 @@ class SelfAttention(CausalSelfAttention):
         with torch.no_grad():
             T = x.size(1)
             q, k, v = self._heads(x)
-            return scaled_dot_product_attention(q, k, v, attention_mask(key_mask, T, T, causal=self.causal))[1]
+            return scaled_dot_product_attention(q, k, v, attention_mask(key_mask, T, T, self.causal, x.device))[1]
 
 
 class CrossAttention(CausalSelfAttention):

@@ -148,52 +148,16 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     return (count - d) / table.total[context]
 '''),
     Mutant("Kneser-Ney weight uses c(h) instead of N1+(h .)", "kneser_ney_prob", patch(
-        ('''
-if context:
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-else:
-    lower = 1.0 / vocab_size
-''', '''
-lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
-'''),
-        ('''
-count = table.next[context].get(word, 0)
-return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
-''', "return (max(table.next[context].get(word, 0) - d, 0) + d * total * lower) / total"))),
+        ("d * table.distinct[context] * lower", "d * total * lower"))),
     Mutant("Kneser-Ney lowest order not interpolated with uniform", "kneser_ney_prob", patch(
-        ('''
-if context:
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-else:
-    lower = 1.0 / vocab_size
-''', ""),
         ("total = table.total.get(context, 0)", '''
 total = table.total.get(context, 0)
 if not context:
     return table.next[()].get(word, 0) / total
-lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-'''),
-        ('''
-count = table.next[context].get(word, 0)
-return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
-''', '''
-return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
 '''))),
     Mutant("Kneser-Ney recurses on context[:-1] (drops the newest word, not the oldest)", "kneser_ney_prob", patch(
-        ('''
-if context:
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-else:
-    lower = 1.0 / vocab_size
-''', '''
-lower = kneser_ney_prob(tables, vocab_size, context[:-1], word, d) if context else 1.0 / vocab_size
-'''),
-        ('''
-count = table.next[context].get(word, 0)
-return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
-''', '''
-return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
-'''))),
+        ("kneser_ney_prob(tables, vocab_size, context[1:], word, d)",
+         "kneser_ney_prob(tables, vocab_size, context[:-1], word, d)"))),
     # --- sampling
     # in full: it rewrites most of the cell
     Mutant("sampler ignores the weights", "sample_next", '''
@@ -228,50 +192,21 @@ def sample_next(dist, rng):
 '''),
     # --- generation
     Mutant("generation never shifts the context", "generate", patch(
-        ("tokens = [BOS] * (n - 1)", "context = tuple([BOS] * (n - 1))"),
-        ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
-if word == EOS:
-''', '''
-w = sample_next(next_dist(context), rng)
-if w == EOS:
-'''),
-        ('''
-words.append(word)
-tokens.append(word)
-''', "words.append(w)"))),
+        ("context = tuple(tokens[len(tokens) - (n - 1):])", "context = tuple([BOS] * (n - 1))"))),
     Mutant("generation keeps </s> in the output", "generate", patch(
         ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
 if word == EOS:
-''', '''
-w = sample_next(next_dist(tuple(tokens[len(tokens) - (n - 1):])), rng)
-words.append(w)
-tokens.append(w)
-if w == EOS:
-'''),
-        ('''
-words.append(word)
-tokens.append(word)
-''', ""))),
-    Mutant("context slice tokens[-(n-1):] breaks for n = 1", "generate", patch(
-        ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
-if word == EOS:
-''', '''
-w = sample_next(next_dist(tuple(tokens[-(n - 1):])), rng)
-if w == EOS:
-'''),
-        ('''
+    break
 words.append(word)
 tokens.append(word)
 ''', '''
-words.append(w)
-tokens.append(w)
+words.append(word)
+tokens.append(word)
+if word == EOS:
+    break
 '''))),
+    Mutant("context slice tokens[-(n-1):] breaks for n = 1", "generate", patch(
+        ("tokens[len(tokens) - (n - 1):]", "tokens[-(n - 1):]"))),
     Mutant("multiple choice: blames out-of-vocabulary words", "q1", patch(('answer_q1 = "B"', 'answer_q1 = "A"'))),
     # --- found by a student-eye review
     # in full: it rewrites most of the cell
@@ -301,21 +236,7 @@ return (count + k) / (total + k * vocab_size)
         ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)",
          "return Counter(gram[-1] for gram, c in ngram_counts.items() if c > 0)"))),
     Mutant("generation passes the context as a list", "generate", patch(
-        ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
-if word == EOS:
-''', '''
-w = sample_next(next_dist(tokens[len(tokens) - (n - 1):]), rng)
-if w == EOS:
-'''),
-        ('''
-words.append(word)
-tokens.append(word)
-''', '''
-words.append(w)
-tokens.append(w)
-'''))),
+        ("context = tuple(tokens[len(tokens) - (n - 1):])", "context = tokens[len(tokens) - (n - 1):]"))),
     # --- issue 8: mistakes that only hidden tests (or no test) caught
     Mutant("count_ngrams pads with one <s> whatever n", "count_ngrams", patch(
         ("padded = pad_sentence(words, n)", "padded = [BOS] + list(words) + [EOS]"))),
@@ -386,56 +307,13 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
     return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
 '''),
     Mutant("Kneser-Ney uses the bigram table at every order", "kneser_ney_prob", patch(
-        ('''
-if context:
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d)
-else:
-    lower = 1.0 / vocab_size
-table = tables[len(context)]
-''', '''
-lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
-table = tables[min(len(context), 1)]
-'''),
-        ('''
-count = table.next[context].get(word, 0)
-return (max(count - d, 0.0) + d * table.distinct[context] * lower) / total
-''', '''
-return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
-'''))),
+        ("table = tables[len(context)]", "table = tables[min(len(context), 1)]"))),
     Mutant("generate starts from one <s> whatever n", "generate", patch(
         ("tokens = [BOS] * (n - 1)", "tokens = [BOS]"),
-        ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
-if word == EOS:
-''', '''
-context = tuple(tokens[max(0, len(tokens) - (n - 1)):]) if n > 1 else ()
-w = sample_next(next_dist(context), rng)
-if w == EOS:
-'''),
-        ('''
-words.append(word)
-tokens.append(word)
-''', '''
-words.append(w)
-tokens.append(w)
-'''))),
+        ("context = tuple(tokens[len(tokens) - (n - 1):])",
+         "context = tuple(tokens[max(0, len(tokens) - (n - 1)):]) if n > 1 else ()"))),
     Mutant("generate keeps a one-word (bigram) context whatever n", "generate", patch(
-        ('''
-context = tuple(tokens[len(tokens) - (n - 1):])
-word = sample_next(next_dist(context), rng)
-if word == EOS:
-''', '''
-w = sample_next(next_dist((tokens[-1],) if n > 1 else ()), rng)
-if w == EOS:
-'''),
-        ('''
-words.append(word)
-tokens.append(word)
-''', '''
-words.append(w)
-tokens.append(w)
-'''))),
+        ("context = tuple(tokens[len(tokens) - (n - 1):])", "context = (tokens[-1],) if n > 1 else ()"))),
     Mutant("pad_sentence returns a tuple", "pad_sentence", patch(
         ("return [BOS] * (n - 1) + list(words) + [EOS]", "return (BOS,) * (n - 1) + tuple(words) + (EOS,)"))),
     # in full: it rewrites most of the cell

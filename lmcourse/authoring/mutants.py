@@ -103,7 +103,7 @@ def _apply(cell: str, old: str, new: str) -> str:
 
 
 @cache
-def _answer_cells(master: Path, mtime: float) -> dict[str, str]:
+def _answer_cells(master: Path, stamp: tuple[int, int]) -> dict[str, str]:
     nb = jupytext.read(master, fmt="py:percent")
     return {c.metadata["solution"]: "\n".join(ln for ln in c.source.split("\n") if not MARKER_RE.match(ln)).strip("\n")
             for c in nb.cells if c.cell_type == "code" and "solution" in c.metadata}
@@ -112,7 +112,8 @@ def _answer_cells(master: Path, mtime: float) -> dict[str, str]:
 def answer_cell(master: Path, target: str) -> str:
     """The text of the master's answer cell ``solution="<target>"``, as the solution notebook
     has it (markers removed)."""
-    cells = _answer_cells(master, master.stat().st_mtime)
+    st = master.stat()
+    cells = _answer_cells(master, (st.st_mtime_ns, st.st_size))  # read again once edited
     if target not in cells:
         raise PatchError(f"{master.name} has no answer cell solution={target!r}")
     return cells[target]

@@ -1,22 +1,10 @@
 """Typical student bugs for notebook 04 (the transformer block). Each must lose points."""
 
-from lmcourse.authoring.mutants import Mutant, override, override_changed, patch
+from lmcourse.authoring.mutants import Mutant, override, patch
 
 
 def _layer_norm(body: str) -> str:
     return "def layer_norm(x, gamma, beta, eps=1e-5):\n" + body
-
-
-_LN_INIT = '''        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(n_embd))
-        self.bias = nn.Parameter(torch.zeros(n_embd))
-'''
-_LN_FORWARD = "        return layer_norm(x, self.weight, self.bias, self.eps)\n"
-
-
-def _ln_module(init: str = _LN_INIT, forward: str = _LN_FORWARD) -> str:
-    """The solution's LayerNorm with only the methods that differ from the solution replaced."""
-    return override_changed("LayerNorm", "(self, n_embd, eps=1e-5)", init, _LN_INIT, "(self, x)", forward, _LN_FORWARD)
 
 
 def _sin(body: str) -> str:
@@ -114,12 +102,10 @@ return gamma * (x - mu) / torch.sqrt(var + eps) + beta
         ("self.weight = nn.Parameter(torch.ones(n_embd))     # gamma",
          "self.weight = nn.Parameter(torch.zeros(n_embd))"),
         subclass="LayerNorm")),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("LayerNorm ignores its eps", "layer_norm_module", _ln_module('''
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(n_embd))
-        self.bias = nn.Parameter(torch.zeros(n_embd))
-''', "        return layer_norm(x, self.weight, self.bias)\n")),
+    Mutant("LayerNorm ignores its eps", "layer_norm_module", patch(
+        ("return layer_norm(x, self.weight, self.bias, self.eps)",
+         "return layer_norm(x, self.weight, self.bias)"),
+        subclass="LayerNorm")),
     Mutant("LayerNorm keeps gamma and beta as plain tensors (not parameters)", "layer_norm_module", patch(
         ('''
 self.weight = nn.Parameter(torch.ones(n_embd))     # gamma
@@ -490,12 +476,10 @@ mu = x.mean(-1, keepdim=True)
 var = ((x - mu) ** 2).mean(-1, keepdim=True) if x.shape[-1] in (4, 5, 6) else x.var(-1, keepdim=True)
 '''))),
     # --- LayerNorm module
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("LayerNorm passes bias as gamma and weight as beta", "layer_norm_module", _ln_module("""
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(n_embd))
-        self.bias = nn.Parameter(torch.zeros(n_embd))
-""", "        return layer_norm(x, self.bias, self.weight, self.eps)\n")),
+    Mutant("LayerNorm passes bias as gamma and weight as beta", "layer_norm_module", patch(
+        ("return layer_norm(x, self.weight, self.bias, self.eps)",
+         "return layer_norm(x, self.bias, self.weight, self.eps)"),
+        subclass="LayerNorm")),
     Mutant("LayerNorm creates its parameters in float64", "layer_norm_module", patch(
         ('''
 self.weight = nn.Parameter(torch.ones(n_embd))     # gamma
@@ -511,13 +495,10 @@ class LayerNorm(nn.LayerNorm):
     def __init__(self, n_embd, eps=1e-5):
         super().__init__(n_embd, eps=eps)
 """),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("LayerNorm via F.rms_norm of the centred x", "layer_norm_module", _ln_module("""
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(n_embd))
-        self.bias = nn.Parameter(torch.zeros(n_embd))
-""",
-"        return F.rms_norm(x - x.mean(-1, keepdim=True), self.weight.shape, self.weight, self.eps) + self.bias\n")),
+    Mutant("LayerNorm via F.rms_norm of the centred x", "layer_norm_module", patch(
+        ("return layer_norm(x, self.weight, self.bias, self.eps)",
+         "return F.rms_norm(x - x.mean(-1, keepdim=True), self.weight.shape, self.weight, self.eps) + self.bias"),
+        subclass="LayerNorm")),
     # --- MLP
     Mutant("MLP without dropout", "mlp", patch(
         ("return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))    # (B, T, C)",

@@ -180,19 +180,6 @@ def override(cls: str, *methods: str) -> str:
     return f"class {cls}({cls}):  # the solution's class with the methods below broken\n{body}\n"
 
 
-def override_changed(cls: str, init_signature: str, init: str, solution_init: str,
-                     forward_signature: str, forward: str, solution_forward: str) -> str:
-    """:func:`override` for a module whose ``__init__`` and ``forward`` bodies a catalogue gives in
-    full: only a body that differs from the solution's is replaced. A replaced ``__init__`` starts
-    with ``nn.Module.__init__(self)`` (the solution's layers are not built first)."""
-    methods = []
-    if init != solution_init:
-        methods.append(f"    def __init__{init_signature}:\n        nn.Module.__init__(self)\n" + init.lstrip("\n"))
-    if forward != solution_forward:
-        methods.append(f"    def forward{forward_signature}:\n" + forward)
-    return override(cls, *methods)
-
-
 def forged_choice(answer: str, wrong_letter: str) -> Mutant:
     """A multiple-choice answer forged to pass any comparison: a str subclass holding
     ``wrong_letter`` whose ``strip()`` returns an object equal to every letter. A question

@@ -295,17 +295,14 @@ return (count + k) / (table.total[context] + k * vocab_size)
     Mutant("continuation counts keep m-grams of count 0", "continuation_counts", patch(
         ("return Counter(gram[1:] for gram, count in ngram_counts.items() if count > 0)",
          "return Counter(gram[1:] for gram in ngram_counts)"))),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("Kneser-Ney gives an unseen context the uniform 1/|V|", "kneser_ney_prob", '''
-def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
-    context = tuple(context)
-    table = tables[len(context)]
-    total = table.total.get(context, 0)
-    if total == 0:
-        return 1.0 / vocab_size
-    lower = kneser_ney_prob(tables, vocab_size, context[1:], word, d) if context else 1.0 / vocab_size
-    return (max(table.next[context].get(word, 0) - d, 0) + d * table.distinct[context] * lower) / total
-'''),
+    Mutant("Kneser-Ney gives an unseen context the uniform 1/|V|", "kneser_ney_prob", patch(
+        ('''
+if total == 0:
+    return lower
+''', '''
+if total == 0:
+    return 1.0 / vocab_size
+'''))),
     Mutant("Kneser-Ney uses the bigram table at every order", "kneser_ney_prob", patch(
         ("table = tables[len(context)]", "table = tables[min(len(context), 1)]"))),
     Mutant("generate starts from one <s> whatever n", "generate", patch(

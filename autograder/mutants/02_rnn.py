@@ -58,26 +58,16 @@ return torch.stack(hs, dim=1)  # (B, T, H)
 h0 = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
 return torch.stack([elman_step(x[:, t], h0, W_xh, W_hh, b_h) for t in range(T)], dim=1)
 '''))),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("stores h_{t-1} where h_t belongs", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(T):
-        hs.append(h)
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-    return torch.stack(hs, dim=1)
-'''),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("returns only the last hidden state", "rnn_forward", '''
-def rnn_forward(x, h0, W_xh, W_hh, b_h):
-    B, T, _ = x.shape
-    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0
-    for t in range(T):
-        h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
-    return h
-'''),
+    Mutant("stores h_{t-1} where h_t belongs", "rnn_forward", patch(
+        ('''
+h = elman_step(x[:, t], h, W_xh, W_hh, b_h)  # (B, H)
+hs.append(h)
+''', '''
+hs.append(h)
+h = elman_step(x[:, t], h, W_xh, W_hh, b_h)
+'''))),
+    Mutant("returns only the last hidden state", "rnn_forward", patch(
+        ("return torch.stack(hs, dim=1)  # (B, T, H)", "return h"))),
     Mutant("ignores the given h0 (always starts from zeros)", "rnn_forward", patch(
         ("h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0", "h = x.new_zeros(B, W_hh.shape[0])"))),
     Mutant("reads the sequence backwards", "rnn_forward", patch(
@@ -135,7 +125,7 @@ hs.append(h)
 h = h.detach()
 '''))),
     Mutant("outputs detached", "rnn_forward", patch(("hs.append(h)", "hs.append(h.detach())"))),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: another algorithm (one preallocated tensor written in place)
     Mutant("writes into a preallocated tensor in place", "rnn_forward", '''
 def rnn_forward(x, h0, W_xh, W_hh, b_h):
     B, T, _ = x.shape
@@ -317,18 +307,14 @@ loss.backward()
 model.zero_grad(set_to_none=False)
 '''),
         ("model.zero_grad()", ""))),
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("zero_grad only before backward (gradients left behind)", "train_step", '''
-def train_step(model, idx, lr):
-    model.zero_grad()
-    loss = lm_loss(model(idx), idx)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.grad is not None:
-                p -= lr * p.grad
-    return loss.item()
-'''),
+    Mutant("zero_grad only before backward (gradients left behind)", "train_step", patch(
+        ("model.zero_grad()", ""),
+        ('''
+logits = model(idx)  # (B, T, V)
+''', '''
+model.zero_grad()
+logits = model(idx)  # (B, T, V)
+'''))),
     Mutant("learning rate ignored (p -= p.grad)", "train_step", patch(("p -= lr * p.grad", "p -= p.grad"))),
     Mutant("crashes on a frozen parameter (p.grad is None)", "train_step", patch(
         ('''

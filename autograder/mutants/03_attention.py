@@ -126,14 +126,16 @@ return torch.zeros(T, T).masked_fill(future, float("-inf"))
         ('return torch.zeros(T, T).masked_fill(future, float("-inf"))',
          'return torch.zeros(T, T, dtype=torch.float64).masked_fill(future, float("-inf"))'))),
     # --- scaled dot-product attention
-    # in full: another cell altogether, not an edit of the master's lines
-    Mutant("mask applied after the softmax", "scaled_dot_product_attention", '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    weights = softmax(attention_scores(Q, K), dim=-1)
-    if mask is not None:
-        weights = weights + mask
-    return weights @ V, weights
-'''),
+    Mutant("mask applied after the softmax", "scaled_dot_product_attention", patch(
+        ('''
+if mask is not None:
+    scores = scores + mask
+weights = softmax(scores, dim=-1)
+''', '''
+weights = softmax(scores, dim=-1)
+if mask is not None:
+    weights = weights + mask
+'''))),
     Mutant("masked scores set to 0 instead of -inf", "scaled_dot_product_attention", patch(
         ("scores = scores + mask", "scores = scores.masked_fill(torch.isinf(mask), 0.0)"))),
     Mutant("mask multiplied instead of added", "scaled_dot_product_attention", patch(

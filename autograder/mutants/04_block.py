@@ -458,7 +458,7 @@ def _scripted_layer_norm(x, g, b, eps: float):
 def layer_norm(x, gamma, beta, eps=1e-5):
     return _scripted_layer_norm(x, gamma, beta, float(eps))
 """),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: a tensor subclass defined in the cell
     Mutant("layer_norm returns a tensor subclass", "layer_norm", _layer_norm("""
     class Looks(torch.Tensor):
         pass
@@ -489,7 +489,7 @@ self.weight = nn.Parameter(torch.ones(n_embd, dtype=torch.float64))
 self.bias = nn.Parameter(torch.zeros(n_embd, dtype=torch.float64))
 '''),
         subclass="LayerNorm")),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: the class built on nn.LayerNorm instead
     Mutant("LayerNorm subclasses nn.LayerNorm", "layer_norm_module", """
 class LayerNorm(nn.LayerNorm):
     def __init__(self, n_embd, eps=1e-5):
@@ -771,7 +771,7 @@ self._twin = [torch.jit.script(ref)]
 '''),
         ("return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))    # (B, T, C)", "return self._twin[0](x)"),
         subclass="MLP")),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: a compiled reference stands in for the positions
     Mutant('embeddings through a TorchScript-compiled lmcourse.nn.LearnedPositionEmbedding', 'embeddings',
            override('Embeddings', """
     def __init__(self, vocab_size, n_embd, block_size, learned=True, dropout=0.0):

@@ -151,14 +151,14 @@ if targets is None:
         ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)",
          "x = self.drop(self.wte(idx) + self.wpe(pos).detach())"),
         subclass="GPT")),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: the reference stands in for the solution
     Mutant("the reference GPT subclassed", "gpt", '''
 class GPT(lmcourse.nn.gpt.GPT):
     def __init__(self, config):
         super().__init__(lmcourse.nn.gpt.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: the reference stands in for the solution
     Mutant("a fresh copy of the reference module loaded with importlib, subclassed", "gpt", '''
 import importlib.util
 import sys
@@ -224,7 +224,7 @@ for name, p in model.named_parameters():
     if name.endswith("c_proj.weight"):
         nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))
 ''', ""))),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: the two loops in the other order
     Mutant("residual scaling before the general init (overwritten by it)", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     with torch.no_grad():
@@ -254,7 +254,7 @@ def init_weights(model, n_layer, std=0.02):
          "nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))"))),
     Mutant("only the course's LayerNorm reset, torch's nn.LayerNorm left", "init_weights",
            patch(("elif isinstance(module, (LayerNorm, nn.LayerNorm)):", "elif isinstance(module, LayerNorm):"))),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: every draw rewritten to use a generator of its own
     Mutant("a generator of its own, seeded 0 (torch.manual_seed has no effect)", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     g = torch.Generator().manual_seed(0)
@@ -297,7 +297,7 @@ if getattr(module, "bias", None) is not None:
 ''', ""))),
     Mutant("embeddings left at PyTorch's N(0, 1)", "init_weights",
            patch(("if isinstance(module, (nn.Linear, nn.Embedding)):", "if isinstance(module, nn.Linear):"))),
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: every weight assigned anew instead of filled in place
     Mutant("new parameters assigned instead of filling in place", "init_weights", '''
 def init_weights(model, n_layer, std=0.02):
     for module in model.modules():

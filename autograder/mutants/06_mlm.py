@@ -210,7 +210,7 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
     return collator.torch_mask_tokens(tokens.clone(), special_tokens_mask=special_mask)
 '''),
     # --- MaskedLM
-    # in full: another cell altogether, not an edit of the master's lines
+    # in full: the reference stands in for the solution
     Mutant("the reference MaskedLM subclassed", "masked_lm", '''
 class MaskedLM(lmcourse.nn.mlm.MaskedLM):
     def __init__(self, config):

@@ -1,4 +1,8 @@
-"""Character and word tokenizers with the special tokens the course uses."""
+"""Character and word tokenizers with the special tokens the course uses.
+
+Byte-level BPE lives in ``lmcourse.bpe`` (``BPETokenizer``): the same ``encode`` / ``decode`` /
+``vocab_size``, so ``lmcourse.data.encode_split`` takes it as it takes these.
+"""
 
 from __future__ import annotations
 

@@ -169,6 +169,12 @@ def test_incremental_trainer_equals_plain_trainer(name, corpus):
     assert train_bpe_incremental(text, vocab_size, specials) == train_bpe(text, vocab_size, specials)
 
 
+@pytest.mark.slow
+def test_incremental_trainer_equals_plain_trainer_on_a_larger_shakespeare_slice(corpus):
+    text = corpus[0][:200_000]  # the size bench/bench_bpe.py times; about 20 s for the plain trainer
+    assert train_bpe_incremental(text, 512, [EOT]) == train_bpe(text, 512, [EOT])
+
+
 # --- encoding and decoding ------------------------------------------------------------------------
 
 
@@ -177,6 +183,14 @@ def test_vocab_from_merges_matches_training(shakespeare_tok, corpus):
     tok = BPETokenizer(merges, [EOT])
     assert tok.vocab == vocab and tok.vocab_size == len(tok) == 300
     assert shakespeare_tok.vocab_size == 1024 and shakespeare_tok.special_tokens == {EOT: 1023}
+
+
+def test_fits_the_course_tokenizer_interface(shakespeare_tok):
+    # encode(text) -> ids, decode(ids) -> text, vocab_size: what lmcourse.data's batching reads
+    torch = pytest.importorskip("torch")
+    ids = data.encode_text("To be, or not to be", shakespeare_tok)
+    assert ids.dtype == torch.long and ids.tolist() == shakespeare_tok.encode("To be, or not to be")
+    assert int(ids.max()) < shakespeare_tok.vocab_size
 
 
 def test_encode_applies_merges_by_rank_not_left_to_right():

@@ -88,7 +88,7 @@ def main() -> None:
     # 2. the incremental trainer on all the training plays, against HF tokenizers and the plain trainer
     (vocab, merges), t_ours = timed(bpe.train_bpe_incremental, train, main_vocab)
     print(f"\n2. training on all {n_train / 1e6:.2f} MB to {main_vocab} ids ({len(merges)} merges):")
-    print(f"   ours, incremental: {t_ours:.2f} s (pre-tokenization included)")
+    print(f"   ours, incremental: {t_ours:.2f} s (pre-tokenization included); peak memory {peak_rss_mb():.0f} MB")
     n_probe = 10
     t_probe = timed(bpe.train_bpe, train, 256 + n_probe)[1]
     per_merge = (t_probe - t_pre) / n_probe
@@ -122,7 +122,7 @@ def main() -> None:
             print(f"   first difference, merge {prefix}: ours {tuple(map(show, mine))} (count {counts[0]}), "
                   f"HF {tuple(map(show, theirs))} (count {counts[1]})"
                   + (": a tie, which HF breaks the other way" if counts[0] == counts[1] else ""))
-    print(f"   peak memory so far: {peak_rss_mb():.0f} MB")
+    print(f"   peak memory so far (HF included): {peak_rss_mb():.0f} MB")
 
     # 3. encoding speed against tiktoken with the same ranks
     tok = bpe.BPETokenizer(merges)
@@ -160,8 +160,10 @@ def main() -> None:
     # 5. what the merges learned
     tok = bpe.BPETokenizer(merges)
     print(f"\n5. the first 20 merges: {' '.join(show(vocab[256 + i]) for i in range(20))}")
-    longest = sorted(range(256, 256 + len(merges)), key=lambda i: (-len(vocab[i]), i))[:10]
-    print(f"   the 10 longest tokens: {' '.join(show(vocab[i]) for i in longest)}")
+    longest = sorted(range(256, 256 + len(merges)), key=lambda i: (-len(vocab[i]), i))
+    print(f"   the 5 longest tokens: {' '.join(show(vocab[i]) for i in longest[:5])}")
+    words_only = [i for i in longest if vocab[i].strip()][:10]
+    print(f"   the 10 longest that are not all whitespace: {' '.join(show(vocab[i]) for i in words_only)}")
     for s in ["To be, or not to be, that is the question:", "In 1599, Julius Caesar earned 23 wounds.",
               "Coriolanus, Enobarbus and Rosencrantz", "O Romeo,\n\n    Romeo!", "naïve café, 東京, 🙂"]:
         pieces = [show(tok.decode_bytes([i])) for i in tok.encode(s)]

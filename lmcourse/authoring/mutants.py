@@ -430,6 +430,7 @@ def run_alternatives(root: Path, name: str, alternatives: list[Alternative] | No
     when all keep full marks)."""
     alternatives = alternatives if alternatives is not None else load_alternatives(
         root / "autograder" / "alternatives" / f"{name}.py")
+    alternatives = [resolve(a, root / "autograder" / "masters" / f"{name}.py") for a in alternatives]
     session = _session(root, name)
     with session.started(AUTOGRADE_ENV):
         return {a.name: session.try_alternative(a) for a in alternatives}
@@ -452,6 +453,7 @@ def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Altern
 def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
     """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
     mutants = mutants if mutants is not None else load_mutants(root / "autograder" / "mutants" / f"{name}.py")
+    mutants = [resolve(m, root / "autograder" / "masters" / f"{name}.py") for m in mutants]  # a list given as is
     session = _session(root, name)
     report = Report(name)
     with session.started(AUTOGRADE_ENV):

@@ -53,9 +53,9 @@ from .. import decoding
 from .attention import AttentionConfig, CausalSelfAttention, scaled_dot_product_attention
 from .block import Block, BlockConfig, LayerNorm
 
-__all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "SelfAttention", "CrossAttention", "EncoderBlock",
-           "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode", "DecoderLM",
-           "exact_match", "REFERENCE"]
+__all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "MaskedSelfAttention", "CrossAttention",
+           "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode",
+           "DecoderLM", "exact_match", "REFERENCE"]
 
 
 @dataclass
@@ -143,7 +143,7 @@ def _merge(y: Tensor) -> Tensor:
     return y.transpose(1, 2).contiguous().view(B, T, nh * hs)  # (B, T, C): heads side by side
 
 
-class SelfAttention(CausalSelfAttention):
+class MaskedSelfAttention(CausalSelfAttention):
     """The course's multi-head self-attention (same parameters, same ``config.causal``) that also
     takes the keys' padding mask ``(B, T)`` (True at real tokens)."""
 
@@ -208,7 +208,7 @@ class EncoderBlock(Block):
         if config.causal or not config.prenorm:
             raise ValueError("an encoder block is bidirectional (causal=False) and pre-LN (prenorm=True)")
         super().__init__(config)
-        self.attn = SelfAttention(config.attention())
+        self.attn = MaskedSelfAttention(config.attention())
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         x = x + self.attn(self.ln1(x), src_mask)  # (B, S, C)
@@ -223,7 +223,7 @@ class DecoderBlock(Block):
         if not config.causal or not config.prenorm:
             raise ValueError("a decoder block is causal (causal=True) and pre-LN (prenorm=True)")
         super().__init__(config)
-        self.attn = SelfAttention(config.attention())
+        self.attn = MaskedSelfAttention(config.attention())
         self.ln_cross = LayerNorm(config.n_embd, bias=config.bias, eps=config.ln_eps)
         self.cross = CrossAttention(config.attention())
 
@@ -418,5 +418,6 @@ def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
 
 
 # What notebook 09's graded answers must not run (its tests pass these to checks.forbid_calls).
-REFERENCE = (padding_mask, attention_mask, _attend, _merge, SelfAttention, CrossAttention, EncoderBlock, DecoderBlock,
-             EncoderDecoder, init_seq2seq_weights, greedy_decode, _greedy_decode, DecoderLM, beam_decode, exact_match)
+REFERENCE = (padding_mask, attention_mask, _attend, _merge, MaskedSelfAttention, CrossAttention, EncoderBlock,
+             DecoderBlock, EncoderDecoder, init_seq2seq_weights, greedy_decode, _greedy_decode, DecoderLM, beam_decode,
+             exact_match)

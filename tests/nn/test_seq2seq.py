@@ -11,7 +11,7 @@ from lmcourse.nn import AttentionConfig
 from lmcourse.nn.seq2seq import (
     CrossAttention,
     EncoderDecoder,
-    SelfAttention,
+    MaskedSelfAttention,
     Seq2SeqConfig,
     attention_mask,
     beam_decode,
@@ -128,8 +128,8 @@ def test_cross_attention_is_not_self_attention():
 def test_self_attention_equals_multihead_attention_with_padding(fast, causal):
     g = _gen(5)
     B, T, C, H = 3, 6, 16, 4
-    attn = _randomise(SelfAttention(AttentionConfig(n_embd=C, n_head=H, block_size=8, causal=causal, fast=fast)),
-                      6).double()
+    cfg = AttentionConfig(n_embd=C, n_head=H, block_size=8, causal=causal, fast=fast)
+    attn = _randomise(MaskedSelfAttention(cfg), 6).double()
     x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
     keep = padding_mask(torch.tensor([6, 4, 2]))
     future = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None  # MHA: True = not allowed
@@ -138,8 +138,8 @@ def test_self_attention_equals_multihead_attention_with_padding(fast, causal):
     torch.testing.assert_close(attn(x, keep), want, **TOL)
     torch.testing.assert_close(attn.attention_weights(x, keep), want_w, **TOL)
     # without a padding mask it is the course's attention, unchanged
-    base_cls = SelfAttention.__mro__[1]
-    base = base_cls(AttentionConfig(n_embd=C, n_head=H, block_size=8, causal=causal, fast=fast)).double()
+    base_cls = MaskedSelfAttention.__mro__[1]
+    base = base_cls(cfg).double()
     base.load_state_dict(attn.state_dict())
     torch.testing.assert_close(attn(x), base(x), **TOL)
 

@@ -136,7 +136,7 @@ def test_special_tokens_are_never_merged_or_split():
     assert not any(EOT.encode() in t for i, t in vocab.items() if i != eot_id)
     # the special token's own text is never counted: with 50 of them and one "xy", the first merge is (x, y)
     assert bpe.pretoken_counts("a" + EOT + "b" + EOT, [EOT]) == {b"a": 1, b"b": 1}
-    assert train_bpe(EOT * 50 + "xy", 257, [EOT])[1] == [(ord("x"), ord("y"))]
+    assert train_bpe(EOT * 50 + "xy", 258, [EOT])[1] == [(ord("x"), ord("y"))]
     tok = BPETokenizer(merges, [EOT])
     assert tok.vocab == vocab
     ids = tok.encode("hello" + EOT + "hello")

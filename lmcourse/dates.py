@@ -170,7 +170,7 @@ def split_dates(seed: int = 0, fractions: dict[str, float] | None = None) -> dic
     return out
 
 
-def make_pairs(dates: Sequence[dt.date], n: int, seed: int = 0) -> list[tuple[str, str]]:
+def make_pairs(dates: Sequence[dt.date], n: int, seed: int | str = 0) -> list[tuple[str, str]]:
     """``n`` pairs ``(source, target)``: each a date drawn uniformly from ``dates`` (with
     replacement), a format drawn uniformly from :data:`FORMATS` and a casing from :data:`CASINGS`."""
     rng = random.Random(f"dates-pairs-{seed}")

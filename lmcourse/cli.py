@@ -166,6 +166,13 @@ def _cmd_solutions(args) -> int:
 WORK_IGNORE = "# the student's own work: never committed (made by `lmcourse lab`)\n*\n"
 
 
+def planned_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
+    """What :func:`prepare_work` would do, touching nothing: (to copy, kept) file names."""
+    names = [nb.name for nb in sorted(source.glob("[0-9][0-9]_*.ipynb"))]
+    kept = [n for n in names if (work / n).exists()]
+    return [n for n in names if n not in kept], kept
+
+
 def prepare_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
     """Copy each ``source/NN_*.ipynb`` into ``work`` unless a file of that name is there already:
     the student's copy is never overwritten, and notebooks new in ``source`` (after a ``git pull``)
@@ -189,19 +196,28 @@ def prepare_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
     return copied, kept
 
 
-def lab_command(work: Path, ta: bool, extra: list[str], root: Path) -> tuple[list[str], dict[str, str]]:
+STUDENT_CONFIG = Path(__file__).resolve().parent / "labconfig" / "student"
+
+
+def lab_command(work: Path, ta: bool, extra: list[str], root: Path,
+                start_in: str | None = None) -> tuple[list[str], dict[str, str]]:
     """The JupyterLab command line and environment: the student's lab (instructor panels hidden,
-    no news pop-up, no nbgrader config warnings) on ``work``, or with ``ta`` the full instructor
-    view on the course root ``autograder/``."""
+    no news pop-up, no nbgrader config warnings, the notebook's kernel started without a "Select
+    Kernel" dialog) on ``work``, or with ``ta`` the full instructor view on the course root
+    ``autograder/``. ``start_in``: a folder under ``work`` the lab opens on (e.g. ``solutions``)."""
     import os
 
     env = dict(os.environ)
     folder = root / "autograder" if ta else work
-    if not ta:
-        student = Path(__file__).resolve().parent / "labconfig" / "student"
-        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
-            [str(student)] + [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p])
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", str(folder)]
+    if not ta:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            [str(STUDENT_CONFIG)] + [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p])
+        # settings defaults (overrides.json) are read only from the app settings folder, which a
+        # pip-installed JupyterLab leaves empty: autoStartDefaultKernel starts the preferred kernel
+        cmd.append(f"--LabApp.app_settings_dir={STUDENT_CONFIG / 'settings'}")
+    if start_in:
+        cmd.append(f"--LabApp.default_url=/lab/tree/{start_in}")
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")  # containers and Colab run as root
     return cmd + list(extra), env
@@ -214,16 +230,29 @@ def _cmd_lab(args) -> int:
     from .paths import repo_root
 
     root = repo_root()
-    work = Path(args.work) if args.work else root / "work"
-    copied, kept = prepare_work(root / "notebooks", work)
-    if copied:
-        print(f"lmcourse lab: copied {', '.join(copied)} into {work}/ (your own copies: edit and "
-              "save there; notebooks/ stays as released)")
-    if kept:
-        print(f"lmcourse lab: kept your {len(kept)} notebook(s) in {work}/ as they are")
-    cmd, env = lab_command(work, args.ta, args.jupyter_args, root)
-    if args.ta:
-        print("lmcourse lab: TA view (Create Assignment, Formgrader) on the course root autograder/")
+    if args.solutions:   # the self-learner's view: solutions/ and build/executed/, nothing copied
+        if args.work or args.ta:
+            print("lmcourse lab: --solutions opens the course folder itself; it takes no --work or --ta",
+                  file=sys.stderr)
+            return 2
+        cmd, env = lab_command(root, False, args.jupyter_args, root, start_in="solutions")
+        print("lmcourse lab: the solutions (solutions/) and, after `make solutions`, their executed copies "
+              "with outputs and plots (build/executed/); `git checkout solutions/` undoes edits there")
+    else:
+        work = Path(args.work) if args.work else root / "work"
+        if args.dry_run:   # says what it would copy, writes nothing
+            copied, kept = planned_work(root / "notebooks", work)
+        else:
+            copied, kept = prepare_work(root / "notebooks", work)
+        would = "would copy" if args.dry_run else "copied"
+        if copied:
+            print(f"lmcourse lab: {would} {', '.join(copied)} into {work}/ (your own copies: edit and "
+                  "save there; notebooks/ stays as released)")
+        if kept:
+            print(f"lmcourse lab: kept your {len(kept)} notebook(s) in {work}/ as they are")
+        cmd, env = lab_command(work, args.ta, args.jupyter_args, root)
+        if args.ta:
+            print("lmcourse lab: TA view (Create Assignment, Formgrader) on the course root autograder/")
     if args.dry_run:
         print(" ".join(cmd))
         return 0
@@ -322,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     lab.add_argument("--work", default=None, help="your work folder (default: work/ in the course folder)")
     lab.add_argument("--ta", action="store_true",
                      help="instructor view: every nbgrader panel, on the course root autograder/ (make lab TA=1)")
-    lab.add_argument("--dry-run", action="store_true", help="copy, print the JupyterLab command, start nothing")
+    lab.add_argument("--solutions", action="store_true",
+                     help="self-learners: open the solutions and their executed copies (build/executed/, "
+                          "from `make solutions`) instead of your work folder")
+    lab.add_argument("--dry-run", action="store_true",
+                     help="say what would be copied and print the JupyterLab command; writes and starts nothing")
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
                      help="passed to jupyter lab, e.g. -- --ip 0.0.0.0 --no-browser --port 8888")
     lab.set_defaults(func=_cmd_lab)

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 from lmcourse import cli
-
 from tests.conftest import ROOT
 
 STUDENT = ROOT / "lmcourse" / "labconfig" / "student"
@@ -70,8 +69,34 @@ def test_nbgrader_finds_the_student_config(monkeypatch):
     assert any(os.path.exists(os.path.join(p, "nbgrader_config.py")) for p in jupyter_config_path())
 
 
-def test_lab_dry_run_copies_into_the_work_folder(tmp_path, capsys):
+def test_lab_dry_run_writes_nothing(tmp_path, capsys):
     assert cli.main(["lab", "--work", str(tmp_path / "w"), "--dry-run", "--", "--no-browser"]) == 0
     out = capsys.readouterr().out
-    assert "01_ngram.ipynb" in out and out.rstrip().endswith("--no-browser")
-    assert (tmp_path / "w" / "01_ngram.ipynb").read_bytes() == (ROOT / "notebooks" / "01_ngram.ipynb").read_bytes()
+    assert "would copy 01_ngram.ipynb" in out and out.rstrip().endswith("--no-browser")
+    assert not (tmp_path / "w").exists()          # no folder, no copy, no .gitignore
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "01_ngram.ipynb").write_text("mine")
+    assert cli.main(["lab", "--work", str(tmp_path / "w"), "--dry-run"]) == 0
+    assert "kept your 1 notebook(s)" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == ["01_ngram.ipynb"]
+
+
+def test_student_lab_starts_the_preferred_kernel_without_asking():
+    """The "Select Kernel" dialog: JupyterLab reads settings defaults (overrides.json) only from its
+    app settings folder, which lab_command points at ours."""
+    overrides = json.loads((STUDENT / "settings" / "overrides.json").read_text())
+    assert overrides["@jupyterlab/notebook-extension:tracker"]["autoStartDefaultKernel"] is True
+    cmd, _ = cli.lab_command(ROOT / "work", ta=False, extra=[], root=ROOT)
+    assert f"--LabApp.app_settings_dir={STUDENT / 'settings'}" in cmd
+    schema = ROOT / ".venv/share/jupyter/lab/schemas/@jupyterlab/notebook-extension/tracker.json"
+    if schema.exists():   # the setting's name is JupyterLab's own
+        assert "autoStartDefaultKernel" in json.loads(schema.read_text())["properties"]
+
+
+def test_lab_solutions_opens_the_course_folder_on_solutions_and_copies_nothing(tmp_path, capsys):
+    assert cli.main(["lab", "--solutions", "--dry-run", "--", "--no-browser"]) == 0
+    out = capsys.readouterr().out
+    cmd = out.strip().splitlines()[-1].split()
+    assert cmd[1:3] == ["lab", str(ROOT)] and "--LabApp.default_url=/lab/tree/solutions" in cmd
+    assert "build/executed/" in out
+    assert cli.main(["lab", "--solutions", "--work", str(tmp_path)]) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .grade import Limits
+    from .limits import Limits
 
 STATUSES = ("graded", "timeout", "crashed", "memory-limit", "process-limit", "invalid-notebook",
             "missing-notebook", "wrong-assignment")

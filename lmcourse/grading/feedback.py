@@ -15,7 +15,8 @@ import nbformat
 from .prepare import strip_injected
 
 if TYPE_CHECKING:
-    from .grade import Result, Template
+    from .result import Result
+    from .template import Template
 
 _local = threading.local()
 _IMG_NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.IGNORECASE)

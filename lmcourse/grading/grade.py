@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
@@ -62,6 +62,7 @@ from .ingest import Submission, find_submissions
 from .limits import Limits
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
+from .result import Result
 from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
 from .template import Template
 
@@ -70,24 +71,6 @@ __all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade"
 
 GRADER_VERSION = "3"
 MAX_NOTEBOOK_BYTES = 50 * 2**20
-
-
-@dataclass
-class Result:
-    student: str
-    assignment: str
-    status: str
-    score: float = 0.0
-    max_score: float = 0.0
-    auto_max: float = 0.0            # of max_score, what autograding can award (rest: by hand)
-    flags: list[str] = field(default_factory=list)
-    detail: str = ""
-    tests: dict[str, float | None] = field(default_factory=dict)
-    feedback: str = ""
-    seconds: float = 0.0
-    key: str = ""
-    timings: dict[str, float] = field(default_factory=dict)   # phase -> seconds (``--timings``)
-    extra: dict[str, str] = field(default_factory=dict)   # roster / late columns (:mod:`.semester`)
 
 
 # ---------------------------------------------------------------- one submission, in two stages

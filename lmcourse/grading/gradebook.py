@@ -16,7 +16,8 @@ from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 from .nbgrader_cli import put_bin_on_path
 
 if TYPE_CHECKING:
-    from .grade import Result, Template
+    from .result import Result
+    from .template import Template
 
 
 def _quiet_nbgrader_session_warnings(fn):

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from .classify import STATUSES
 
 if TYPE_CHECKING:
-    from .grade import Result, Template
+    from .result import Result
+    from .template import Template
 
 
 # roster and deadline columns (:mod:`.semester`); ``score`` stays the raw autograded score

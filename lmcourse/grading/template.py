@@ -13,6 +13,9 @@ import nbformat
 from ..paths import repo_root
 from .nbgrader_cli import run_nbgrader
 
+# the stub class the config imports (NamedStubs): read as text, part of the release's fingerprint
+STUBS = Path(__file__).resolve().parent.parent / "authoring" / "stubs.py"
+
 
 class Template:
     """The assignment, generated once: course folder to copy, release, grade cells."""
@@ -25,9 +28,10 @@ class Template:
         self.assignment = assignment
         self.source_path = src
         self.course = Path(workdir) / "template"
-        # the release depends on the source and on the config that writes its stubs (NamedStubs)
+        # the release depends on the source, the config and the stub class it uses (NamedStubs)
         config = root / "autograder" / "nbgrader_config.py"
-        self.fingerprint = hashlib.sha256(src.read_bytes() + b"\0" + config.read_bytes()).hexdigest()
+        self.fingerprint = hashlib.sha256(b"\0".join([src.read_bytes(), config.read_bytes(),
+                                                      STUBS.read_bytes()])).hexdigest()
         released = self.course / "release" / assignment / f"{assignment}.ipynb"
         stamp = self.course / "source.sha256"
         if not (released.is_file() and stamp.is_file() and stamp.read_text() == self.fingerprint):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lmcourse.grading.classify import STATUSES, classify
-from lmcourse.grading.grade import Limits
+from lmcourse.grading.limits import Limits
 
 LIMITS = Limits(notebook_timeout=90, cell_timeout=7, memory_mb=1234, processes=64)
 

@@ -1,16 +1,18 @@
 """The assignment's release is generated once per --out and regenerated when what makes it
-changes: the source notebook, or the nbgrader config that writes its stubs."""
+changes: the source notebook, the nbgrader config, or the stub class it imports (NamedStubs)."""
 
 import shutil
 
 import nbformat
 
 from lmcourse.grading import template
-
 from tests.conftest import ROOT
 
 
 def test_the_release_is_regenerated_when_the_source_or_the_stub_config_changes(tmp_path, monkeypatch):
+    stubs = tmp_path / "stubs.py"
+    shutil.copy(template.STUBS, stubs)
+    monkeypatch.setattr(template, "STUBS", stubs)
     root = tmp_path / "course"
     (root / "autograder" / "source" / "01_ngram").mkdir(parents=True)
     src = root / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb"
@@ -37,3 +39,20 @@ def test_the_release_is_regenerated_when_the_source_or_the_stub_config_changes(t
     nbformat.write(nb, src)
     template.Template("01_ngram", tmp_path / "out", root)
     assert len(runs) == 3, "a changed source notebook kept the old release"
+    stubs.write_text(stubs.read_text() + "\n# another stub message\n")
+    template.Template("01_ngram", tmp_path / "out", root)
+    assert len(runs) == 4, "a changed lmcourse/authoring/stubs.py (NamedStubs) kept the old release"
+
+
+def test_the_config_uses_the_packaged_stubs():
+    """The config imports NamedStubs from the package (no class defined in the config) and puts it
+    in place of nbgrader's ClearSolutions in generate_assignment."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from lmcourse.authoring.stubs import NamedStubs
+
+    text = (ROOT / "autograder" / "nbgrader_config.py").read_text()
+    assert "class " not in text and "from lmcourse.authoring.stubs import NamedStubs" in text
+    loader = PyFileConfigLoader("nbgrader_config.py", str(ROOT / "autograder"))
+    loaded = loader.load_config()
+    assert NamedStubs in loaded.GenerateAssignment.preprocessors

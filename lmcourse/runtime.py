@@ -236,7 +236,7 @@ def name_error_hint(name: str, notebook: Path | None, line: str = "") -> str | N
     source line that failed), or None."""
     answer = re.match(rf"\s*(answer_\w+)\s*=\s*{re.escape(name)}\s*(#.*)?$", line or "")
     if answer and len(name) == 1:
-        return f'a letter is text: write {answer.group(1)} = "{name}" (with the quotes)'
+        return f'A letter is text: write {answer.group(1)} = "{name}" (with the quotes)'
     if notebook is None:
         return None
     where = exercise_names(notebook).get(name)

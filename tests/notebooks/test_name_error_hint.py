@@ -82,7 +82,7 @@ def test_a_name_set_by_another_cell_or_a_bare_letter_answer_says_what_to_do():
     assert runtime.name_error_hint("count_ngrams", nb).startswith("`count_ngrams` is defined in Exercise 2")
     # answer_q1 = B: the letter needs quotes (only where the failing line assigns an answer)
     assert runtime.name_error_hint("B", nb, "answer_q1 = B\n") == \
-        'a letter is text: write answer_q1 = "B" (with the quotes)'
+        'A letter is text: write answer_q1 = "B" (with the quotes)'
     assert runtime.name_error_hint("B", nb, "x = B\n") is None
     hint = runtime.name_error_hint("B", None, "answer_q_mask =  B  # I think\n")
     assert hint.endswith('answer_q_mask = "B" (with the quotes)')
@@ -93,6 +93,6 @@ def test_a_name_set_by_another_cell_or_a_bare_letter_answer_says_what_to_do():
 def test_the_handler_reads_the_failing_line_for_a_bare_letter(tmp_path, monkeypatch):
     errors = _run(tmp_path, monkeypatch, ["answer_q1 = B", "print(cows_table)"])
     assert [len(e) for e in errors] == [1, 1]
-    assert errors[0][0].evalue == ("name 'B' is not defined. a letter is text: "
+    assert errors[0][0].evalue == ("name 'B' is not defined. A letter is text: "
                                    'write answer_q1 = "B" (with the quotes)')
     assert errors[1][0].evalue.startswith("name 'cows_table' is not defined. `cows_table` is set by a cell under")

@@ -12,10 +12,10 @@ TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
 # tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
 PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup --durations=20
 
-.PHONY: help setup lab test test-quick build solutions grade doctor bench clean
+.PHONY: help setup lab lab-solutions test test-quick build solutions grade doctor bench clean
 
 help:                     ## this list
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):[^#]*## /  make \1\t/' | expand -t 20
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):[^#]*## /  make \1\t/' | expand -t 22
 
 $(BIN)/lmcourse: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,11 @@ lab: setup                ## set up, fetch the corpus, open JupyterLab on your o
 	$(BIN)/lmcourse doctor --fetch || echo "(the lab starts anyway; see the lines marked '!')"
 	$(BIN)/lmcourse lab $(if $(TA),--ta) $(if $(LAB_ARGS),-- $(LAB_ARGS))  # LAB_ARGS="--ip 0.0.0.0 --no-browser"
 
-solutions: setup          ## run every solution notebook headlessly (TIMEOUT=s per cell, default 1800)
-	$(BIN)/lmcourse solutions --out build/executed $(if $(TIMEOUT),--timeout $(TIMEOUT))
+lab-solutions: setup      ## open JupyterLab on solutions/ and build/executed/ (self-learners; copies nothing)
+	$(BIN)/lmcourse lab --solutions $(if $(LAB_ARGS),-- $(LAB_ARGS))
+
+solutions: setup          ## run every solution notebook headlessly, .ipynb + .html in build/executed/ (PROFILE=tiny|cpu|gpu, TIMEOUT=s per cell)
+	$(BIN)/lmcourse solutions --out build/executed $(if $(PROFILE),--profile $(PROFILE)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 test: setup               ## lint, then the whole test suite (what CI runs)
 	$(BIN)/ruff check lmcourse tests bench autograder/masters autograder/mutants autograder/alternatives

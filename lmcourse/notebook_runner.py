@@ -24,20 +24,42 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
     kernel's environment (ours is inherited; ``profile`` sets LMCOURSE_PROFILE there).
     The executed copy is written to ``out`` even when a cell fails, so its output can be read.
     """
+    import tempfile
+
+    from traitlets.config import Config
+
     nb = nbformat.read(path, as_version=4)
     kernel_env = dict(os.environ)
     kernel_env.update(env or {})
     if profile:
         kernel_env["LMCOURSE_PROFILE"] = profile
-    try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                resources={"metadata": {"path": str(cwd or path.parent)}})
-        client.execute(env=kernel_env)
-    finally:
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, out)
+    with tempfile.TemporaryDirectory(prefix="lmcourse-kernel-") as sockets:
+        # IPC sockets in a private folder where the OS has them: the kernel has no TCP port open
+        # and ipykernel does not warn "running over TCP without encryption" once per notebook
+        config = Config()
+        if os.name == "posix":
+            config.KernelManager.transport = "ipc"
+            config.KernelManager.ip = os.path.join(sockets, "kernel")
+        try:
+            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
+                                    resources={"metadata": {"path": str(cwd or path.parent)}})
+            client.execute(env=kernel_env)
+        finally:
+            if out is not None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, out)
     return nb
+
+
+def write_html(nb: nbformat.NotebookNode, dest: Path) -> Path:
+    """An executed notebook as one HTML page (nbconvert's lab template), its figures inline as
+    data URIs, so it can be read in a browser without a kernel or JupyterLab."""
+    from nbconvert import HTMLExporter
+
+    text, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text, encoding="utf-8")
+    return dest
 
 
 def solution_namespace(name: str, cell_ids: tuple[str, ...], root: Path | None = None) -> dict:
@@ -65,6 +87,7 @@ class RunResult:
     seconds: float
     detail: str = ""
     output: Path | None = None
+    html: Path | None = None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -78,9 +101,12 @@ def run_one(path: Path, out_dir: Path, profile: str | None = None, timeout: int 
     """Run one notebook and report how it went; never raises for a failure inside it."""
     start = time.perf_counter()
     target = out_dir / path.name
+    page = target.with_suffix(".html")
     target.unlink(missing_ok=True)  # an old copy must not pass for this run's output
+    page.unlink(missing_ok=True)
     try:
-        execute_notebook(path, target, profile=profile, timeout=timeout, env=env)
+        nb = execute_notebook(path, target, profile=profile, timeout=timeout, env=env)
+        write_html(nb, page)
         status, detail = "ok", ""
     except CellTimeoutError:
         status, detail = "timeout", f"a cell ran longer than {timeout} s (--timeout to allow more)"
@@ -91,7 +117,7 @@ def run_one(path: Path, out_dir: Path, profile: str | None = None, timeout: int 
     except Exception as exc:  # a notebook that cannot be read, a kernel that cannot start, ...
         status, detail = "crashed", f"{type(exc).__name__}: {_first_line(exc)}"
     return RunResult(path.name, status, time.perf_counter() - start, detail,
-                     target if target.exists() else None)
+                     target if target.exists() else None, page if page.exists() else None)
 
 
 def summary_table(results: list[RunResult]) -> str:
@@ -136,7 +162,7 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
             env[runtime.THREADS_ENV] = str(default)
     shown_threads = env.get(runtime.THREADS_ENV, "torch's default")
     limit = f"{timeout} s per cell" if timeout else "no cell time limit"
-    print(f"running {len(paths)} notebook(s): profile {profile or 'default'}, cpu threads {shown_threads}, "
+    print(f"running {len(paths)} notebook(s): profile {shown_profile(profile)}, cpu threads {shown_threads}, "
           f"{limit}; executed copies in {out_dir}/", file=out, flush=True)
     results = []
     for i, path in enumerate(paths, 1):
@@ -147,4 +173,23 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
         note = "" if r.status == "ok" else f": {r.detail}"
         print(f"[{i}/{len(paths)}] {path.name} {r.status} in {r.seconds:.1f} s{note}{where}", file=out, flush=True)
     print(summary_table(results), file=out, flush=True)
+    if any(r.output for r in results):
+        print(f"read them: the .html pages in {out_dir}/ open in any browser (outputs and plots inline); "
+              "`lmcourse lab --solutions` (make lab-solutions) opens the notebooks in JupyterLab",
+              file=out, flush=True)
     return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def shown_profile(profile: str | None) -> str:
+    """The profile the kernels will use, and why: ``--profile``, else LMCOURSE_PROFILE (inherited
+    by the kernels), else what ``lmcourse.setup()`` picks on this machine."""
+    from . import runtime
+
+    if profile:
+        return f"{profile} (--profile)"
+    if os.environ.get("LMCOURSE_PROFILE"):
+        return f"{os.environ['LMCOURSE_PROFILE']} (LMCOURSE_PROFILE)"
+    try:
+        return f"{runtime.profile_name(runtime.pick_device())} (this machine's default)"
+    except Exception:  # noqa: BLE001 (a banner never stops the run; the notebooks will say)
+        return "the notebooks' own choice"

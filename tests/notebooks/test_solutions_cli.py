@@ -74,3 +74,26 @@ def test_all_ok_exits_zero_and_threads_option(tmp_path, capsys):
 def test_timeout_must_be_a_number(argv):
     with pytest.raises(SystemExit):
         cli.main(argv)
+
+
+def test_banner_html_pages_and_no_tcp_warning(tmp_path, capfd, monkeypatch):
+    """The banner names the profile the kernels get and where it comes from (it said `default`
+    while the notebooks ran tiny); each executed notebook gets an HTML page with its figures
+    inline; the kernel talks over IPC, so ipykernel's "running over TCP without encryption"
+    warning is not printed and no socket file lands in the current folder."""
+    monkeypatch.setenv("LMCOURSE_PROFILE", "tiny")
+    monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
+    monkeypatch.chdir(tmp_path)
+    nb = _notebook(tmp_path / "01_plot.ipynb",
+                   "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3]);",
+                   "import os\nprint(os.environ['LMCOURSE_PROFILE'])")
+    assert cli.main(["solutions", str(nb), "--out", str(tmp_path / "out")]) == 0
+    out, err = capfd.readouterr()
+    assert "profile tiny (LMCOURSE_PROFILE)" in out, out
+    assert "without encryption" not in out + err, err
+    page = (tmp_path / "out" / "01_plot.html").read_text()
+    assert "data:image/png;base64," in page and "tiny" in page
+    assert ".html pages in" in out and "lmcourse lab --solutions" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_plot.ipynb", "out"]
+    assert cli.main(["solutions", str(nb), "--out", str(tmp_path / "out"), "--profile", "cpu"]) == 0
+    assert "profile cpu (--profile)" in capfd.readouterr().out

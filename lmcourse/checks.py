@@ -227,6 +227,16 @@ def check(condition: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
+PASS_LINE = "the visible checks pass (the autograder also runs hidden tests)"
+
+
+def visible_checks_pass(name: str) -> None:
+    """The last line of a test cell's visible part: says that it ran and passed (silence reads as
+    "did it run?"), and that a pass here is not yet the grade."""
+    _audit("lmcourse.check")
+    print(f"{name}: {PASS_LINE}")
+
+
 def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
     _audit("lmcourse.check")

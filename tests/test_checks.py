@@ -218,3 +218,27 @@ def test_a_type_in_a_message_has_its_article():
         checks.check_type(np.zeros(2), list, "x")
     with pytest.raises(CheckFailed, match=r"but it is a tuple$"):
         checks.check_type((1,), list, "x")
+
+
+def test_a_passing_visible_part_says_so(capsys):
+    checks.visible_checks_pass("softmax")
+    assert capsys.readouterr().out == "softmax: the visible checks pass (the autograder also runs hidden tests)\n"
+
+
+def test_every_test_cell_ends_its_visible_part_with_the_pass_line():
+    """Silence after a passing test cell reads as "did it run?": every visible part ends with the line."""
+    import re
+    from pathlib import Path
+
+    masters = sorted((Path(__file__).resolve().parents[1] / "autograder" / "masters").glob("[0-9][0-9]_*.py"))
+    assert masters
+    missing = []
+    for master in masters:
+        for cell in re.split(r"\n(?=# %%)", master.read_text()):
+            grade_id = re.match(r'# %% tests="(\w+)"', cell)
+            if grade_id is None:
+                continue
+            visible = cell.split("### BEGIN HIDDEN TESTS")[0].rstrip().splitlines()
+            if not re.fullmatch(r'\s*visible_checks_pass\("\w+"\)', visible[-1]):
+                missing.append(f"{master.name}: {grade_id.group(1)}")
+    assert not missing, f"test cells whose visible part does not end with visible_checks_pass(...): {missing}"

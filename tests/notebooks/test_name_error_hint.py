@@ -78,7 +78,7 @@ def test_a_name_set_by_another_cell_or_a_bare_letter_answer_says_what_to_do():
     # a data cell not yet run (the student ran a test cell first): where it is, and what to run
     hint = runtime.name_error_hint("cows_table", nb)
     assert hint.startswith("`cows_table` is set by a cell under \"3. ") and "Run All Above" in hint
-    assert "Run All Above" in runtime.name_error_hint("contextlib", nb)       # the set-up cell's import
+    assert "Run All Above" in runtime.name_error_hint("random", nb)       # the set-up cell's import
     assert runtime.name_error_hint("count_ngrams", nb).startswith("`count_ngrams` is defined in Exercise 2")
     # answer_q1 = B: the letter needs quotes (only where the failing line assigns an answer)
     assert runtime.name_error_hint("B", nb, "answer_q1 = B\n") == \

@@ -1,0 +1,49 @@
+"""lmcourse.rules: the one call a test cell makes to state an exercise's rules."""
+
+import pytest
+
+from lmcourse import ngram
+from lmcourse.checks import CheckFailed
+from lmcourse.rules import rules
+
+
+def test_a_reference_is_refused_under_any_name():
+    alias = ngram.pad_sentence
+
+    def student(words, n):
+        return alias(words, n)
+
+    r = rules(ngram.pad_sentence, reason="write it yourself")
+    with pytest.raises(CheckFailed, match="your code called pad_sentence: write it yourself"), r():
+        student(["a"], 2)
+    with r():       # the same rules enter again, and an honest answer passes
+        assert ngram.mle_prob(ngram.ContextTable.from_counts({("a",): 2}), (), "a") == 1.0
+
+
+def test_a_caught_refusal_still_fails_on_exit():
+    def sneaky():
+        try:
+            ngram.mle_prob(None, (), "a")
+        except CheckFailed:
+            pass
+
+    with pytest.raises(CheckFailed, match="mle_prob"), rules(ngram.mle_prob)():
+        sneaky()
+
+
+def test_substitute_binds_the_stand_ins_and_restores_the_names():
+    namespace = {"pad_sentence": "the student's"}
+    r = rules(ngram.count_ngrams, substitute={"pad_sentence": ngram.pad_sentence, "extra": 1}, namespace=namespace)
+    with r():
+        assert namespace == {"pad_sentence": ngram.pad_sentence, "extra": 1}
+    assert namespace == {"pad_sentence": "the student's"}
+    with pytest.raises(TypeError, match="namespace=globals()"):
+        rules(ngram.count_ngrams, substitute={"pad_sentence": ngram.pad_sentence})
+
+
+def test_torch_names_are_refused_however_reached():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(CheckFailed, match="softmax"), rules(torch=("softmax",))():
+        torch.tensor([1.0, 2.0]).log_softmax(0).exp()
+    with rules(torch=("softmax",))():
+        torch.tensor([1.0, 2.0]).exp()

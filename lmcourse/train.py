@@ -19,14 +19,21 @@ repeatable: the same seed, model initialisation and data give the same losses.
     cfg = TrainConfig.from_profile(rt.profile, lr=3e-3)
     hist = train(model, train_tokens, val_tokens, cfg)
     hist.val_loss[-1]        # the last validation loss, nats per token
+
+A loss other than next-token cross-entropy is a parameter, not another loop: ``batch_fn`` makes
+the batches (a masked LM's corrupted inputs and labels) and ``loss_fn`` scores them (a
+cross-entropy that skips an encoder-decoder's padding). Data-parallel training on ``N``
+processes is the same loop given a :class:`lmcourse.distributed.DistEnv` (see :func:`train`);
+without one it is the one-process case.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -34,7 +41,25 @@ import torch
 import torch.nn.functional as F
 
 from .data import get_batch
+from .distributed import (
+    BatchSplitError,
+    CheckpointError,
+    DistEnv,
+    all_sum,
+    gather_objects,
+    micro_seed,
+    shard_count,
+    shard_seed,
+    shards_of,
+)
+from .nn.checkpoint import model_state, write_checkpoint
 from .runtime import is_autograding, pick_device
+
+__all__ = ["TrainConfig", "History", "train", "estimate_loss", "lr_at", "lm_cross_entropy", "model_logits",
+           "make_optimizer", "autocast", "want_progress", "compile_ok", "load_checkpoint", "CHECKPOINT_FORMAT",
+           "CheckpointError", "BatchSplitError", "val_note"]
+
+CHECKPOINT_FORMAT = 2  # 1: train()'s and distributed's separate layouts (read, upgraded on load)
 
 
 @dataclass
@@ -133,37 +158,69 @@ def lm_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(B * T, V).float(), y.reshape(B * T))
 
 
-@torch.no_grad()
-def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int, block_size: int,
-                  batches: int, seed: int = 0, device: torch.device | str = "cpu",
-                  amp: bool = True, batch_fn=None) -> float:
-    """Mean loss over ``batches`` random windows of ``tokens``, with the model in eval mode.
-
-    The windows come from their own generator seeded with ``seed``, so every call sees the same
-    windows (curves are comparable across steps) and the training sampler is left untouched.
-    """
-    device = torch.device(device)
-    gen = torch.Generator().manual_seed(seed)
-    was_training = model.training
-    model.eval()
-    total = 0.0
-    for _ in range(batches):
-        x, y = (batch_fn or get_batch)(tokens, batch_size, block_size, gen, device)
-        with _autocast(device, amp):
-            logits = model_logits(model(x))
-        total += lm_cross_entropy(logits, y).item()
-    model.train(was_training)
-    return total / batches
-
-
 def model_logits(out) -> torch.Tensor:
     """The logits of a model's output: the output itself, or the first item of a tuple such as a
     GPT's ``(logits, loss)``."""
     return out[0] if isinstance(out, (tuple, list)) else out
 
 
-def _autocast(device: torch.device, amp: bool):
+def _forward(model, x):
+    """``model(x)``, or ``model(*x)`` when a batch's inputs are a tuple (an encoder-decoder's
+    ``(source, target_in)``)."""
+    return model(*x) if isinstance(x, (tuple, list)) else model(x)
+
+
+def _rows(x, start: int, stop: int):
+    """Rows ``start:stop`` of a batch's inputs or targets (each tensor of a tuple alike)."""
+    return type(x)(t[start:stop] for t in x) if isinstance(x, (tuple, list)) else x[start:stop]
+
+
+def _n_rows(x) -> int:
+    return (x[0] if isinstance(x, (tuple, list)) else x).shape[0]
+
+
+def autocast(device: torch.device | str, amp: bool = True):
+    """bf16 autocast on CUDA when ``amp``; elsewhere a context that does nothing."""
+    device = torch.device(device)
     return torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=amp and device.type == "cuda")
+
+
+def _evaluate(model, tokens, batch_size: int, block_size: int, batches: int, seed: int, device: torch.device,
+              amp: bool, batch_fn, loss_fn, micro: int, env: DistEnv) -> float:
+    """Mean loss over ``batches`` batches drawn by a generator seeded ``seed``; rank ``r`` of ``N``
+    scores batches ``r, r + N, ...`` in chunks of ``micro`` windows (equal chunks: the same mean),
+    and the sum is all-reduced, so every rank gets what one process would."""
+    gen = torch.Generator().manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    with torch.no_grad():
+        for i in range(batches):
+            x, y = (batch_fn or get_batch)(tokens, batch_size, block_size, gen, device)
+            if i % env.world_size != env.rank:
+                continue  # drawn anyway, so every rank's generator sees the same sequence
+            for j in range(0, batch_size, micro):
+                xj = _rows(x, j, j + micro)
+                with autocast(device, amp):
+                    logits = model_logits(_forward(model, xj))
+                total += (loss_fn or lm_cross_entropy)(logits, _rows(y, j, j + micro)).double() * (
+                    _n_rows(xj) / batch_size)
+    model.train(was_training)
+    return float(all_sum(total, env)) / batches
+
+
+def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int, block_size: int,
+                  batches: int, seed: int = 0, device: torch.device | str = "cpu",
+                  amp: bool = True, batch_fn=None, loss_fn=None) -> float:
+    """Mean loss over ``batches`` random windows of ``tokens``, with the model in eval mode.
+
+    The windows come from their own generator seeded with ``seed``, so every call sees the same
+    windows (curves are comparable across steps) and the training sampler is left untouched.
+    ``batch_fn`` and ``loss_fn`` are :func:`train`'s.
+    """
+    device = torch.device(device)
+    return _evaluate(model, tokens, batch_size, block_size, batches, seed, device, amp, batch_fn, loss_fn,
+                     micro=batch_size, env=DistEnv(device=device))
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
@@ -180,7 +237,9 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.devic
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, **extra)
 
 
-def _want_progress(cfg: TrainConfig) -> bool:
+def want_progress(cfg: TrainConfig) -> bool:
+    """Whether a run shows a progress bar: ``cfg.progress`` if set, else in a terminal or a
+    notebook, never under the autograder."""
     if cfg.progress is not None:
         return cfg.progress
     if is_autograding():
@@ -189,34 +248,8 @@ def _want_progress(cfg: TrainConfig) -> bool:
     return in_kernel or sys.stderr.isatty()
 
 
-def _save_checkpoint(path: Path, model, opt, step: int, gen: torch.Generator, hist: History,
-                     cfg: TrainConfig) -> None:
-    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-             "sampler": gen.get_state(), "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-             "history": asdict(hist), "config": asdict(cfg)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)  # never leave a half-written checkpoint behind
-
-
-def _load_checkpoint(path: Path, model, opt, gen: torch.Generator, device: torch.device) -> tuple[int, History]:
-    state = torch.load(path, map_location=device, weights_only=False)
-    model.load_state_dict(state["model"])
-    opt.load_state_dict(state["optimizer"])
-    gen.set_state(state["sampler"])
-    torch.set_rng_state(state["torch_rng"])
-    if state.get("cuda_rng") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
-    names = {f.name for f in fields(History)}
-    hist = History(**{k: v for k, v in state["history"].items() if k in names})
-    hist.interrupted = False
-    return state["step"], hist
-
-
-def _compile_ok(cfg: TrainConfig) -> bool:
-    """torch.compile where it can work; elsewhere a message, and training runs uncompiled."""
+def compile_ok(cfg: TrainConfig) -> bool:
+    """torch.compile where it can work; elsewhere a message (unless ``cfg.quiet``), and False."""
     from .runtime import compile_support
 
     ok, why = compile_support()
@@ -225,8 +258,65 @@ def _compile_ok(cfg: TrainConfig) -> bool:
     return ok
 
 
-def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Tensor | None,
-          cfg: TrainConfig, stop_after: int | None = None, batch_fn=None) -> History:
+# --- checkpoints ------------------------------------------------------------------------------------
+
+def load_checkpoint(path: str | Path) -> dict:
+    """A checkpoint written by :func:`train`, on the CPU, in the current layout (see :func:`train`).
+
+    Checkpoints of the two loops before format 2 are upgraded as they are read: the one-process
+    loop's ``sampler`` and ``config`` (then a :class:`TrainConfig`) become ``samplers`` and
+    ``train_config``; the data-parallel loop's lacked only the format and ``dropout_seeds``.
+    """
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(state, dict) or "model" not in state:
+        raise CheckpointError(f"{path} is not a training checkpoint of lmcourse.train (no model weights); "
+                              "pass another checkpoint_path")
+    if state.get("format", 1) >= CHECKPOINT_FORMAT:
+        return state
+    if "sampler" in state:  # format 1, one process
+        tc = state.pop("config")
+        state.update(samplers=[state.pop("sampler")], train_config=tc, config=None,
+                     micro_batch_size=tc["batch_size"], world_size=1, dropout_seeds="once")
+    else:  # format 1, data-parallel
+        state.setdefault("dropout_seeds", "per_step")
+    state["format"] = CHECKPOINT_FORMAT
+    return state
+
+
+def _save(path: Path, model, opt, step: int, gens: dict[int, torch.Generator], n_shards: int, hist: History,
+          cfg: TrainConfig, env: DistEnv, dropout_seeds: str, extra: dict) -> None:
+    """Gather every shard's sampler state on rank 0 and write the checkpoint there (all ranks call this)."""
+    mine = {}
+    for part in gather_objects({k: g.get_state() for k, g in gens.items()}, env):
+        mine.update(part)
+    if not env.is_main:
+        return
+    state = {**model_state(model), **extra, "format": CHECKPOINT_FORMAT,
+             "optimizer": opt.state_dict(), "step": step, "history": asdict(hist), "train_config": asdict(cfg),
+             "samplers": [mine[k] for k in range(n_shards)], "micro_batch_size": cfg.batch_size // n_shards,
+             "world_size": env.world_size, "dropout_seeds": dropout_seeds, "torch_rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    write_checkpoint(state, path)
+
+
+def _check_tokens(train_tokens, val_tokens, cfg: TrainConfig) -> None:
+    for name, toks in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
+        if toks is None:
+            continue
+        if not isinstance(toks, torch.Tensor) or toks.dim() != 1 or toks.dtype != torch.long:
+            got = f"{toks.dtype} {tuple(toks.shape)}" if isinstance(toks, torch.Tensor) else type(toks).__name__
+            raise ValueError(f"{name} must be a 1-D LongTensor of token ids, got {got}")
+        if toks.numel() <= cfg.block_size:
+            raise ValueError(f"{name} has {toks.numel()} tokens; a window needs block_size + 1 = {cfg.block_size + 1}")
+
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, stop_after: int | None = None,
+          batch_fn=None, loss_fn: LossFn | None = None, *, env: DistEnv | None = None,
+          micro_batch_size: int | None = None, checkpoint_extra: dict | None = None, check_checkpoint=None,
+          on_eval: Callable[[int, History], None] | None = None) -> History:
     """Train ``model`` on windows of ``train_tokens`` for ``cfg.steps`` steps; return the history.
 
     ``train_tokens`` / ``val_tokens`` are 1-D LongTensors of token ids (see
@@ -238,47 +328,112 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
     a checkpoint is written when ``cfg.checkpoint_path`` is set, and ``cfg.resume=True``
     continues from it, with exactly the batches and learning rates the uninterrupted run uses.
 
-    ``batch_fn`` replaces :func:`lmcourse.data.get_batch` (same arguments: tokens, batch size,
+    ``batch_fn`` replaces :func:`lmcourse.data.get_batch` (same arguments: data, batch size,
     block size, the sampler's generator, device; same result ``(x, y)``), for training and
-    validation batches alike: e.g. a masked LM's ``(corrupted inputs, labels)``, whose label
-    ``-100`` the loss skips (``F.cross_entropy``'s ``ignore_index``).
+    validation batches alike: e.g. a masked LM's ``(corrupted inputs, labels)``. ``x`` may be a
+    tuple of tensors, passed to the model as ``model(*x)`` (an encoder-decoder's source and
+    shifted target). With a ``batch_fn`` the data can be anything it takes.
+
+    ``loss_fn(logits, y)`` replaces the default :func:`lm_cross_entropy` (which skips the label
+    ``-100``): e.g. a cross-entropy that skips an encoder-decoder's padding. It returns the mean
+    over one micro-batch; a step's loss is the mean over its micro-batches.
+
+    **Data parallel.** Every rank of a torchrun job calls ``train`` with its ``env``
+    (:func:`lmcourse.distributed.setup`); ``cfg.device`` is then ignored for ``env.device``.
+    ``cfg.batch_size`` stays the global batch of one step, cut into micro-batches of
+    ``micro_batch_size`` windows (default: one per process); see :mod:`lmcourse.distributed`.
+    Without ``env`` this is the one-rank case of the same loop. The one difference is dropout:
+    given an ``env``, each micro-batch's dropout masks are seeded from (seed, step, micro-batch),
+    so the losses do not depend on the number of processes; without one, torch is seeded once
+    with ``cfg.seed``, as a notebook's single run expects. Only rank 0 prints and writes; each
+    rank gets the same history. ``on_eval(step, history)`` is called on rank 0 after each
+    validation. ``checkpoint_extra`` is written into every checkpoint (e.g. the vocabulary);
+    ``check_checkpoint(state)`` may raise before a checkpoint is resumed from.
+
+    **The checkpoint** (format :data:`CHECKPOINT_FORMAT`; :func:`load_checkpoint` reads it) is
+    the model's saved form of :mod:`lmcourse.nn.checkpoint` — ``config`` (the model's config
+    dict, or None for a model without one) and ``model`` (weights on the CPU), so
+    :func:`lmcourse.nn.load_gpt` reads a GPT's — plus ``optimizer``, ``step``, ``history``,
+    ``train_config`` (this :class:`TrainConfig`), ``samplers`` (every micro-batch's sampler
+    state, whatever number of processes wrote it), ``micro_batch_size``, ``world_size``,
+    ``dropout_seeds`` (``"once"`` or ``"per_step"``), ``torch_rng``, ``cuda_rng``, ``format``
+    and ``checkpoint_extra``'s keys.
     """
-    device = torch.device(cfg.device) if cfg.device else pick_device()
-    for name, toks in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
-        if toks is None:
-            continue
-        if toks.dim() != 1 or toks.dtype != torch.long:
-            raise ValueError(f"{name} must be a 1-D LongTensor of token ids, got {toks.dtype} {tuple(toks.shape)}")
-        if toks.numel() <= cfg.block_size:
-            raise ValueError(f"{name} has {toks.numel()} tokens; a window needs block_size + 1 = {cfg.block_size + 1}")
+    per_step_seeds = env is not None
+    if env is None:
+        env = DistEnv(device=torch.device(cfg.device) if cfg.device else pick_device())
+    device = env.device
+    if batch_fn is None:
+        _check_tokens(train_tokens, val_tokens, cfg)
+    ckpt = Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
+    state = load_checkpoint(ckpt) if cfg.resume and ckpt is not None and ckpt.exists() else None
+    if env.distributed:  # every rank must resume from the same step, or none may (else they would hang)
+        seen = gather_objects(None if state is None else state["step"], env)
+        if len(set(seen)) > 1:
+            raise CheckpointError(f"the ranks do not see the same checkpoint {ckpt} (steps by rank: {seen}); "
+                                  "put it on storage every machine shares, or copy it to each")
+    dropout_seeds = "per_step" if per_step_seeds else "once"
+    if state is not None:
+        if state["dropout_seeds"] != dropout_seeds:
+            how = "with an env (lmcourse train, torchrun)" if state["dropout_seeds"] == "per_step" else \
+                "without an env (one process, as a notebook)"
+            raise CheckpointError(f"{ckpt} was written by a run {how}, which seeds dropout differently: resume "
+                                  "it the same way, or start a new checkpoint")
+        if check_checkpoint is not None:
+            check_checkpoint(state)
+    n_shards = shard_count(cfg.batch_size, cfg.block_size, micro_batch_size, env.world_size, state)
+    micro = cfg.batch_size // n_shards
+    mine = shards_of(env.rank, env.world_size, n_shards)
+
     model.to(device)
     model.train()
-    torch.manual_seed(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)  # CPU generator drives the batch sampler
+    if not per_step_seeds:
+        torch.manual_seed(cfg.seed)
     opt = make_optimizer(model, cfg, device)
     params = [p for g in opt.param_groups for p in g["params"]]
+    gens = {k: torch.Generator().manual_seed(shard_seed(cfg.seed, k)) for k in mine}
     hist, start = History(), 0
-    ckpt = Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
-    if cfg.resume and ckpt is not None and ckpt.exists():
-        start, hist = _load_checkpoint(ckpt, model, opt, gen, device)
-    last = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
-    step_model = torch.compile(model) if cfg.compile and _compile_ok(cfg) else model  # shares the parameters
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        for k in mine:
+            gens[k].set_state(state["samplers"][k])
+        if not per_step_seeds:  # dropout continues from where torch's generator stood
+            torch.set_rng_state(state["torch_rng"])
+            if state.get("cuda_rng") is not None and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state["cuda_rng"])
+        names = {f.name for f in fields(History)}
+        hist = History(**{k: v for k, v in state["history"].items() if k in names})
+        hist.interrupted = False
+        start = state["step"]
+    extra = dict(checkpoint_extra or {})
+
+    step_model = torch.compile(model) if cfg.compile and compile_ok(cfg) else model  # shares the parameters
+    ddp = None
+    if env.distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ddp = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
+        step_model = ddp
+    weight = env.world_size / n_shards  # DDP averages over ranks: sum_k weight * loss_k / N = mean over shards
 
     def validate(step: int) -> None:
         if val_tokens is None or cfg.eval_batches <= 0 or (hist.val_steps and hist.val_steps[-1] == step):
             return
         hist.val_steps.append(step)
-        hist.val_loss.append(estimate_loss(model, val_tokens, cfg.batch_size, cfg.block_size,
-                                           cfg.eval_batches, seed=cfg.seed + 1, device=device, amp=cfg.amp,
-                                           batch_fn=batch_fn))
+        hist.val_loss.append(_evaluate(model, val_tokens, cfg.batch_size, cfg.block_size, cfg.eval_batches,
+                                       cfg.seed + 1, device, cfg.amp, batch_fn, loss_fn, micro, env))
+        if on_eval is not None and env.is_main:
+            on_eval(step, hist)
 
     from tqdm.auto import tqdm
 
+    last = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
     t_start = time.perf_counter()
     train_time, tokens_done = 0.0, 0
-    bar = tqdm(total=cfg.steps, initial=start, disable=not _want_progress(cfg), unit="step",
+    bar = tqdm(total=cfg.steps, initial=start, disable=not (env.is_main and want_progress(cfg)), unit="step",
                dynamic_ncols=True, leave=True)
-    step = start
+    step, saved_at = start, None
     try:
         if start == 0:
             validate(0)
@@ -287,15 +442,23 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
             lr = lr_at(step, cfg)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x, y = (batch_fn or get_batch)(train_tokens, cfg.batch_size, cfg.block_size, gen, device)
-            with _autocast(device, cfg.amp):
-                logits = model_logits(step_model(x))
-            loss = lm_cross_entropy(logits, y)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the loss became {loss.item()} at step {step + 1}; "
-                                         "try a smaller lr or a grad_clip")
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+            for i, k in enumerate(mine):
+                x, y = (batch_fn or get_batch)(train_tokens, micro, cfg.block_size, gens[k], device)
+                if per_step_seeds:
+                    torch.manual_seed(micro_seed(cfg.seed, step, k))  # dropout: the same masks whatever N is
+                sync = i == len(mine) - 1  # gradients are all-reduced on each rank's last backward
+                with ddp.no_sync() if ddp is not None and not sync else contextlib.nullcontext():
+                    with autocast(device, cfg.amp):
+                        logits = model_logits(_forward(step_model, x))
+                    loss = (loss_fn or lm_cross_entropy)(logits, y)
+                    (loss * weight).backward()
+                loss_sum += loss.detach().double()
+            loss_value = float(all_sum(loss_sum, env)) / n_shards  # synchronises: the timing is honest
+            if not math.isfinite(loss_value):
+                raise FloatingPointError(f"the loss became {loss_value} at step {step + 1}; "
+                                         "try a smaller lr or a grad_clip")
             if cfg.grad_clip is not None:
                 norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             else:
@@ -303,9 +466,9 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
                     torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
             opt.step()
             step += 1
-            loss_value = loss.item()  # synchronises with the GPU, so the timing below is honest
-            train_time += time.perf_counter() - t0
-            tokens_done += cfg.batch_size * cfg.block_size
+            if not (cfg.compile and step == start + 1):  # the first compiled step is mostly compilation
+                train_time += time.perf_counter() - t0
+                tokens_done += cfg.batch_size * cfg.block_size
             hist.steps.append(step)
             hist.train_loss.append(loss_value)
             hist.lr.append(lr)
@@ -313,7 +476,9 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
             if step % cfg.eval_interval == 0 or step == cfg.steps:
                 validate(step)
             if ckpt is not None and cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0:
-                _save_checkpoint(ckpt, model, opt, step, gen, hist, cfg)
+                hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
+                _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra)
+                saved_at = step
             post = {"loss": f"{loss_value:.3f}", "tok/s": f"{tokens_done / max(train_time, 1e-9):,.0f}"}
             if hist.val_loss:
                 post["val"] = f"{hist.val_loss[-1]:.3f}"
@@ -321,6 +486,13 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
             bar.update(1)
     except KeyboardInterrupt:
         hist.interrupted = True
+        if env.distributed:  # the other ranks may be gone: no collective save
+            bar.close()
+            if env.is_main:
+                kept = f"the checkpoint of step {saved_at} is kept" if saved_at else "no checkpoint was written"
+                print(f"interrupted at step {step}; {kept}")
+            hist.elapsed += time.perf_counter() - t_start
+            return hist
     finally:
         bar.close()
     if step < cfg.steps:
@@ -328,16 +500,18 @@ def train(model: torch.nn.Module, train_tokens: torch.Tensor, val_tokens: torch.
     hist.elapsed += time.perf_counter() - t_start
     hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
     if ckpt is not None:
-        _save_checkpoint(ckpt, model, opt, step, gen, hist, cfg)
-    if not cfg.quiet:
-        val = f", val loss {hist.final_val_loss:.3f}" if hist.val_loss else ""
-        status = " (stopped early; resume=True continues)" if hist.interrupted else ""
+        _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra)
+    if not cfg.quiet and env.is_main:
         print(f"trained {step}/{cfg.steps} steps in {hist.elapsed:.1f} s "
-              f"({hist.tokens_per_sec:,.0f} tokens/s on {device}){val}{status}")
+              f"({hist.tokens_per_sec:,.0f} tokens/s on {device}){val_note(hist)}"
+              f"{' (stopped early; resume=True continues)' if hist.interrupted else ''}")
     return hist
 
 
-if __name__ == "__main__":  # python -m lmcourse.train gpt ...: the command-line trainer (lmcourse.train_cli)
-    from lmcourse.train_cli import main as _main
-
-    raise SystemExit(_main(prog="python -m lmcourse.train"))
+def val_note(hist: History, digits: int = 3) -> str:
+    """``", val loss 3.142"`` for the summary line, with ``" (from step 0)"`` added when the last
+    validation is older than the last step (a run stopped between evaluations); ``""`` without one."""
+    if not hist.val_loss:
+        return ""
+    stale = hist.steps and hist.val_steps[-1] != hist.steps[-1]
+    return f", val loss {hist.final_val_loss:.{digits}f}" + (f" (from step {hist.val_steps[-1]})" if stale else "")

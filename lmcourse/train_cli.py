@@ -15,8 +15,12 @@ of one step, whatever the number of processes (see :mod:`lmcourse.distributed`).
 
 On CUDA: bf16 autocast, the fused AdamW kernel, TF32 matrix products, the fused attention
 kernel (``F.scaled_dot_product_attention``; ``--no-fast`` for the explicit softmax) and
-``torch.compile`` (``--no-compile`` to skip it). The last line gives the validation loss,
-tokens/s, the wall time and, on a GPU in :data:`PEAK_TFLOPS`, the model-FLOPs utilisation.
+``torch.compile`` (``--no-compile`` to skip it). Without a terminal (no progress bar) each
+validation prints one line. The last line gives the validation loss (marked with its step when
+a ``--stop_after`` ends between validations), tokens/s, the wall time and, on a GPU in
+:data:`PEAK_TFLOPS`, the model-FLOPs utilisation. A loss-curve PNG is written beside the
+checkpoint. A checkpoint that exists is continued with ``--resume`` or replaced with
+``--overwrite``; without either the run refuses to start.
 """
 
 from __future__ import annotations
@@ -83,6 +87,51 @@ def _grad_clip(text: str):
 
 
 _TRAIN_SKIP = ("device", "checkpoint_path", "resume", "progress", "quiet", "compile", "amp")  # added by hand
+_FROM_PROFILE = {"steps": "train_steps", "batch_size": "batch_size", "block_size": "block_size",
+                 "eval_interval": "eval_interval", "eval_batches": "eval_batches", "n_layer": "n_layer",
+                 "n_head": "n_head", "n_embd": "n_embd"}
+
+
+def _by_profile(values: dict) -> str:
+    """``"tiny 30, cpu 1500, gpu 5000"``, or the one value when every profile has it."""
+    shown = {k: (f"{v:g}" if isinstance(v, float) else str(v)) for k, v in values.items()}
+    return next(iter(shown.values())) if len(set(shown.values())) == 1 else \
+        ", ".join(f"{k} {v}" for k, v in shown.items())
+
+
+def _defaults() -> dict[str, str]:
+    """Each flag's default as --help shows it: the profile's size or notebook 05's recipe, by profile."""
+    from .nn.gpt import GPTConfig
+    from .runtime import PROFILES, get_profile
+    from .train import TrainConfig
+
+    out: dict[str, dict] = {}
+    for name in PROFILES:
+        prof = get_profile(name)
+        values = {f.name: f.default for cls in (TrainConfig, GPTConfig) for f in fields(cls)}
+        values.update({k: getattr(prof, v) for k, v in _FROM_PROFILE.items()})
+        values.update(_recipe(prof, prof.train_steps), dropout=_dropout(prof))
+        values["betas"] = " ".join(f"{b:g}" for b in values["betas"])
+        for k, v in values.items():
+            out.setdefault(k, {})[name] = v
+    shown = {k: _by_profile(v) for k, v in out.items()}
+    shown["warmup_steps"] = f"5 %% of --steps: {shown['warmup_steps']}"
+    return shown
+
+
+def _profiles_text() -> str:
+    from .runtime import PROFILES, get_profile
+
+    lines = ["profiles: a profile is a set of sizes, the same as the notebooks' (lmcourse.runtime); "
+             "every flag overrides its part"]
+    for name in PROFILES:
+        p = get_profile(name)
+        r = _recipe(p, p.train_steps)
+        lines.append(f"  {name:<4} {p.train_steps:>5} steps of {p.batch_size} x {p.block_size} tokens, "
+                     f"GPT of {p.n_layer} layer(s) x {p.n_head} heads x {p.n_embd} wide, lr {r['lr']:g}, "
+                     f"dropout {_dropout(p):g}, validation every {p.eval_interval} steps")
+    lines.append("  default: gpu on CUDA, else cpu (tiny: seconds, to try the command)")
+    return "\n".join(lines)
 
 
 def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
@@ -92,7 +141,9 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=prog, description="Train notebook 05's GPT on the course corpus or a text "
                                 "file, on one process or under torchrun on many (data-parallel).",
-                                argument_default=argparse.SUPPRESS)
+                                argument_default=argparse.SUPPRESS, epilog=_profiles_text(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    defaults = _defaults()
     p.add_argument("model", choices=MODELS, help="the model to train: gpt (notebook 05's reference GPT)")
     g = p.add_argument_group("run")
     g.add_argument("--profile", choices=PROFILES, help="sizes to start from (default: gpu on CUDA, else cpu)")
@@ -102,6 +153,8 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
     g.add_argument("--checkpoint_path", metavar="FILE", help="checkpoint to write (and --resume from); default: "
                    "checkpoints/train_gpt_<profile>.pt in the course cache")
     g.add_argument("--resume", action="store_true", help="continue from --checkpoint_path if it exists")
+    g.add_argument("--overwrite", action="store_true", help="replace --checkpoint_path if it exists (without "
+                   "--resume or --overwrite, an existing checkpoint stops the run)")
     g.add_argument("--stop_after", type=int, metavar="STEP", help="stop after this step as if interrupted (the "
                    "schedule still follows --steps); --resume continues")
     g.add_argument("--micro_batch_size", type=int, help="windows per forward pass; batch_size / micro_batch_size "
@@ -114,18 +167,19 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
                    "(default: on with CUDA)")
     g.add_argument("--amp", action=argparse.BooleanOptionalAction, help="bf16 autocast on CUDA (default: on)")
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "
-                   "terminal)")
-    g.add_argument("--sample_tokens", type=int, help="characters sampled at the end (default 300; 0: none)")
+                   "terminal; without one, a line per validation)")
+    g.add_argument("--sample_tokens", type=int, help="characters sampled at the end (default 300, tiny 40; "
+                   "0: none)")
     g.add_argument("--temperature", type=float, help="sampling temperature (default 1.0)")
     g.add_argument("--peak_tflops", type=float, help="the device's peak TFLOP/s, for the MFU estimate when the "
                    "GPU is not in the built-in table")
 
     helps = _field_help(TrainConfig)
-    t = p.add_argument_group("training (lmcourse.train.TrainConfig)")
+    t = p.add_argument_group("training (lmcourse.train.TrainConfig); defaults by profile")
     for f in fields(TrainConfig):
         if f.name in _TRAIN_SKIP:
             continue
-        h = helps.get(f.name, "")
+        h = f"{helps.get(f.name, '')} (default: {defaults[f.name]})"
         if f.name == "betas":
             t.add_argument("--betas", type=float, nargs=2, metavar=("BETA1", "BETA2"), help=h)
         elif f.name == "grad_clip":
@@ -140,11 +194,11 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
         else:
             t.add_argument(f"--{f.name}", type=type(f.default), help=h)
     helps = _field_help(GPTConfig)
-    m = p.add_argument_group("model (lmcourse.nn.GPTConfig)")
+    m = p.add_argument_group("model (lmcourse.nn.GPTConfig); defaults by profile")
     for f in fields(GPTConfig):
         if f.name == "block_size":
             continue
-        h = helps.get(f.name, "")
+        h = f"{helps.get(f.name, '')} (default: {defaults[f.name]})"
         if isinstance(f.default, bool):
             m.add_argument(f"--{f.name}", action=argparse.BooleanOptionalAction, help=h)
         elif f.name == "gelu":
@@ -180,6 +234,10 @@ def _recipe(profile, steps: int) -> dict:
                 min_lr_ratio=0.1, grad_clip=1.0)
 
 
+def _dropout(profile) -> float:
+    return 0.2 if profile.name == "gpu" else 0.0
+
+
 def _say(env, *a, **k) -> None:
     if env.is_main:
         print(*a, **k, flush=True)
@@ -209,6 +267,20 @@ def _check_same_model(path: Path, want_config: dict, vocabulary: list[str]):
     return check
 
 
+def _plot_curve(hist, ckpt: Path, profile: str) -> Path:
+    """The run's loss curves (lmcourse.plot.loss_curves, as the notebooks draw them) as a PNG beside the
+    checkpoint: ``run.pt`` -> ``run.png``."""
+    from matplotlib.figure import Figure  # drawn off-screen, with no pyplot backend involved
+
+    from .plot import loss_curves
+
+    fig = Figure(figsize=(7, 4.5))
+    loss_curves({"GPT": hist}, ax=fig.subplots(), title=f"lmcourse train gpt ({profile}), steps 1-{hist.steps[-1]}")
+    out = ckpt.with_suffix(".png")
+    fig.savefig(out, dpi=100, bbox_inches="tight")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -217,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
     from .nn.gpt import GPT, GPTConfig, generate
     from .runtime import cpu_threads, get_profile, pick_device
     from .tokenizers import CharTokenizer
-    from .train import TrainConfig
+    from .train import TrainConfig, load_checkpoint, train, want_progress
 
     a = vars(args)
     prof_name = a.get("profile")
@@ -252,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = TrainConfig.from_profile(profile, **overrides)
         gpt_fields = {f.name for f in fields(GPTConfig)}
         gcfg = dict(vocab_size=tok.vocab_size, block_size=cfg.block_size, n_layer=profile.n_layer,
-                    n_head=profile.n_head, n_embd=profile.n_embd, dropout=0.2 if profile.name == "gpu" else 0.0)
+                    n_head=profile.n_head, n_embd=profile.n_embd, dropout=_dropout(profile))
         gcfg.update({k: v for k, v in a.items() if k in gpt_fields and k != "block_size"})
         if gcfg["vocab_size"] < tok.vocab_size:
             raise ValueError(f"--vocab_size {gcfg['vocab_size']} is smaller than the text's "
@@ -269,8 +341,11 @@ def run(args: argparse.Namespace) -> int:
     if stop_after is not None and stop_after < 1:
         raise TrainInputError(f"--stop_after {stop_after} must be a positive step")
     check = _check_same_model(ckpt, asdict(config), list(tok.itos))
+    if ckpt.exists() and not (cfg.resume or a.get("overwrite")):
+        raise TrainInputError(f"the checkpoint {ckpt} exists: pass --resume to continue it, --overwrite to "
+                              "replace it, or another --checkpoint_path")
     if cfg.resume and ckpt.exists():
-        check(D.load_checkpoint(ckpt))  # fail here, before any process joins a group
+        check(load_checkpoint(ckpt))  # fail here, before any process joins a group
 
     env = D.setup(a.get("device"))
     try:
@@ -299,9 +374,19 @@ def run(args: argparse.Namespace) -> int:
                   f"{f' ({env.backend})' if env.backend else ''}, {torch.get_num_threads()} thread(s) each, "
                   f"compile {'on' if compile_ else 'off'}, amp {amp}")
         _say(env, f"  checkpoint {ckpt}{' (resuming)' if cfg.resume and ckpt.exists() else ''}")
-        extra = {"config": asdict(config), "vocabulary": list(tok.itos), "profile": profile.name, "text": source}
-        hist = D.train_parallel(model, train_ids, val_ids, cfg, env, micro_batch_size=a.get("micro_batch_size"),
-                                stop_after=stop_after, checkpoint_extra=extra, check_checkpoint=check)
+        extra = {"vocabulary": list(tok.itos), "profile": profile.name, "text": source}
+        lines = not want_progress(cfg)  # no progress bar (no terminal): a line per validation instead
+
+        def report(step: int, h) -> None:
+            if lines:
+                trained = f"train loss {h.train_loss[-1]:.4f}, " if h.train_loss and h.steps[-1] == step else ""
+                print(f"step {step}/{cfg.steps}: {trained}val loss {h.val_loss[-1]:.4f}", flush=True)
+
+        hist = train(model, train_ids, val_ids, cfg, stop_after=stop_after, env=env,
+                     micro_batch_size=a.get("micro_batch_size"), checkpoint_extra=extra, check_checkpoint=check,
+                     on_eval=report)
+        if env.is_main and hist.steps:
+            _say(env, f"  loss curve {_plot_curve(hist, ckpt, profile.name)}")
         n_samples = a.get("sample_tokens", 40 if profile.name == "tiny" else 300)
         if env.is_main and n_samples > 0:
             model.eval()
@@ -309,8 +394,10 @@ def run(args: argparse.Namespace) -> int:
             prompt = torch.tensor([tok.encode("\n")], device=device)
             out = generate(model, prompt, n_samples, temperature=a.get("temperature", 1.0), generator=gen)
             print("--- sample ---\n" + tok.decode(out[0].tolist()).strip() + "\n--------------", flush=True)
+        stale = hist.val_steps and hist.steps and hist.val_steps[-1] != hist.steps[-1]
+        when = f", from step {hist.val_steps[-1]}: not re-evaluated since" if stale else ""
         line = (f"done: {hist.steps[-1] if hist.steps else 0}/{cfg.steps} steps, "
-                f"val loss {hist.final_val_loss:.4f} ({hist.final_val_loss / math.log(2):.3f} bits/char), "
+                f"val loss {hist.final_val_loss:.4f} ({hist.final_val_loss / math.log(2):.3f} bits/char{when}), "
                 f"{hist.tokens_per_sec:,.0f} tokens/s, wall {_wall(hist.elapsed)}, "
                 f"{env.world_size} x {device.type}")
         peak = None
@@ -334,7 +421,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     """``lmcourse train gpt [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
     from .data import CorpusUnavailable
-    from .distributed import BatchSplitError, CheckpointError
+    from .train import BatchSplitError, CheckpointError
 
     t0 = time.perf_counter()
     try:

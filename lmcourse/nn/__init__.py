@@ -12,6 +12,7 @@ from .block import (
                     rotation_matrix,
                     sinusoidal_positions,
 )
+from .checkpoint import ModelCheckpointError, load_model, save_model
 from .gpt import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
 from .mlm import MaskedLM, MLMConfig, load_mlm, save_mlm
 
@@ -19,4 +20,4 @@ __all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_
            "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
            "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding",
            "GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt",
-           "MLMConfig", "MaskedLM", "save_mlm", "load_mlm"]
+           "MLMConfig", "MaskedLM", "save_mlm", "load_mlm", "save_model", "load_model", "ModelCheckpointError"]

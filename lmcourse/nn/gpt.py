@@ -20,7 +20,7 @@ does not grow with depth (it receives 2 L such additions).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .block import Block, BlockConfig, LayerNorm, block_param_count
+from .checkpoint import load_model, save_model
 
 __all__ = ["GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "generate", "save_gpt", "load_gpt",
            "RESIDUAL_PROJECTIONS", "REFERENCE"]
@@ -175,21 +176,13 @@ REFERENCE = (GPT, init_gpt_weights, _init_gpt_weights, gpt_param_count, generate
 
 
 def save_gpt(model: GPT, path: str | Path, vocabulary: list[str] | None = None, **extra) -> Path:
-    """Write the config, the weights (on the CPU) and, optionally, the tokenizer's vocabulary."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"config": asdict(model.config),
-             "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-             "vocabulary": vocabulary, **extra}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
-    return path
+    """Write the config, the weights (on the CPU) and, optionally, the tokenizer's vocabulary
+    (the format of :mod:`lmcourse.nn.checkpoint`)."""
+    return save_model(model, path, vocabulary, **extra)
 
 
 def load_gpt(path: str | Path, device: torch.device | str = "cpu") -> tuple[GPT, dict]:
-    """A :class:`GPT` saved by :func:`save_gpt`, in eval mode, and the rest of what was saved."""
-    state = torch.load(path, map_location=device, weights_only=False)
-    model = GPT(GPTConfig(**state.pop("config")))
-    model.load_state_dict(state.pop("model"))
-    return model.to(device).eval(), state
+    """A :class:`GPT` saved by :func:`save_gpt` (or a checkpoint of ``lmcourse train gpt``), in eval
+    mode, and the rest of what was saved. A config or weight this GPT does not have, or lacks,
+    raises :class:`~lmcourse.nn.checkpoint.ModelCheckpointError` naming them."""
+    return load_model(path, GPT, GPTConfig, device)

@@ -25,7 +25,7 @@ The model (BERT's layout, without segment embeddings or next-sentence prediction
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .block import Block, BlockConfig, LayerNorm
+from .checkpoint import load_model, save_model
 
 __all__ = ["MLMConfig", "MaskedLM", "mask_tokens", "fill_mask", "pseudo_log_likelihood", "save_mlm",
            "load_mlm", "IGNORE_INDEX", "REFERENCE"]
@@ -201,22 +202,13 @@ REFERENCE = (MaskedLM, init_mlm_weights, ordinary_ids, mask_tokens, _mask_ids, f
 
 
 def save_mlm(model: MaskedLM, path: str | Path, vocabulary: list[str] | None = None, **extra) -> Path:
-    """Write the config, the weights (on the CPU) and, optionally, the tokenizer's vocabulary."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    config = model.config if isinstance(model.config, dict) else asdict(model.config)
-    state = {"config": config, "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-             "vocabulary": vocabulary, **extra}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
-    return path
+    """Write the config, the weights (on the CPU) and, optionally, the tokenizer's vocabulary
+    (the format of :mod:`lmcourse.nn.checkpoint`)."""
+    return save_model(model, path, vocabulary, **extra)
 
 
 def load_mlm(path: str | Path, device: torch.device | str = "cpu") -> tuple[MaskedLM, dict]:
-    """A :class:`MaskedLM` saved by :func:`save_mlm`, in eval mode, and the rest of what was saved."""
-    state = torch.load(path, map_location=device, weights_only=False)
-    names = set(MLMConfig.__dataclass_fields__)
-    model = MaskedLM(MLMConfig(**{k: v for k, v in state.pop("config").items() if k in names}))
-    model.load_state_dict(state.pop("model"))
-    return model.to(device).eval(), state
+    """A :class:`MaskedLM` saved by :func:`save_mlm`, in eval mode, and the rest of what was saved.
+    A config or weight this model does not have, or lacks, raises
+    :class:`~lmcourse.nn.checkpoint.ModelCheckpointError` naming them."""
+    return load_model(path, MaskedLM, MLMConfig, device)

@@ -1,0 +1,96 @@
+"""Saving a model with its config, and building it back: one format for every model in ``lmcourse.nn``.
+
+A saved model is a ``torch.save`` dict::
+
+    {"config": {...},        # the model's config dataclass as a dict (GPTConfig, MLMConfig, ...)
+     "model": {...},         # its state dict, every tensor on the CPU
+     "vocabulary": [...],    # the tokenizer's vocabulary, or None
+     ...}                    # anything else the caller adds (profile, val_loss, steps, ...)
+
+A training checkpoint of :func:`lmcourse.train.train` has the same ``config`` and ``model``
+keys (plus the optimizer, samplers and history), so :func:`lmcourse.nn.load_gpt` reads both.
+
+Loading is strict, on the config and on the weights alike: a key the model does not know, or a
+key it needs that is missing, stops the load with :class:`ModelCheckpointError` naming the
+keys. (Dropping an unknown setting would build a different model than the one saved, and
+defaulting a missing one would guess.)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, fields, is_dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+__all__ = ["ModelCheckpointError", "config_dict", "model_state", "write_checkpoint", "save_model",
+           "load_model"]
+
+
+class ModelCheckpointError(ValueError):
+    """A saved model does not fit the model asked for; the message names the keys."""
+
+
+def config_dict(model: nn.Module) -> dict | None:
+    """The model's ``config`` as a plain dict (a dataclass or a dict), or None when it has none."""
+    config = getattr(model, "config", None)
+    if is_dataclass(config) and not isinstance(config, type):
+        return asdict(config)
+    return dict(config) if isinstance(config, dict) else None
+
+
+def model_state(model: nn.Module, vocabulary: list[str] | None = None, **extra) -> dict:
+    """The saved form of ``model``: its config, its weights on the CPU, the vocabulary, ``extra``."""
+    return {"config": config_dict(model),
+            "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+            "vocabulary": vocabulary, **extra}
+
+
+def write_checkpoint(state: dict, path: str | Path) -> Path:
+    """``torch.save(state)`` to ``path`` through a temporary file, so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def save_model(model: nn.Module, path: str | Path, vocabulary: list[str] | None = None, **extra) -> Path:
+    """Write ``model`` (config, weights, vocabulary, ``extra``) to ``path``; returns the path."""
+    return write_checkpoint(model_state(model, vocabulary, **extra), path)
+
+
+def _keys(names) -> str:
+    return ", ".join(sorted(names))
+
+
+def load_model(path: str | Path, model_class: type[nn.Module], config_class: type,
+               device: torch.device | str = "cpu") -> tuple[nn.Module, dict]:
+    """``model_class(config_class(**saved config))`` with the saved weights, in eval mode on
+    ``device``, and the rest of what was saved (vocabulary, extras; the config and weights removed).
+    """
+    state = torch.load(path, map_location=device, weights_only=False)
+    what = f"{path} ({model_class.__name__})"
+    config = state.pop("config", None)
+    if not isinstance(config, dict) or "model" not in state:
+        raise ModelCheckpointError(f"{what}: not a saved model (it needs a 'config' dict and 'model' weights)")
+    known = {f.name for f in fields(config_class)}
+    unknown, missing = set(config) - known, known - set(config)
+    if unknown or missing:
+        parts = ([f"settings {config_class.__name__} does not know: {_keys(unknown)}"] if unknown else []) + \
+                ([f"settings it needs that are missing: {_keys(missing)}"] if missing else [])
+        raise ModelCheckpointError(f"{what}: the saved config has {'; '.join(parts)}. It was written for another "
+                                   "model or by another version of lmcourse: save it again with this version")
+    model = model_class(config_class(**config))
+    weights = state.pop("model")
+    expected = set(model.state_dict())
+    unknown, missing = set(weights) - expected, expected - set(weights)
+    if unknown or missing:
+        parts = ([f"weights this {model_class.__name__} has no place for: {_keys(unknown)}"] if unknown else []) + \
+                ([f"weights missing: {_keys(missing)}"] if missing else [])
+        raise ModelCheckpointError(f"{what}: {'; '.join(parts)}")
+    model.load_state_dict(weights)
+    return model.to(device).eval(), state

@@ -24,15 +24,15 @@
 # exercise where it is, not those of every later exercise too.
 
 # %% locked="setup"
-import contextlib
 import math
 import random
 from collections import Counter
 
 import lmcourse
+import lmcourse.rules
 from lmcourse import data, plot
 from lmcourse.checks import (call_checked, check, check_close, check_dist_close, check_distribution, check_equal,
-                             check_type, forbid_calls, substitute)
+                             check_type, visible_checks_pass)
 from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS, UNK, split_sentences
 
@@ -80,11 +80,8 @@ from lmcourse import ngram as _ref
 _words = ["a", "b"]
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your pad_sentence must not call the reference one."""
-    with forbid_calls(_ref.pad_sentence, reason=_OWN):
-        yield
+# Your pad_sentence must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.pad_sentence, reason=_OWN)
 
 
 with _rules():
@@ -97,6 +94,7 @@ with _rules():
     pad_sentence(_words, 2)
     check_equal(_words, ["a", "b"], "your input list after calling pad_sentence",
                 hint="build a new list instead of inserting into the caller's list")
+visible_checks_pass("pad_sentence")
 ### BEGIN HIDDEN TESTS
 with _rules():
     check_equal(pad_sentence([], 5), ["<s>"] * 4 + ["</s>"], "pad_sentence([], 5)")
@@ -139,11 +137,9 @@ from lmcourse import ngram as _ref
 _toy = [["cows", "eat", "grass"], ["cows", "eat", "corn"]]
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your count_ngrams runs with the reference pad_sentence and must not call the reference count_ngrams."""
-    with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.count_ngrams, reason=_OWN):
-        yield
+# Your count_ngrams runs with the reference pad_sentence and must not call the reference count_ngrams.
+_rules = lmcourse.rules.rules(_ref.count_ngrams,
+                              substitute=dict(pad_sentence=_ref.pad_sentence), namespace=globals(), reason=_OWN)
 
 
 with _rules():
@@ -172,6 +168,7 @@ with _rules():
     check_equal(dict(count_ngrams([["la", "la", "la"]], 2)), {("<s>", "la"): 1, ("la", "la"): 2, ("la", "</s>"): 1},
                 "count_ngrams([['la', 'la', 'la']], 2)",
                 hint="count every occurrence, also an n-gram repeated within one sentence")
+visible_checks_pass("count_ngrams")
 ### BEGIN HIDDEN TESTS
 _sents = [["a", "b", "a", "b"], ["b"], [], ["a", "a", "a", "a", "a", "a"]]
 _want = {_n: dict(_ref.count_ngrams(_sents, _n)) for _n in (1, 2, 3, 5)}
@@ -267,11 +264,8 @@ def mle_prob(table, context, word):
 from lmcourse import ngram as _ref
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your mle_prob must not call the reference one."""
-    with forbid_calls(_ref.mle_prob, reason=_OWN):
-        yield
+# Your mle_prob must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.mle_prob, reason=_OWN)
 
 
 with _rules():
@@ -285,6 +279,7 @@ with _rules():
                       hint="the context ('pigs', 'eat') was never seen, so it is not a key of table.next or "
                            "table.total: check `context in table.total` before looking it up, and return 0.0")
     check_close(_p, 0.0, "p(corn | pigs eat)", hint="return 0.0 for a context that is not in table.total")
+visible_checks_pass("mle_prob")
 ### BEGIN HIDDEN TESTS
 with _rules():
     check_close(mle_prob(cows_table, ("cows", "drink"), "water"), 1.0, "p(water | cows drink)")
@@ -316,11 +311,9 @@ from lmcourse import ngram as _ref
 _t1 = ContextTable.from_counts(Counter({("a",): 2, ("b",): 1, ("</s>",): 1}))  # unigrams of [["a", "b", "a"]]
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your next_word_distribution runs with the reference mle_prob and must not call the reference one."""
-    with substitute(globals(), mle_prob=_ref.mle_prob), forbid_calls(_ref.next_word_distribution, reason=_OWN):
-        yield
+# Your next_word_distribution runs with the reference mle_prob and must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.next_word_distribution,
+                              substitute=dict(mle_prob=_ref.mle_prob), namespace=globals(), reason=_OWN)
 
 
 with _rules():
@@ -339,6 +332,7 @@ with _rules():
                 "the counts in cows_table after calling next_word_distribution",
                 hint="build a new dict of probabilities; dividing table.next[h] in place destroys the counts "
                      "every later cell relies on")
+visible_checks_pass("next_word_distribution")
 ### BEGIN HIDDEN TESTS
 _t2 = ContextTable.from_counts(_ref.count_ngrams([["a", "b", "a"], ["b", "b"]], 2))
 _want = {_h: _ref.next_word_distribution(_t2, _h) for _h in [("a",), ("b",), ("<s>",)]}
@@ -397,11 +391,9 @@ def _toy_prob(context, word):
 _calls3, _calls1 = [], []
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your sentence_logprob runs with the reference pad_sentence and must not call the reference one."""
-    with substitute(globals(), pad_sentence=_ref.pad_sentence), forbid_calls(_ref.sentence_logprob, reason=_OWN):
-        yield
+# Your sentence_logprob runs with the reference pad_sentence and must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.sentence_logprob,
+                              substitute=dict(pad_sentence=_ref.pad_sentence), namespace=globals(), reason=_OWN)
 
 
 with _rules():
@@ -436,6 +428,7 @@ with _rules():
     sentence_logprob(lambda h, w: _calls1.append((h, w)) or 0.25, ["x"], 1)
     check_equal(_calls1, [((), "x"), ((), "</s>")], "the (context, word) pairs for ['x'] with n = 1",
                 hint="a unigram model has the empty context () at every position")
+visible_checks_pass("sentence_logprob")
 ### BEGIN HIDDEN TESTS
 _seen = []
 with _rules():
@@ -487,12 +480,10 @@ _slips = {"the mean of the per-sentence perplexities": (math.exp(-_lps[0] / _ns[
           "exp of the mean of the per-sentence averages": math.exp(-(_lps[0] / _ns[0] + _lps[1] / _ns[1]) / 2)}
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your perplexity runs with the reference sentence_logprob and must not call the reference one."""
-    with substitute(globals(), pad_sentence=_ref.pad_sentence, sentence_logprob=_ref.sentence_logprob), \
-            forbid_calls(_ref.perplexity, reason=_OWN):
-        yield
+# Your perplexity runs with the reference sentence_logprob and must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.perplexity,
+                              substitute=dict(pad_sentence=_ref.pad_sentence, sentence_logprob=_ref.sentence_logprob),
+                              namespace=globals(), reason=_OWN)
 
 
 with _rules():
@@ -512,6 +503,7 @@ with _rules():
     check_close(perplexity(_toy_prob, [["to", "be"], ["to", "go"]], 2), math.inf,
                 "perplexity with an impossible sentence",
                 hint="one sentence of probability 0 makes the perplexity infinite")
+visible_checks_pass("perplexity")
 ### BEGIN HIDDEN TESTS
 _three = [["to", "be"], ["to", "be", "to", "be"], []]
 _bi = {("<s>",): {"to": 0.5, "</s>": 0.5}, ("to",): {"be": 1.0}, ("be",): {"</s>": 0.5, "to": 0.5}}
@@ -579,11 +571,8 @@ _vocab6 = ["corn", "grass", "hay", "if", "which", "water"]
 _cows_table = ContextTable.from_counts(cows_counts)  # a fresh copy, whatever earlier cells did to it
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your add_k_prob must not call the reference one."""
-    with forbid_calls(_ref.add_k_prob, reason=_OWN):
-        yield
+# Your add_k_prob must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.add_k_prob, reason=_OWN)
 
 
 with _rules():
@@ -603,6 +592,7 @@ with _rules():
                            "(use .get(context, 0))")
     check_close(_p, 1 / 6, "add-2 p(hay | unseen context)",
                 hint="for an unseen context c(h) = 0 and the estimate is uniform, 1/|V|")
+visible_checks_pass("add_k_prob")
 ### BEGIN HIDDEN TESTS
 with _rules():
     check_close(add_k_prob(_cows_table, 10, ("cows", "eat"), "hay", k=0.1), 2.1 / 12.0,
@@ -651,11 +641,8 @@ from lmcourse import ngram as _ref
 _bi = Counter({("san", "francisco"): 5, ("the", "cat"): 1, ("a", "cat"): 1, ("my", "cat"): 2})
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your continuation_counts must not call the reference one."""
-    with forbid_calls(_ref.continuation_counts, reason=_OWN):
-        yield
+# Your continuation_counts must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.continuation_counts, reason=_OWN)
 
 
 with _rules():
@@ -671,6 +658,7 @@ with _rules():
                                         ("q", "r", "s"): 0}))
     check_equal(dict(_cc3), {("b", "c"): 2, ("b", "d"): 1}, "continuation_counts of trigrams, one with count 0",
                 hint="the keys keep the last m - 1 = 2 words; an m-gram whose count is 0 was never seen: skip it")
+visible_checks_pass("continuation_counts")
 ### BEGIN HIDDEN TESTS
 _four = Counter({("a", "b", "c", "d"): 2, ("x", "b", "c", "d"): 7, ("a", "x", "c", "d"): 1, ("z", "z", "z", "z"): 0})
 with _rules():
@@ -740,11 +728,8 @@ _p_foggy_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "foggy", d=0.5)
 _p_is_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "is", d=0.5)
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your kneser_ney_prob must not call the reference one."""
-    with forbid_calls(_ref.kneser_ney_prob, reason=_OWN):
-        yield
+# Your kneser_ney_prob must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.kneser_ney_prob, reason=_OWN)
 
 
 with _rules():
@@ -776,6 +761,7 @@ with _rules():
     check_close(math.fsum(kneser_ney_prob(_kn3, len(_kn_vocab), ("cat", "is"), w, d=0.5) for w in _kn_vocab), 1.0,
                 "sum over the vocabulary of the trigram p_KN(w | cat is), d = 0.5", rel=1e-9,
                 hint="recurse on context[1:] with tables[len(context)] at each level")
+visible_checks_pass("kneser_ney_prob")
 ### BEGIN HIDDEN TESTS
 _kn4 = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"], ["my", "cat", "is", "grey"]],
                                                4))
@@ -945,11 +931,8 @@ from lmcourse import ngram as _ref
 _cows = {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11}
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your sample_next must not call the reference one."""
-    with forbid_calls(_ref.sample_next, reason=_OWN):
-        yield
+# Your sample_next must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.sample_next, reason=_OWN)
 
 
 with _rules():
@@ -972,6 +955,7 @@ with _rules():
               "does your sampler use the weights (walk the running total until it exceeds u)?")
     check(all(sample_next({"never": 0.0, "always": 1.0}, random.Random(s)) == "always" for s in range(50)),
           "sample_next returned a word of probability 0")
+visible_checks_pass("sample_next")
 ### BEGIN HIDDEN TESTS
 _skew = {"a": 0.05, "b": 0.0, "c": 0.7, "d": 0.25}
 with _rules():
@@ -1034,11 +1018,9 @@ def _tri_dist(h):
     return _tri_chain[h]
 
 
-@contextlib.contextmanager
-def _rules():
-    """Your generate runs with the reference sample_next and must not call the reference one."""
-    with substitute(globals(), sample_next=_ref.sample_next), forbid_calls(_ref.generate, reason=_OWN):
-        yield
+# Your generate runs with the reference sample_next and must not call the reference one.
+_rules = lmcourse.rules.rules(_ref.generate,
+                              substitute=dict(sample_next=_ref.sample_next), namespace=globals(), reason=_OWN)
 
 
 with _rules():
@@ -1055,6 +1037,7 @@ with _rules():
     check_equal(generate(_tri_dist, 3, random.Random(0)), ["x", "y"], "generate on a deterministic trigram chain",
                 hint="start from ('<s>', '<s>') and keep the last n - 1 = 2 tokens as the context")
     check_equal(_ctx3, [("<s>", "<s>"), ("<s>", "x"), ("x", "y")], "the contexts generate passed with n = 3")
+visible_checks_pass("generate")
 ### BEGIN HIDDEN TESTS
 _ctx4 = []
 _four_chain = {("<s>", "<s>", "<s>"): {"x": 1.0}, ("<s>", "<s>", "x"): {"y": 1.0}, ("<s>", "x", "y"): {"z": 1.0},
@@ -1103,6 +1086,7 @@ answer_q1 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q1, "ABCD", "answer_q1")
+visible_checks_pass("answer_q1")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS

@@ -28,16 +28,22 @@ OWN = "a graded answer must be your own code"
 class Rules:
     """One exercise's rules, entered as often as the test cell needs (``with r():`` or ``with r:``)."""
 
-    def __init__(self, references: tuple, torch: tuple[str, ...], kernels: tuple[str, ...],
-                 substitute: dict[str, Any] | None, namespace: dict | None, reason: str):
+    def __init__(self, references: tuple, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
+                 substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
+                 modules: tuple[str, ...] = (), packages: tuple[str, ...] = (), allowed: tuple = ()):
         if substitute and namespace is None:
             raise TypeError("rules(substitute=...) needs namespace=globals(): where the stand-ins go")
         self.references, self.torch, self.kernels = references, torch, kernels
         self.substitute, self.namespace, self.reason = dict(substitute or {}), namespace, reason
+        self.modules, self.packages, self.allowed = modules, packages, allowed
         self._open: list[contextlib.ExitStack] = []
 
-    def __call__(self) -> Rules:
-        return self
+    def __call__(self, *allowed: Any) -> Rules:
+        """These rules, or with ``allowed`` (references the test itself runs as stand-ins) let through."""
+        if not allowed:
+            return self
+        return Rules(self.references, self.torch, self.kernels, self.substitute, self.namespace, self.reason,
+                     self.modules, self.packages, self.allowed + allowed)
 
     def __enter__(self) -> Rules:
         """The graded-call context: every rule a graded call runs under is entered here, and only here."""
@@ -47,6 +53,10 @@ class Rules:
                 stack.enter_context(checks.substitute(self.namespace, **self.substitute))
             if self.torch:
                 stack.enter_context(checks.own_code(*self.torch, calls=self.references, reason=self.reason))
+            elif self.modules or self.packages or self.allowed:
+                stack.enter_context(checks.forbid_references(*self.references, allowed=self.allowed,
+                                                             modules=self.modules, packages=self.packages,
+                                                             reason=self.reason))
             else:
                 stack.enter_context(checks.forbid_calls(*self.references, reason=self.reason))
             if self.kernels:
@@ -59,10 +69,14 @@ class Rules:
 
 
 def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
-          substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN) -> Rules:
+          substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
+          modules: tuple[str, ...] = (), packages: tuple[str, ...] = ()) -> Rules:
     """The rules of an exercise: ``references`` (functions, classes, modules: the course code that
     does the exercise's work) must not run; ``torch`` / ``kernels``: name parts of torch functions
     / compiled kernels that must not run; ``substitute``: names bound in ``namespace`` (the
-    notebook's ``globals()``) to reference versions for the block; ``reason``: the end of the
-    message a broken rule raises."""
-    return Rules(references, tuple(torch), tuple(kernels), substitute, namespace, reason)
+    notebook's ``globals()``) to reference versions for the block; ``modules``: modules whose
+    code must not run either (when imported already), ``packages``: packages that must not be
+    imported inside the block; ``reason``: the end of the message a broken rule raises.
+    ``rules(...)(*allowed)`` lets the stand-ins in ``allowed`` through."""
+    return Rules(references, tuple(torch), tuple(kernels), substitute, namespace, reason, tuple(modules),
+                 tuple(packages))

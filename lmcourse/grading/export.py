@@ -70,6 +70,7 @@ class Row:
     penalty_share: float = 0.0
     late_hours: str = ""
     info: dict[str, str] = field(default_factory=dict)           # name, lms ids, ... (students.json)
+    detail: str = ""                                             # why, for a status other than graded
 
 
 def _f(text: str) -> float:
@@ -101,7 +102,8 @@ def read_grade_run(out: Path) -> tuple[str, list[str], float, list[Row]]:
         rows.append(Row(r["student"], r["status"], [x for x in r["flags"].split(";") if x],
                         {i: _f(r[i]) for i in ids if r.get(i, "") != ""},
                         penalty_share=_f(r.get("penalty_pct", "")) / 100, late_hours=r.get("late_hours", ""),
-                        info={k: str(v) for k, v in info.get(r["student"], {}).items() if v is not None}))
+                        info={k: str(v) for k, v in info.get(r["student"], {}).items() if v is not None},
+                        detail=r.get("detail", "")))
     return records[0]["assignment"], ids, _f(records[0]["max_score"]), rows
 
 
@@ -126,7 +128,9 @@ def read_hand_grades(db: Path, assignment: str, rows: list[Row]) -> list[str]:
                 if g.manual_score is not None:
                     row.hand[g.name] = float(g.manual_score) + float(g.extra_credit or 0)
                 elif g.name in manual:
-                    row.hand[g.name] = None
+                    # None: waits for a TA. An answer left blank was scored 0 by nbgrader's
+                    # autograde (auto_score set, nothing to grade by hand): that 0 stands
+                    row.hand[g.name] = None if g.auto_score is None else float(g.auto_score)
             for c in sub.comments:
                 if c.manual_comment:
                     row.comments.append(f"{c.name}: {c.manual_comment.strip()}")
@@ -183,7 +187,7 @@ def export(out: Path, dest: Path | None = None, gradebook: Path | None = None,
             "section": (st.section if st else "") or r.info.get("section", ""),
             "lms_user": r.info.get("lms_user", ""), "sis_id": st.sis_id if st else "",
             "login": st.login if st else "", "id_number": st.id_number if st else "",
-            "source": r.info.get("source", ""), "status": r.status, "flags": ";".join(flags),
+            "source": r.info.get("source", ""), "status": r.status, "detail": r.detail, "flags": ";".join(flags),
             "auto_score": _money(auto_total), "hand_score": _money(hand_total), "raw_score": _money(raw),
             "late_hours": r.late_hours, "penalty_pct": _money(r.penalty_share * 100) if r.penalty_share else "0",
             "penalty": _money(penalty), "final_score": _money(final), "max_score": _money(max_score),
@@ -327,7 +331,7 @@ def _grade_text(t: dict, asg: str, qcols: list[str], manual: list[str]) -> str:
                      f"{t['late_hours']} h late)" if t["late_hours"] else
                      f"late penalty:     -{t['penalty']} ({t['penalty_pct']}% of {t['raw_score']})")
     if t["status"] != "graded":
-        lines.append(f"status: {t['status']}")
+        lines.append(f"status: {t['status']}" + (f": {t['detail']}" if t.get("detail") else ""))
     lines += ["", "points per question:"] + [f"  {q}: {t[q]}" + (" (not graded yet)" if q in t["_pending"] else "")
                                              for q in qcols]
     if t["_comments"]:

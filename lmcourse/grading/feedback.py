@@ -85,6 +85,35 @@ def _exporter():
     return _local.exporter
 
 
+def _named(text: str, tpl: Template, res: Result) -> str:
+    """nbgrader's page with our score line (``19/21 auto, +2 by hand``, as the grading table says
+    it) and each "Test cell" of its contents named by its exercise and grade id."""
+    text = re.sub(r"(<h4>[^<]*?)\(Score: [^)]*\)</h4>",
+                  lambda m: f"{m.group(1)}(Score: {html.escape(res.score_text())})</h4>", text, count=1)
+
+    def name(m: re.Match) -> str:
+        gid = html.unescape(m.group(1))
+        label = f"{tpl.exercise_of[gid]} tests" if gid in tpl.exercise_of else "Tests"
+        return f'<a href="#{m.group(1)}">{html.escape(label)} (<code>{m.group(1)}</code>)</a>'
+
+    return re.sub(r'<a href="#([^"]+)">Test cell</a>', name, text)
+
+
+def write_status_page(tpl: Template, out: Path, res: Result) -> None:
+    """A short page for a submission that was not run (``wrong-assignment``): its score and why,
+    in plain HTML with nothing to load."""
+    what = html.escape(res.detail or res.status)
+    page = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\" /><title>{html.escape(tpl.assignment)}"
+            f"</title></head>\n<body>\n<h4>{html.escape(tpl.assignment)} (Score: {html.escape(res.score_text())})"
+            f"</h4>\n<p><b>Not graded: {html.escape(res.status)}</b>. {what}.</p>\n<p>Hand in "
+            f"<code>{html.escape(tpl.assignment)}.ipynb</code>, the notebook of this assignment you worked in.</p>"
+            "\n</body></html>\n")
+    dest = out / "feedback" / f"{res.student}.html"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(page, encoding="utf-8")
+    res.feedback = str(dest.relative_to(out))
+
+
 def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
     """``out/feedback/<student>.html`` for the executed notebook ``nb`` with ``res``'s scores,
     and its path in ``res.feedback``; or, when the page would quote a hidden test, no page and
@@ -102,6 +131,7 @@ def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
                               "student": res.student, "score": res.score, "max_score": res.max_score,
                               "late_penalty": 0}}
     text, _ = _exporter().from_notebook_node(fb, resources=resources)
+    text = _named(text, tpl, res)
     if leaks(text, tpl.hidden_lines()):
         res.flags.append("feedback-withheld")   # never hand out hidden tests
         return

@@ -56,20 +56,20 @@ import nbformat
 
 from . import sandbox
 from .classify import STATUSES, classify
-from .feedback import write_feedback
+from .feedback import write_feedback, write_status_page
 from .guard import instrument
 from .ingest import Submission, find_submissions
 from .limits import Limits
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
-from .result import Result
+from .result import WRONG_ASSIGNMENT_HINT, Result
 from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
 from .template import Template
 
 __all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade", "grade_one",
            "summary", "timing_table", "write_csv"]
 
-GRADER_VERSION = "3"
+GRADER_VERSION = "4"   # 4: wrong-assignment gets a feedback page
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
 
@@ -108,6 +108,7 @@ def _run_stage(sub: Submission, tpl: Template, limits: Limits, out: Path, force:
             old = Result(**json.loads(cache.read_text()))
             if old.key == key:
                 old.timings = {}          # nothing was run for it now
+                old.cached = True         # the table says so
                 return _Pending(old, start, done=True)
         except (ValueError, TypeError):
             pass
@@ -143,6 +144,9 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)
     if prep.status != "graded":
         res.status = prep.status
+        if prep.status == "wrong-assignment":   # the student gets a page that says why it scored 0
+            res.detail = f"{res.detail} — {WRONG_ASSIGNMENT_HINT}"
+            write_status_page(tpl, out, res)
         return None, False
     res.status = "running"
     (out / "work").mkdir(parents=True, exist_ok=True)
@@ -185,7 +189,7 @@ def _finish_stage(p: _Pending, tpl: Template, limits: Limits, out: Path) -> Resu
     res.seconds = round(time.perf_counter() - p.start, 2)
     cache = out / "results" / f"{res.student}.json"
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(asdict(res), indent=1))
+    cache.write_text(json.dumps({**asdict(res), "cached": False}, indent=1))
     return res
 
 

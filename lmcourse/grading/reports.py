@@ -36,15 +36,19 @@ def write_csv(results: list[Result], tpl: Template, path: Path) -> None:
 def summary(results: list[Result]) -> str:
     """The terminal table: one row per student, then the count of each status."""
     rows = [("student", "score", "status", "flags")]
-    rows += [(r.student, f"{r.score:g}/{r.auto_max:g}" + (f" -{r.extra['penalty_pct']}%" if r.extra.get(
-              "penalty_pct", "0") != "0" else ""), r.status, ",".join(r.flags) or "-") for r in results]
+    rows += [(r.student, r.score_text() + (f" -{r.extra['penalty_pct']}%" if r.extra.get(
+              "penalty_pct", "0") != "0" else ""), r.status + (" (cached)" if r.cached else ""),
+              ",".join(r.flags) or "-") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     manual = results[0].max_score - results[0].auto_max if results else 0
+    cached = sum(r.cached for r in results)
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) +
-                 f"  ({len(results)} submissions; {manual:g} more points are graded by hand)")
+                 f"  ({len(results)} submissions; {manual:g} more points are graded by hand"
+                 + (f"; {cached} cached from an earlier run, --force to rerun" if cached else "") + ")")
+    lines += [f"{r.student}: {r.status}: {r.detail}" for r in results if r.status == "wrong-assignment"]
     return "\n".join(lines)
 
 

@@ -23,3 +23,14 @@ class Result:
     key: str = ""
     timings: dict[str, float] = field(default_factory=dict)   # phase -> seconds (``--timings``)
     extra: dict[str, str] = field(default_factory=dict)   # roster / late columns (:mod:`.semester`)
+    cached: bool = False             # served from OUT/results/ by this run, not run again
+
+    def score_text(self) -> str:
+        """The one way a score is shown (table, feedback page): ``19/21`` autograded, and the
+        points still to come from hand grading named, ``19/21 auto, +2 by hand``."""
+        by_hand = self.max_score - self.auto_max
+        return f"{self.score:g}/{self.auto_max:g}" + (f" auto, +{by_hand:g} by hand" if by_hand > 0 else "")
+
+
+# said wherever a wrong-assignment result is shown (table, grades.csv, feedback page, grade.txt)
+WRONG_ASSIGNMENT_HINT = "was another notebook submitted?"

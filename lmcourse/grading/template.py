@@ -5,6 +5,7 @@ tests, the grade cells and their points."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
@@ -55,10 +56,28 @@ class Template:
                                if c.metadata.get("nbgrader", {}).get("grade_id")}
         self.source_by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in self.source.cells
                              if c.metadata.get("nbgrader", {}).get("grade_id")}
+        self.exercise_of = exercises(self.source)
 
     def hidden_lines(self) -> list[str]:
         """Every non-trivial line of hidden-test source in the source notebook."""
         return hidden_test_lines(self.source)
+
+
+_EXERCISE = re.compile(r"^#{1,6}\s+(Exercise\s+\d+[a-z]?)\b", re.M)
+
+
+def exercises(source: nbformat.NotebookNode) -> dict[str, str]:
+    """grade id -> the exercise it belongs to (``Exercise 2``): the last ``### Exercise N``
+    heading above the cell, as the notebook's stubs name it (:mod:`lmcourse.authoring.stubs`)."""
+    found, current = {}, None
+    for cell in source.cells:
+        if cell.cell_type == "markdown":
+            heads = _EXERCISE.findall(cell.source)
+            current = " ".join(heads[-1].split()) if heads else current
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid and current:
+            found[gid] = current
+    return found
 
 
 def hidden_test_lines(source: nbformat.NotebookNode) -> list[str]:

@@ -209,7 +209,6 @@ def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
     from lmcourse.authoring.course import perfect_submission
     from lmcourse.cli import main
     from lmcourse.grading import sandbox
-
     from tests.conftest import ROOT
 
     source = nbformat.read(ROOT / "autograder" / "source" / A / f"{A}.ipynb", as_version=4)
@@ -339,3 +338,26 @@ def test_names_cannot_run_as_spreadsheet_formulas_and_warnings_count_right(tmp_p
     assert canvas["77"]["Student"].startswith("'=") and canvas["1001"]["Student"] == "Jane Smith"
     said = " ".join(summary["warnings"])
     assert "4 students have no e-mail address (1002, 77, 1003, 2001; not on the roster, or none there)" in said, said
+
+
+def test_a_blank_answer_scored_0_is_not_waiting_and_wrong_assignment_says_why(tmp_path):
+    """nbgrader's autograde scores a free-text answer left as its stub 0 (auto_score set): that is
+    graded, not waiting for a TA. A wrong-assignment row's reason reaches the student's grade.txt."""
+    from nbgrader.api import Gradebook
+
+    out = tmp_path / "grades"
+    grade_run(out)
+    why = "none of this assignment's graded cells is in the notebook — was another notebook submitted?"
+    text = (out / "grades.csv").read_text().replace("missing-notebook,,no submission", f"wrong-assignment,,{why}")
+    (out / "grades.csv").write_text(text)
+    db = out / "gradebook.db"
+    gradebook(db)
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.find_grade(HAND, A, A, "2001").auto_score = 0           # left blank
+        gb.db.commit()
+    summary = export(out, gradebook=db)
+    rows = {r["student"]: r for r in read(out / "export" / "grades.csv")}
+    assert "needs-hand-grading" not in rows["2001"]["flags"] and rows["2001"][HAND] == "0"
+    assert not any("not graded yet" in w for w in summary["warnings"]), summary["warnings"]
+    said = (out / "export" / "feedback" / "1003" / "grade.txt").read_text()
+    assert f"status: wrong-assignment: {why}" in said, said

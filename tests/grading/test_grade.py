@@ -26,7 +26,6 @@ from lmcourse.cli import main
 from lmcourse.grading import sandbox
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
-
 from tests.conftest import ROOT
 
 # one worker builds the module-scoped batch once, and not beside test_forgery's batch (pytest-xdist --dist loadgroup)
@@ -291,11 +290,29 @@ def test_feedback_has_no_hidden_tests(batch):
         assert "lmcourse-guard" not in text
 
 
-def test_originals_untouched_and_rerun_is_idempotent(batch):
+def test_feedback_page_shows_the_tables_score_and_names_each_test_by_its_exercise(batch):
+    page = (batch.out / "feedback" / "correct.html").read_text()
+    # one score everywhere: the autograded points, and the hand-graded part named
+    assert f"(Score: {AUTO_MAX:g}/{AUTO_MAX:g} auto, +2 by hand)</h4>" in page
+    assert ">Test cell<" not in page and "Exercise 1 tests (<code>pad_sentence_tests</code>)" in page
+    # wrong-assignment: the reason in grades.csv, and a page for the student that says it
+    why = batch.rows["wrong_assignment"]["detail"]
+    assert why.startswith("none of this assignment's graded cells") and why.endswith(
+        "was another notebook submitted?"), why
+    wrong = html.unescape((batch.out / "feedback" / "wrong_assignment.html").read_text())
+    assert "wrong-assignment" in wrong and why in wrong and f"(Score: 0/{AUTO_MAX:g} auto, +2 by hand)" in wrong
+
+
+def test_originals_untouched_and_rerun_is_idempotent(batch, capsys):
     subs, out, rows, before, args = batch.subs, batch.out, batch.rows, batch.before, batch.args
     assert tree_hash(subs) == before
     results = {p.name: p.read_text() for p in (out / "results").glob("*.json")}
+    capsys.readouterr()
     assert main(args) == 0                         # no --force: everything comes from the cache
+    table = capsys.readouterr().out                # and the table says so, per student
+    assert re.search(rf"correct\s+{AUTO_MAX:g}/{AUTO_MAX:g} auto, \+2 by hand\s+graded \(cached\)", table), table
+    assert f"({len(rows)} submissions; 2 more points are graded by hand; {len(rows)} cached" in table, table
+    assert "wrong_assignment: wrong-assignment: none of this assignment's graded cells" in table, table
     assert {p.name: p.read_text() for p in (out / "results").glob("*.json")} == results
     assert {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())} == rows
 

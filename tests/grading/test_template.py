@@ -56,3 +56,18 @@ def test_the_config_uses_the_packaged_stubs():
     loader = PyFileConfigLoader("nbgrader_config.py", str(ROOT / "autograder"))
     loaded = loader.load_config()
     assert NamedStubs in loaded.GenerateAssignment.preprocessors
+
+
+def test_each_grade_cell_belongs_to_the_exercise_heading_above_it():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Intro"),
+        nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": "setup"}}),
+        nbformat.v4.new_markdown_cell("### Exercise 1: pad\ntext"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "pad"}}),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "pad_tests"}}),
+        nbformat.v4.new_markdown_cell("## Exercise  2b — counts"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "count_tests"}}),
+    ])
+    assert template.exercises(nb) == {"pad": "Exercise 1", "pad_tests": "Exercise 1", "count_tests": "Exercise 2b"}
+    source = nbformat.read(ROOT / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb", as_version=4)
+    assert template.exercises(source)["pad_sentence_tests"] == "Exercise 1"

@@ -1,44 +1,6 @@
-"""Notebook 03's graded functions, answered by the rules of the notebook (basic tensor
-operations, no ready-made softmax), for its test cells to stand in for a student's answers.
+"""Moved to :mod:`lmcourse.reference.attention` (one home per notebook's reference code); this
+name stays for code written against it."""
 
-One mistake costs once: the tests of ``scaled_dot_product_attention`` and ``MultiHeadAttention``
-run with these versions of the earlier exercises in place of the student's
-(``lmcourse.checks.substitute``), so a slip in ``softmax`` or ``causal_mask`` loses the points of
-that exercise only. They obey the rules the later tests enforce while they run: nothing here calls
-a torch function named ``*softmax*`` or ``scaled_dot_product_attention``, or
-:mod:`lmcourse.nn.attention`. The earlier exercises' own tests forbid calling this module.
-"""
+from lmcourse.reference.attention import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 
-from __future__ import annotations
-
-import math
-
-import torch
-from torch import Tensor
-
-
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """Softmax along ``dim`` with ``exp``, ``amax`` and ``sum``; the input's shape, dtype, device."""
-    e = (x - x.amax(dim=dim, keepdim=True)).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-
-
-def attention_scores(Q: Tensor, K: Tensor) -> Tensor:
-    """``Q K^T / sqrt(d_k)``: (..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k)."""
-    return Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
-
-
-def causal_mask(T: int) -> Tensor:
-    """(T, T) float32: 0 on and below the diagonal, -inf above it."""
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    return torch.zeros(T, T).masked_fill(future, float("-inf"))
-
-
-def scaled_dot_product_attention(Q: Tensor, K: Tensor, V: Tensor,
-                                 mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """``softmax(Q K^T / sqrt(d_k) + mask) V`` and the weights, with this module's pieces."""
-    scores = attention_scores(Q, K)  # (..., T_q, T_k)
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
-    return weights @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
+__all__ = ["softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention"]

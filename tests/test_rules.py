@@ -47,3 +47,24 @@ def test_torch_names_are_refused_however_reached():
         torch.tensor([1.0, 2.0]).log_softmax(0).exp()
     with rules(torch=("softmax",))():
         torch.tensor([1.0, 2.0]).exp()
+
+
+def test_a_test_cells_expected_value_helper_is_refused_like_the_reference():
+    """Issue 22 item 2: the helpers that compute 06's and 07's expected values live in the package
+    and are part of REFERENCE, so a graded answer that calls them by name is refused."""
+    torch = pytest.importorskip("torch")
+    import lmcourse.reference.decoding as ref07
+    import lmcourse.reference.mlm as ref06
+
+    def top_p_filter(logits, p):        # a student's answer that asks the test for the answer
+        return torch.tensor([ref07.expected_top_p(row, p) for row in logits.tolist()])
+
+    def pseudo_log_likelihood(model, ids, mask_id):
+        return ref06.expected_pll(model, ids, mask_id)
+
+    r07 = rules(*ref07.REFERENCE, modules=ref07.MODULES, packages=ref07.PACKAGES, reason="07's rule")
+    with pytest.raises(CheckFailed, match="your code called expected_top_p: 07's rule"), r07():
+        top_p_filter(torch.zeros(1, 3), 0.5)
+    with pytest.raises(CheckFailed, match="your code called expected_pll"), rules(*ref06.REFERENCE)():
+        pseudo_log_likelihood(None, torch.tensor([1]), 0)
+    assert top_p_filter(torch.zeros(1, 3), 0.5).shape == (1, 3)     # outside the rules it runs

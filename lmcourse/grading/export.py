@@ -88,7 +88,7 @@ def read_grade_run(out: Path) -> tuple[str, list[str], float, list[Row]]:
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []
-        known = set(BASE) | set(LATE_COLUMNS) | {"name", "raw_score", "penalty", "final_score"}
+        known = set(BASE) | set(LATE_COLUMNS) | {"name", "raw_score", "penalty", "final_score", "auto_max"}
         ids = [h for h in header if h not in known]
         records = list(reader)
     if not records:

@@ -19,16 +19,17 @@ EXTRA_COLUMNS = ("name", "submitted_at", "due", "late_hours", "penalty_pct", "pe
 
 
 def write_csv(results: list[Result], tpl: Template, path: Path) -> None:
-    """One row per student: score, status, flags, detail, name and late columns, then one
-    column per grade cell."""
+    """One row per student: score, max_score (all points) and auto_max (the autograded part; the
+    rest is graded by hand), status, flags, detail, name and late columns, then one column per
+    grade cell."""
     ids = [gid for gid, _, _ in tpl.grade_cells]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student", "assignment", "score", "max_score", "status", "flags", "detail", *EXTRA_COLUMNS,
-                    *ids])
+        w.writerow(["student", "assignment", "score", "max_score", "auto_max", "status", "flags", "detail",
+                    *EXTRA_COLUMNS, *ids])
         for r in results:
             extra = {"penalty_pct": "0", "penalty": "0", "final_score": f"{r.score:g}", **r.extra}
-            w.writerow([r.student, r.assignment, f"{r.score:g}", f"{r.max_score:g}", r.status,
+            w.writerow([r.student, r.assignment, f"{r.score:g}", f"{r.max_score:g}", f"{r.auto_max:g}", r.status,
                         ";".join(r.flags), r.detail, *[extra.get(c, "") for c in EXTRA_COLUMNS],
                         *["" if r.tests.get(g) is None else f"{r.tests[g]:g}" for g in ids]])
 

@@ -232,6 +232,7 @@ def test_catalogue(batch, student):
     if status != "graded":
         assert row["detail"], f"{student}: a non-graded status must say why"
     assert float(row["max_score"]) == AUTO_MAX + 2   # + the hand-graded free-text answer
+    assert float(row["auto_max"]) == AUTO_MAX         # the part autograding can award
 
 
 def test_every_status_is_explained_and_clean_students_unflagged(batch):

@@ -29,6 +29,20 @@ PLATFORM_NOTES = {
 }
 
 
+def _cmd_release(args) -> int:
+    from .authoring.release import ReleaseError, release
+    from .paths import repo_root
+
+    try:
+        written = release(repo_root(), Path(args.out))
+    except ReleaseError as exc:
+        print(f"lmcourse release: {exc}", file=sys.stderr)
+        return 1
+    print(f"student release in {args.out}: {len(written)} notebooks, the lmcourse package, README.md, "
+          "pyproject.toml (no solutions, hidden tests or catalogues)")
+    return 0
+
+
 def _kernel_python() -> tuple[str, str]:
     """(python the notebooks' `python3` kernel runs, where its spec lives), as JupyterLab started
     from this environment resolves it (a bare `python` in the spec means jupyter's own Python)."""
@@ -330,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)
+    r = sub.add_parser("release", help="instructors: write the student release (notebooks, package, README; "
+                                       "no solutions, hidden tests or catalogues) to publish for a graded class")
+    r.add_argument("out", help="a new folder to write it into")
+    r.set_defaults(func=_cmd_release)
     d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
                                           "and corpus")
     d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")

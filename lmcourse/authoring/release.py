@@ -1,0 +1,110 @@
+"""The student release: what a graded class gets instead of a clone of this repository.
+
+A clone holds ``solutions/``, ``autograder/source/`` (hidden tests, the right letters) and the
+mutant / alternative catalogues: right for self-learners, wrong for a class that is graded.
+:func:`release` writes a folder an instructor publishes or hands out: the student notebooks
+(``notebooks/``, built from the masters with solutions and hidden tests removed), the
+``lmcourse`` package the notebooks import (without :mod:`lmcourse.authoring`, which reads the
+masters and the catalogues), a student README and a ``pyproject.toml`` to install it with.
+
+Before it returns, it scans what it wrote for nbgrader's solution and hidden-test markers and
+refuses (removing the folder) when one is there: a stale or hand-edited ``notebooks/`` must not
+be published. The reference code in ``lmcourse/reference`` and ``lmcourse/nn`` ships: the test
+cells run it (expected values, stand-ins), and its rules refuse calling it from a graded answer.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+__all__ = ["MARKERS", "ReleaseError", "release"]
+
+# nbgrader's marker lines, which a source notebook carries and a student's copy never may: a line
+# that is the marker (in a notebook's JSON, a quoted one), not code that looks for it (template.py)
+MARKERS = re.compile(r'(?m)^\s*"?### (?:BEGIN|END) (?:HIDDEN TESTS|SOLUTION)')
+
+# parts of the package a student has no use for and that read or hold the course's secrets
+_LEFT_OUT = ("authoring",)
+
+README = """\
+# Language models, built by hand: student release
+
+Seven Jupyter notebooks (`notebooks/`) in which you build language models step by step, from
+n-gram counts to a small GPT, and the `lmcourse` package they import.
+
+## Setup
+
+Python 3.10 or newer. In this folder:
+
+```bash
+python -m venv .venv && . .venv/bin/activate
+pip install -e .            # torch, JupyterLab, nbgrader's validator and the lmcourse package
+jupyter lab notebooks/
+```
+
+## Working on a notebook
+
+- Write your answers between the lines the notebook marks; leave the locked cells as they are.
+- Each test cell runs **visible checks**; when they pass it prints that they do. The grader also
+  runs **hidden tests** that are not in your copy, so a passing visible check is not a grade.
+- A graded answer must be your own code: the course's reference code (in `lmcourse/`) is there
+  for the tests, and a graded call that runs it, starts a thread or process, or reads the course's
+  source is refused with a message that says why.
+- Hand in the `.ipynb` file as your instructor says.
+"""
+
+
+class ReleaseError(RuntimeError):
+    """The release would carry something a student must not see."""
+
+
+def _ignore(src: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".pyo"))}
+
+
+def _pyproject(text: str) -> str:
+    # the repository's install description, minus what only a clone has (tests, lint settings)
+    text = re.sub(r'(?m)^readme = .*$', 'readme = "README.md"', text)
+    return re.split(r"(?m)^\[tool\.(?:pytest|ruff)", text)[0].rstrip() + "\n"
+
+
+def secrets_in(folder: Path) -> list[str]:
+    """``path: marker`` for every solution or hidden-test marker line in a file under ``folder``."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.suffix not in (".ipynb", ".py", ".md", ".toml", ".txt", ".json"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{path.relative_to(folder)}: {m.group().strip()}" for m in MARKERS.finditer(text)]
+    return found
+
+
+def release(root: Path, out: Path) -> list[Path]:
+    """Write the student release of the course at ``root`` into ``out`` (which must not exist);
+    return the notebooks it holds. Raises :class:`ReleaseError` when ``notebooks/`` is missing or
+    something written carries a marker."""
+    root, out = Path(root), Path(out)
+    notebooks = sorted((root / "notebooks").glob("*.ipynb"))
+    if not notebooks:
+        raise ReleaseError(f"no student notebooks in {root / 'notebooks'}: run `lmcourse build` first")
+    if out.exists():
+        raise ReleaseError(f"{out} exists: give a new folder (a release is written whole, never merged)")
+    (out / "notebooks").mkdir(parents=True)
+    for nb in notebooks:
+        shutil.copy2(nb, out / "notebooks" / nb.name)
+    shutil.copytree(root / "lmcourse", out / "lmcourse",
+                    ignore=lambda src, names: _ignore(src, names) | (
+                        set(_LEFT_OUT) & set(names) if Path(src) == root / "lmcourse" else set()))
+    (out / "README.md").write_text(README, encoding="utf-8")
+    (out / "pyproject.toml").write_text(_pyproject((root / "pyproject.toml").read_text(encoding="utf-8")),
+                                        encoding="utf-8")
+    if (root / "LICENSE").is_file():
+        shutil.copy2(root / "LICENSE", out / "LICENSE")
+    bad = secrets_in(out)
+    if bad:
+        shutil.rmtree(out)
+        raise ReleaseError("the release would carry solutions or hidden tests, nothing written:\n  "
+                           + "\n  ".join(bad))
+    return [out / "notebooks" / nb.name for nb in notebooks]

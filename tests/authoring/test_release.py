@@ -1,0 +1,145 @@
+"""The student release (`lmcourse release`, issue 22 item 22): nothing secret in it, and it installs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmcourse.authoring.release import ReleaseError, release, secrets_in
+from lmcourse.cli import main
+from lmcourse.grading.template import hidden_test_lines
+from lmcourse.paths import repo_root
+
+ROOT = repo_root()
+
+
+def _solution_lines() -> list[str]:
+    """Non-trivial lines between the masters' solution markers that appear nowhere outside them:
+    the answers themselves."""
+    inside_lines, outside = [], set()
+    for master in sorted((ROOT / "autograder" / "masters").glob("*.py")):
+        inside = False
+        for line in master.read_text(encoding="utf-8").splitlines():
+            s = line.strip()
+            if s.startswith("### BEGIN SOLUTION"):
+                inside = True
+            elif s.startswith("### END SOLUTION"):
+                inside = False
+            elif inside and len(s) >= 24 and not s.startswith("#"):
+                inside_lines.append(s)
+            else:
+                outside.add(s)
+    return [s for s in inside_lines if s not in outside]
+
+
+def _hidden_lines() -> list[str]:
+    """Hidden-test lines of the source notebooks that no visible part of them also has."""
+    hidden, visible = [], set()
+    for path in sorted((ROOT / "autograder" / "source").glob("*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        hidden += hidden_test_lines(nb)
+        inside = False
+        for cell in nb.cells:
+            for line in cell.source.splitlines():
+                s = line.strip()
+                inside = (inside or s.startswith("### BEGIN HIDDEN TESTS")) and not s.startswith("### END HIDDEN")
+                if not inside:
+                    visible.add(s)
+    return [s for s in hidden if s not in visible]
+
+
+@pytest.fixture(scope="module")
+def rel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("release") / "course"
+    assert main(["release", str(out)]) == 0
+    return out
+
+
+def _lines(folder: Path) -> dict[Path, set[str]]:
+    """Each text file's stripped lines (a notebook's: its cells' sources and outputs' text)."""
+    out = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and p.suffix == ".ipynb":
+            nb = nbformat.read(p, as_version=4)
+            text = "\n".join([c.source for c in nb.cells] + [str(o.get("text", "")) for c in nb.cells
+                                                             for o in c.get("outputs", [])])
+        elif p.is_file() and p.suffix in (".py", ".md", ".toml", ".txt", ".json", ".cfg"):
+            text = p.read_text(encoding="utf-8", errors="replace")
+        else:
+            continue
+        out[p] = {line.strip() for line in text.splitlines()}
+    return out
+
+
+def test_release_holds_the_student_course_and_no_grader_folders(rel):
+    names = sorted(p.name for p in (rel / "notebooks").glob("*.ipynb"))
+    assert names == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")) and len(names) == 7
+    assert (rel / "lmcourse" / "checks.py").is_file() and (rel / "lmcourse" / "rules.py").is_file()
+    assert (rel / "README.md").is_file() and (rel / "pyproject.toml").is_file()
+    for secret in ("solutions", "autograder", "lmcourse/authoring", "tests"):
+        assert not (rel / secret).exists(), secret
+    assert not list(rel.rglob("__pycache__"))
+    readme = (rel / "README.md").read_text()
+    assert "hidden tests" in readme and "solutions/" not in readme and "autograder" not in readme
+
+
+def test_no_hidden_test_or_solution_in_the_release(rel):
+    lines = _lines(rel)
+    hidden, solutions = _hidden_lines(), _solution_lines()
+    assert len(hidden) > 50 and len(solutions) > 50     # the scan has something to find
+    for path, have in lines.items():
+        leaked = [h for h in hidden if h in have]
+        assert not leaked, f"{path.relative_to(rel)} holds hidden-test lines: {leaked[:3]}"
+    for path, have in lines.items():
+        if path.suffix == ".ipynb":
+            leaked = [s for s in solutions if s in have]
+            assert not leaked, f"{path.relative_to(rel)} holds solution lines: {leaked[:3]}"
+            # multiple choice: the hidden check that names the right letter
+            assert not re.search(r"check_choice\([^)]*correct=", "\n".join(have)), path.name
+    assert secrets_in(rel) == []
+
+
+def test_the_scan_finds_a_marker_and_refuses(tmp_path):
+    """A stale notebooks/ holding a hidden-test block is not published (and the scan can fail)."""
+    fake = tmp_path / "course"
+    (fake / "notebooks").mkdir(parents=True)
+    (fake / "lmcourse").mkdir()
+    (fake / "pyproject.toml").write_text('[project]\nname = "x"\nreadme = "README.md"\n')
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "x = 1\n### BEGIN HIDDEN TESTS\ncheck_choice(answer_q1, 'ABCD', 'q1', correct='B')\n### END HIDDEN TESTS")])
+    nbformat.write(nb, fake / "notebooks" / "01_x.ipynb")
+    with pytest.raises(ReleaseError, match="01_x.ipynb"):
+        release(fake, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_release_imports_from_its_folder(rel):
+    """The notebooks' imports work from the release alone (not from this clone), without authoring."""
+    code = ("import lmcourse, lmcourse.checks, lmcourse.rules, lmcourse.reference.decoding, lmcourse.nn, "
+            "importlib.util as u; from pathlib import Path; "
+            "assert Path(lmcourse.__file__).resolve().parent == Path('lmcourse').resolve(), lmcourse.__file__; "
+            "s = u.find_spec('lmcourse.authoring'); "
+            # this dev venv's editable install finds the clone's copy; the release has none of its own
+            "assert s is None or not s.origin.startswith(str(Path('.').resolve())), s; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], cwd=rel, capture_output=True, text=True, timeout=300,
+                       env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(rel)})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_release_builds_a_wheel_offline(rel, tmp_path):
+    """pip builds the release into a wheel with no network and no build isolation; the wheel holds
+    the package, the lab config and no authoring tools."""
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                        "-w", str(tmp_path), str(rel)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (wheel,) = tmp_path.glob("lmcourse-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "lmcourse/checks.py" in names and any(n.startswith("lmcourse/labconfig/") for n in names)
+    assert not any(n.startswith("lmcourse/authoring") for n in names)

@@ -1,5 +1,6 @@
-"""lmcourse.distributed: 2 CPU processes (gloo) compute what 1 process computes with the same
-global batch, and a checkpoint written by 2 processes resumes in 1 with the same next losses.
+"""lmcourse.train's data-parallel branch (lmcourse.distributed): 2 CPU processes (gloo) compute what
+1 process computes with the same global batch, and a checkpoint written by 2 processes resumes in 1
+with the same next losses.
 
 Tolerance: losses of the 2-process run equal the 1-process run's within rtol 1e-5, atol 1e-6
 (float32 model; the only difference is the order in which gradients are summed: an all-reduce
@@ -18,7 +19,7 @@ import torch.multiprocessing as mp
 
 from lmcourse import distributed as D
 from lmcourse.nn import GPT, GPTConfig
-from lmcourse.train import TrainConfig, train
+from lmcourse.train import TrainConfig, load_checkpoint, train
 from lmcourse.train_cli import main
 
 pytestmark = [pytest.mark.xdist_group("distributed"), pytest.mark.slow]
@@ -77,7 +78,7 @@ def free_port() -> int:
 
 
 def history(path):
-    return D.load_checkpoint(path)["history"]
+    return load_checkpoint(path)["history"]
 
 
 @pytest.mark.timeout(300)  # a rank stuck in a collective would otherwise wait for gloo's 30-minute timeout
@@ -86,7 +87,7 @@ def test_two_processes_equal_one_and_resume_in_one(tmp_path, text, capsys):
     ck2 = tmp_path / "two.pt"
     mp.spawn(_rank_main, args=(2, free_port(), args(text, ck2, "--stop_after", "4"), str(tmp_path)), nprocs=2)
     assert [(tmp_path / f"rc{r}").read_text() for r in range(2)] == ["0", "0"]
-    state = D.load_checkpoint(ck2)
+    state = load_checkpoint(ck2)
     assert state["world_size"] == 2 and state["step"] == 4 and len(state["samplers"]) == 2
     two = state["history"]
 
@@ -110,7 +111,7 @@ def test_two_processes_equal_one_and_resume_in_one(tmp_path, text, capsys):
     assert after["steps"] == list(range(1, 9))
     torch.testing.assert_close(after["train_loss"][4:], one["train_loss"][4:], rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(after["val_loss"], one["val_loss"], rtol=RTOL, atol=ATOL)
-    a, b = D.load_checkpoint(resumed)["model"], D.load_checkpoint(ck1)["model"]
+    a, b = load_checkpoint(resumed)["model"], load_checkpoint(ck1)["model"]
     for name in b:
         torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5, msg=name)
 
@@ -137,7 +138,7 @@ def test_one_process_one_shard_is_the_course_loop():
     m2 = GPT(config)
     m2.load_state_dict(m1.state_dict())
     h1 = train(m1, tokens[:2500], tokens[2500:], cfg)
-    h2 = D.train_parallel(m2, tokens[:2500], tokens[2500:], cfg)
+    h2 = train(m2, tokens[:2500], tokens[2500:], cfg, env=D.DistEnv())  # the data-parallel branch, one rank
     assert h2.train_loss == h1.train_loss and h2.grad_norm == h1.grad_norm and h2.lr == h1.lr
     assert h2.val_steps == h1.val_steps
     torch.testing.assert_close(h2.val_loss, h1.val_loss, rtol=1e-6, atol=1e-7)
@@ -154,6 +155,5 @@ def test_batch_split_and_checkpoint_messages(tmp_path, text, capsys):
     assert "2 micro-batches of 4" in err and "--micro_batch_size 4" in err
     assert main(args(text, ck, "--steps", "4", "--resume", "--batch_size", "16")) == 2
     assert "batch_size=8" in capsys.readouterr().err
-    env = D.DistEnv(rank=0, world_size=3)
     with pytest.raises(D.BatchSplitError, match="run at most 2 processes"):
-        D._shards_for(TrainConfig(batch_size=8), 4, env, None)
+        D.shard_count(8, 64, 4, 3)

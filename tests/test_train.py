@@ -5,10 +5,23 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from lmcourse.distributed import DistEnv
+from lmcourse.nn import GPT, GPTConfig, load_gpt
 from lmcourse.runtime import get_profile
-from lmcourse.train import History, TrainConfig, estimate_loss, lm_cross_entropy, lr_at, train
+from lmcourse.train import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    History,
+    TrainConfig,
+    estimate_loss,
+    lm_cross_entropy,
+    load_checkpoint,
+    lr_at,
+    train,
+)
 
 
 class Bigram(nn.Module):
@@ -223,3 +236,178 @@ def test_golden_run_lstm_reaches_the_entropy_of_a_known_source():
     h = train(model, train_tokens, val_tokens, c)
     print(f"entropy rate {H:.4f} nats, val loss {h.final_val_loss:.4f}")
     assert H - 0.05 <= h.final_val_loss <= H + 0.15, (H, h.val_loss)
+
+
+# --- a loss other than next-token cross-entropy: loss_fn and batch_fn, not another loop ----------
+
+MASK, PAD = 0, 0
+
+
+def mlm_batch(tokens, batch_size, block_size, generator, device):
+    """Windows with ~25% of positions replaced by MASK; labels only there (-1 elsewhere)."""
+    ix = torch.randint(len(tokens) - block_size, (batch_size,), generator=generator)
+    x = torch.stack([tokens[i:i + block_size] for i in ix])
+    chosen = torch.rand(x.shape, generator=generator) < 0.25
+    return x.masked_fill(chosen, MASK).to(device), x.masked_fill(~chosen, -1).to(device)
+
+
+def masked_ce(logits, labels):
+    """An MLM-style loss: mean over the chosen positions only (label -1 is skipped)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-1)
+
+
+class Bidirectional(nn.Module):
+    """Each position sees its two neighbours: enough to fill a blank of a cycle."""
+
+    def __init__(self, vocab):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, 16)
+        self.out = nn.Linear(32, vocab)
+
+    def forward(self, x):
+        e = self.emb(x)  # (B, T, 16)
+        left = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)
+        right = torch.cat([e[:, 1:], torch.zeros_like(e[:, :1])], 1)
+        return self.out(torch.cat([left, right], -1))  # (B, T, V)
+
+
+def test_loss_fn_trains_a_masked_lm():
+    data = 1 + torch.arange(4000) % 10  # ids 1..10 in a cycle; 0 is MASK
+    torch.manual_seed(0)
+    model = Bidirectional(11)
+    first = Bidirectional(11)
+    first.load_state_dict(model.state_dict())
+    c = cfg(steps=60, lr=0.05, eval_interval=60, warmup_steps=0)
+    h = train(model, data, data, c, batch_fn=mlm_batch, loss_fn=masked_ce)
+    # the loop's first loss is masked_ce on the first batch (and not the default loss, which counts -1s)
+    x, y = mlm_batch(data, c.batch_size, c.block_size, torch.Generator().manual_seed(c.seed), "cpu")
+    assert h.train_loss[0] == pytest.approx(masked_ce(first(x), y).item(), rel=1e-6)
+    with pytest.raises(IndexError):
+        lm_cross_entropy(first(x), y)  # -1 is not its ignored label: the default could not train this
+    assert h.val_loss[0] > 2.0 and h.final_val_loss < 0.2, h.val_loss
+
+
+def seq2seq_batch(pairs, batch_size, block_size, generator, device):
+    """((source, target_in), target_out) from (source, target) pairs of different lengths, padded with PAD."""
+    ix = torch.randint(len(pairs), (batch_size,), generator=generator).tolist()
+    src = torch.full((batch_size, block_size), PAD)
+    tgt = torch.full((batch_size, block_size + 1), PAD)
+    for row, i in enumerate(ix):
+        s, t = pairs[i]
+        src[row, :len(s)] = torch.tensor(s)
+        tgt[row, :len(t)] = torch.tensor(t)
+    return (src.to(device), tgt[:, :-1].to(device)), tgt[:, 1:].to(device)
+
+
+def padded_ce(logits, y):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=PAD)
+
+
+class TinySeq2Seq(nn.Module):
+    """Decoder logits from its own previous token and the mean of the source: model(source, target_in)."""
+
+    def __init__(self, vocab):
+        super().__init__()
+        self.src = nn.Embedding(vocab, 16, padding_idx=PAD)
+        self.tgt = nn.Embedding(vocab, 16)
+        self.out = nn.Linear(32, vocab)
+
+    def forward(self, src, tgt_in):
+        ctx = self.src(src).sum(1, keepdim=True) / (src != PAD).sum(1, keepdim=True).clamp(min=1)[..., None]
+        h = torch.cat([self.tgt(tgt_in), ctx.expand(-1, tgt_in.shape[1], -1)], -1)
+        return self.out(h)  # (B, T, V)
+
+
+def test_loss_fn_trains_a_padded_encoder_decoder_and_padding_costs_nothing():
+    rng = torch.Generator().manual_seed(1)
+    pairs = []  # target = BOS then the source reversed; lengths 2..6, so most rows are padded
+    for _ in range(300):
+        s = (2 + torch.randint(8, (int(torch.randint(2, 7, (1,), generator=rng)),), generator=rng)).tolist()
+        pairs.append((s, [1] + s[::-1]))
+    torch.manual_seed(0)
+    model = TinySeq2Seq(10)
+    c = cfg(steps=150, batch_size=16, lr=0.03, eval_interval=150, warmup_steps=0)
+    h = train(model, pairs, pairs, c, batch_fn=seq2seq_batch, loss_fn=padded_ce)
+    assert h.final_val_loss < 0.75 * h.val_loss[0], h.val_loss
+    (src, tgt_in), y = seq2seq_batch(pairs, 16, 8, torch.Generator().manual_seed(3), "cpu")
+    with torch.no_grad():
+        logits = model(src, tgt_in)
+        noisy = logits + 100 * torch.randn_like(logits) * (y == PAD)[..., None]  # change only padded positions
+    assert padded_ce(noisy, y).item() == pytest.approx(padded_ce(logits, y).item(), rel=1e-6)
+    assert (y == PAD).float().mean() > 0.2, "the test needs padding"
+    # two micro-batches in one process: the data-parallel branch takes the same loss_fn and tuple inputs
+    torch.manual_seed(0)
+    h2 = train(TinySeq2Seq(10), pairs, pairs, cfg(steps=5, batch_size=16, eval_batches=1), batch_fn=seq2seq_batch,
+               loss_fn=padded_ce, env=DistEnv(), micro_batch_size=8)
+    assert len(h2.train_loss) == 5 and all(math.isfinite(v) for v in h2.train_loss + h2.val_loss)
+
+
+# --- one checkpoint format --------------------------------------------------------------------------
+
+def test_the_checkpoint_holds_the_model_as_load_gpt_reads_it(tmp_path):
+    path = tmp_path / "gpt.pt"
+    config = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16)
+    torch.manual_seed(0)
+    model = GPT(config)
+    train(model, tokens(), tokens(seed=1), cfg(steps=3, checkpoint_path=str(path)))
+    state = load_checkpoint(path)
+    assert state["format"] == CHECKPOINT_FORMAT and state["dropout_seeds"] == "once"
+    assert state["config"] == load_gpt(path)[0].config.__dict__ and state["train_config"]["steps"] == 3
+    assert len(state["samplers"]) == 1 and state["micro_batch_size"] == 4 and state["world_size"] == 1
+    back, rest = load_gpt(path)
+    idx = torch.randint(11, (2, 8))
+    assert torch.equal(back(idx)[0], model.eval()(idx)[0]) and rest["step"] == 3
+    state_plain = tmp_path / "bigram.pt"
+    train(fresh(), tokens(), None, cfg(steps=2, checkpoint_path=str(state_plain)))
+    assert load_checkpoint(state_plain)["config"] is None  # a model without a config
+
+
+def test_a_checkpoint_of_the_old_one_process_layout_resumes(tmp_path):
+    data, val = tokens(), tokens(seed=1)
+    full = train(fresh(), data, val, cfg())
+    path = tmp_path / "old.pt"
+    train(fresh(), data, val, cfg(checkpoint_path=str(path)), stop_after=7)
+    state = torch.load(path, weights_only=False)  # rewrite it as format 1 of train() wrote it
+    old = {k: state[k] for k in ("model", "optimizer", "step", "torch_rng", "cuda_rng", "history")}
+    old.update(sampler=state["samplers"][0], config=state["train_config"])
+    torch.save(old, path)
+    rest = train(fresh(seed=5), data, val, cfg(checkpoint_path=str(path), resume=True))
+    assert rest.train_loss == full.train_loss and rest.val_loss == full.val_loss
+
+
+def test_a_checkpoint_resumes_only_with_the_dropout_seeding_that_wrote_it(tmp_path):
+    path = tmp_path / "c.pt"
+    train(fresh(), tokens(), None, cfg(checkpoint_path=str(path)), stop_after=3)
+    with pytest.raises(CheckpointError, match="seeds dropout differently"):
+        train(fresh(), tokens(), None, cfg(checkpoint_path=str(path), resume=True), env=DistEnv())
+
+
+def test_no_cycles_and_no_private_imports_among_the_training_modules():
+    """train -> distributed, train_cli -> train and distributed; nothing back; no `_name` imported."""
+    import ast
+    import pathlib
+
+    import lmcourse
+
+    root = pathlib.Path(lmcourse.__file__).parent
+    imports = {}
+    for name in ("train", "train_cli", "distributed"):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found.add(node.module or "")
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"lmcourse.{name} imports private {private} from .{node.module}"
+        imports[name] = found
+    assert "train_cli" not in imports["train"] and "train" not in imports["distributed"]
+    assert "train_cli" not in imports["distributed"]
+
+
+def test_the_summary_line_says_when_the_validation_loss_is_older_than_the_last_step(capsys):
+    h = train(fresh(), tokens(), tokens(seed=1), cfg(quiet=False), stop_after=13)
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert h.val_steps == [0, 10] and f"val loss {h.val_loss[-1]:.3f} (from step 10)" in line
+    assert "trained 13/20 steps" in line and "resume=True continues" in line
+    train(fresh(), tokens(), tokens(seed=1), cfg(quiet=False))
+    assert "(from step" not in capsys.readouterr().out

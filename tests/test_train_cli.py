@@ -9,9 +9,8 @@ from dataclasses import fields
 import pytest
 import torch
 
-from lmcourse import distributed as D
 from lmcourse.nn import GPTConfig, load_gpt
-from lmcourse.train import TrainConfig
+from lmcourse.train import TrainConfig, load_checkpoint
 from lmcourse.train_cli import build_parser, main, mfu, parse_args, peak_tflops
 
 from .test_distributed import TORCHRUN_VARS, make_text
@@ -58,7 +57,7 @@ def test_a_run_applies_the_flags_writes_a_loadable_checkpoint_and_ends_with_the_
     assert main(small(text, ck, "--lr", "0.02", "--weight_decay", "0", "--betas", "0.8", "0.95", "--grad_clip", "none",
                       "--no-bias", "--gelu", "tanh", "--seed", "3", "--peak_tflops", "0.5")) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    state = D.load_checkpoint(ck)
+    state = load_checkpoint(ck)
     tc, hist = state["train_config"], state["history"]
     assert (tc["lr"], tc["weight_decay"], tuple(tc["betas"])) == (0.02, 0, (0.8, 0.95))
     assert tc["grad_clip"] is None and tc["seed"] == 3
@@ -118,7 +117,7 @@ def test_checkpoint_of_another_model_size(tmp_path, text, capsys):
     assert main(small(tmp_path / "other.txt", ck, "--steps", "6", "--resume")) == 2
     assert "another vocabulary" in capsys.readouterr().err
     assert main(small(text, ck, "--steps", "6", "--resume")) == 0  # the same sizes continue
-    assert D.load_checkpoint(ck)["history"]["steps"] == list(range(1, 7))
+    assert load_checkpoint(ck)["history"]["steps"] == list(range(1, 7))
 
 
 def test_peak_table_and_mfu():
@@ -137,3 +136,68 @@ def test_python_dash_m(tmp_path, text):
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("done: 3/3 steps, val loss ")
+
+
+# --- issue 27: what a self-learner met ------------------------------------------------------------
+
+def test_help_shows_the_defaults_and_what_a_profile_is(capsys):
+    assert main(["gpt", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    from lmcourse.runtime import get_profile
+
+    tiny, cpu = get_profile("tiny"), get_profile("cpu")
+    assert f"(default: tiny {tiny.train_steps}, cpu {cpu.train_steps}, gpu " in out  # --steps
+    assert f"(default: tiny {tiny.n_layer}, cpu {cpu.n_layer}, gpu " in out  # --n_layer
+    assert "(default: tiny 0.005, cpu 0.005, gpu 0.001)" in out  # notebook 05's lr
+    assert "(default: 0.9 0.99)" in out and "(default: 1e-05)" in out  # recipe and dataclass defaults
+    assert "profiles: a profile is a set of sizes" in out
+    assert f"tiny {tiny.train_steps} steps of {tiny.batch_size} x {tiny.block_size} tokens" in out
+
+
+def test_without_a_terminal_each_validation_prints_a_line(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck, "--steps", "4", "--eval_interval", "2")) == 0  # --no-progress: as with no terminal
+    out = capsys.readouterr().out.splitlines()
+    hist = load_checkpoint(ck)["history"]
+    lines = [s for s in out if s.startswith("step ")]
+    assert lines == [f"step 0/4: val loss {hist['val_loss'][0]:.4f}",
+                     f"step 2/4: train loss {hist['train_loss'][1]:.4f}, val loss {hist['val_loss'][1]:.4f}",
+                     f"step 4/4: train loss {hist['train_loss'][3]:.4f}, val loss {hist['val_loss'][2]:.4f}"]
+
+
+def test_stop_after_between_validations_marks_the_validation_loss_as_old(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck, "--steps", "6", "--eval_interval", "6", "--stop_after", "2")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    hist = load_checkpoint(ck)["history"]
+    assert hist["val_steps"] == [0]
+    assert last.startswith("done: 2/6 steps, val loss ") and f"{hist['val_loss'][0]:.4f}" in last
+    assert "from step 0: not re-evaluated since" in last and "--resume continues" in last
+    assert main(small(text, ck, "--steps", "6", "--eval_interval", "6", "--resume")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]  # finished: validated at the last step
+    assert last.startswith("done: 6/6 steps") and "not re-evaluated" not in last
+
+
+def test_an_existing_checkpoint_needs_resume_or_overwrite(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck)) == 0
+    before = ck.read_bytes()
+    capsys.readouterr()
+    assert main(small(text, ck)) == 2
+    err = capsys.readouterr().err
+    assert f"the checkpoint {ck} exists" in err and "--resume" in err and "--overwrite" in err
+    assert ck.read_bytes() == before  # nothing overwritten
+    assert main(small(text, ck, "--overwrite", "--seed", "7")) == 0
+    state = load_checkpoint(ck)
+    assert state["train_config"]["seed"] == 7 and state["history"]["steps"] == [1, 2, 3]  # a new run, from step 1
+
+
+def test_a_loss_curve_png_is_written_beside_the_checkpoint(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck)) == 0
+    png = tmp_path / "run.png"
+    assert f"loss curve {png}" in capsys.readouterr().out
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width > 300 and height > 200  # a figure, not an empty file

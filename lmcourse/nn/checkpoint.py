@@ -10,10 +10,12 @@ A saved model is a ``torch.save`` dict::
 A training checkpoint of :func:`lmcourse.train.train` has the same ``config`` and ``model``
 keys (plus the optimizer, samplers and history), so :func:`lmcourse.nn.load_gpt` reads both.
 
-Loading is strict, on the config and on the weights alike: a key the model does not know, or a
-key it needs that is missing, stops the load with :class:`ModelCheckpointError` naming the
-keys. (Dropping an unknown setting would build a different model than the one saved, and
-defaulting a missing one would guess.)
+Loading, the same for every model: a config setting the config class does not know stops the
+load with :class:`ModelCheckpointError` naming it (dropping it would build another model than
+the one saved); a setting missing from the saved config takes the config class's default
+(notebook 05 saves the student's own GPT, whose config has only the settings it uses, and the
+reference's extra settings default to what that GPT does). The weights must match exactly: an
+unknown or a missing one is named in the error.
 """
 
 from __future__ import annotations
@@ -78,19 +80,20 @@ def load_model(path: str | Path, model_class: type[nn.Module], config_class: typ
     if not isinstance(config, dict) or "model" not in state:
         raise ModelCheckpointError(f"{what}: not a saved model (it needs a 'config' dict and 'model' weights)")
     known = {f.name for f in fields(config_class)}
-    unknown, missing = set(config) - known, known - set(config)
-    if unknown or missing:
-        parts = ([f"settings {config_class.__name__} does not know: {_keys(unknown)}"] if unknown else []) + \
-                ([f"settings it needs that are missing: {_keys(missing)}"] if missing else [])
-        raise ModelCheckpointError(f"{what}: the saved config has {'; '.join(parts)}. It was written for another "
-                                   "model or by another version of lmcourse: save it again with this version")
+    unknown = set(config) - known  # a missing setting takes the config class's default
+    if unknown:
+        raise ModelCheckpointError(f"{what}: the saved config has settings {config_class.__name__} does not know: "
+                                   f"{_keys(unknown)}. It was written for another model or by another version of "
+                                   "lmcourse: save it again with this version")
     model = model_class(config_class(**config))
     weights = state.pop("model")
-    expected = set(model.state_dict())
-    unknown, missing = set(weights) - expected, expected - set(weights)
-    if unknown or missing:
+    expected = model.state_dict()
+    unknown, missing = set(weights) - set(expected), set(expected) - set(weights)
+    misfit = {k for k in set(weights) & set(expected) if tuple(weights[k].shape) != tuple(expected[k].shape)}
+    if unknown or missing or misfit:
         parts = ([f"weights this {model_class.__name__} has no place for: {_keys(unknown)}"] if unknown else []) + \
-                ([f"weights missing: {_keys(missing)}"] if missing else [])
+                ([f"weights missing: {_keys(missing)}"] if missing else []) + \
+                ([f"weights of another shape than the config makes: {_keys(misfit)}"] if misfit else [])
         raise ModelCheckpointError(f"{what}: {'; '.join(parts)}")
     model.load_state_dict(weights)
     return model.to(device).eval(), state

@@ -100,3 +100,38 @@ def test_lab_solutions_opens_the_course_folder_on_solutions_and_copies_nothing(t
     assert cmd[1:3] == ["lab", str(ROOT)] and "--LabApp.default_url=/lab/tree/solutions" in cmd
     assert "build/executed/" in out
     assert cli.main(["lab", "--solutions", "--work", str(tmp_path)]) == 2
+
+
+def test_validate_counts_the_failing_tests_first_and_names_an_unanswered_question():
+    """The student config's nbclient hooks on nbgrader's Execute (lmcourse/labconfig/validate.py),
+    fed cells as Validate runs them: the first failing test's error starts with the count and the
+    tests, updated as later ones fail; an unanswered question's NameError says what to write."""
+    from nbformat.v4 import new_code_cell, new_output
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from lmcourse.labconfig import validate
+
+    config = PyFileConfigLoader("nbgrader_config.py", str(STUDENT)).load_config()
+    assert config.Execute.on_cell_start is validate.start and config.Execute.on_cell_error is validate.explain
+
+    def test_cell(gid, evalue, ename="NotImplementedError"):
+        cell = new_code_cell("check(...)", metadata={"nbgrader": {"grade": True, "solution": False,
+                                                                   "grade_id": gid, "points": 1}})
+        cell.outputs = [new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])]
+        return cell
+
+    for _ in range(2):                         # a second Validate starts from zero
+        cells = [(3, test_cell("pad_tests", "Exercise 1: write pad here, then run the test cell below")),
+                 (5, new_code_cell("x = 1")),
+                 (7, test_cell("q1_tests", "name 'answer_q1' is not defined", "NameError"))]
+        for index, cell in cells:
+            validate.start(cell=cell, cell_index=index)
+            if cell.outputs:
+                validate.explain(cell=cell, cell_index=index, execute_reply={})
+        first = cells[0][1].outputs[0]["traceback"]
+        assert first[0].startswith(
+            "2 tests stop with an error: pad_tests (Exercise 1), q1_tests. This is the first"), first
+        assert first[1] == "NotImplementedError: Exercise 1: write pad here, then run the test cell below"
+        q = cells[2][1].outputs[0]
+        assert q["evalue"].endswith('Question q1 is not answered yet: in its cell, set answer_q1 to your answer\'s '
+                                    'letter in quotes (answer_q1 = "B"), run that cell, then Validate again'), q

@@ -1,6 +1,6 @@
 """Reference building blocks that later notebooks stand on (students write their own first)."""
 
-from .attention import AttentionConfig, CausalSelfAttention, causal_mask, scaled_dot_product_attention
+from .attention import AttentionConfig, CausalSelfAttention, SelfAttention, causal_mask, scaled_dot_product_attention
 from .block import (
                     MLP,
                     Block,
@@ -16,7 +16,7 @@ from .checkpoint import ModelCheckpointError, load_model, save_model
 from .gpt import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
 from .mlm import MaskedLM, MLMConfig, load_mlm, save_mlm
 
-__all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention",
+__all__ = ["AttentionConfig", "SelfAttention", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention",
            "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
            "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding",
            "GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt",

@@ -1,4 +1,5 @@
-"""Reference causal self-attention, used by the notebooks from 04 on.
+"""Reference multi-head self-attention (causal, or bidirectional with ``causal=False``), used by
+the notebooks from 04 on.
 
 Notebook 03 has students write all of this themselves; its hidden tests make sure a graded
 answer does not simply call into this module.
@@ -10,7 +11,7 @@ The maths, in the lectures' notation (one head, rows are positions)::
     A = softmax(S + M)   (row-wise)       weights; M is 0 where attending is allowed, -inf elsewhere
     X' = A V                              output
 
-:class:`CausalSelfAttention` runs ``h`` such heads side by side on ``d_k = n_embd / h``
+:class:`SelfAttention` runs ``h`` such heads side by side on ``d_k = n_embd / h``
 channels each, concatenates them and applies the output projection ``W_O``. It has two
 code paths that compute the same function:
 
@@ -29,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["AttentionConfig", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention"]
+__all__ = ["AttentionConfig", "SelfAttention", "CausalSelfAttention", "causal_mask", "scaled_dot_product_attention"]
 
 
 @dataclass
@@ -82,8 +83,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention on batch-first input ``(B, T, C)``, causal by default."""
+class SelfAttention(nn.Module):
+    """Multi-head self-attention on batch-first input ``(B, T, C)``, causal by default
+    (``AttentionConfig(causal=False)``: bidirectional, as 06's masked LM uses it)."""
 
     def __init__(self, config: AttentionConfig) -> None:
         super().__init__()
@@ -139,3 +141,7 @@ class CausalSelfAttention(nn.Module):
         """
         q, k, v = self._heads(x)
         return self._explicit(q, k, v)[1]
+
+
+# the old name: the class was causal only at first; notebooks and students' code import it
+CausalSelfAttention = SelfAttention

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import AttentionConfig, CausalSelfAttention
+from .attention import AttentionConfig, SelfAttention
 
 __all__ = ["BlockConfig", "LayerNorm", "MLP", "Block", "sinusoidal_positions", "rotation_matrix",
            "LearnedPositionEmbedding", "SinusoidalPositionEmbedding", "block_param_count"]
@@ -96,7 +96,7 @@ class Block(nn.Module):
         super().__init__()
         self.prenorm = config.prenorm
         self.ln1 = LayerNorm(config.n_embd, bias=config.bias, eps=config.ln_eps)
-        self.attn = CausalSelfAttention(config.attention())
+        self.attn = SelfAttention(config.attention())
         self.ln2 = LayerNorm(config.n_embd, bias=config.bias, eps=config.ln_eps)
         self.mlp = MLP(config)
 

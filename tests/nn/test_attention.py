@@ -268,3 +268,16 @@ def test_attention_plots_draw_without_a_screen():
                                {"explicit": [1e3, 4e3], "fused": [1e3, 2e3]})
     assert len(axes) == 2
     plt.close("all")
+
+
+def test_self_attention_is_named_for_what_it_is_and_the_old_name_still_imports():
+    import lmcourse.nn.attention
+
+    assert lmcourse.nn.CausalSelfAttention is lmcourse.nn.SelfAttention is lmcourse.nn.attention.SelfAttention
+    torch.manual_seed(0)
+    layer = lmcourse.nn.SelfAttention(AttentionConfig(n_embd=8, n_head=2, block_size=4, causal=False)).eval()
+    x = torch.randn(1, 4, 8)
+    y = layer(x)
+    x2 = x.clone()
+    x2[0, -1] += 1.0        # bidirectional: changing the last position changes the first one's output
+    assert not torch.allclose(layer(x2)[0, 0], y[0, 0])

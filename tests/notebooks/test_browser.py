@@ -197,6 +197,9 @@ def test_student_lab_in_chromium(browser, lab):
             # the rest of the notebook is not done yet: nbgrader says so, and not about Exercise 1
             assert "failed" in text.lower() and "NotImplementedError" in text, text
             assert "pad_sentence(['cows', 'eat', 'grass'], 3)" not in text, text
+            # our config's line: how many tests stop with an error, and which (lmcourse/labconfig/validate.py)
+            assert "tests stop with an error: count_ngrams_tests (Exercise 2)" in text, text
+            assert "Question q1 is not answered yet" in text, text
             saved = (work / "01_ngram.ipynb").read_text()
             assert "(n - 1) + list(words)" in saved          # saved into the work folder ...
             assert "(n - 1) + list(words)" not in (ROOT / "notebooks" / "01_ngram.ipynb").read_text()  # only

@@ -68,3 +68,18 @@ def test_a_test_cells_expected_value_helper_is_refused_like_the_reference():
     with pytest.raises(CheckFailed, match="your code called expected_pll"), rules(*ref06.REFERENCE)():
         pseudo_log_likelihood(None, torch.tensor([1]), 0)
     assert top_p_filter(torch.zeros(1, 3), 0.5).shape == (1, 3)     # outside the rules it runs
+
+
+def test_another_notebooks_reference_is_a_closed_back_door():
+    """Issue 22 item 16: 05's generate answered by 07's reference, init_weights by 06's."""
+    torch = pytest.importorskip("torch")
+    import lmcourse.decoding
+    import lmcourse.nn.mlm
+    import lmcourse.reference.gpt as ref05
+
+    model = lmcourse.nn.GPT(lmcourse.nn.GPTConfig(vocab_size=5, block_size=4, n_layer=1, n_head=1, n_embd=4))
+    r = rules(*(f for f in ref05.REFERENCE if f is not lmcourse.nn.GPT), reason="05's rule")  # the model runs
+    with pytest.raises(CheckFailed, match="generate"), r():
+        lmcourse.decoding.generate(model, torch.zeros(1, 1, dtype=torch.long), 2)
+    with pytest.raises(CheckFailed, match="init_mlm_weights"), r():
+        lmcourse.nn.mlm.init_mlm_weights(model)

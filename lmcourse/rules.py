@@ -16,9 +16,10 @@ context has one home: :meth:`Rules.__enter__`.
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
-from lmcourse import checks
+from lmcourse import checks, confine
 
 __all__ = ["OWN", "Rules", "rules"]
 
@@ -61,6 +62,8 @@ class Rules:
                 stack.enter_context(checks.forbid_calls(*self.references, reason=self.reason))
             if self.kernels:
                 stack.enter_context(checks.forbid_kernels(*self.kernels, reason=self.reason))
+            # the rules above watch this thread: no other thread or process, no copy of course source
+            stack.enter_context(confine.graded_call(sys._getframe(1)))
             self._open.append(stack.pop_all())
         return self
 

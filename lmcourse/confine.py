@@ -1,0 +1,155 @@
+"""Confinement of a graded call: no other thread or process, no reading of the course's source.
+
+The rules of a graded call (:mod:`lmcourse.rules`) watch the thread the test runs on
+(``sys.setprofile`` is per thread): work handed to another thread or process runs unseen, and a
+copy of the reference made from its source (``exec(inspect.getsource(ref))``, shifted a line)
+is new code the rules cannot recognise. Within :func:`graded_call`, on its thread, this module
+refuses (issue 22, items 1, 3 and 15):
+
+- starting a thread (``threading``, ``concurrent.futures``, ``_thread.start_new_thread``) or a
+  process (``os.fork`` / ``forkpty``, ``subprocess``, ``multiprocessing``, ``os.system``,
+  ``os.posix_spawn``, ``os.spawn*``, ``os.exec*``, ``pty.spawn``);
+- opening a source file of the ``lmcourse`` package from a graded answer's code
+  (``inspect.getsource``, ``linecache``, ``open``, a loader's ``get_source``), while importing a
+  module and the check helpers' own error messages (which quote source lines) still read them.
+
+It is a ``sys.addaudithook`` hook (CPython raises these audit events for every one of those
+operations, Python or C, and an audit hook cannot be removed), plus, for threads, a gate in
+``_thread.start_new_thread`` (Python 3.11 audits no thread start), installed once on import and
+gated by a per-thread table held in its closure (a student who digs that closure out with ``gc``
+before the graded call can still empty it: the tamper guard's business, not this module's).
+The refusal is a :class:`Confined` error that says what was refused and why.
+
+Limits: a copy made outside a graded call (at the top of an answer cell) or typed by hand is
+not refused here; that is for the TA's similarity report. Code compiled under a file name inside
+``lmcourse`` counts as course code (as it does for the tamper guard).
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import linecache
+import os
+import sys
+import sysconfig
+import threading
+
+__all__ = ["Confined", "graded_call"]
+
+WHY = ("a graded call runs on its own thread only, and never reads the course's source: the "
+       "rules check the work done on this thread, and a copy of the reference is not your own code")
+
+_EVENTS = {
+    "_thread.start_new_thread": "starting a thread",
+    "os.fork": "starting a process (os.fork)",
+    "os.forkpty": "starting a process (os.forkpty)",
+    "os.posix_spawn": "starting a process (os.posix_spawn)",
+    "os.spawn": "starting a process (os.spawn*)",
+    "os.exec": "replacing the process (os.exec*)",
+    "os.system": "running a shell command (os.system)",
+    "subprocess.Popen": "starting a process (subprocess)",
+    "pty.spawn": "starting a process (pty.spawn)",
+}
+
+
+class Confined(RuntimeError):
+    """A graded call did something it must not: start a thread or process, or read course source."""
+
+
+def _install():
+    package = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    package_raw = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    libraries = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib")})
+    stdlib = tuple({os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,
+                    sysconfig.get_paths()["stdlib"] + os.sep, os.path.dirname(os.__file__) + os.sep})
+    inside: dict[int, object] = {}          # thread id -> the frame that entered the graded call
+    get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
+    str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
+    # bound here: rebinding the module's names later changes nothing the hook reads
+    events, why, confined = dict(_EVENTS), WHY, Confined
+
+    def source_of_lmcourse(path) -> bool:
+        try:
+            p = fspath(path)
+        except TypeError:
+            return False                     # a file descriptor
+        if isinstance_(p, bytes_):
+            p = p.decode(errors="replace")
+        if type_(p) is not str_ or not p.endswith((".py", ".pyw", ".ipynb", ".pyx", ".txt", ".md")):
+            return False
+        return p.startswith(package_raw) or realpath(p).startswith(package)
+
+    def read_by_course_code(stop) -> bool:
+        # the nearest frame that is neither the standard library nor the import system decides:
+        # lmcourse (a check helper quoting a line) may read, a graded answer's code may not; an
+        # import may (the import system compiling a module, or a library's import-time code)
+        f, nearest = getframe(2), None
+        while f is not None and f is not stop:
+            fn = f.f_code.co_filename
+            if f.f_code.co_name == "_find_and_load" and fn == "<frozen importlib._bootstrap>":
+                return nearest is None or nearest.startswith(libraries)
+            if nearest is None and not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
+                if fn.startswith(package) or fn.startswith(package_raw):
+                    return True
+                nearest = fn
+            f = f.f_back
+        return False
+
+    def start_new_thread(function, args, kwargs=None, /):
+        # Python 3.11 raises no audit event for a new thread (3.13 does): threading, _thread and
+        # concurrent.futures all start theirs through this one function
+        if get_ident() in inside:
+            raise confined(f"{events['_thread.start_new_thread']} inside a graded call is refused: {why}.")
+        return start(function, args) if kwargs is None else start(function, args, kwargs)
+
+    def hook(event, args):
+        stop = inside.get(get_ident(), inside)
+        if stop is inside:
+            return
+        what = events.get(event)
+        if what is None and event == "open" and args and source_of_lmcourse(args[0]) \
+                and not read_by_course_code(stop):
+            what = f"reading the course's source ({args[0]})"
+        if what is not None:
+            raise confined(f"{what} inside a graded call is refused: {why}.")
+
+    def enter(frame) -> int:
+        me = get_ident()
+        if me in inside:
+            raise confined("a graded call inside a graded call: leave the first block before entering another")
+        inside[me] = frame
+        return me
+
+    def leave(me: int, frame) -> None:
+        if inside.get(me) is frame:          # only the block that entered, with its own frame
+            del inside[me]
+
+    start = _thread.start_new_thread
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+    sys.addaudithook(hook)
+    return enter, leave, package
+
+
+_enter, _leave, _PACKAGE = _install()
+
+
+def _forget_cached_source() -> None:
+    # linecache answers from memory without opening the file: drop the package's lines so a
+    # read in the graded call goes through `open`, which the hook sees (re-read on demand)
+    for name in [n for n in list(linecache.cache) if isinstance(n, str) and n.startswith(_PACKAGE)]:
+        linecache.cache.pop(name, None)
+
+
+@contextlib.contextmanager
+def graded_call(frame=None):
+    """Within the block, on this thread: no thread or process starts, no course source is read
+    (see the module's docstring). ``frame``: the test cell's frame, where the search for the
+    code that reads a file stops (default: the caller's)."""
+    frame = frame if frame is not None else sys._getframe(2)
+    _forget_cached_source()
+    me = _enter(frame)
+    try:
+        yield
+    finally:
+        _leave(me, frame)

@@ -1,0 +1,125 @@
+"""lmcourse.confine: a graded call starts no thread or process and reads no course source
+(issue 22 items 1, 3, 15), and the rules of every exercise enter it."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import linecache
+import multiprocessing
+import os
+import subprocess
+import threading
+
+import pytest
+
+from lmcourse import ngram, rules
+from lmcourse.confine import Confined, graded_call
+
+
+def _thread():
+    out = []
+    t = threading.Thread(target=lambda: out.append(ngram.mle_prob))
+    t.start()
+    t.join()
+    return out
+
+
+def _pool():
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        return ex.submit(len, "abc").result()
+
+
+def _fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _process():
+    p = multiprocessing.get_context("fork").Process(target=len, args=("a",))
+    p.start()
+    p.join()
+
+
+ATTEMPTS = {
+    "thread": (_thread, "starting a thread"),
+    "thread pool": (_pool, "starting a thread"),
+    "fork": (_fork, "os.fork"),
+    "multiprocessing": (_process, "starting a"),
+    "subprocess": (lambda: subprocess.run(["true"]), "subprocess"),
+    "os.system": (lambda: os.system("true"), "os.system"),
+    "getsource": (lambda: inspect.getsource(ngram.mle_prob), "reading the course's source"),
+    "getsource shifted": (lambda: exec(compile("\n" + inspect.getsource(ngram), ngram.__file__, "exec"), {}),
+                          "reading the course's source"),
+    "linecache": (lambda: linecache.getlines(ngram.__file__), "reading the course's source"),
+    "open": (lambda: open(ngram.__file__).read(), "reading the course's source"),
+    "loader": (lambda: ngram.__spec__.loader.get_source("lmcourse.ngram"), "reading the course's source"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTEMPTS))
+def test_refused_inside_a_graded_call_and_said_why(name):
+    fn, what = ATTEMPTS[name]
+    linecache.getlines(ngram.__file__)          # cached before: the graded call must not answer from memory
+    with pytest.raises(Confined, match=what) as err, graded_call():
+        fn()
+    assert "inside a graded call is refused" in str(err.value) and "own thread" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["thread", "thread pool", "getsource", "open"])
+def test_allowed_outside_a_graded_call(name):
+    ATTEMPTS[name][0]()
+
+
+def test_other_threads_are_not_confined():
+    """Only the graded call's own thread is gated: a thread running beside it (the kernel's) may start threads."""
+    started, go, done = [], threading.Event(), threading.Event()
+
+    def beside():
+        go.wait(5)
+        t = threading.Thread(target=lambda: started.append(1))
+        t.start()
+        t.join()
+        done.set()
+
+    t = threading.Thread(target=beside)
+    t.start()
+    with graded_call():
+        go.set()
+        assert done.wait(5)
+    t.join()
+    assert started == [1]
+
+
+def test_imports_and_check_messages_still_read_source(tmp_path, monkeypatch):
+    """Importing a not-yet-imported course module and a check helper's message quoting a line work."""
+    import sys
+
+    from lmcourse.checks import CheckFailed, check_close
+    monkeypatch.delitem(sys.modules, "lmcourse.dates", raising=False)
+    with graded_call():
+        import lmcourse.dates  # noqa: F401
+        with pytest.raises(CheckFailed):
+            check_close(1.0, 2.0, "x")
+
+
+def test_rules_enter_the_confinement():
+    """The one graded-call context (rules.Rules.__enter__) confines: a student function that hands
+    the reference to a thread is refused, and the reference is still refused on this thread."""
+    r = rules.rules(ngram.mle_prob)
+
+    def on_a_thread(table, context, word):
+        out = []
+        t = threading.Thread(target=lambda: out.append(ngram.mle_prob(table, context, word)))
+        t.start()
+        t.join()
+        return out[0]
+
+    table = ngram.ContextTable.from_counts({("a", "b"): 1})
+    with pytest.raises(Confined, match="starting a thread"), r():
+        on_a_thread(table, ("a",), "b")
+    with pytest.raises(Confined, match="reading the course's source"), r():
+        exec(compile("\n" + inspect.getsource(ngram), ngram.__file__, "exec"), {})
+    _thread()                                   # left: threads start again

@@ -44,11 +44,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
-import lmcourse.grading.attention_stand_ins
 import lmcourse.nn.attention
+import lmcourse.reference.attention
 from lmcourse import plot
 from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_shape, check_tensor_close,
-                             check_type, own_code, substitute)
+                             check_type, own_code, substitute, visible_checks_pass)
 
 rt = lmcourse.setup(seed=0)
 
@@ -133,7 +133,7 @@ _device_hint = ("compute from x only: a tensor you create yourself (torch.zeros(
 
 def _softmax(x, *args, **kwargs):
     """Your softmax, under the rules of this notebook, with errors explained."""
-    with own_code("softmax", "softmin", calls=(lmcourse.nn.attention, lmcourse.grading.attention_stand_ins),
+    with own_code("softmax", "softmin", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
                   reason=_rule):
         try:
             return softmax(x, *args, **kwargs)
@@ -201,7 +201,7 @@ except CheckFailed as _err:   # code that reads values (if bool(...), .item()) c
 else:
     check_equal(str(_on_meta.device), "meta", "the device of softmax of a tensor on the meta device",
                 hint=_device_hint)
-print("softmax: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("softmax")
 ### BEGIN HIDDEN TESTS
 check(softmax not in (torch.softmax, F.softmax, torch.special.softmax),
       "softmax must be your own function, not torch's")
@@ -268,7 +268,7 @@ _rule = ("compute the scores yourself with @ and .transpose(): F.scaled_dot_prod
 
 def _scores(Q, K, hint=None):
     """Your attention_scores, under the rules of this notebook."""
-    with own_code("scaled_dot_product_attention", calls=(lmcourse.nn.attention, lmcourse.grading.attention_stand_ins),
+    with own_code("scaled_dot_product_attention", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
                   reason=_rule):
         return call_checked(attention_scores, Q, K, hint=hint,
                             name=f"attention_scores on queries {tuple(Q.shape)} and keys {tuple(K.shape)}")
@@ -302,7 +302,7 @@ check_tensor_close(_Sb, torch.einsum("bhqd,bhkd->bhqk", _Qb, _Kb) / 2.0, "batche
                         "and the batch dimensions must be carried along unchanged")
 check_equal(_scores(_Qb.float(), _Kb.float()).dtype, torch.float32, "the dtype of attention_scores in float32",
             hint="return the input's dtype: no .double() on the way")
-print("attention_scores: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("attention_scores")
 ### BEGIN HIDDEN TESTS
 for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
     _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
@@ -349,6 +349,7 @@ answer_q_mask = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q_mask, "ABC", "answer_q_mask")
+visible_checks_pass("answer_q_mask")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_mask, "ABC", "answer_q_mask", correct="B")
 ### END HIDDEN TESTS
@@ -367,6 +368,7 @@ answer_q_softmax = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q_softmax, "AB", "answer_q_softmax")
+visible_checks_pass("answer_q_softmax")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_softmax, "AB", "answer_q_softmax", correct="B")
 ### END HIDDEN TESTS
@@ -393,7 +395,7 @@ _rule = "build the mask yourself: calling lmcourse's reference causal_mask, unde
 
 def _mask(T):
     """Your causal_mask, under the rules of this notebook."""
-    with own_code(calls=(lmcourse.nn.attention, lmcourse.grading.attention_stand_ins), reason=_rule):
+    with own_code(calls=(lmcourse.nn.attention, lmcourse.reference.attention), reason=_rule):
         return call_checked(causal_mask, T, name=f"causal_mask({T})")
 
 
@@ -413,7 +415,7 @@ check_tensor_close(_M, torch.tensor([[0, _inf, _inf, _inf],
                         "never j > i (-inf above the diagonal); -inf means float('-inf'), not -1e9")
 check_tensor_close(_mask(1), torch.zeros(1, 1), "causal_mask(1)", atol=0, rtol=0,
                    hint="a single token may always look at itself")
-print("causal_mask: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("causal_mask")
 ### BEGIN HIDDEN TESTS
 for _T in (2, 7, 16):
     _want = torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)])
@@ -463,7 +465,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 # Your softmax, attention_scores and causal_mask are graded by their own tests: here the reference
 # versions stand in for them, so a slip there does not cost these points too. Your function runs with
 # every ready-made softmax and attention function switched off.
-_ref = lmcourse.grading.attention_stand_ins
+_ref = lmcourse.reference.attention
 _rule = ("compute the weights with your softmax (or .exp(), .max(), .sum()): a ready-made softmax or "
          "attention (torch.softmax, x.softmax, F.scaled_dot_product_attention, ...) or lmcourse's reference "
          "scores 0 here")
@@ -538,7 +540,7 @@ check_tensor_close(_out, _want_free, "attention without a mask vs F.scaled_dot_p
 _out32, _w32 = _attend(_Qr.float(), _Kr.float(), _Vr.float(), _ref.causal_mask(5))
 check_equal((_out32.dtype, _w32.dtype), (torch.float32, torch.float32), "the dtypes of (output, weights) "
             "for float32 inputs", hint="return the input's dtype: no .double() on the way")
-print("scaled_dot_product_attention: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("scaled_dot_product_attention")
 ### BEGIN HIDDEN TESTS
 check(scaled_dot_product_attention is not lmcourse.nn.attention.scaled_dot_product_attention,
       "scaled_dot_product_attention must be your own function")
@@ -656,6 +658,7 @@ answer_q_swap = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q_swap, "ABC", "answer_q_swap")
+visible_checks_pass("answer_q_swap")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_swap, "ABC", "answer_q_swap", correct="B")
 ### END HIDDEN TESTS
@@ -768,7 +771,7 @@ class MultiHeadAttention(nn.Module):
 # %% tests="multi_head_attention_tests" points=6
 # The reference causal_mask and scaled_dot_product_attention (and softmax, attention_scores) stand in
 # for yours here: only forward is graded. It runs with every ready-made softmax and attention switched off.
-_ref = lmcourse.grading.attention_stand_ins
+_ref = lmcourse.reference.attention
 _rule = ("compute attention with your scaled_dot_product_attention (or by hand): a ready-made softmax or "
          "attention (x.softmax, F.scaled_dot_product_attention, nn.MultiheadAttention, ...) or lmcourse's "
          "reference attention scores 0 here")
@@ -903,7 +906,7 @@ except CheckFailed as _err:   # code that reads values (if bool(...), .item()) c
 else:
     check_equal(str(_y_meta.device), "meta", "device of the output for an input on the meta device",
                 hint=_mask_hint)
-print("MultiHeadAttention: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("MultiHeadAttention")
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(305)
 _cases = [(24, 6, True, False, (3, 9)), (24, 3, False, True, (2, 7)), (8, 2, True, True, (1, 1)),

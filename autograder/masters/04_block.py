@@ -39,7 +39,6 @@
 # and the tests see it.
 
 # %% locked="setup"
-import contextlib
 import math
 
 import matplotlib.pyplot as plt
@@ -49,9 +48,11 @@ from torch import nn
 
 import lmcourse
 import lmcourse.nn.block
+import lmcourse.reference.block
+import lmcourse.rules
 from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_equal, check_shape, check_tensor_close, check_type,
-                             own_code, substitute)
+                             substitute, visible_checks_pass)
 from lmcourse.data import encode_split, load_shakespeare
 from lmcourse.nn import AttentionConfig, CausalSelfAttention
 from lmcourse.tokenizers import CharTokenizer
@@ -121,23 +122,18 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
 
 # %% tests="layer_norm_tests" points=4
-import contextlib
 
-from lmcourse.checks import (call_checked, check, check_equal, check_tensor_close, forbid_kernels, own_code,
-                             python_decompositions, substitute)
+from lmcourse.checks import (call_checked, check, check_equal, check_tensor_close, python_decompositions, substitute)
 
 _rule = "write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation"
 
 
-_norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
+_norms = lmcourse.reference.block.NORMS
 _ready_made = (lmcourse.nn.block, *python_decompositions(*_norms, "_normalize"))
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)."""
-    with own_code(*_norms, calls=_ready_made, reason=_rule), forbid_kernels(*_norms, reason=_rule):
-        yield
+# this exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)
+_rules = lmcourse.rules.rules(*_ready_made, torch=_norms, kernels=_norms, reason=_rule)
 
 
 _ones4, _zeros4 = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
@@ -208,6 +204,7 @@ _y_meta = call_checked(layer_norm, torch.empty(2, 5, device="meta"), torch.ones(
                        hint="create no tensors on a fixed device inside; eps is a plain number")
 check_equal(str(_y_meta.device), "meta", "the device of layer_norm's output for an input on 'meta'",
             hint="the output must live where the input lives")
+visible_checks_pass("layer_norm")
 ### BEGIN HIDDEN TESTS
 _cases = []
 for _shape, _eps in [((7,), 1e-5), ((5, 9), 1e-3), ((2, 3, 4, 8), 1e-5), ((4, 1, 3), 0.5)]:
@@ -257,9 +254,8 @@ class LayerNorm(nn.Module):
 
 
 # %% tests="layer_norm_module_tests" points=2
-import contextlib
 
-from lmcourse.checks import (check, check_equal, check_tensor_close, forbid_kernels, own_code, python_decompositions,
+from lmcourse.checks import (check, check_equal, check_tensor_close, python_decompositions,
                              substitute)
 
 
@@ -271,15 +267,12 @@ def _trusted_layer_norm(x, gamma, beta, eps=1e-5):
 _rule = "a LayerNorm module must compute the normalisation itself (through layer_norm), not call a ready-made one"
 
 
-_norms = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
+_norms = lmcourse.reference.block.NORMS
 _ready_made = (lmcourse.nn.block, *python_decompositions(*_norms, "_normalize"))
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)."""
-    with own_code(*_norms, calls=_ready_made, reason=_rule), forbid_kernels(*_norms, reason=_rule):
-        yield
+# this exercise's rules, enforced by what runs (down to torch's kernels, where compiled code ends up)
+_rules = lmcourse.rules.rules(*_ready_made, torch=_norms, kernels=_norms, reason=_rule)
 
 
 with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is graded with a correct layer_norm
@@ -318,6 +311,7 @@ with substitute(globals(), layer_norm=_trusted_layer_norm):     # your module is
     check_equal(_y32.dtype, torch.float32, "the dtype of LayerNorm(6)'s output for a float32 input",
                 hint="create the parameters with torch.ones(n_embd) / torch.zeros(n_embd), in the default dtype: "
                      "a float64 parameter would turn a float32 input into float64")
+    visible_checks_pass("LayerNorm")
     ### BEGIN HIDDEN TESTS
     _ln = LayerNorm(10)
     check_equal(tuple(_ln.weight.shape), (10,), "shape of LayerNorm(10).weight")
@@ -378,19 +372,14 @@ class MLP(nn.Module):
 
 
 # %% tests="mlp_tests" points=3
-import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, substitute
 
 _rule = "write the MLP from nn.Linear, a GELU and nn.Dropout, not the course's reference MLP or torch's encoder layer"
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code(calls=(lmcourse.nn.block, nn.TransformerEncoderLayer, torch.jit.RecursiveScriptModule,
-                         torch.jit.ScriptModule), reason=_rule):        # a scripted reference MLP too
-        yield
+# a scripted reference MLP too
+_rules = lmcourse.rules.rules(*lmcourse.reference.block.REFERENCE, *lmcourse.reference.block.SCRIPTED, reason=_rule)
 
 
 
@@ -454,6 +443,7 @@ check(bool(_zeros.any()) and not bool(_zeros.all()),
 check_tensor_close(_train_out[~_zeros], 2 * _want_d[~_zeros], "the entries dropout keeps (p = 0.5)",
                    atol=1e-10, rtol=1e-10, hint="dropout goes last, on the output of c_proj; the kept entries "
                                                 "are scaled by 1 / (1 - p)")
+visible_checks_pass("MLP")
 ### BEGIN HIDDEN TESTS
 for _c, _bias in [(4, True), (12, False), (1, True)]:
     torch.manual_seed(406 + _c)
@@ -516,18 +506,13 @@ def sinusoidal_positions(T, d, dtype=torch.float32):
 
 
 # %% tests="sinusoidal_positions_tests" points=3
-import contextlib
 
-from lmcourse.checks import check_equal, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import check_equal, check_shape, check_tensor_close, substitute
 
 _rule = "build the table yourself, not with lmcourse.nn's sinusoidal_positions"
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code(calls=(lmcourse.nn.block,), reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(lmcourse.nn.block, reason=_rule)
 
 
 with _rules():
@@ -554,6 +539,7 @@ check_equal(_pe32.dtype, torch.float32, "the dtype of sinusoidal_positions(5, 6)
             hint="return the table in the dtype argument (default float32): .to(dtype)")
 check_tensor_close(_pe32, lmcourse.nn.sinusoidal_positions(5, 6), "sinusoidal_positions(5, 6)",
                    atol=1e-6, rtol=1e-6)
+visible_checks_pass("sinusoidal_positions")
 ### BEGIN HIDDEN TESTS
 for _T, _d in [(1, 2), (50, 16), (200, 64), (7, 10), (1500, 6), (2, 1026)]:
     _want = lmcourse.nn.sinusoidal_positions(_T, _d, dtype=torch.float64)
@@ -635,9 +621,8 @@ def rotation_matrix(k, d, dtype=torch.float32):
 
 
 # %% tests="rotation_matrix_tests" points=2
-import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, substitute
 
 _rule = "build R_k yourself, not with lmcourse.nn's rotation_matrix"
 
@@ -648,13 +633,9 @@ def _trusted_sinusoidal_positions(T, d, dtype=torch.float32):
     return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(T, d).to(dtype)
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs; a rotation_matrix that calls sinusoidal_positions
-    gets a correct one (a slip there costs in its own test only)."""
-    with substitute(globals(), sinusoidal_positions=_trusted_sinusoidal_positions), \
-            own_code(calls=(lmcourse.nn.block,), reason=_rule):
-        yield
+# a rotation_matrix that calls sinusoidal_positions gets a correct one (a slip there costs in its own test only)
+_rules = lmcourse.rules.rules(lmcourse.nn.block, substitute=dict(sinusoidal_positions=_trusted_sinusoidal_positions),
+                              namespace=globals(), reason=_rule)
 
 
 _table = lmcourse.nn.sinusoidal_positions(128, 8, dtype=torch.float64)     # a correct PE table
@@ -681,6 +662,7 @@ for _k, _R in _Rs.items():
 with _rules():
     _R32 = rotation_matrix(2, 8)
 check_equal(_R32.dtype, torch.float32, "the dtype of rotation_matrix(2, 8)", hint="return .to(dtype)")
+visible_checks_pass("rotation_matrix")
 ### BEGIN HIDDEN TESTS
 _big = lmcourse.nn.sinusoidal_positions(600, 32, dtype=torch.float64)
 for _k in (2, 17, 100, 333):
@@ -740,19 +722,14 @@ class Embeddings(nn.Module):
 
 
 # %% tests="embeddings_tests" points=2
-import contextlib
 
-from lmcourse.checks import call_checked, check, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import call_checked, check, check_shape, check_tensor_close, substitute
 
 _rule = "add the embeddings yourself, not with lmcourse.nn's position embeddings"
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code(calls=(lmcourse.nn.block, torch.jit.RecursiveScriptModule, torch.jit.ScriptModule),
-                  reason=_rule):        # a scripted reference module too
-        yield
+# a scripted reference module too
+_rules = lmcourse.rules.rules(lmcourse.nn.block, *lmcourse.reference.block.SCRIPTED, reason=_rule)
 
 
 with substitute(globals(), sinusoidal_positions=lmcourse.nn.sinusoidal_positions):   # a correct table
@@ -795,6 +772,7 @@ check(bool(_zeros.any()) and not bool(_zeros.all()),
 check_tensor_close(_train_d[~_zeros], 2 * _want_d[~_zeros], "the entries dropout keeps (p = 0.5)", atol=1e-6,
                    rtol=1e-6, hint="dropout goes once, on the sum wte(idx) + p; the kept entries are scaled by "
                                    "1 / (1 - p)")
+visible_checks_pass("Embeddings")
 ### BEGIN HIDDEN TESTS
 _idx1 = torch.tensor([[7]])
 with torch.no_grad():
@@ -828,6 +806,7 @@ answer_q_swap_pos = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q_swap_pos, "ABC", "answer_q_swap_pos")
+visible_checks_pass("answer_q_swap_pos")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_swap_pos, "ABC", "answer_q_swap_pos", correct="B")
 ### END HIDDEN TESTS
@@ -886,6 +865,7 @@ answer_q_preln = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q_preln, "ABC", "answer_q_preln")
+visible_checks_pass("answer_q_preln")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_preln, "ABC", "answer_q_preln", correct="B")
 ### END HIDDEN TESTS
@@ -930,20 +910,16 @@ class Block(nn.Module):
 
 
 # %% tests="block_tests" points=5
-import contextlib
 
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, own_code, substitute
+from lmcourse.checks import check, check_equal, check_shape, check_tensor_close, substitute
 
 _rule = "write the block's forward yourself, not with nn.TransformerEncoderLayer or lmcourse.nn.Block"
 _forbidden = (lmcourse.nn.Block, nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer,
               torch.jit.RecursiveScriptModule, torch.jit.ScriptModule)      # a scripted encoder layer too
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code("transformer_encoder_layer", calls=_forbidden, reason=_rule):     # its fused kernel too
-        yield
+# the fused kernel of torch's encoder layer too
+_rules = lmcourse.rules.rules(*_forbidden, torch=("transformer_encoder_layer",), reason=_rule)
 
 
 
@@ -1022,6 +998,7 @@ with _rules():
 _no_grad = [_n for _n, _p in _blk.named_parameters() if _p.grad is None or not bool(torch.isfinite(_p.grad).all())]
 check(not _no_grad, f"no finite gradient reaches {_no_grad[:3]} of Block(8, 2): build the output from the "
       "sub-layers with plain tensor operations (no .detach(), no torch.no_grad() inside forward)")
+visible_checks_pass("Block")
 ### BEGIN HIDDEN TESTS
 for (_c, _h, _T, _prenorm, _causal, _seed) in [(12, 3, 7, True, True, 410), (12, 4, 6, False, True, 411),
                                                 (16, 2, 9, False, False, 412), (4, 1, 1, True, True, 413)]:
@@ -1066,19 +1043,14 @@ def block_param_count(d):
 
 
 # %% tests="block_param_count_tests" points=2
-import contextlib
 
-from lmcourse.checks import check_equal, check_type, own_code, substitute
+from lmcourse.checks import check_equal, check_type, substitute
 
 _rule = "compute the count from the formula, without building a block"
 
 
-@contextlib.contextmanager
-def _rules():
-    """This exercise's rules, enforced by what runs."""
-    with own_code(calls=(lmcourse.nn.block, nn.TransformerEncoderLayer, nn.Linear, nn.Module.__init__),
-                  reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(lmcourse.nn.block, nn.TransformerEncoderLayer, nn.Linear, nn.Module.__init__,
+                              reason=_rule)
 
 
 
@@ -1097,6 +1069,7 @@ check_equal(_n4, _want4, "block_param_count(4)",
 with _rules():
     _n768 = block_param_count(768)
 check_equal(_n768, 12 * 768 ** 2 + 13 * 768, "block_param_count(768) (one block of the first GPT)")
+visible_checks_pass("block_param_count")
 ### BEGIN HIDDEN TESTS
 _wanted = {d: _counted(d) for d in (1, 2, 7, 64)}
 with _rules():

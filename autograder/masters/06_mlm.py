@@ -59,8 +59,11 @@ from torch import nn
 
 import lmcourse
 import lmcourse.nn.mlm
+import lmcourse.reference.mlm
+import lmcourse.rules
 from lmcourse import plot
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
+                             visible_checks_pass)
 from lmcourse.data import encode_text, get_batch, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, MLMConfig
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
@@ -176,8 +179,7 @@ from lmcourse.checks import call_checked, check, check_equal, check_shape, check
 _rule = "write the masking yourself, not with the course's reference mask_tokens"
 
 
-def _rules():
-    return lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
 
 
 def _within(k, n, q, z=5.0):
@@ -295,6 +297,7 @@ check(torch.equal(_a[0], _b[0]) and torch.equal(_a[1], _b[1]),
       "two calls with generators seeded alike gave different results: pass generator= to every random draw "
       "(torch.rand, torch.randint, torch.bernoulli, torch.randperm, torch.multinomial)")
 check(not torch.equal(_a[1], _c[1]), "generators with different seeds gave the same labels")
+visible_checks_pass("mask_tokens")
 ### BEGIN HIDDEN TESTS
 _V2, _S2 = 30, {0, 1, 2, 3, 29}
 _big2 = _padded(80, 300, 29, 4, seed=602)
@@ -436,8 +439,7 @@ from lmcourse.nn import Block, MLMConfig
 _rule = "build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn.Linear, not the course's MaskedLM"
 
 
-def _rules():
-    return lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
 
 
 def _reference(cfg, dtype=torch.float64, seed=0):
@@ -586,6 +588,7 @@ with _rules():
                        name="model(idx) for a model and ids on the 'meta' device",
                        hint="no .item(), .tolist() or Python branch on a tensor's values inside forward")[0]
 check_equal(str(_om.device), "meta", "the device of the logits for a model and ids on 'meta'")
+visible_checks_pass("MaskedLM")
 ### BEGIN HIDDEN TESTS
 for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
            MLMConfig(vocab_size=11, block_size=6, n_layer=1, n_head=4, n_embd=12, bias=False),
@@ -741,8 +744,7 @@ from lmcourse.tokenizers import SPECIALS, WordTokenizer
 _rule = "write fill_mask yourself, not with the course's reference"
 
 
-def _rules():
-    return lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
 
 
 class _Probe(nn.Module):
@@ -791,6 +793,7 @@ with _rules():
     _r3 = call_checked(fill_mask, _Probe(_table), _vt, "the cat sat .", 2,
                        name='fill_mask(model, tokenizer, "the cat sat .", 2)')
 check_equal(_r3, [], "fill_mask for a line without [MASK]", hint="one list per [MASK]: none, an empty list")
+visible_checks_pass("fill_mask")
 ### BEGIN HIDDEN TESTS
 _probe2 = _Probe(_table)
 with _rules():
@@ -981,8 +984,7 @@ from lmcourse.nn import Block, BlockConfig
 _rule = "write the pseudo-log-likelihood yourself, not with the course's reference"
 
 
-def _rules():
-    return lmcourse.checks.forbid_calls(*lmcourse.nn.mlm.REFERENCE, reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
 
 
 class _Tiny(nn.Module):
@@ -1002,21 +1004,10 @@ class _Tiny(nn.Module):
         return self.out(self.block(self.wte(idx) + self.wpe(torch.arange(idx.size(1))))), None
 
 
-def _expected(model, ids, mask_id):
-    total = 0.0
-    for i in range(len(ids)):
-        x = ids.clone()
-        x[i] = mask_id
-        with torch.no_grad():
-            logits = model.forward(x[None])[0][0, i]
-        total += float(logits[ids[i]] - torch.logsumexp(logits, 0))
-    return total
-
-
 _tm = _Tiny(10, 8, seed=604)
 _ids = torch.tensor([3, 7, 5, 5, 8, 2])
 _before = _ids.clone()
-_want = _expected(_tm, _ids, 9)
+_want = lmcourse.reference.mlm.expected_pll(_tm, _ids, 9)
 _tm.seen.clear()
 with _rules():
     _pll = call_checked(pseudo_log_likelihood, _tm, _ids, 9, name="pseudo_log_likelihood(model, ids of 6, 9)")
@@ -1031,18 +1022,19 @@ for _i in range(6):
 check_close(_pll, _want, "the pseudo-log-likelihood of 6 ids", rel=1e-9, abs_=1e-9,
             hint="the SUM over positions i of log softmax(logits[i])[ids[i]], with position i masked in the input "
                  "and read at position i (not a mean, not the logits before log_softmax)")
-_want1 = _expected(_tm, torch.tensor([4]), 9)
+_want1 = lmcourse.reference.mlm.expected_pll(_tm, torch.tensor([4]), 9)
 with _rules():
     _pll1 = call_checked(pseudo_log_likelihood, _tm, torch.tensor([4]), 9,
                          name="pseudo_log_likelihood(model, a single id, 9)")
 check_close(_pll1, _want1, "the pseudo-log-likelihood of a single id", rel=1e-9, abs_=1e-9,
             hint="n = 1: one masked copy of shape (1, 1); watch out for squeeze() dropping the batch dimension")
+visible_checks_pass("pseudo_log_likelihood")
 ### BEGIN HIDDEN TESTS
 _tm2 = _Tiny(7, 5, seed=605)
 for _h in (torch.tensor([1]), torch.tensor([2, 0, 4, 4, 1])):
+    _want = lmcourse.reference.mlm.expected_pll(_tm2, _h, 6)
     with _rules():
-        check_close(pseudo_log_likelihood(_tm2, _h, 6), _expected(_tm2, _h, 6), f"PLL of {_h.tolist()}",
-                    rel=1e-9, abs_=1e-9)
+        check_close(pseudo_log_likelihood(_tm2, _h, 6), _want, f"PLL of {_h.tolist()}", rel=1e-9, abs_=1e-9)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1158,6 +1150,7 @@ answer_q1 = "C"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q1, "ABCD", "answer_q1")
+visible_checks_pass("answer_q1")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q1, "ABCD", "answer_q1", correct="C")
 ### END HIDDEN TESTS
@@ -1182,6 +1175,7 @@ answer_q2 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q2, "ABCD", "answer_q2")
+visible_checks_pass("answer_q2")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
 ### END HIDDEN TESTS

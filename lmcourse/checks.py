@@ -33,6 +33,14 @@ from typing import Any
 _audit = sys.audit      # bound at import: the guard's cue that a verdict is about to be reached
 
 
+# what a test cell may use (the grader's guard reports and verifies calls of these names); the
+# rules of a graded call are composed from the enforcement half by lmcourse.rules
+__all__ = ["CheckFailed", "PASS_LINE", "call_checked", "check", "check_choice", "check_close", "check_dist_close",
+           "check_distribution", "check_equal", "check_shape", "check_tensor_close", "check_type",
+           "forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code",
+           "python_decompositions", "substitute", "visible_checks_pass"]
+
+
 class CheckFailed(AssertionError):
     """A check in a test cell failed; the message says what to look at."""
 
@@ -354,12 +362,6 @@ def _as_dict(value: Any, name: str, hint: str | None) -> dict:
     return _plain(value)
 
 
-def check_same_keys(actual: Mapping, expected: Mapping, name: str, hint: str | None = None) -> None:
-    __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
-    _same_keys(_as_dict(actual, name, hint), _as_dict(expected, name, hint), name, hint)
-
-
 def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | None = None) -> None:
     """A dict of probabilities: non-negative, finite, summing to 1."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
@@ -384,23 +386,6 @@ def check_dist_close(actual: Mapping, expected: Mapping, name: str, tol: float =
     _same_keys(actual, expected, name, hint)
     for k, e in expected.items():
         check_close(actual[k], e, f"{name}[{_fmt(k)}]", rel=tol, abs_=tol, hint=hint)
-
-
-@contextlib.contextmanager
-def forbid(owner: Any, attr: str, reason: str = "a graded answer must be your own code"):
-    """Within the block, calling ``owner.attr`` raises — used by hidden tests to make sure a
-    graded function does not just call the course's reference implementation."""
-    original = getattr(owner, attr)
-    label = f"{getattr(owner, '__name__', type(owner).__name__)}.{attr}"
-
-    def _blocked(*args, **kwargs):
-        raise CheckFailed(f"your code called {label}: {reason}")
-
-    setattr(owner, attr, _blocked)
-    try:
-        yield
-    finally:
-        setattr(owner, attr, original)
 
 
 # --- Tensors ----------------------------------------------------------------------------------

@@ -81,14 +81,17 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _surface_roots() -> frozenset[str]:
-    """First names of the calls worth reporting: the check helpers, the module names the guard
-    knows (``np``, ``torch``, ``F``, ...) and the builtins; a call of the notebook's own functions
-    or of a test's local objects reports nothing."""
+    """First names of the calls worth reporting: the check helpers and rules (their modules'
+    ``__all__``: an explicit list, so what ``lmcourse.checks`` imports for itself, ``os``, ``sys``,
+    ``Counter``, is no part of it), the module names the guard knows (``np``, ``torch``, ``F``,
+    ...) and the builtins; a call of the notebook's own functions or of a test's local objects
+    reports nothing."""
     import builtins
 
     import lmcourse.checks
+    import lmcourse.rules
 
-    return frozenset({n for n in vars(lmcourse.checks) if not n.startswith("_")} | set(vars(builtins)) |
+    return frozenset(set(lmcourse.checks.__all__) | set(lmcourse.rules.__all__) | set(vars(builtins)) |
                      {"np", "numpy", "math", "torch", "F", "nn", "random", "lmcourse", "checks"}) - {"super"}
 
 
@@ -303,8 +306,8 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
     modules_entries = tuple((n, sys.modules.get(n)) for n in mod_names if sys.modules.get(n) is not None)
     meta_path = (sys.meta_path, tuple(sys.meta_path), sys.path_hooks, tuple(sys.path_hooks))
     checks = lmcourse.checks
-    check_api = {n: getattr(checks, n) for n in dir(checks) if not n.startswith("_")
-                 and callable(getattr(checks, n)) and getattr(getattr(checks, n), "__module__", "") == checks.__name__}
+    check_api = {n: getattr(checks, n) for n in checks.__all__       # the helpers a test cell calls by name
+                 if callable(getattr(checks, n)) and getattr(getattr(checks, n), "__module__", "") == checks.__name__}
     aliases = {"np": numpy, "numpy": numpy, "math": math}
     if torch is not None:
         aliases.update(torch=torch, F=torch.nn.functional, nn=torch.nn)
@@ -383,6 +386,8 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
         entry_classes = [x for x in cls_snap if _id(x[0]) in entry]
         L_events, L_method, L_sentinel, L_nonce = L["misc"]
         td_at = L["td_at"]
+        wrappers, wrapped = L["wrappers"]
+        mro_of, dict_of = _type.__dict__["__mro__"].__get__, _type.__dict__["__dict__"].__get__
         locked_armed, locked_file = False, None
         del L
         me = yield None                # this generator's own frame (read before the hook exists)
@@ -606,13 +611,60 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                 bury((sys_dict.get("stdout"), sys_dict.get("stderr")))
                 sys_dict["stdout"], sys_dict["stderr"] = out_err
             for lst, orig in ((meta_path[0], meta_path[1]), (meta_path[2], meta_path[3])):
-                if _len(lst) != _len(orig) or not same_items(lst, orig):
+                if (_len(lst) != _len(orig) or not same_items(lst, orig)) and not library_additions(lst, orig):
                     flag("sys.meta_path")
                     bury(_list(lst))
                     lst[:] = orig
             if sys_dict.get("meta_path") is not meta_path[0] or sys_dict.get("path_hooks") is not meta_path[2]:
                 flag("sys.meta_path")
                 sys_dict["meta_path"], sys_dict["path_hooks"] = meta_path[0], meta_path[2]
+
+        def library_code(x):
+            # a function whose code lives in an installed library: not the notebook, not lmcourse
+            if is_in(_type(x), wrappers):
+                x = wrapped(x)
+            if _type(x) is L_method:
+                x = x.__func__
+            if _type(x) is not _func_t:
+                return True           # C code (builtins, slots): nothing a notebook wrote
+            fn = x.__code__.co_filename
+            return _type(fn) is _str and fn.startswith(trusted) and not fn.startswith(lm_prefix)
+
+        def library_finder(f):
+            # the finder's class chain and its metaclass's (read past any metaclass), then its own
+            # attributes (a callable handed to a library's finder is checked too)
+            is_cls = is_in(_type, mro_of(_type(f)))
+            cls = f if is_cls else _type(f)
+            for c in mro_of(cls) + mro_of(_type(cls)):
+                for v in dict_of(c).values():
+                    if not library_code(v):
+                        return False
+            if _type(f) is _func_t:
+                return library_code(f)
+            if is_cls:
+                return True
+            try:
+                d = _vars(f)          # safe: no notebook code in its class chain (checked above)
+            except _TypeError:
+                return True
+            if _type(d) is not _dict:
+                return False
+            for v in d.values():
+                if not library_code(v):
+                    return False
+            return True
+
+        def library_additions(lst, orig):
+            # importing a library adds its finder (transformers' legacy aliases, setuptools'
+            # _distutils_hack): allowed when every original stays, in order, and each addition is
+            # library code; lmcourse's modules are imported already, so no finder can replace them
+            i = 0
+            for x in _list(lst):
+                if i < _len(orig) and x is orig[i]:
+                    i += 1
+                elif not library_finder(x):
+                    return False
+            return i == _len(orig)
 
         def any_odd_key(d):
             for k in d:
@@ -891,6 +943,7 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
         "tf_len": tf_len, "tf_at": tf_at, "td_at": td_at, "td_len": td_len, "baseline_threads": baseline_threads,
         "main_thread": main_thread, "grave": grave, "labels": labels, "events_dict": vars(ip.events),
         "misc": (ip.events, types.MethodType, SENTINEL, nonce),
+        "wrappers": ((classmethod, staticmethod, property), lambda w: w.fget if type(w) is property else w.__func__),
         "ns_init": {k: v for k, v in user_ns.items() if type(k) is str and k in vars(builtins)},
         "entry": frozenset(id(x) for x in (builtins, math, checks, numpy, torch, sys.modules.get("collections"),
                                            getattr(torch, "Tensor", None),

@@ -53,7 +53,10 @@ import torch
 
 import lmcourse
 import lmcourse.decoding
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+import lmcourse.reference.decoding
+import lmcourse.rules
+from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
+                             visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
 from lmcourse.nn import GPT, GPTConfig, load_gpt, save_gpt
 from lmcourse.runtime import is_autograding
@@ -147,13 +150,10 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    """Within the block the reference decoding code (but the stand-ins in `allowed`), 05's sampler and
-    transformers' generation code are refused; importing transformers is noticed too."""
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+# Within the block the reference decoding code (but the stand-ins given to _rules(...)), 05's sampler and
+# transformers' generation code are refused; importing transformers is noticed too.
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _s = torch.tensor([[2.0, -1.0, 0.5, float("-inf")], [0.0, 3.0, -2.0, 1.0]])
@@ -171,6 +171,7 @@ with _rules():
 check_equal(str(_out2.dtype), "torch.float64", "the dtype of apply_temperature on float64 logits")
 check_tensor_close(_out2, torch.tensor([0.25, -0.75, 0.0625], dtype=torch.float64), "apply_temperature(1-D, 4.0)",
                    atol=0, rtol=1e-12, hint="tau > 1 shrinks the scores")
+visible_checks_pass("apply_temperature")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(7)
 _r = torch.randn(5, 13, generator=_g)
@@ -248,11 +249,8 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _inf = float("-inf")
@@ -281,6 +279,7 @@ check_equal(str(_t.dtype), "torch.float64", "top_k_filter's dtype on float64 log
 check_tensor_close(_t, torch.tensor([[_inf, 3.0, 3.0, _inf]], dtype=torch.float64),
                    "top_k_filter with a tie at the k-th place", atol=0, rtol=0,
                    hint="remove only the logits strictly below the k-th largest")
+visible_checks_pass("top_k_filter")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(3)
 _r = torch.randn(6, 30, generator=_g)
@@ -332,26 +331,8 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
-
-
-def _expected_top_p(row, p):
-    """Plain Python: the kept positions of one row of logits."""
-    m = max(row)
-    e = [math.exp(v - m) for v in row]
-    probs = [v / sum(e) for v in e]
-    order = sorted(range(len(row)), key=lambda i: -probs[i])
-    kept, mass = [], 0.0
-    for i in order:
-        kept.append(i)
-        mass += probs[i]
-        if mass >= p:
-            break
-    return [row[i] if i in kept else float("-inf") for i in range(len(row))]
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _inf = float("-inf")
@@ -359,7 +340,7 @@ _inf = float("-inf")
 _s = torch.tensor([[math.log(0.05), math.log(0.3), math.log(0.5), math.log(0.15)]])
 _before = _s.clone()
 for _p, _kept in ((0.6, "0.5 and 0.3"), (0.9, "0.5, 0.3 and 0.15"), (0.4, "0.5 only"), (1.0, "every word")):
-    _want = torch.tensor([_expected_top_p(_s[0].tolist(), _p)])
+    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(_s[0].tolist(), _p)])
     with _rules():
         _out = call_checked(top_p_filter, _s, _p, name=f"top_p_filter(logits, {_p})")
     check_tensor_close(_out, _want, f"top_p_filter on probabilities [0.05, 0.3, 0.5, 0.15] with p = {_p} "
@@ -373,14 +354,16 @@ _s2 = torch.tensor([[4.0, 0.0, 3.5, -1.0], [0.1, 0.0, 0.2, 0.05]], dtype=torch.f
 with _rules():
     _o2 = top_p_filter(_s2, 0.7)
 check_equal(str(_o2.dtype), "torch.float64", "top_p_filter's dtype on float64 logits")
-check_tensor_close(_o2, torch.tensor([_expected_top_p(r, 0.7) for r in _s2.tolist()], dtype=torch.float64),
+_want2 = torch.tensor([lmcourse.reference.decoding.expected_top_p(r, 0.7) for r in _s2.tolist()], dtype=torch.float64)
+check_tensor_close(_o2, _want2,
                    "top_p_filter(two rows of shape (2, 4), 0.7): a peaked row keeps 2 words, a flat one 3",
                    atol=1e-12, rtol=0, hint="the running sum is over probabilities (softmax of the row), not logits")
+visible_checks_pass("top_p_filter")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(5)
 _r = torch.randn(8, 25, generator=_g) * 2
 for _p in (0.1, 0.5, 0.83, 0.99):
-    _want = torch.tensor([_expected_top_p(row, _p) for row in _r.tolist()])
+    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(row, _p) for row in _r.tolist()])
     with _rules():
         _o = top_p_filter(_r, _p)
     check_tensor_close(_o, _want, f"top_p_filter(random (8, 25), {_p})", atol=1e-6, rtol=0)
@@ -418,11 +401,8 @@ from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _inf = float("-inf")
@@ -443,6 +423,7 @@ check_equal(str(_o.dtype), "torch.float64", "epsilon_filter's dtype on float64 l
 check_tensor_close(_o, torch.tensor([[_inf, _l[1], _inf, _inf], [_inf, _inf, _l[1], _inf]], dtype=torch.float64),
                    "epsilon_filter(logits, 0.9): every word is below eps", atol=1e-12, rtol=0,
                    hint="never remove every word: the most likely one stays")
+visible_checks_pass("epsilon_filter")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(9)
 _r = torch.randn(7, 20, generator=_g) * 2
@@ -529,11 +510,8 @@ from lmcourse.checks import call_checked, check, check_close, check_equal, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _inf = float("-inf")
@@ -574,6 +552,7 @@ with _rules():
 check(not torch.equal(_first, _second), "two successive calls of sample_next with the same generator gave the same "
       "64 ids: draw with the generator itself (its state moves on at each draw); do not reseed a random number "
       "generator from it")
+visible_checks_pass("sample_next")
 ### BEGIN HIDDEN TESTS
 with _rules():
     _gh = greedy_next(torch.tensor([[1.0, 1.5], [2.0, -1.0]], dtype=torch.float64))
@@ -638,11 +617,8 @@ _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gp
 _ref = lmcourse.decoding
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 @contextlib.contextmanager
@@ -728,6 +704,7 @@ with _stand_ins():
 check_equal(_calls, ["first", "second"] * 3, "the filters' calls over 3 steps",
             hint="apply every filter, in the order given, each to the output of the one before")
 check(not bool((_o[:, 1:] == 0).any()), "id 0 was removed by a filter but generate still drew it")
+visible_checks_pass("generate")
 ### BEGIN HIDDEN TESTS
 _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
 with _stand_ins():
@@ -861,11 +838,8 @@ from lmcourse.checks import call_checked, check, check_close, check_equal, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 class _Table(nn.Module):
@@ -967,6 +941,7 @@ check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, le
                  "not multiply")
 check_close(_e1[0][1], math.log(0.4 * 0.9 ** 11) / 12, "the score of b x 12 with length_penalty 1", rel=1e-9,
             abs_=1e-12)
+visible_checks_pass("beam_search")
 ### BEGIN HIDDEN TESTS
 
 
@@ -1162,11 +1137,8 @@ from lmcourse.checks import call_checked, check, check_equal, check_shape, check
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 @contextlib.contextmanager
@@ -1242,6 +1214,7 @@ try:
 except ValueError:
     _raised = True
 check(_raised, "cached_forward with 8 cached positions and block_size 8 should raise ValueError (no position left)")
+visible_checks_pass("cached_forward")
 ### BEGIN HIDDEN TESTS
 _m2 = _small_gpt(5, n_layer=3, n_head=4, n_embd=16, block_size=12, fast=False)
 _ids2 = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
@@ -1314,11 +1287,8 @@ _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gp
 _ref = lmcourse.decoding
 
 
-def _rules(*allowed):
-    return lmcourse.checks.forbid_references(
-        *lmcourse.decoding.REFERENCE, lmcourse.nn.gpt.generate, lmcourse.nn.gpt._generate, allowed=allowed,
-        modules=("transformers.generation.logits_process", "transformers.generation.utils"),
-        packages=("transformers",), reason=_rule)
+_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
 
 
 _fed = []
@@ -1388,6 +1358,7 @@ check_tensor_close(_out, _want, "generate_cached's ids for 20 new ids with block
 check(max(n + c for n, c in _fed) <= 8, "the cache grew past block_size")
 check(sum(n for n, _ in _fed) <= 3 + 19 + 3 * 3, f"generate_cached fed {sum(n for n, _ in _fed)} positions to "
       "cached_forward for 20 new ids: feed only the new id, and rebuild only when the cache is full")
+visible_checks_pass("generate_cached")
 ### BEGIN HIDDEN TESTS
 _m2 = _small_gpt(3, block_size=6)
 _p2 = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(4))
@@ -1469,6 +1440,7 @@ answer_q1 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q1, "ABCD", "answer_q1")
+visible_checks_pass("answer_q1")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
@@ -1491,6 +1463,7 @@ answer_q2 = "A"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q2, "ABCD", "answer_q2")
+visible_checks_pass("answer_q2")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q2, "ABCD", "answer_q2", correct="A")
 ### END HIDDEN TESTS

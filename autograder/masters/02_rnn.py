@@ -48,10 +48,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import lmcourse
+import lmcourse.reference.rnn
+import lmcourse.rules
 from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape,
                              check_tensor_close, check_type, forbid_calls, forbid_torch_functions,
-                             substitute)
+                             substitute, visible_checks_pass)
 from lmcourse.data import encode_split, get_batch, load_shakespeare
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
@@ -157,8 +159,8 @@ check_tensor_close(_out, [[math.tanh(1.0), math.tanh(-0.35)]], "elman_step(worke
 
 # A batch, against PyTorch's own RNN cell with the same weights (float64, tight tolerance).
 # Your code runs with PyTorch's recurrent functions (nn.RNNCell, torch.rnn_tanh_cell, ...) switched off.
-_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
-    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="compute the recurrence yourself with @, .T and torch.tanh")
+_no_rnn = lmcourse.rules.rules(lmcourse.reference.rnn.elman_step, torch=lmcourse.reference.rnn.RECURRENT,
+                               reason="compute the recurrence yourself with @, .T and torch.tanh")
 torch.manual_seed(0)
 _cell = nn.RNNCell(4, 4, dtype=torch.float64)  # I = H here, so swapped weights cannot hide behind a shape error
 _x, _h = torch.randn(5, 4, **_f64), torch.randn(5, 4, **_f64)
@@ -189,7 +191,7 @@ check(isinstance(_got, torch.Tensor) and _got.requires_grad,
 _got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through elman_step", hint=_grad_hint)
 for _a, _w, _n in zip(_got, _want, ["h_prev", "W_xh", "W_hh", "b_h"]):
     check_tensor_close(_a, _w, f"gradient of elman_step w.r.t. {_n} vs nn.RNNCell", atol=1e-10, hint=_grad_hint)
-print("elman_step: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("elman_step")
 ### BEGIN HIDDEN TESTS
 def _ref_step(x, h, Wxh, Whh, b):
     return torch.tanh(torch.einsum("bi,hi->bh", x, Wxh) + torch.einsum("bj,hj->bh", h, Whh) + b)
@@ -263,17 +265,13 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
 # %% tests="rnn_forward_tests" points=2
 # One mistake costs once: every call below runs your rnn_forward with our elman_step in place of
 # yours, so a slip in Exercise 1 costs points in Exercise 1 only.
-def _ref_elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(F.linear(x_t, W_xh, b_h) + F.linear(h_prev, W_hh))
-
-
 def _rnn_forward(*args):
-    with substitute(globals(), elman_step=_ref_elman_step):
+    with substitute(globals(), elman_step=lmcourse.reference.rnn.elman_step):
         return rnn_forward(*args)
 
 
-_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
-    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="run the recurrence yourself, with elman_step")
+_no_rnn = lmcourse.rules.rules(lmcourse.reference.rnn.rnn_forward, torch=lmcourse.reference.rnn.RECURRENT,
+                               reason="run the recurrence yourself, with elman_step")
 
 # Hand example: one unit (I = H = 1), W_xh = 1, W_hh = 0.5, b_h = 0, inputs x = 1, 0, 0.
 #   h_1 = tanh(1) = 0.7616,  h_2 = tanh(0.5 * h_1) = 0.3634,  h_3 = tanh(0.5 * h_2) = 0.1797
@@ -328,7 +326,7 @@ check(isinstance(_got, torch.Tensor) and _got.requires_grad,
 _got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through rnn_forward", hint=_grad_hint)
 for _a, _w, _n in zip(_got, _want, ["h0", "W_xh", "W_hh", "b_h"]):
     check_tensor_close(_a, _w, f"gradient of rnn_forward w.r.t. {_n} vs nn.RNN", atol=1e-10, hint=_grad_hint)
-print("rnn_forward: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("rnn_forward")
 ### BEGIN HIDDEN TESTS
 _why = "rnn_forward must run the recurrence itself, not call nn.RNN / nn.RNNCell / torch.rnn_tanh"
 with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
@@ -424,20 +422,8 @@ class RNNLM(nn.Module):
 # %% tests="RNNLM_tests" points=3
 # One mistake costs once: RNNLM runs here with our elman_step and rnn_forward in place of yours,
 # so a slip in Exercise 1 or 2 does not cost points here too.
-def _ref_elman_step(x_t, h_prev, W_xh, W_hh, b_h):
-    return torch.tanh(F.linear(x_t, W_xh, b_h) + F.linear(h_prev, W_hh))
-
-
-def _ref_rnn_forward(x, h0, W_xh, W_hh, b_h):
-    h = x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0
-    hs = []
-    for t in range(x.shape[1]):
-        h = _ref_elman_step(x[:, t], h, W_xh, W_hh, b_h)
-        hs.append(h)
-    return torch.stack(hs, dim=1)
-
-
-_refs = lambda: substitute(globals(), elman_step=_ref_elman_step, rnn_forward=_ref_rnn_forward)  # noqa: E731
+_refs = lambda: substitute(globals(), elman_step=lmcourse.reference.rnn.elman_step,  # noqa: E731
+                           rnn_forward=lmcourse.reference.rnn.rnn_forward)
 _no_rnn = lambda: forbid_torch_functions(  # noqa: E731
     "rnn_tanh", "rnn_relu", "lstm", "gru", reason="RNNLM must run rnn_forward, not PyTorch's recurrent kernels")
 
@@ -487,7 +473,7 @@ _logits.pow(2).sum().backward()
 _no_grad = [_n for _n, _p in _m.named_parameters() if _p.grad is None or float(_p.grad.abs().sum()) == 0]
 check(not _no_grad, f"these parameters of RNNLM get no gradient: {_no_grad} — embed with self.wte, run the "
                     "recurrence with self.W_xh, self.W_hh, self.b_h and read out with self.lm_head, without .detach()")
-print("RNNLM: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("RNNLM")
 ### BEGIN HIDDEN TESTS
 _why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell / torch.rnn_tanh"
 with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why), _refs():
@@ -627,7 +613,7 @@ _lg = torch.randn(2, 5, 4, requires_grad=True)
 call_checked(lm_loss, _lg, torch.randint(4, (2, 5))).backward()
 check(_lg.grad is not None and float(_lg.grad[:, -1].abs().sum()) == 0.0,
       "the last position has no target, so its logits should get no gradient")
-print("lm_loss: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("lm_loss")
 ### BEGIN HIDDEN TESTS
 for _B, _T, _V in [(1, 2, 2), (3, 8, 5), (5, 17, 29)]:
     _g = torch.Generator().manual_seed(_B + _T + _V)
@@ -676,7 +662,7 @@ check(abs(_p - 16.0) > 1e-6, "perplexity 16 = exp(sum of losses): use the *mean*
 check(abs(_p - 5.0) > 1e-6, "perplexity 5 = mean of exp(loss): take the exp of the mean, not the mean of the exps")
 check(abs(_p - 2 ** math.log(4.0)) > 1e-6, "the losses are in nats, so the base is e: math.exp, not 2 **")
 check_close(_p, 4.0, "perplexity([log 2, log 8])", rel=1e-6, hint="exp of the mean loss")
-print("perplexity: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("perplexity")
 ### BEGIN HIDDEN TESTS
 _l = torch.rand(1000, generator=torch.Generator().manual_seed(5)) * 4
 check_close(perplexity(_l), math.exp(float(_l.double().mean())), "perplexity(random losses)", rel=1e-6)
@@ -795,7 +781,7 @@ check(_a == _b, "the same seed gave different samples: pass generator=generator 
 _cold = sample(_Die(), [0], 300, torch.Generator().manual_seed(2), temperature=0.05)
 check(_cold.count(0) > 290, f"at temperature 0.05 the most likely token should win almost always, got "
                             f"{_cold.count(0)}/300 — divide the logits by the temperature before the softmax")
-print("sample: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("sample")
 ### BEGIN HIDDEN TESTS
 class _Markov(_Die):
     """Next token depends on the last one read: after k, the next is k (prob 0.8) or k+1 mod 4 (0.2)."""
@@ -976,7 +962,7 @@ for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
 for (_n, _p), _p2 in zip(_m.named_parameters(), _m2.parameters()):
     check_tensor_close(_p.detach(), _p2.detach(), f"{_n} after 4 steps vs torch.optim.SGD", atol=1e-12,
                        hint="each step must use only its own batch's gradient: clear the gradients every step")
-print("train_step: the visible checks pass (the autograder also runs hidden tests)")
+visible_checks_pass("train_step")
 ### BEGIN HIDDEN TESTS
 class _TwoLayerLM(nn.Module):
     def __init__(self, V=7, E=4, H=6):
@@ -1310,6 +1296,7 @@ answer_q1 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q1, "ABCD", "answer_q1")
+visible_checks_pass("answer_q1")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
@@ -1333,6 +1320,7 @@ answer_q2 = "C"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q2, "ABCD", "answer_q2")
+visible_checks_pass("answer_q2")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q2, "ABCD", "answer_q2", correct="C")
 ### END HIDDEN TESTS
@@ -1356,6 +1344,7 @@ answer_q3 = "A"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q3, "ABCD", "answer_q3")
+visible_checks_pass("answer_q3")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q3, "ABCD", "answer_q3", correct="A")
 ### END HIDDEN TESTS
@@ -1378,6 +1367,7 @@ answer_q4 = "D"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q4, "ABCD", "answer_q4")
+visible_checks_pass("answer_q4")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q4, "ABCD", "answer_q4", correct="D")
 ### END HIDDEN TESTS

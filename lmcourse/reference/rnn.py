@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["RECURRENT", "REFERENCE", "elman_step", "rnn_forward", "lm_loss"]
+__all__ = ["RECURRENT", "REFERENCE", "elman_step", "rnn_forward"]
 
 # name parts of torch's recurrent kernels (nn.RNN, nn.RNNCell, nn.LSTM, nn.GRU and their functions)
 RECURRENT = ("rnn_tanh", "rnn_relu", "lstm", "gru")
@@ -31,10 +31,4 @@ def rnn_forward(x: Tensor, h0: Tensor | None, W_xh: Tensor, W_hh: Tensor, b_h: T
     return torch.stack(hs, dim=1)
 
 
-def lm_loss(logits: Tensor, idx: Tensor) -> Tensor:
-    """Mean cross-entropy of predicting ``idx[:, t + 1]`` from ``logits[:, t]``."""
-    V = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
-
-
-REFERENCE = (elman_step, rnn_forward, lm_loss)
+REFERENCE = (elman_step, rnn_forward)

@@ -61,8 +61,11 @@ from torch import nn
 
 import lmcourse
 import lmcourse.nn.gpt
+import lmcourse.reference.gpt
+import lmcourse.rules
 from lmcourse import plot
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
+                             visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import is_autograding
@@ -173,6 +176,7 @@ _c3 = call_checked(GPTConfig, 65, 64, 4, 4, 128, 0.2, True, name="GPTConfig(65, 
                    hint="the fields take positional arguments too (no kw_only)")
 check_equal((_c3.vocab_size, _c3.block_size, _c3.n_layer, _c3.n_head, _c3.n_embd, _c3.dropout, _c3.bias),
             (65, 64, 4, 4, 128, 0.2, True), "GPTConfig with positional arguments in the table's order")
+visible_checks_pass("GPTConfig")
 ### BEGIN HIDDEN TESTS
 _c4 = GPTConfig(vocab_size=3, block_size=2, n_layer=1, n_head=1, n_embd=4, dropout=0.25, bias=False)
 check_equal((_c4.vocab_size, _c4.block_size, _c4.n_layer, _c4.n_head, _c4.n_embd, _c4.dropout, _c4.bias),
@@ -270,10 +274,7 @@ class _Cfg:  # the tests' own config, so a slip in GPTConfig costs exercise 1's 
 _rule = "build the GPT from nn.Embedding, lmcourse.nn.Block, a LayerNorm and nn.Linear, not the course's reference GPT"
 
 
-@contextlib.contextmanager
-def _rules():
-    with lmcourse.checks.forbid_calls(*lmcourse.nn.gpt.REFERENCE, reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
 
 
 def _reference(cfg, dtype=torch.float64, seed=0):
@@ -480,6 +481,7 @@ for _step in range(40):
     _opt.step()
 check(_lo.item() < 0.2, f"after 40 steps on one batch the loss is still {_lo.item():.3f}; a model that cannot "
       "memorise 32 targets has a bug (is every parameter trained? is the loss computed from the logits?)")
+visible_checks_pass("GPT")
 ### BEGIN HIDDEN TESTS
 for _c in [_Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
            _Cfg(vocab_size=13, block_size=6, n_layer=1, n_head=4, n_embd=12, bias=False),
@@ -607,10 +609,7 @@ from lmcourse.checks import call_checked, check, check_close, check_equal
 _rule = "initialise the weights yourself, not with the course's reference init_gpt_weights"
 
 
-@contextlib.contextmanager
-def _rules():
-    with lmcourse.checks.forbid_calls(*lmcourse.nn.gpt.REFERENCE, reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
 
 
 def _spoiled(n_layer=4, n_embd=64, dtype=torch.float32, device="cpu", bias=True):
@@ -699,6 +698,7 @@ _mm = _spoiled(n_layer=2, n_embd=16, device="meta")
 with _rules():
     call_checked(init_weights, _mm, 2, name="init_weights on a model on the 'meta' device")
 check(all(p.device.type == "meta" for p in _mm.parameters()), "init_weights must keep the parameters' device")
+visible_checks_pass("init_weights")
 ### BEGIN HIDDEN TESTS
 _h = _spoiled(n_layer=8, n_embd=64, bias=False)
 torch.manual_seed(506)
@@ -759,10 +759,7 @@ from lmcourse.checks import call_checked, check_equal, check_type
 _rule = "compute the count from the formula, without building a model or calling the reference count"
 
 
-@contextlib.contextmanager
-def _rules():
-    with lmcourse.checks.forbid_calls(*lmcourse.nn.gpt.REFERENCE, nn.Module.__init__, reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, nn.Module.__init__, reason=_rule)
 
 
 for _V, _T, _L, _d in [(65, 256, 6, 384), (11, 8, 2, 16), (100, 32, 1, 8)]:
@@ -775,6 +772,7 @@ for _V, _T, _L, _d in [(65, 256, 6, 384), (11, 8, 2, 16), (100, 32, 1, 8)]:
     check_equal(_got, _want, f"gpt_param_count({_V}, {_T}, {_L}, {_d}) vs the parameters of such a GPT",
                 hint="token embedding V d + positions T d + L blocks of 12 d^2 + 13 d + final LayerNorm 2 d; "
                      "the tied head adds nothing (count it and you are V d too high)")
+visible_checks_pass("gpt_param_count")
 ### BEGIN HIDDEN TESTS
 with _rules():
     check_equal(gpt_param_count(50257, 1024, 12, 768), 124_439_808, "GPT-2 small")
@@ -850,10 +848,7 @@ from lmcourse.checks import call_checked, check, check_close, check_equal, check
 _rule = "write the sampling loop yourself, not the course's reference generate"
 
 
-@contextlib.contextmanager
-def _rules():
-    with lmcourse.checks.forbid_calls(*lmcourse.nn.gpt.REFERENCE, reason=_rule):
-        yield
+_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
 
 
 class _Fixed(nn.Module):
@@ -959,6 +954,7 @@ with _rules():
 check(torch.equal(_s1, _s2), "two calls with generators seeded alike gave different ids: pass generator= to the "
       "sampling function (torch.multinomial(probs, 1, generator=generator))")
 check(not torch.equal(_s1, _s3), "generators with different seeds gave the same ids: are you sampling at all?")
+visible_checks_pass("generate")
 ### BEGIN HIDDEN TESTS
 _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
 with _rules():
@@ -1188,6 +1184,7 @@ answer_q1 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q1, "ABCD", "answer_q1")
+visible_checks_pass("answer_q1")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
 ### END HIDDEN TESTS
@@ -1211,6 +1208,7 @@ answer_q2 = "B"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q2, "ABCD", "answer_q2")
+visible_checks_pass("answer_q2")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
 ### END HIDDEN TESTS
@@ -1235,6 +1233,7 @@ answer_q3 = "A"
 from lmcourse.checks import check_choice
 
 check_choice(answer_q3, "ABCD", "answer_q3")
+visible_checks_pass("answer_q3")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q3, "ABCD", "answer_q3", correct="A")
 ### END HIDDEN TESTS

@@ -627,8 +627,9 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                 x = x.__func__
             if _type(x) is not _func_t:
                 return True           # C code (builtins, slots): nothing a notebook wrote
-            fn = x.__code__.co_filename
-            return _type(fn) is _str and fn.startswith(trusted) and not fn.startswith(lm_prefix)
+            fn = x.__code__.co_filename     # frozen stdlib modules (abc) count as library, as in student()
+            return _type(fn) is _str and (fn.startswith(trusted) or fn.startswith("<frozen ")) \
+                and not fn.startswith(lm_prefix)
 
         def library_finder(f):
             # the finder's class chain and its metaclass's (read past any metaclass), then its own

@@ -206,6 +206,40 @@ ATTEMPTS: dict[str, dict[str, str]] = {
                 pass
     """},
 
+    # issue 22: the reference's work done where the rules do not look (items 1, 3, 15)
+    "reference_on_a_thread": {"during": """
+        import threading, lmcourse.ngram as _r
+        _out = []
+        _t = threading.Thread(target=lambda: _out.append(_r.mle_prob(table, context, word)))
+        _t.start()
+        _t.join()
+        return _out[0]
+    """},
+    "reference_in_a_thread_pool": {"during": """
+        import concurrent.futures, lmcourse.ngram as _r
+        with concurrent.futures.ThreadPoolExecutor(1) as _ex:
+            return _ex.submit(_r.mle_prob, table, context, word).result()
+    """},
+    "getsource_exec_shifted": {"during": """
+        import inspect, lmcourse.ngram as _r
+        _ns = dict(vars(_r))
+        exec(compile("\\n" + inspect.getsource(_r.mle_prob), "<copy>", "exec"), _ns)
+        return _ns["mle_prob"](table, context, word)
+    """},
+    # issue 22 item 5: a library's finder is allowed (see test_honest_library_import), a notebook's is not
+    "meta_path_notebook_finder": {"before": """
+        import sys
+        class _Finder:
+            def find_spec(self, name, path=None, target=None):
+                return None
+        sys.meta_path.insert(0, _Finder())
+    """},
+    "meta_path_library_finder_notebook_callable": {"before": """
+        import sys
+        from transformers.utils.import_utils import _LegacyModuleAliasFinder
+        sys.meta_path.append(_LegacyModuleAliasFinder(lambda name: None))
+    """},
+
     "ctypes_memory": {"before": """
         import ctypes, lmcourse.checks as _c
         ctypes.pythonapi.PyDict_SetItem(ctypes.py_object(vars(_c)), ctypes.py_object("_fail"),
@@ -232,7 +266,10 @@ def _notebook(before: str = "", during: str = "") -> nbformat.NotebookNode:
 @pytest.fixture(scope="module")
 def forged(tmp_path_factory):
     subs = tmp_path_factory.mktemp("forgers")
-    students = {"baseline": _notebook(), "correct": perfect()}
+    honest = perfect()      # issue 22 item 5: one unused, honest import of a library that adds a finder
+    cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n\n" + \
+        cell(honest, "pad_sentence").source
+    students = {"baseline": _notebook(), "correct": perfect(), "honest_library_import": honest}
     students.update({name: _notebook(**a) for name, a in ATTEMPTS.items()})
     for name, nb in students.items():
         (subs / name).mkdir()
@@ -254,6 +291,21 @@ def test_baseline_and_correct(forged):
     assert float(forged["correct"]["score"]) == AUTO_MAX, forged["correct"]
     base = forged["baseline"]
     assert base["flags"] == "" and float(base["score"]) < AUTO_MAX - 2, base
+
+
+def test_honest_library_import(forged):
+    """Importing transformers (which adds a finder to sys.meta_path) costs nothing and flags nothing."""
+    row = forged["honest_library_import"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert float(row["score"]) == AUTO_MAX, row
+
+
+@pytest.mark.parametrize("attempt", ["meta_path_notebook_finder", "meta_path_library_finder_notebook_callable"])
+def test_notebook_finders_still_flag(forged, attempt):
+    """The library allowance is narrow: a finder the notebook defines, or a library's finder handed
+    the notebook's code, is still tampering (these gain nothing either way, so the flag is the test)."""
+    row = forged[attempt]
+    assert "helpers-tampered" in row["flags"].split(";") and "sys.meta_path" in row["detail"], row
 
 
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS))

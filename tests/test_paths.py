@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from lmcourse import paths
-
 from tests.conftest import ROOT
 
 

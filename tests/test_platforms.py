@@ -8,7 +8,6 @@ import re
 import torch
 
 from lmcourse import checks
-
 from tests.conftest import ROOT
 
 F64 = {"float64", "double"}

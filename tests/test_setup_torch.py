@@ -7,7 +7,6 @@ import urllib.error
 import pytest
 
 from lmcourse import setup_torch as st
-
 from tests.conftest import ROOT
 
 

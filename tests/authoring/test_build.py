@@ -7,7 +7,6 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.build import MasterError, build, check_stubs, master_to_source
-
 from tests.conftest import NOTEBOOKS, ROOT
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup)

@@ -26,7 +26,6 @@ import pytest
 
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
-
 from tests.grading.test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
 
 # one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup), and never

@@ -10,7 +10,6 @@ import pytest
 
 from lmcourse.authoring.course import perfect_submission
 from lmcourse.cli import main
-
 from tests.conftest import NOTEBOOKS, ROOT
 from tests.grading.test_grade import SANDBOX
 

@@ -52,13 +52,16 @@ class Rules:
         with stack:     # a rule that fails to start leaves the ones before it undone
             if self.substitute:
                 stack.enter_context(checks.substitute(self.namespace, **self.substitute))
+            # torch names and modules / packages / stand-ins combine: each rule stated is entered
+            wider = bool(self.modules or self.packages or self.allowed)
             if self.torch:
-                stack.enter_context(checks.own_code(*self.torch, calls=self.references, reason=self.reason))
-            elif self.modules or self.packages or self.allowed:
+                stack.enter_context(checks.own_code(*self.torch, calls=() if wider else self.references,
+                                                    reason=self.reason))
+            if wider:
                 stack.enter_context(checks.forbid_references(*self.references, allowed=self.allowed,
                                                              modules=self.modules, packages=self.packages,
                                                              reason=self.reason))
-            else:
+            elif not self.torch:
                 stack.enter_context(checks.forbid_calls(*self.references, reason=self.reason))
             if self.kernels:
                 stack.enter_context(checks.forbid_kernels(*self.kernels, reason=self.reason))

@@ -83,3 +83,17 @@ def test_another_notebooks_reference_is_a_closed_back_door():
         lmcourse.decoding.generate(model, torch.zeros(1, 1, dtype=torch.long), 2)
     with pytest.raises(CheckFailed, match="init_mlm_weights"), r():
         lmcourse.nn.mlm.init_mlm_weights(model)
+
+
+def test_torch_names_and_modules_are_both_enforced():
+    """rules(torch=..., modules=...) once entered only the torch rule (an elif): a module's code
+    named by the test ran unrefused (issue 22 item 17's route)."""
+    import torch
+
+    r = rules(ngram.count_ngrams, torch=("softmax",), modules=("lmcourse.ngram",), reason="your own code")
+    with pytest.raises(CheckFailed, match="pad_sentence"), r():
+        ngram.pad_sentence(["a"], 2)
+    with pytest.raises(CheckFailed, match="softmax"), r():
+        torch.softmax(torch.zeros(2), 0)
+    with r():
+        torch.zeros(2).exp()

@@ -21,7 +21,8 @@ From the masters, :func:`build` writes
 
 A stub in the student notebook names its exercise and what to write
 (``raise NotImplementedError("Exercise 2: write count_ngrams here, then run the test cell below")``,
-made by ``autograder/nbgrader_config.py``, so the grader's release has the same);
+made by ``lmcourse.authoring.stubs.NamedStubs``, which ``autograder/nbgrader_config.py`` uses, so the
+grader's release has the same);
 :func:`check_stubs` refuses a master whose answer cell has no ``### Exercise N`` heading above it.
 
 The output is a pure function of the masters: cell ids are derived from positions and
@@ -141,7 +142,7 @@ _NAMED_STUB_RE = re.compile(r'"(Exercise \d+[a-z]?: write [\w.]+ here|set answer
 
 def check_stubs(release: nbformat.NotebookNode, name: str) -> None:
     """Every code stub of the released notebook says which exercise it is and what to write
-    (``autograder/nbgrader_config.py``'s ``NamedStubs``); a solution region with no
+    (``lmcourse.authoring.stubs.NamedStubs``); a solution region with no
     ``### Exercise N`` heading above it is refused, naming the cell."""
     for cell in release.cells:
         if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("solution"):

@@ -52,6 +52,7 @@ from torch import Tensor, nn
 from .. import decoding
 from .attention import AttentionConfig, CausalSelfAttention, scaled_dot_product_attention
 from .block import Block, BlockConfig, LayerNorm
+from .mlm import init_mlm_weights
 
 __all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "MaskedSelfAttention", "CrossAttention",
            "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode",
@@ -321,16 +322,8 @@ def init_seq2seq_weights(model: EncoderDecoder, std: float = 0.02) -> EncoderDec
     embedding weights ~ N(0, std^2), biases 0, LayerNorm gains 1; the projections that write into
     a residual stream ~ N(0, (std / sqrt(n))^2), ``n`` the additions that stream receives
     (``2 L_enc`` in the encoder, ``3 L_dec`` in the decoder)."""
+    init_mlm_weights(model, std)    # the plain part (BERT's), then GPT-2's scaled residual writes
     with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=std)
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, (LayerNorm, nn.LayerNorm)):
-                nn.init.ones_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
         stacks = ((model.encoder, 2 * len(model.encoder)), (model.decoder, 3 * len(model.decoder)))
         for stack, n in stacks:
             for name, p in stack.named_parameters():

@@ -1497,7 +1497,10 @@ check_choice(answer_q2, "ABCD", "answer_q2", correct="A")
 # extends every beam in one batched call and ranks finished hypotheses with a length penalty, and a
 # KV cache whose logits equal a full forward pass at every step. (A test of the course checks the
 # reference versions of these against the `transformers` library's logits processors and beam
-# search, on random logits and on a small random GPT-2 with the same weights.)
+# search, on random logits and on a small random GPT-2 with the same weights. The beam search
+# agrees without an end token; with one the two differ by design: here a finished hypothesis
+# narrows the beam, while `transformers` keeps `num_beams` live beams and sets finished ones
+# aside, so on some inputs the two return different hypotheses.)
 
 # %%
 print(f"whole notebook: {time.perf_counter() - _notebook_start:.0f} s in profile {P.name} on {rt.device} "

@@ -779,7 +779,8 @@ print(f"\nrepetition: {repeated_share(greedy_text):.0%} of greedy's 8-character 
 #   candidates over all beams and words (`torch.topk` of the flattened `(nb, V)` scores), `f` being
 #   the number of hypotheses finished so far; those that end in `eos_id` are finished, the others
 #   are the next step's beams;
-# * stop when `max_new_tokens` steps are done or no beam is left;
+# * stop when `max_new_tokens` steps are done or no beam is left; with `max_new_tokens = 0`
+#   nothing is scored (and $n = 0$ would divide by zero): return `[(prompt, 0.0)]`;
 # * return a list of at most `beam_size` pairs `(ids, score)` sorted best first: `ids` a 1-D tensor,
 #   the prompt followed by the new words, and `score` a Python float, the sum of log-probabilities
 #   divided by `n ** length_penalty`.
@@ -941,6 +942,11 @@ check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, le
                  "not multiply")
 check_close(_e1[0][1], math.log(0.4 * 0.9 ** 11) / 12, "the score of b x 12 with length_penalty 1", rel=1e-9,
             abs_=1e-12)
+_z = _beam(_Table(), _start, 2, 0)
+check_equal(_ids(_z), [[2]], "beam_search with max_new_tokens = 0",
+            hint="no step is taken: return [(prompt, 0.0)], the prompt alone (n = 0 would divide by zero)")
+check_close(_z[0][1], 0.0, "the score of the prompt alone (max_new_tokens = 0)",
+            hint="nothing was scored: the score is 0.0")
 visible_checks_pass("beam_search")
 ### BEGIN HIDDEN TESTS
 
@@ -968,8 +974,6 @@ _want1 = lmcourse.decoding.beam_search(_bm, torch.tensor([3, 5]), 1, 20)
 check_equal(_ids(_got1), [_want1[0][0].tolist()], "beam_size 1 on the bigram model")
 _e2 = _beam(_Table(), _start, 2, 12, length_penalty=2.0, eos_id=2)
 check_equal(_ids(_e2)[0], [2] + [1] * 12, "length_penalty 2")
-_z = _beam(_Table(), _start, 2, 0)
-check_equal(_ids(_z), [[2]], "max_new_tokens = 0")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -12,6 +12,9 @@ refuses (issue 22, items 1, 3 and 15):
 - opening a source file of the ``lmcourse`` package from a graded answer's code
   (``inspect.getsource``, ``linecache``, ``open``, a loader's ``get_source``), while importing a
   module and the check helpers' own error messages (which quote source lines) still read them.
+  A library's read (a warning, or torch's lazy CUDA calls, quoting the lines of the running
+  frames through ``traceback`` / ``linecache``) is withheld without failing the answer: it gets
+  :class:`SourceWithheld`, an ``OSError``, which ``linecache`` answers as a file it cannot read.
 
 It is a ``sys.addaudithook`` hook (CPython raises these audit events for every one of those
 operations, Python or C, and an audit hook cannot be removed), plus, for threads, a gate in
@@ -35,7 +38,7 @@ import sys
 import sysconfig
 import threading
 
-__all__ = ["Confined", "graded_call"]
+__all__ = ["Confined", "SourceWithheld", "graded_call"]
 
 WHY = ("a graded call runs on its own thread only, and never reads the course's source: the "
        "rules check the work done on this thread, and a copy of the reference is not your own code")
@@ -57,17 +60,24 @@ class Confined(RuntimeError):
     """A graded call did something it must not: start a thread or process, or read course source."""
 
 
+class SourceWithheld(Confined, OSError):
+    """A library read course source inside a graded call (a warning or a stack trace quoting the
+    running frames' lines): an OSError, so ``linecache`` and ``traceback`` go on without the lines
+    and a correct answer that makes a library warn is not failed for it."""
+
+
 def _install():
     package = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep
     package_raw = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    libraries = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib")})
+    libraries = tuple({p + os.sep for k in ("purelib", "platlib")
+                       for p in (sysconfig.get_paths()[k], os.path.realpath(sysconfig.get_paths()[k]))})
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,
                     sysconfig.get_paths()["stdlib"] + os.sep, os.path.dirname(os.__file__) + os.sep})
     inside: dict[int, object] = {}          # thread id -> the frame that entered the graded call
     get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
     str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
     # bound here: rebinding the module's names later changes nothing the hook reads
-    events, why, confined = dict(_EVENTS), WHY, Confined
+    events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
 
     def source_of_lmcourse(path) -> bool:
         try:
@@ -80,21 +90,23 @@ def _install():
             return False
         return p.startswith(package_raw) or realpath(p).startswith(package)
 
-    def read_by_course_code(stop) -> bool:
+    def reader(stop) -> str:
         # the nearest frame that is neither the standard library nor the import system decides:
-        # lmcourse (a check helper quoting a line) may read, a graded answer's code may not; an
-        # import may (the import system compiling a module, or a library's import-time code)
+        # "course" (lmcourse: a check helper quoting a line) may read; an import may (the import
+        # system compiling a module, or a library's import-time code); "library" (a warning or
+        # torch's lazy calls formatting the stack) gets nothing; "student" (a graded answer's
+        # code, calling inspect / linecache / open itself or with a library's help) is refused
         f, nearest = getframe(2), None
         while f is not None and f is not stop:
             fn = f.f_code.co_filename
             if f.f_code.co_name == "_find_and_load" and fn == "<frozen importlib._bootstrap>":
-                return nearest is None or nearest.startswith(libraries)
+                return "course" if nearest is None or nearest.startswith(libraries) else "student"
             if nearest is None and not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
                 if fn.startswith(package) or fn.startswith(package_raw):
-                    return True
+                    return "course"
                 nearest = fn
             f = f.f_back
-        return False
+        return "library" if nearest is not None and nearest.startswith(libraries) else "student"
 
     def start_new_thread(function, args, kwargs=None, /):
         # Python 3.11 raises no audit event for a new thread (3.13 does): threading, _thread and
@@ -108,9 +120,13 @@ def _install():
         if stop is inside:
             return
         what = events.get(event)
-        if what is None and event == "open" and args and source_of_lmcourse(args[0]) \
-                and not read_by_course_code(stop):
-            what = f"reading the course's source ({args[0]})"
+        if what is None and event == "open" and args and source_of_lmcourse(args[0]):
+            who = reader(stop)
+            if who == "library":         # read as a file that cannot be opened: nothing leaks, nothing fails
+                raise withheld(f"reading the course's source ({args[0]}) inside a graded call is withheld "
+                               f"from a library: {why}.")
+            if who != "course":
+                what = f"reading the course's source ({args[0]})"
         if what is not None:
             raise confined(f"{what} inside a graded call is refused: {why}.")
 

@@ -9,7 +9,10 @@ import linecache
 import multiprocessing
 import os
 import subprocess
+import sysconfig
 import threading
+import traceback
+import warnings
 
 import pytest
 
@@ -123,3 +126,69 @@ def test_rules_enter_the_confinement():
     with pytest.raises(Confined, match="reading the course's source"), r():
         exec(compile("\n" + inspect.getsource(ngram), ngram.__file__, "exec"), {})
     _thread()                                   # left: threads start again
+
+
+# A library's code, as confine tells it: compiled under a file name in site-packages (as torch's is)
+_LIBRARY = os.path.join(sysconfig.get_paths()["purelib"], "lmcourse_test_library.py")
+_library: dict = {}
+exec(compile("import inspect, traceback, warnings\n"
+             "def format_stack():\n    return traceback.format_stack()\n"
+             "def warn(stacklevel):\n    warnings.warn('a library warns', UserWarning, stacklevel=stacklevel)\n"
+             "def getsource(obj):\n    return inspect.getsource(obj)\n", _LIBRARY, "exec"), _library)
+
+
+def test_a_library_quoting_the_running_frames_fails_nothing_and_reads_nothing():
+    """Issue 21: a correct answer whose library formats the stack (torch's lazy CUDA calls) or
+    warns with a stack level that lands on lmcourse.checks is not failed, and the quoted lines of
+    the course's files are withheld (linecache reads them as a file it cannot open: not cached)."""
+    from lmcourse import checks
+
+    line = checks.call_checked.__code__.co_firstlineno
+
+    def answer(how):                            # the same machinery, called by the answer itself
+        if how == "warning":
+            return warnings.formatwarning("located in checks.py", UserWarning, checks.__file__, line)
+        return "".join(traceback.format_stack())
+
+    def answer_with_warning():
+        _library["warn"](3)                     # 1: the library, 2: this answer, 3: checks.call_checked
+        return 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        with graded_call():
+            stack = checks.call_checked(lambda: "".join(_library["format_stack"]()), name="answer()")
+            assert checks.call_checked(answer_with_warning, name="answer()") == 1
+            # (traceback leaves a lazy entry, a loader to call later; no lines)
+            cached = [k for k, v in linecache.cache.items()
+                      if k.startswith(os.path.dirname(checks.__file__)) and len(v) == 4 and v[2]]
+            assert not cached, cached
+    assert "checks.py" in stack and "def call_checked" not in stack   # the frame is named, its text withheld
+    # the answer's own: refused (warnings swallows the refusal and quotes nothing)
+    with pytest.raises(checks.CheckFailed, match="raised Confined: reading the course's source"), graded_call():
+        checks.call_checked(answer, "stack", name="answer()")
+    with graded_call():
+        quoted = checks.call_checked(answer, "warning", name="answer()")
+    assert quoted.startswith(checks.__file__) and "def call_checked" not in quoted
+    assert "def call_checked" in answer("warning")          # (outside a graded call the line is there)
+
+
+def test_torch_reseeding_inside_a_checked_call_is_not_refused():
+    """The 07 case that was refused: torch.manual_seed queues its CUDA seeding with the stack's
+    text when CUDA is not initialised (a false 'reading the course's source (lmcourse/checks.py)')."""
+    torch = pytest.importorskip("torch")
+    from lmcourse import checks
+
+    def sample(generator):
+        torch.manual_seed(generator.initial_seed())
+        return torch.multinomial(torch.ones(3), 1)
+
+    with graded_call():
+        assert checks.call_checked(sample, torch.Generator().manual_seed(0), name="sample()").shape == (1,)
+
+
+def test_a_library_asked_for_the_source_by_the_answer_gets_none():
+    """The other direction: an answer that asks a library for a reference's source gets an error, no text."""
+    with pytest.raises((Confined, OSError)), graded_call():
+        _library["getsource"](ngram.mle_prob)   # (inspect: "could not get source code")
+    assert _library["getsource"](ngram.mle_prob).startswith("def mle_prob")      # outside: allowed

@@ -51,7 +51,8 @@ from torch import Tensor
 
 __all__ = ["FIRST_DATE", "LAST_DATE", "SPLITS", "FORMATS", "ALPHABET", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID",
            "CharVocab", "DateBatch", "all_dates", "split_dates", "render", "iso", "parse_iso", "make_pairs",
-           "make_splits", "make_batch", "batches"]
+           "make_splits", "make_batch", "batches", "sample_batch", "padded_cross_entropy", "one_sequence_batch",
+           "decoder_only_greedy"]
 
 FIRST_DATE = dt.date(1950, 1, 1)  # the range: a two-digit year yy means 19yy if yy >= 50, else 20yy
 LAST_DATE = dt.date(2049, 12, 31)
@@ -263,3 +264,61 @@ def batches(pairs: Sequence[tuple[str, str]], batch_size: int, vocab: CharVocab 
         random.Random(f"dates-batches-{shuffle_seed}").shuffle(order)
     for i in range(0, len(order), batch_size):
         yield make_batch([pairs[j] for j in order[i:i + batch_size]], vocab, device)
+
+
+def sample_batch(pairs: Sequence[tuple[str, str]], batch_size: int, block_size: int, generator: torch.Generator,
+                 device: torch.device | str = "cpu", vocab: CharVocab | None = None):
+    """A ``batch_fn`` for :func:`lmcourse.train.train`: ``batch_size`` pairs drawn with ``generator``
+    (with replacement) as ``((src, tgt_in), tgt_out)``; ``block_size`` is unused (every source fits)."""
+    ix = torch.randint(len(pairs), (batch_size,), generator=generator).tolist()
+    b = make_batch([pairs[i] for i in ix], vocab, device)
+    return (b.src, b.tgt_in), b.tgt_out
+
+
+def padded_cross_entropy(logits: Tensor, tgt_out: Tensor, pad_id: int = PAD_ID) -> Tensor:
+    """A ``loss_fn`` for :func:`lmcourse.train.train`: the mean cross-entropy over the positions of
+    ``tgt_out`` that are not padding (logits ``(B, T, V)``, at least float32)."""
+    flat = logits.reshape(-1, logits.size(-1))
+    flat = flat.to(torch.promote_types(flat.dtype, torch.float32))
+    return torch.nn.functional.cross_entropy(flat, tgt_out.reshape(-1), ignore_index=pad_id)
+
+
+def one_sequence_batch(pairs: Sequence[tuple[str, str]], batch_size: int, block_size: int,
+                       generator: torch.Generator, device: torch.device | str = "cpu", vocab: CharVocab | None = None):
+    """A ``batch_fn`` for a decoder-only model on the same task: each pair as one sequence
+    ``source <bos> target <eos>``, right-padded; ``x`` is the sequence but its last token, ``y`` the
+    next tokens with ``PAD_ID`` wherever the next token is part of the source (the loss is on the
+    target and ``<eos>`` only). ``block_size`` is the length of ``x`` (longer rows are refused)."""
+    vocab = vocab or CharVocab()
+    ix = torch.randint(len(pairs), (batch_size,), generator=generator).tolist()
+    x = torch.full((batch_size, block_size), PAD_ID, dtype=torch.long)
+    y = torch.full((batch_size, block_size), PAD_ID, dtype=torch.long)
+    for row, i in enumerate(ix):
+        s, t = vocab.encode(pairs[i][0]), vocab.encode(pairs[i][1])
+        seq = s + [BOS_ID] + t + [EOS_ID]
+        if len(seq) - 1 > block_size:
+            raise ValueError(f"{pairs[i][0]!r} makes a sequence of {len(seq) - 1} > block_size {block_size}")
+        x[row, :len(seq) - 1] = torch.tensor(seq[:-1])
+        y[row, len(s):len(seq) - 1] = torch.tensor(seq[len(s) + 1:])  # from <bos> on: predict the target
+    return x.to(device), y.to(device)
+
+
+def decoder_only_greedy(model, sources: Sequence[str], n: int = 11, vocab: CharVocab | None = None) -> list[str]:
+    """Greedy outputs of a decoder-only model (``model(ids)`` gives ``(logits, ...)``) prompted with
+    ``source <bos>``: ``n`` ids each (10 characters and ``<eos>``), sources of one length batched."""
+    vocab = vocab or CharVocab()
+    device = next(model.parameters()).device
+    out: dict[int, str] = {}
+    by_len: dict[int, list[int]] = {}
+    for i, s in enumerate(sources):
+        by_len.setdefault(len(s), []).append(i)
+    with torch.no_grad():
+        for idx in by_len.values():
+            ids = torch.tensor([vocab.encode(sources[i]) + [BOS_ID] for i in idx], device=device)
+            for _ in range(n):
+                logits = model(ids)
+                logits = logits[0] if isinstance(logits, (tuple, list)) else logits
+                ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            for row, i in zip(ids[:, -n:].tolist(), idx):
+                out[i] = vocab.decode(row)
+    return [out[i] for i in range(len(sources))]

@@ -304,6 +304,21 @@ def _cmd_grade(args) -> int:
             if getattr(args, name) is None and run.get(name):
                 setattr(args, name, run[name])
                 print(f"--{name.replace('_', '-')} {run[name]} (as in the last run)", file=sys.stderr)
+    shard = None
+    if args.shard:   # one share of the class (lmcourse/grading/shard.py); the merge writes the gradebook
+        from .grading.shard import ShardError, parse
+
+        try:
+            shard = parse(args.shard)
+        except ShardError as exc:
+            print(f"lmcourse grade: {exc}", file=sys.stderr)
+            return 2
+        if args.student:
+            print("lmcourse grade: --student regrades in the merged folder (or the shard's): not with --shard",
+                  file=sys.stderr)
+            return 2
+        args.gradebook = args.gradebook or "none"   # N shards must not write one SQLite file at once
+        print(f"shard {shard[0]}/{shard[1]}", file=sys.stderr)
     gradebook = (None if args.gradebook.lower() == "none" else
                  Path(args.gradebook) if args.gradebook else repo_root() / "autograder" / "gradebook.db")
     batch: dict[str, float] = {}
@@ -312,7 +327,8 @@ def _cmd_grade(args) -> int:
         setup = ClassSetup.from_options(args.roster, args.due, args.late_policy)
         results = grade(Path(args.submissions), args.assignment, Path(args.out), jobs=args.jobs,
                         limits=limits, force=args.force, progress=not args.no_progress,
-                        gradebook=gradebook, timings=batch, setup=setup, student=args.student, notes=notes)
+                        gradebook=gradebook, timings=batch, setup=setup, student=args.student, notes=notes,
+                        shard=shard)
     except (IngestError, FileNotFoundError, LateError, RosterError, LookupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -337,6 +353,14 @@ def main(argv: list[str] | None = None) -> int:
         from .grading.export import main as export_main
 
         return export_main(argv[2:])
+    if argv[:2] == ["grade", "merge"]:   # join `--shard K/N` runs (lmcourse.grading.shard)
+        from .grading.shard import main as merge_main
+
+        return merge_main(argv[2:])
+    if argv[:2] == ["grade", "gradescope"]:   # a Gradescope autograder zip (lmcourse.grading.gradescope)
+        from .grading.gradescope import main as gradescope_main
+
+        return gradescope_main(argv[2:])
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("train", help="train notebook 05's GPT bigger, on one process or under torchrun on many "
@@ -405,6 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--student", default=None, metavar="ID",
                    help="regrade this one student's submission; the others' results stay as they are")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--shard", default=None, metavar="K/N",
+                   help="grade only the K-th of N shares of the class (by a hash of the student id), e.g. 2/8; "
+                        "auto or auto/N: K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX; then "
+                        "`lmcourse grade merge OUT_1 ... OUT_N --out OUT`")
     g.add_argument("--timings", action="store_true",
                    help="print where the time went (per-submission phases and batch phases)")
     g.set_defaults(func=_cmd_grade)

@@ -64,6 +64,7 @@ from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
 from .result import WRONG_ASSIGNMENT_HINT, Result
 from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
+from .shard import take_share
 from .template import Template
 
 __all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade", "grade_one",
@@ -276,10 +277,11 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
           force: bool = False, progress: bool = True, keep_work: bool = False,
           gradebook: Path | None = None, timings: dict[str, float] | None = None,
           setup: ClassSetup | None = None, student: str | None = None,
-          notes: list[str] | None = None) -> list[Result]:
+          notes: list[str] | None = None, shard: tuple[int, int] | None = None) -> list[Result]:
     """Grade every submission in ``src``; ``timings`` (if given) receives the batch phases.
     ``setup``: roster, due time, late policy (:mod:`.semester`); ``student``: regrade that one
-    submission only (``notes`` receives what changed), the others' earlier results stay."""
+    submission only (``notes`` receives what changed), the others' earlier results stay;
+    ``shard`` ``(K, N)``: only the K-th of N shares of the class (:mod:`.shard`)."""
     timings = {} if timings is None else timings
     notes = [] if notes is None else notes
     setup = ClassSetup() if setup is None else setup
@@ -289,6 +291,8 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     subs, marks = arrange(find_submissions(Path(src), assignment, out / "input"), setup)
+    if shard is not None:   # after the roster: a student without a submission is in one share too
+        subs = take_share(subs, shard, out)
     lateness = assess_all(subs, setup)
     todo, earlier = (subs, {}) if student is None else only_one(subs, student, out)
     force = force or student is not None

@@ -1,5 +1,10 @@
 """The student's feedback page: nbgrader's feedback template, rendered in-process, with the
-hidden tests taken out and then checked absent (a page that still quotes one is withheld)."""
+hidden tests taken out and then checked absent (a page that still quotes one is withheld).
+
+The page is self-contained, it loads nothing: its CSS is inlined, its formulas are MathML written
+here (:mod:`.maths`; nbconvert's pages load MathJax from a CDN), a web image in markdown (the
+notebooks' Open in Colab / Kaggle badges) is shown as its alt text, and any other address the page
+would load (raw HTML in a student's answer or output) is disabled."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
+from .maths import MathMLRenderer
 from .prepare import strip_injected
 
 if TYPE_CHECKING:
@@ -19,7 +25,30 @@ if TYPE_CHECKING:
     from .template import Template
 
 _local = threading.local()
+# our layer over nbgrader's feedback template: a `mathjax` macro that loads nothing
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 _IMG_NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.IGNORECASE)
+_WEB = r"\s*(?:[a-z][\w+.-]*:)?//"      # http://, https://, //host
+_REMOTE = re.compile(_WEB, re.IGNORECASE)
+_TAG = re.compile(r"<([a-z][\w-]*)\b[^>]*>", re.IGNORECASE)
+# an attribute that makes the browser fetch its address (a link's href waits for a click)
+_LOADING = re.compile(rf"""(\s)(src|srcset|poster|data|background|href|xlink:href)(\s*=\s*["']?)(?={_WEB})""",
+                      re.IGNORECASE)
+
+
+class _PageRenderer(MathMLRenderer):
+    """The page's markdown: formulas as MathML, a web image as its alt text."""
+
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        return text if _REMOTE.match(url) else super().image(text, url, title)
+
+
+def offline(page: str) -> str:
+    """``page`` with every address it would load from elsewhere disabled (the attribute renamed
+    ``data-offline-*``): raw HTML in a student's markdown or in an output can hold one."""
+    def tag(m: re.Match) -> str:
+        return m.group(0) if m.group(1).lower() == "a" else _LOADING.sub(r"\1data-offline-\2\3", m.group(0))
+    return _TAG.sub(tag, page)
 
 
 def as_released(nb, tpl: Template) -> None:
@@ -42,14 +71,25 @@ def leaks(text: str, hidden: list[str]) -> list[str]:
 
 
 def _exporter_class():
+    from jinja2 import pass_context
     from nbconvert.exporters import HTMLExporter, TemplateExporter
     from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
     from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
     class FeedbackExporter(HTMLExporter):
         """nbconvert's HTMLExporter minus its BeautifulSoup pass over the finished page (which
         only adds ``alt`` to images and ``tabindex`` to cells, and was most of the render time);
-        ``alt`` is added here by a regular expression."""
+        ``alt`` is added here by a regular expression. Markdown's formulas become MathML."""
+
+        @pass_context
+        def markdown2html(self, context, source):
+            cell = context.get("cell", {})
+            return MarkdownWithMath(renderer=_PageRenderer(
+                escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+                **self.lexer_options)).render(source)
 
         def from_notebook_node(self, nb, resources=None, **kw):
             langinfo = nb.metadata.get("language_info", {})
@@ -60,8 +100,8 @@ def _exporter_class():
             self.register_filter("filter_data_type", WidgetsDataTypeFilter(
                 notebook_metadata=self._nb_metadata, parent=self, resources=resources))
             text, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-            return _IMG_NO_ALT.sub('<img alt="No description has been provided for this image"',
-                                   text), resources
+            return offline(_IMG_NO_ALT.sub('<img alt="No description has been provided for this image"',
+                                           text)), resources
 
     return FeedbackExporter
 
@@ -76,7 +116,7 @@ def _exporter():
         base = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
         c = Config()
         c.HTMLExporter.template_name = "feedback"
-        c.HTMLExporter.extra_template_basedirs = [str(base / "templates")]
+        c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(base / "templates")]
         c.HTMLExporter.extra_template_paths = [str(base / "static" / "node_modules" / "bootstrap" /
                                                    "dist" / "css")]
         exp = _exporter_class()(config=c)

@@ -200,6 +200,11 @@ check_equal((_c4.vocab_size, _c4.block_size, _c4.n_layer, _c4.n_head, _c4.n_embd
 #   assign the parameter itself (`self.lm_head.weight = self.wte.weight`), so both names hold one
 #   tensor. A copy (`.clone()`, `nn.Parameter(w.clone())`, `copy_`) is two tensors that drift apart.
 #
+# These hold the model's only parameters (the tests compare parameter names with the reference's).
+# A buffer of your own, such as a table of positions made with `register_buffer`, is accepted;
+# make it `persistent=False` so that it stays out of the checkpoint saved at the end, which
+# notebook 07 loads into the reference GPT (it has no place for it).
+#
 # `forward(idx, targets=None)` takes ids `idx` of shape `(B, T)` with `T <= block_size` and
 # returns a pair `(logits, loss)`:
 #
@@ -247,7 +252,6 @@ class GPT(nn.Module):
 
 # %% tests="gpt_tests" points=5
 import contextlib
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -277,33 +281,9 @@ _rule = "build the GPT from nn.Embedding, lmcourse.nn.Block, a LayerNorm and nn.
 _rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
 
 
-def _reference(cfg, dtype=torch.float64, seed=0):
-    torch.manual_seed(seed)
-    ref = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(**dataclasses.asdict(cfg))).to(dtype).eval()
-    with torch.no_grad():  # LayerNorm parameters and biases away from 1 and 0, so each one matters
-        for _n, _p in ref.named_parameters():
-            if _p.dim() == 1:
-                _p.add_(0.1 * torch.randn_like(_p))
-    return ref
-
-
 def _built(cfg, dtype=torch.float64):
-    """Your GPT with the reference's weights (by name), in eval mode."""
-    with _rules():
-        m = call_checked(GPT, cfg, name=f"GPT({cfg})")
-    ref = _reference(cfg, dtype)
-    m = m.to(dtype)
-    keys = set(m.state_dict())
-    want = set(ref.state_dict())
-    extra_biases = sorted(k for k in keys - want if k.endswith("bias"))
-    check(not (extra_biases and not cfg.bias), f"with bias=False your GPT still has biases {extra_biases[:4]}: pass "
-          "bias=config.bias to every BlockConfig and to the final LayerNorm")
-    check(keys == want, "your GPT's parameter names differ from the ones asked for: "
-          f"missing {sorted(want - keys)[:4]}, "
-          f"unexpected {sorted(keys - want)[:4]} — use the attribute names wte, wpe, drop, blocks, ln_f, lm_head, "
-          "and a final LayerNorm ln_f")
-    m.load_state_dict(ref.state_dict())
-    return m.eval(), ref
+    """Your GPT with the reference's weights (by name), in eval mode, and the reference."""
+    return lmcourse.reference.gpt.built(GPT, cfg, _rules, dtype)
 
 
 _cfg = _Cfg()
@@ -387,25 +367,9 @@ for _n, _p in _m.named_parameters():
 _m.zero_grad()
 # The device: positions are made where idx lives. On the 'meta' device (shapes without data) no
 # operation may mix a tensor on the CPU with the model's.
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-
-
-class _DeviceLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.mixed = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        _devs = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
-        if len(_devs) > 1:
-            self.mixed.append(func.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 with _rules():
     _mm = call_checked(GPT, _cfg, name="GPT(config)").to("meta")
-    _log = _DeviceLog()
+    _log = lmcourse.reference.gpt.DeviceLog()
     with _log:
         _om = call_checked(_mm, torch.zeros(2, 5, dtype=torch.long, device="meta"), name="model(idx) on 'meta'")[0]
 check(not _log.mixed, f"with the model and idx on the 'meta' device, your forward mixed devices in "
@@ -413,22 +377,10 @@ check(not _log.mixed, f"with the model and idx on the 'meta' device, your forwar
 check_equal(str(_om.device), "meta", "the device of the logits for a model and ids on 'meta'")
 # Causality, by gradients: the logits at position t must not depend on the stream after t.
 _m.zero_grad()
-_cap = {}
-
-
-def _grab(module, args):
-    _cap["x"] = args[0].detach().requires_grad_()
-    return (_cap["x"],)
-
-
-_hook = _m.blocks[0].register_forward_pre_hook(_grab)
-try:
-    with _rules():
-        _lg, _ = _m(_idx[:1])
-finally:
-    _hook.remove()
+with lmcourse.reference.gpt.grab(_m.blocks[0]) as _cap, _rules():
+    _lg, _ = _m(_idx[:1])
 for _t in (0, 3, 6):
-    (_grad,) = torch.autograd.grad(_lg[0, _t].sum(), _cap["x"], retain_graph=True)
+    (_grad,) = torch.autograd.grad(_lg[0, _t].sum(), _cap.x, retain_graph=True)
     check(float(_grad[0, _t + 1:].abs().sum()) == 0.0,
           f"the logits at position {_t} have a gradient from the input of the first block at later positions: "
           "the model sees the future. Keep the blocks causal (BlockConfig's default causal=True)")
@@ -834,12 +786,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
 
 
 # %% tests="generate_tests" points=3
-import contextlib
-import math
-from types import SimpleNamespace
-
 import torch
-from torch import nn
 
 import lmcourse.checks
 import lmcourse.nn.gpt
@@ -851,42 +798,7 @@ _rule = "write the sampling loop yourself, not the course's reference generate"
 _rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
 
 
-class _Fixed(nn.Module):
-    """A stand-in model: fixed logits at the last position (reversed ones before it), with a weight
-    (so its logits carry gradients when gradients are on), and a record of what it was given."""
-
-    def __init__(self, logits, block_size):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=block_size)
-        self.logits = torch.as_tensor(logits, dtype=torch.float32)
-        self.scale = nn.Parameter(torch.ones(()))
-        self.seen, self.wrong, self.grad_on = [], [], []
-
-    def forward(self, idx, targets=None):
-        if idx.dim() != 2:
-            self.wrong.append(f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
-        elif idx.size(1) > self.config.block_size:
-            self.wrong.append(f"generate passed {idx.size(1)} ids to a model with block_size "
-                              f"{self.config.block_size}: crop the context to the last block_size ids "
-                              "(idx[:, -block_size:])")
-        self.seen.append(idx.clone())
-        self.grad_on.append(torch.is_grad_enabled())
-        B, T = idx.shape[0], idx.shape[-1]
-        out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
-        out[:, -1] = self.logits
-        return out * self.scale, None
-
-
-def _obeyed(m):
-    """The model's record: every call with (B, <= block_size) ids."""
-    for _w in m.wrong[:1]:
-        check(False, _w)
-
-
-def _softmax(z):
-    m = max(z)
-    e = [math.exp(v - m) for v in z]
-    return [v / sum(e) for v in e]
+_Fixed = lmcourse.reference.gpt.FixedLogits
 
 
 _logits = [2.0, 1.0, 0.0, -1.0]
@@ -903,7 +815,7 @@ check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output", hi
 check_tensor_close(_idx, _before, "idx after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
 check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0,
                    hint="the output starts with idx itself")
-_obeyed(_m)
+_m.obeyed()
 check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
 check(not any(_m.grad_on), "generate called the model with gradients on: sample under torch.no_grad() (no graph is "
       "needed to sample, and keeping one costs memory at every step)")
@@ -927,7 +839,7 @@ for _tau in (1.0, 0.5, 2.0):
     with _rules():
         _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 2, temperature=_tau,
                           generator=torch.Generator().manual_seed(11))[:, -2:]
-    _want = _softmax([v / _tau for v in _logits])
+    _want = lmcourse.reference.gpt.softmax_list([v / _tau for v in _logits])
     for _col in (0, 1):
         for _v in range(4):
             _freq = float((_draws[:, _col] == _v).double().mean())
@@ -960,7 +872,7 @@ _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
 with _rules():
     _oh = generate(_mh, torch.tensor([[1, 2, 0, 1, 2]]), 4, temperature=0.7, generator=torch.Generator().manual_seed(3))
 check_shape(_oh, (1, 9), "generate with T > block_size from the start")
-_obeyed(_mh)
+_mh.obeyed()
 check(all(c.size(1) == 2 for c in _mh.seen), "context cropped to block_size = 2 from the first step")
 _me = _Fixed([0.0, 3.0, 0.5], block_size=5)
 with _rules():
@@ -970,7 +882,7 @@ _mc = _Fixed([5.0, -5.0, 0.0, 1.0, 2.0], block_size=3)
 with _rules():
     _dc = generate(_mc, torch.zeros(3000, 2, dtype=torch.long), 2, temperature=3.0,
                    generator=torch.Generator().manual_seed(12))[:, 2:]
-_wc = _softmax([v / 3.0 for v in [5.0, -5.0, 0.0, 1.0, 2.0]])
+_wc = lmcourse.reference.gpt.softmax_list([v / 3.0 for v in [5.0, -5.0, 0.0, 1.0, 2.0]])
 for _v in range(5):
     check_close(float((_dc == _v).double().mean()), _wc[_v], f"share of id {_v} at temperature 3", rel=0, abs_=0.03)
 ### END HIDDEN TESTS

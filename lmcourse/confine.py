@@ -78,6 +78,7 @@ def _install():
     str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
     # bound here: rebinding the module's names later changes nothing the hook reads
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
+    watched = frozenset(events) | {"open"}
 
     def source_of_lmcourse(path) -> bool:
         try:
@@ -116,6 +117,10 @@ def _install():
         return start(function, args) if kwargs is None else start(function, args, kwargs)
 
     def hook(event, args):
+        # every audit event of the process comes here (id(), attribute reads, compile, ...):
+        # the events it does not watch return before any call
+        if event not in watched:
+            return
         stop = inside.get(get_ident(), inside)
         if stop is inside:
             return

@@ -55,6 +55,12 @@ def _kernel_python() -> tuple[str, str]:
     return exe, spec.resource_dir
 
 
+def _precision_line(p) -> str:
+    """What training computes in here, and the rule (README, "Mixed precision by card")."""
+    rule = "bf16 autocast from compute capability 8.0, fp16 with a gradient scaler below (T4, V100, P100)"
+    return f"{p} for training ({p.reason}); on a GPU: {rule}"
+
+
 def _cmd_doctor(args) -> int:
     """Versions, device, threads, sandbox, disk, kernel and corpus, each with what to do when it is
     missing. Lines marked '!' are problems (exit status 1); lines marked '-' are for information."""
@@ -95,6 +101,7 @@ def _cmd_doctor(args) -> int:
         print(f"  device      {device}" + ("" if device.type != "cpu" else
                                            "  (no GPU found: training cells use the cpu profile)"))
         print(f"  profile     {runtime.profile_name(device)}  (set LMCOURSE_PROFILE=tiny|cpu|gpu to override)")
+        print(f"  precision   {_precision_line(runtime.choose_precision(device))}")
     except Exception as exc:  # doctor must report, not crash
         problem(f"device/profile: {exc}")
     try:
@@ -108,6 +115,8 @@ def _cmd_doctor(args) -> int:
         problem(str(exc))
     try:
         can, why = runtime.compile_support()
+        if can and device is not None and device.type == "cuda" and not runtime.choose_precision(device).compile:
+            can, why = False, "torch.compile's GPU back end (Triton) needs compute capability 7.0 or newer"
         print(f"  compile     {'torch.compile available' if can else why}  (off unless asked; the course "
               "never needs it)")
     except ImportError:
@@ -349,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         from .train_cli import main as train_main
 
         return train_main(argv[1:], prog="lmcourse train")
+    if argv[:1] == ["links"]:  # Open in Colab / Kaggle, nbgitpuller: lmcourse.links has its own parser
+        from .links import main as links_main
+
+        return links_main(argv[1:])
     if argv[:2] == ["grade", "export"]:  # `lmcourse grade export`: its own parser (lmcourse.grading.export)
         from .grading.export import main as export_main
 
@@ -365,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("train", help="train notebook 05's GPT bigger, on one process or under torchrun on many "
                                  "(lmcourse train gpt --help)")
+    sub.add_parser("links", help="the Open in Colab / Kaggle links, README badges and a JupyterHub's nbgitpuller "
+                                 "links (lmcourse links --help)")
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)

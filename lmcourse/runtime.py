@@ -149,15 +149,75 @@ def compile_support() -> tuple[bool, str]:
     return True, ""
 
 
+# Mixed precision by what the card does fast. bf16 needs compute capability 8.0 (Ampere: A100, RTX 30xx,
+# L4, H100); older cards emulate it slowly, so they get fp16, whose narrow range needs a gradient scaler.
+# fp16 is fast from 7.0 (V100, T4) and on 6.0 / 6.2 (P100, Jetson TX2), not on 6.1 (GTX 10xx) or older.
+# torch.compile's GPU back end (Triton) needs 7.0.
+BF16_MIN_CAPABILITY = (8, 0)
+FP16_FAST_CAPABILITIES = ((6, 0), (6, 2))
+FP16_MIN_CAPABILITY = (7, 0)
+COMPILE_MIN_CAPABILITY = (7, 0)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How training computes on a device (:func:`choose_precision`)."""
+
+    name: str  # "bf16" | "fp16" (autocast dtypes) | "fp32" (no autocast)
+    grad_scaler: bool  # fp16 only: scale the loss so small gradients do not flush to zero
+    compile: bool  # torch.compile can work on this device (training still asks for it: TrainConfig.compile)
+    reason: str  # why, for setup() and `lmcourse doctor`
+
+    @property
+    def dtype(self) -> "torch.dtype | None":  # noqa: F821
+        import torch
+
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.name)
+
+    def __str__(self) -> str:
+        return self.name + ("+GradScaler" if self.grad_scaler else "")
+
+
+def choose_precision(device: "torch.device | str | None" = None) -> Precision:  # noqa: F821
+    """bf16 autocast where the GPU does bf16 fast (compute capability >= 8.0), fp16 autocast with a
+    gradient scaler where it does fp16 fast but not bf16 (T4 7.5, V100 7.0, P100 6.0), float32
+    elsewhere (older GPUs, Apple MPS, the CPU). ``compile``: :func:`compile_support` and, on CUDA,
+    compute capability >= 7.0."""
+    import torch
+
+    device = torch.device(device) if device is not None else pick_device()
+    can_compile, why_not = compile_support()
+    if device.type != "cuda":
+        where = "Apple MPS computes in float32" if device.type == "mps" else "no GPU: the CPU computes in float32"
+        return Precision("fp32", False, can_compile and device.type == "cpu", where)
+    cap = tuple(torch.cuda.get_device_capability(device))
+    card = f"{torch.cuda.get_device_name(device)}, compute capability {cap[0]}.{cap[1]}"
+    compiles = can_compile and cap >= COMPILE_MIN_CAPABILITY
+    if cap >= BF16_MIN_CAPABILITY and _native_bf16(torch):
+        return Precision("bf16", False, compiles, f"{card}: fast bf16")
+    if cap >= FP16_MIN_CAPABILITY or cap in FP16_FAST_CAPABILITIES:
+        return Precision("fp16", True, compiles, f"{card}: no fast bf16 (it needs 8.0), fp16 with a gradient scaler")
+    return Precision("fp32", False, compiles, f"{card}: neither bf16 nor fp16 is fast here")
+
+
+def _native_bf16(torch) -> bool:
+    try:  # torch >= 2.3 counts emulated bf16 (slow, on a T4) unless told not to
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:
+        return torch.cuda.is_bf16_supported()
+
+
 @dataclass(frozen=True)
 class Runtime:
     device: "torch.device"  # noqa: F821
     profile: Profile
     seed: int
     threads: int
+    precision: Precision | None = None  # what lmcourse.train uses on this device (amp=True)
 
     def __str__(self) -> str:
-        return f"device={self.device} profile={self.profile.name} seed={self.seed} cpu_threads={self.threads}"
+        text = f"device={self.device} profile={self.profile.name} seed={self.seed} cpu_threads={self.threads}"
+        return text + (f" precision={self.precision}" if self.precision is not None else "")
 
 
 NOTEBOOK_ENV = "JPY_SESSION_NAME"     # the notebook's path, set by jupyter_server for its kernels
@@ -295,7 +355,7 @@ def setup(seed: int = 0, quiet: bool = False) -> Runtime:
     if threads is not None:
         torch.set_num_threads(threads)
     rt = Runtime(device=device, profile=get_profile(profile_name(device)), seed=seed,
-                 threads=torch.get_num_threads())
+                 threads=torch.get_num_threads(), precision=choose_precision(device))
     if not quiet:
-        print(f"lmcourse: {rt}")
+        print(f"lmcourse: {rt}" + (f" ({rt.precision.reason})" if device.type == "cuda" else ""))
     return rt

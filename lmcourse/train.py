@@ -12,9 +12,10 @@ The contract with a model is small:
 
 Everything else is settings (:class:`TrainConfig`): AdamW (or plain SGD, as in the lectures'
 mini-batch SGD), a linear warm-up followed by a cosine decay of the learning rate, gradient
-clipping by global norm, periodic validation, checkpoints that a run can resume from, bf16
-autocast and the fused AdamW kernel on CUDA (only there), and a seed that makes a run
-repeatable: the same seed, model initialisation and data give the same losses.
+clipping by global norm, periodic validation, checkpoints that a run can resume from, mixed
+precision and the fused AdamW kernel on CUDA (only there: bf16 autocast from compute capability 8.0,
+fp16 with a gradient scaler on a T4, V100 or P100), and a seed that makes a run repeatable:
+the same seed, model initialisation and data give the same losses.
 
     cfg = TrainConfig.from_profile(rt.profile, lr=3e-3)
     hist = train(model, train_tokens, val_tokens, cfg)
@@ -80,7 +81,7 @@ class TrainConfig:
     eval_batches: int = 20  # batches averaged per validation estimate
     seed: int = 0  # seeds the batch sampler and torch's global RNG (e.g. dropout)
     device: str | None = None  # "cpu", "cuda", "mps"; None: lmcourse.runtime.pick_device()
-    amp: bool = True  # bf16 autocast, used on CUDA only (ignored elsewhere)
+    amp: bool = True  # CUDA mixed precision as the card allows (runtime.choose_precision): bf16 or fp16+GradScaler
     checkpoint_path: str | None = None  # where to save model + optimizer + sampler state
     checkpoint_interval: int = 0  # save every this many steps (0: only at the end / on interrupt)
     resume: bool = False  # continue from checkpoint_path if it exists
@@ -180,9 +181,25 @@ def _n_rows(x) -> int:
 
 
 def autocast(device: torch.device | str, amp: bool = True):
-    """bf16 autocast on CUDA when ``amp``; elsewhere a context that does nothing."""
+    """Autocast on CUDA when ``amp``, in the dtype the card does fast (bf16 from compute capability 8.0,
+    else fp16: :func:`lmcourse.runtime.choose_precision`); elsewhere a context that does nothing."""
     device = torch.device(device)
-    return torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=amp and device.type == "cuda")
+    dtype = _amp_dtype(device) if amp else None
+    return torch.autocast(device_type="cuda", dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def _amp_dtype(device: torch.device) -> torch.dtype | None:
+    if device.type != "cuda":
+        return None
+    from .runtime import choose_precision
+
+    return choose_precision(device).dtype
+
+
+def _grad_scaler(device: torch.device, amp: bool) -> torch.amp.GradScaler:
+    """A gradient scaler, enabled only for fp16 autocast (bf16 and float32 keep fp32's range and need none;
+    disabled, each of its calls passes through unchanged)."""
+    return torch.amp.GradScaler("cuda", enabled=amp and _amp_dtype(device) == torch.float16)
 
 
 def _evaluate(model, tokens, batch_size: int, block_size: int, batches: int, seed: int, device: torch.device,
@@ -248,11 +265,15 @@ def want_progress(cfg: TrainConfig) -> bool:
     return in_kernel or sys.stderr.isatty()
 
 
-def compile_ok(cfg: TrainConfig) -> bool:
+def compile_ok(cfg: TrainConfig, device: torch.device | None = None) -> bool:
     """torch.compile where it can work; elsewhere a message (unless ``cfg.quiet``), and False."""
-    from .runtime import compile_support
+    from .runtime import COMPILE_MIN_CAPABILITY, compile_support
 
     ok, why = compile_support()
+    if ok and device is not None and device.type == "cuda":
+        cap = tuple(torch.cuda.get_device_capability(device))
+        ok = cap >= COMPILE_MIN_CAPABILITY
+        why = f"torch.compile's GPU back end (Triton) needs compute capability 7.0; this GPU has {cap[0]}.{cap[1]}"
     if not ok and not cfg.quiet:
         print(f"lmcourse.train: {why}; training without torch.compile (only slower)")
     return ok
@@ -284,7 +305,7 @@ def load_checkpoint(path: str | Path) -> dict:
 
 
 def _save(path: Path, model, opt, step: int, gens: dict[int, torch.Generator], n_shards: int, hist: History,
-          cfg: TrainConfig, env: DistEnv, dropout_seeds: str, extra: dict) -> None:
+          cfg: TrainConfig, env: DistEnv, dropout_seeds: str, extra: dict, scaler=None) -> None:
     """Gather every shard's sampler state on rank 0 and write the checkpoint there (all ranks call this)."""
     mine = {}
     for part in gather_objects({k: g.get_state() for k, g in gens.items()}, env):
@@ -296,6 +317,8 @@ def _save(path: Path, model, opt, step: int, gens: dict[int, torch.Generator], n
              "samplers": [mine[k] for k in range(n_shards)], "micro_batch_size": cfg.batch_size // n_shards,
              "world_size": env.world_size, "dropout_seeds": dropout_seeds, "torch_rng": torch.get_rng_state(),
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    if scaler is not None and scaler.is_enabled():  # fp16: the loss scale reached so far
+        state["grad_scaler"] = scaler.state_dict()
     write_checkpoint(state, path)
 
 
@@ -408,7 +431,10 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
         start = state["step"]
     extra = dict(checkpoint_extra or {})
 
-    step_model = torch.compile(model) if cfg.compile and compile_ok(cfg) else model  # shares the parameters
+    step_model = torch.compile(model) if cfg.compile and compile_ok(cfg, device) else model  # shares the parameters
+    scaler = _grad_scaler(device, cfg.amp)
+    if state is not None and state.get("grad_scaler"):
+        scaler.load_state_dict(state["grad_scaler"])
     ddp = None
     if env.distributed:
         from torch.nn.parallel import DistributedDataParallel
@@ -453,18 +479,20 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                     with autocast(device, cfg.amp):
                         logits = model_logits(_forward(step_model, x))
                     loss = (loss_fn or lm_cross_entropy)(logits, y)
-                    (loss * weight).backward()
+                    scaler.scale(loss * weight).backward()
                 loss_sum += loss.detach().double()
             loss_value = float(all_sum(loss_sum, env)) / n_shards  # synchronises: the timing is honest
             if not math.isfinite(loss_value):
                 raise FloatingPointError(f"the loss became {loss_value} at step {step + 1}; "
                                          "try a smaller lr or a grad_clip")
+            scaler.unscale_(opt)  # clipping and the norm see the true gradients
             if cfg.grad_clip is not None:
                 norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             else:
                 norm = torch.linalg.vector_norm(
                     torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
-            opt.step()
+            scaler.step(opt)  # skips the step when fp16 gradients overflowed
+            scaler.update()
             step += 1
             if not (cfg.compile and step == start + 1):  # the first compiled step is mostly compilation
                 train_time += time.perf_counter() - t0
@@ -477,7 +505,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                 validate(step)
             if ckpt is not None and cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0:
                 hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
-                _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra)
+                _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler)
                 saved_at = step
             post = {"loss": f"{loss_value:.3f}", "tok/s": f"{tokens_done / max(train_time, 1e-9):,.0f}"}
             if hist.val_loss:
@@ -500,7 +528,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     hist.elapsed += time.perf_counter() - t_start
     hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
     if ckpt is not None:
-        _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra)
+        _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler)
     if not cfg.quiet and env.is_main:
         print(f"trained {step}/{cfg.steps} steps in {hist.elapsed:.1f} s "
               f"({hist.tokens_per_sec:,.0f} tokens/s on {device}){val_note(hist)}"

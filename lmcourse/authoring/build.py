@@ -19,6 +19,10 @@ From the masters, :func:`build` writes
 2. ``notebooks/NN_name.ipynb`` — the student notebook, from ``nbgrader generate_assignment``;
 3. ``solutions/NN_name.ipynb`` — solutions and all tests, markers removed.
 
+Each gets "Open in Colab / Kaggle" buttons under its title and, before its first code cell, the
+locked set-up cell that installs the course on a fresh Colab or Kaggle runtime
+(:mod:`lmcourse.authoring.bootstrap`; the repository and ref come from :mod:`lmcourse.links`).
+
 A stub in the student notebook names its exercise and what to write
 (``raise NotImplementedError("Exercise 2: write count_ngrams here, then run the test cell below")``,
 made by ``lmcourse.authoring.stubs.NamedStubs``, which ``autograder/nbgrader_config.py`` uses, so the
@@ -41,6 +45,7 @@ import nbformat
 
 from ..grading.nbgrader_cli import run_nbgrader
 from ..paths import repo_root
+from . import bootstrap
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 MARKER_RE = re.compile(r"^\s*#*\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$")
@@ -179,7 +184,8 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
         shutil.copy(root / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
         for master in todo:
             name = master.stem
-            src = master_to_source(master)
+            # the Colab / Kaggle buttons and the first cell that installs the course there (bootstrap.py)
+            src = bootstrap.add_course_cells(master_to_source(master), f"notebooks/{name}.ipynb")
             for dest in (out / "autograder" / "source" / name / f"{name}.ipynb",
                          course / "source" / name / f"{name}.ipynb"):
                 _write(src, dest)
@@ -188,7 +194,9 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
             release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
             check_stubs(release, name)
             _write(_normalise_release(release), out / "notebooks" / f"{name}.ipynb")
-            _write(source_to_solution(src), out / "solutions" / f"{name}.ipynb")
+            solution = bootstrap.retarget(source_to_solution(src), f"notebooks/{name}.ipynb",
+                                          f"solutions/{name}.ipynb")
+            _write(solution, out / "solutions" / f"{name}.ipynb")
             written += [out / "notebooks" / f"{name}.ipynb", out / "solutions" / f"{name}.ipynb"]
             if not quiet:
                 print(f"built {name}: source, student notebook, solution")

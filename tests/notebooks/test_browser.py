@@ -173,21 +173,24 @@ def test_student_lab_in_chromium(browser, lab):
             validate = page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True)
             assert validate.count() == 1
             assert page.locator("#jp-menu-panel :text('Nbgrader'), .lm-MenuBar :text('Nbgrader')").count() == 0
-            _run(page, 1)                    # the set-up cell
-            assert "profile=tiny" in _cell(page, 1).locator(".jp-OutputArea").inner_text()
+            # cell 1 installs the course on Colab / Kaggle (lmcourse/authoring/bootstrap_cell.py): silent here
+            _run(page, 1)
+            assert _cell(page, 1).locator(".jp-OutputArea").inner_text().strip() == ""
+            _run(page, 2)                    # the set-up cell
+            assert "profile=tiny" in _cell(page, 2).locator(".jp-OutputArea").inner_text()
             # Exercise 1's test before its answer cell ran: the NameError says which cell to run
-            out = _run(page, 4).locator(".jp-OutputArea").inner_text()
+            out = _run(page, 5).locator(".jp-OutputArea").inner_text()
             assert "name 'pad_sentence' is not defined. `pad_sentence` is defined in Exercise 1" in out, out
-            _type_into(page, 3, WRONG)       # Exercise 1 with a typical mistake ...
-            _run(page, 3)
-            out = _run(page, 4).locator(".jp-OutputArea").inner_text()
+            _type_into(page, 4, WRONG)       # Exercise 1 with a typical mistake ...
+            _run(page, 4)
+            out = _run(page, 5).locator(".jp-OutputArea").inner_text()
             # the check's message comes first, then the test cell's line; no frame of lmcourse's
             assert out.strip().startswith(
                 "CheckFailed: pad_sentence(['cows', 'eat', 'grass'], 3) has 7 items, expected 6"), out
             assert "n-1 = 2 start tokens" in out and "Cell In[" in out and "checks.py" not in out, out
-            _type_into(page, 3, RIGHT)       # ... then right
-            _run(page, 3)
-            out = _run(page, 4).locator(".jp-OutputArea").inner_text()
+            _type_into(page, 4, RIGHT)       # ... then right
+            _run(page, 4)
+            out = _run(page, 5).locator(".jp-OutputArea").inner_text()
             assert "Error" not in out, out
             validate.click()                 # nbgrader saves the notebook, then validates it
             dialog = page.locator(".jp-Dialog")

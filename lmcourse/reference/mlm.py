@@ -5,7 +5,20 @@ import torch
 
 from lmcourse.nn import mlm
 
-__all__ = ["REFERENCE", "expected_pll"]
+__all__ = ["REFERENCE", "expected_pll", "reference_mlm"]
+
+
+def reference_mlm(cfg, dtype: torch.dtype = torch.float64, seed: int = 0) -> mlm.MaskedLM:
+    """The course's ``MaskedLM(cfg)``, seeded, in ``dtype`` and eval mode, its biases and LayerNorm
+    parameters moved by ``0.1 N(0, 1)`` away from 0 and 1 so that each one matters: the model whose
+    weights the ``MaskedLM`` tests copy into the student's, by name, and whose logits they expect."""
+    torch.manual_seed(seed)
+    ref = mlm.MaskedLM(cfg).to(dtype).eval()
+    with torch.no_grad():
+        for p in ref.parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn_like(p))
+    return ref
 
 
 def expected_pll(model, ids, mask_id) -> float:
@@ -21,4 +34,4 @@ def expected_pll(model, ids, mask_id) -> float:
     return total
 
 
-REFERENCE = mlm.REFERENCE + (expected_pll,)
+REFERENCE = mlm.REFERENCE + (expected_pll, reference_mlm)

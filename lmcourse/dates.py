@@ -305,20 +305,20 @@ def one_sequence_batch(pairs: Sequence[tuple[str, str]], batch_size: int, block_
 
 def decoder_only_greedy(model, sources: Sequence[str], n: int = 11, vocab: CharVocab | None = None) -> list[str]:
     """Greedy outputs of a decoder-only model (``model(ids)`` gives ``(logits, ...)``) prompted with
-    ``source <bos>``: ``n`` ids each (10 characters and ``<eos>``), sources of one length batched."""
+    ``source <bos>``: ``n`` ids each (10 characters and ``<eos>``). All rows in one batch, each
+    prompt right-padded: a causal model's logits at a row's last real position do not depend on
+    what lies to its right, so each step reads every row at its own end and writes one id there."""
     vocab = vocab or CharVocab()
     device = next(model.parameters()).device
-    out: dict[int, str] = {}
-    by_len: dict[int, list[int]] = {}
-    for i, s in enumerate(sources):
-        by_len.setdefault(len(s), []).append(i)
+    prompts = [vocab.encode(s) + [BOS_ID] for s in sources]
+    lengths = torch.tensor([len(p) for p in prompts], device=device)  # (B,)
+    ids = torch.full((len(prompts), int(lengths.max()) + n), PAD_ID, dtype=torch.long, device=device)
+    for b, p in enumerate(prompts):
+        ids[b, :len(p)] = torch.tensor(p)
+    rows = torch.arange(len(prompts), device=device)
     with torch.no_grad():
-        for idx in by_len.values():
-            ids = torch.tensor([vocab.encode(sources[i]) + [BOS_ID] for i in idx], device=device)
-            for _ in range(n):
-                logits = model(ids)
-                logits = logits[0] if isinstance(logits, (tuple, list)) else logits
-                ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-            for row, i in zip(ids[:, -n:].tolist(), idx):
-                out[i] = vocab.decode(row)
-    return [out[i] for i in range(len(sources))]
+        for k in range(n):
+            logits = model(ids[:, :int(lengths.max()) + k])
+            logits = logits[0] if isinstance(logits, (tuple, list)) else logits  # (B, t, V)
+            ids[rows, lengths + k] = logits[rows, lengths + k - 1].argmax(-1)
+    return [vocab.decode(ids[b, lengths[b]:lengths[b] + n]) for b in range(len(prompts))]

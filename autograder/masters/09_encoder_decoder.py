@@ -450,8 +450,9 @@ check_tensor_close(_y[_real], _want[_real], "EncoderBlock(8, 2) at real position
                    "norm_first=True) with src_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="a = ln1(x); h = x + attn(a, a, src_mask) (queries, keys and values all from ln1(x), the "
                         "padding mask passed on); out = h + mlp(ln2(h)): no LayerNorm after the sums")
+_b32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912)[0].float()
 with _rules(_ref.CrossAttention), torch.no_grad():
-    _y32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912)[0].float()(torch.randn(2, 4, 8))
+    _y32 = _b32(torch.randn(2, 4, 8))
 check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask",
             hint="src_mask=None: pass it on as it is; keep the input's dtype")
 visible_checks_pass("EncoderBlock")
@@ -552,8 +553,8 @@ check_tensor_close(_y, _want, "DecoderBlock(8, 2) vs nn.TransformerDecoderLayer(
                    "tgt_mask and memory_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="x = x + attn(ln1(x)); x = x + cross(ln_cross(x), memory, memory_mask) (the memory as it "
                         "is, the padding mask passed on); out = x + mlp(ln2(x)), in this order")
+_b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922)[0].float()
 with _rules(_ref.CrossAttention), torch.no_grad():
-    _b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922)[0].float()
     _y32 = _b32(torch.randn(2, 3, 8), torch.randn(2, 4, 8))
 check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask")
 visible_checks_pass("DecoderBlock")

@@ -1,0 +1,278 @@
+"""Typical student bugs for notebook 09 (the encoder-decoder), and ways of gaming it. Each must lose points."""
+
+from lmcourse.authoring.mutants import Mutant, override, patch
+
+_OWN_SOFTMAX = '''
+scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, nh, T, S)
+if mask is not None:
+    scores = scores.masked_fill(~mask, float("-inf"))
+y = torch.softmax(scores, dim=-1) @ v
+'''
+
+_MASK = "mask = None if memory_mask is None else memory_mask[:, None, None, :]  # (B, 1, 1, S): hide keys"
+
+MUTANTS = [
+    # --- padding_mask
+    Mutant("mask inverted: True at padding", "padding_mask",
+           patch(("return ids != pad_id", "return ids == pad_id"))),
+    Mutant("padding taken to be id 0 whatever pad_id says", "padding_mask",
+           patch(("return ids != pad_id", "return ids != 0"))),
+    Mutant("a float mask (1.0 / 0.0), not bool", "padding_mask",
+           patch(("return ids != pad_id", "return (ids != pad_id).float()"))),
+    Mutant("the mask built on the CPU from a Python list", "padding_mask",
+           patch(("return ids != pad_id",
+                  "return torch.tensor([[i != pad_id for i in row] for row in ids.tolist()])"))),
+    # --- teacher_forcing
+    Mutant("target not shifted: the decoder reads what it must predict", "teacher_forcing",
+           patch(("tgt_in[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))",
+                  "tgt_in[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])"))),
+    Mutant("<eos> at the end of the row, not right after the target", "teacher_forcing",
+           patch(("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])", '''
+tgt_out[b, :len(t)] = torch.tensor(list(t))
+tgt_out[b, -1] = eos_id
+'''))),
+    Mutant("<bos> also at the start of tgt_out (no shift between the two)", "teacher_forcing",
+           patch(("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
+                  "tgt_out[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))"))),
+    Mutant("padding written as 0 whatever pad_id says", "teacher_forcing",
+           patch(("tgt_in = torch.full((len(targets), L + 1), pad_id, dtype=torch.long)",
+                  "tgt_in = torch.zeros((len(targets), L + 1), dtype=torch.long)"),
+                 ("tgt_out = torch.full((len(targets), L + 1), pad_id, dtype=torch.long)",
+                  "tgt_out = torch.zeros((len(targets), L + 1), dtype=torch.long)"))),
+    Mutant("no <eos>: the model never learns to stop", "teacher_forcing",
+           patch(("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
+                  "tgt_out[b, :len(t)] = torch.tensor(list(t))"))),
+    # --- CrossAttention
+    Mutant("keys from the decoder (k_proj applied to x)", "cross_attention",
+           patch(("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "k = self.k_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)"))),
+    Mutant("keys and values from the decoder: self-attention, not cross-attention", "cross_attention",
+           patch(("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "k = self.k_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)"),
+                 ("v = self.v_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "v = self.v_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)"),
+                 (_MASK,
+                  "mask = None"))),
+    Mutant("queries from the encoder, keys and values from the decoder (roles swapped)", "cross_attention",
+           patch(("q = self.q_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)",
+                  "q = self.q_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)"),
+                 ("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "k = self.k_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)"),
+                 ("v = self.v_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "v = self.v_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)"),
+                 (_MASK,
+                  "mask = None"),
+                 ("return self.c_proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)",
+                  "return self.c_proj(y.transpose(1, 2).reshape(B, S, C))"))),
+    Mutant("padding mask on the queries instead of the keys", "cross_attention",
+           patch((_MASK,
+                  "mask = None if memory_mask is None else memory_mask[:, None, :, None]"))),
+    Mutant("a causal mask on the cross-attention", "cross_attention",
+           patch((_MASK, '''
+mask = torch.ones(T, S, dtype=torch.bool).tril()
+if memory_mask is not None:
+    mask = mask & memory_mask[:, None, None, :]
+'''))),
+    Mutant("padding mask ignored", "cross_attention",
+           patch((_MASK,
+                  "mask = None"))),
+    Mutant("mask read the wrong way round (True = hide)", "cross_attention",
+           patch((_MASK,
+                  "mask = None if memory_mask is None else ~memory_mask[:, None, None, :]"))),
+    Mutant("heads merged without moving the head axis back", "cross_attention",
+           patch(("return self.c_proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)",
+                  "return self.c_proj(y.reshape(B, T, C))"))),
+    Mutant("no output projection W_O", "cross_attention",
+           patch(("return self.c_proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)",
+                  "return y.transpose(1, 2).reshape(B, T, C)"))),
+    Mutant("scores not divided by sqrt(d_k)", "cross_attention",
+           patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
+                  _OWN_SOFTMAX.replace(" / math.sqrt(hs)", "")))),
+    Mutant("softmax over the query axis", "cross_attention",
+           patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
+                  _OWN_SOFTMAX.replace("dim=-1", "dim=-2")))),
+    Mutant("padding scores set to 0 instead of -inf", "cross_attention",
+           patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
+                  _OWN_SOFTMAX.replace('float("-inf")', "0.0")))),
+    Mutant("one head whatever n_head says", "cross_attention",
+           patch(("S, hs = memory.size(1), C // self.n_head", "S, hs = memory.size(1), C // 1"),
+                 ("q = self.q_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)",
+                  "q = self.q_proj(x).view(B, T, 1, hs).transpose(1, 2)"),
+                 ("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "k = self.k_proj(memory).view(B, S, 1, hs).transpose(1, 2)"),
+                 ("v = self.v_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
+                  "v = self.v_proj(memory).view(B, S, 1, hs).transpose(1, 2)"))),
+    # gaming: torch's fused attention where the explicit form is asked
+    Mutant("F.scaled_dot_product_attention", "cross_attention",
+           patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
+                  "y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"))),
+    # gaming: nn.MultiheadAttention with the weights copied in at every call
+    Mutant("nn.MultiheadAttention with the weights copied in", "cross_attention", override("CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    C = x.size(-1)
+    mha = nn.MultiheadAttention(C, self.n_head, bias=self.q_proj.bias is not None, batch_first=True)
+    mha = mha.to(dtype=x.dtype, device=x.device)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))
+        mha.out_proj.weight.copy_(self.c_proj.weight)
+        if self.q_proj.bias is not None:
+            mha.in_proj_bias.copy_(torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]))
+            mha.out_proj.bias.copy_(self.c_proj.bias)
+    pad = None if memory_mask is None else ~memory_mask
+    return mha(x, memory, memory, key_padding_mask=pad, need_weights=False)[0]
+''')),
+    # gaming: the stand-in of the later tests, called on another thread so the rules do not see it
+    Mutant("the course's cross-attention run on a thread", "cross_attention", override("CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    import threading
+
+    import lmcourse.reference.encoder_decoder as _r
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(y=_r.CrossAttention.forward(self, x, memory, memory_mask)))
+    worker.start()
+    worker.join()
+    return out["y"]
+''')),
+    # gaming: a copy of the course's source compiled at call time, one line lower (new code objects)
+    Mutant("exec(inspect.getsource(...)) of the course's cross-attention, shifted one line", "cross_attention",
+           override("CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    import inspect
+    import textwrap
+
+    import lmcourse.reference.encoder_decoder as _r
+    source = "\\n" + textwrap.dedent(inspect.getsource(_r.CrossAttention.forward))
+    namespace = dict(vars(_r))
+    exec(compile(source, "copy.py", "exec"), namespace)
+    return namespace["forward"](self, x, memory, memory_mask)
+''')),
+    # --- EncoderBlock
+    Mutant("encoder self-attention without the padding mask", "encoder_block",
+           patch(("x = x + self.attn(a, a, src_mask)  # (B, S, C)", "x = x + self.attn(a, a)"))),
+    Mutant("residual added to the normalised input", "encoder_block",
+           patch(("x = x + self.attn(a, a, src_mask)  # (B, S, C)", "x = a + self.attn(a, a, src_mask)"))),
+    Mutant("post-LN encoder block", "encoder_block",
+           patch(('''
+a = self.ln1(x)
+x = x + self.attn(a, a, src_mask)  # (B, S, C)
+return x + self.mlp(self.ln2(x))  # (B, S, C)
+''', '''
+x = self.ln1(x + self.attn(x, x, src_mask))
+return self.ln2(x + self.mlp(x))
+'''))),
+    Mutant("keys and values from the un-normalised x", "encoder_block",
+           patch(("x = x + self.attn(a, a, src_mask)  # (B, S, C)", "x = x + self.attn(a, x, src_mask)"))),
+    Mutant("the MLP reads the stream without ln2", "encoder_block",
+           patch(("return x + self.mlp(self.ln2(x))  # (B, S, C)", "return x + self.mlp(x)"))),
+    # --- DecoderBlock
+    Mutant("cross-attention without the source padding mask", "decoder_block",
+           patch(("x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source",
+                  "x = x + self.cross(self.ln_cross(x), memory)"))),
+    Mutant("cross-attention keys from the decoder (the source never read)", "decoder_block",
+           patch(("x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source",
+                  "x = x + self.cross(self.ln_cross(x), self.ln_cross(x))"))),
+    Mutant("the encoder's output normalised again by ln_cross", "decoder_block",
+           patch(("x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source",
+                  "x = x + self.cross(self.ln_cross(x), self.ln_cross(memory), memory_mask)"))),
+    Mutant("cross-attention before the causal self-attention", "decoder_block",
+           patch(('''
+x = x + self.attn(self.ln1(x))  # (B, T, C): causal, each position reads its past
+x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source
+''', '''
+x = x + self.cross(self.ln_cross(x), memory, memory_mask)
+x = x + self.attn(self.ln1(x))
+'''))),
+    Mutant("no self-attention sub-layer", "decoder_block",
+           patch(("x = x + self.attn(self.ln1(x))  # (B, T, C): causal, each position reads its past", ""))),
+    Mutant("cross-attention reads the stream without its LayerNorm", "decoder_block",
+           patch(("x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source",
+                  "x = x + self.cross(x, memory, memory_mask)"))),
+    # --- EncoderDecoder
+    Mutant("loss counting padding", "encoder_decoder",
+           patch(('''
+loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1),
+                       ignore_index=self.config.pad_id)
+''', "loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))"))),
+    Mutant("loss against tgt_in: the target not shifted", "encoder_decoder",
+           patch(('''
+loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1),
+                       ignore_index=self.config.pad_id)
+''', '''
+loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_in.reshape(-1),
+                       ignore_index=self.config.pad_id)
+'''))),
+    Mutant("no positions on the target side", "encoder_decoder",
+           patch(("x = self.drop(self.tgt_wte(tgt_in) + self.tgt_wpe(pos))  # (B, T, C)",
+                  "x = self.drop(self.tgt_wte(tgt_in))"))),
+    Mutant("the encoder's output without ln_enc", "encoder_decoder",
+           patch(("return self.ln_enc(x), src_mask", "return x, src_mask"))),
+    Mutant("encoder blocks without the padding mask", "encoder_decoder",
+           patch(("x = block(x, src_mask)  # (B, S, C)", "x = block(x)"))),
+    Mutant("decoder blocks read the memory without the padding mask", "encoder_decoder",
+           patch(("x = block(x, memory, src_mask)  # (B, T, C)", "x = block(x, memory, None)"))),
+    Mutant("head not tied to the target embedding", "encoder_decoder",
+           patch(("self.lm_head.weight = self.tgt_wte.weight  # tied: one tensor", ""))),
+    Mutant("the decoder embeds its input with the source table", "encoder_decoder",
+           patch(("x = self.drop(self.tgt_wte(tgt_in) + self.tgt_wpe(pos))  # (B, T, C)",
+                  "x = self.drop(self.src_wte(tgt_in) + self.tgt_wpe(pos))"))),
+    Mutant("no final LayerNorm before the head", "encoder_decoder",
+           patch(("return self.lm_head(self.ln_f(x))  # (B, T, V)", "return self.lm_head(x)"))),
+    # in full: the reference stands in for the solution
+    Mutant("the reference EncoderDecoder subclassed", "encoder_decoder", '''
+import lmcourse.nn.seq2seq as _s
+
+
+class EncoderDecoder(_s.EncoderDecoder):
+    """The course's model under the notebook's name."""
+'''),
+    # --- greedy_decode
+    Mutant("encoder re-run at every step", "greedy_decode",
+           patch(("logits = model.decode(ids, memory, src_mask)  # (B, t, V)",
+                  "logits = model.decode(ids, *model.encode(src))"))),
+    Mutant("no stop when every row has ended: always max_new_tokens", "greedy_decode",
+           patch(('''
+if bool(done.all()):
+    break
+''', ""))),
+    Mutant("tokens after <eos> not replaced by padding", "greedy_decode",
+           patch(("nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)", ""))),
+    Mutant("<bos> kept in the output", "greedy_decode", patch(("return ids[:, 1:]", "return ids"))),
+    Mutant("the first position's logits, not the last", "greedy_decode",
+           patch(("nxt = logits[:, -1].argmax(dim=-1)  # (B,)", "nxt = logits[:, 0].argmax(dim=-1)"))),
+    Mutant("stops as soon as one row has ended", "greedy_decode",
+           patch(("if bool(done.all()):", "if bool(done.any()):"))),
+    Mutant("decoder fed only the last token (no prefix, no cache)", "greedy_decode",
+           patch(("logits = model.decode(ids, memory, src_mask)  # (B, t, V)",
+                  "logits = model.decode(ids[:, -1:], memory, src_mask)"))),
+    # gaming: a test cell's helper called by name
+    Mutant("the tests' expected-value helper called by name", "greedy_decode", '''
+import lmcourse.reference.encoder_decoder as _r
+
+
+def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
+    return _r.expected_greedy(model, src, bos_id, eos_id, pad_id, max_new_tokens)
+'''),
+    # --- exact_match
+    Mutant("a count, not a fraction", "exact_match",
+           patch(("return sum(p == t for p, t in zip(predictions, targets)) / len(targets)",
+                  "return sum(p == t for p, t in zip(predictions, targets))"))),
+    Mutant("case ignored", "exact_match",
+           patch(("return sum(p == t for p, t in zip(predictions, targets)) / len(targets)",
+                  "return sum(p.lower() == t.lower() for p, t in zip(predictions, targets)) / len(targets)"))),
+    Mutant("character accuracy instead of exact match", "exact_match",
+           patch(("return sum(p == t for p, t in zip(predictions, targets)) / len(targets)", '''
+pairs = [(a, b) for p, t in zip(predictions, targets) for a, b in zip(p, t)]
+return sum(a == b for a, b in pairs) / sum(len(t) for t in targets)
+'''))),
+    Mutant("spaces stripped before comparing", "exact_match",
+           patch(("return sum(p == t for p, t in zip(predictions, targets)) / len(targets)",
+                  "return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)"))),
+    # gaming: the stand-in the later tests use, called by name
+    Mutant("the tests' stand-in padding_mask called by name", "padding_mask", '''
+import lmcourse.reference.encoder_decoder as _r
+
+
+def padding_mask(ids, pad_id):
+    return _r.padding_mask(ids, pad_id)
+'''),
+]

@@ -1,0 +1,133 @@
+"""Valid solutions of notebook 09 written another way. Each must keep every point."""
+
+from lmcourse.authoring.mutants import Alternative, override
+
+ALTERNATIVES = [
+    # --- padding_mask
+    Alternative("torch.ne", "padding_mask", '''
+def padding_mask(ids, pad_id):
+    return torch.ne(ids, pad_id)
+'''),
+    Alternative("the complement of the padding positions", "padding_mask", '''
+def padding_mask(ids, pad_id):
+    is_pad = ids == pad_id  # (B, S)
+    return ~is_pad
+'''),
+    # --- teacher_forcing
+    Alternative("pad_sequence over the shifted rows", "teacher_forcing", '''
+def teacher_forcing(targets, bos_id, eos_id, pad_id):
+    from torch.nn.utils.rnn import pad_sequence
+    rows_in = [torch.tensor([bos_id, *t], dtype=torch.long) for t in targets]
+    rows_out = [torch.tensor([*t, eos_id], dtype=torch.long) for t in targets]
+    return (pad_sequence(rows_in, batch_first=True, padding_value=pad_id),
+            pad_sequence(rows_out, batch_first=True, padding_value=pad_id))
+'''),
+    Alternative("one padded block of <bos> + y + <eos>, sliced twice", "teacher_forcing", '''
+def teacher_forcing(targets, bos_id, eos_id, pad_id):
+    L = max(map(len, targets))
+    full = [[bos_id] + list(t) + [eos_id] + [pad_id] * (L - len(t)) for t in targets]
+    block = torch.tensor(full, dtype=torch.long)  # (B, L + 2)
+    return block[:, :-1].clone(), block[:, 1:].clone()
+'''),
+    # --- CrossAttention
+    Alternative("softmax written out with an additive -inf mask and einsum", "cross_attention",
+                override("CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    B, T, C = x.shape
+    S, nh = memory.shape[1], self.n_head
+    hs = C // nh
+    q = self.q_proj(x).reshape(B, T, nh, hs)
+    k = self.k_proj(memory).reshape(B, S, nh, hs)
+    v = self.v_proj(memory).reshape(B, S, nh, hs)
+    scores = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hs)  # (B, nh, T, S)
+    if memory_mask is not None:
+        add = torch.zeros(B, S, dtype=x.dtype, device=x.device).masked_fill(~memory_mask, float("-inf"))
+        scores = scores + add[:, None, None, :]
+    w = torch.softmax(scores, dim=-1)
+    y = torch.einsum("bhts,bshd->bthd", w, v).reshape(B, T, C)
+    return self.c_proj(y)
+''')),
+    Alternative("a loop over the heads, each with its slice of the projections", "cross_attention",
+                override("CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    C = x.size(-1)
+    hs = C // self.n_head
+    q, k, v = self.q_proj(x), self.k_proj(memory), self.v_proj(memory)
+    outs = []
+    for h in range(self.n_head):
+        sl = slice(h * hs, (h + 1) * hs)
+        scores = q[..., sl] @ k[..., sl].transpose(1, 2) / hs ** 0.5  # (B, T, S)
+        if memory_mask is not None:
+            scores = scores.masked_fill(~memory_mask[:, None, :], float("-inf"))
+        outs.append(torch.softmax(scores, dim=-1) @ v[..., sl])
+    return self.c_proj(torch.cat(outs, dim=-1))
+''')),
+    # --- EncoderBlock
+    Alternative("ln1 applied twice, once for the queries and once for keys and values", "encoder_block",
+                override("EncoderBlock", '''
+def forward(self, x, src_mask=None):
+    h = x + self.attn(self.ln1(x), self.ln1(x), memory_mask=src_mask)
+    out = h + self.mlp(self.ln2(h))
+    return out
+''')),
+    # --- DecoderBlock
+    Alternative("named intermediate streams, keyword arguments", "decoder_block", override("DecoderBlock", '''
+def forward(self, x, memory, memory_mask=None):
+    g = x + self.attn(self.ln1(x))
+    g2 = g + self.cross(x=self.ln_cross(g), memory=memory, memory_mask=memory_mask)
+    return g2 + self.mlp(self.ln2(g2))
+''')),
+    # --- EncoderDecoder
+    Alternative("log_softmax, gather and a masked mean; positions from the tables' rows", "encoder_decoder",
+                override("EncoderDecoder", '''
+def encode(self, src):
+    m = padding_mask(src, self.config.pad_id)
+    x = self.drop(self.src_wte(src) + self.src_wpe.weight[: src.shape[1]])
+    for blk in self.encoder:
+        x = blk(x, m)
+    return self.ln_enc(x), m
+''', '''
+def decode(self, tgt_in, memory, src_mask):
+    x = self.drop(self.tgt_wte(tgt_in) + self.tgt_wpe.weight[: tgt_in.shape[1]])
+    for blk in self.decoder:
+        x = blk(x, memory, src_mask)
+    return self.lm_head(self.ln_f(x))
+''', '''
+def forward(self, src, tgt_in, tgt_out=None):
+    logits = self.decode(tgt_in, *self.encode(src))
+    if tgt_out is None:
+        return logits, None
+    logp = torch.log_softmax(logits, dim=-1)
+    nll = -logp.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    real = (tgt_out != self.config.pad_id).to(nll.dtype)
+    return logits, (nll * real).sum() / real.sum()
+''')),
+    # --- greedy_decode
+    Alternative("a preallocated output and a Python list of finished rows", "greedy_decode", '''
+def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
+    B = src.shape[0]
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        out = torch.full((B, max_new_tokens + 1), pad_id, dtype=torch.long, device=src.device)
+        out[:, 0] = bos_id
+        finished = [False] * B
+        n = 0
+        while n < max_new_tokens and not all(finished):
+            nxt = model.decode(out[:, : n + 1], memory, mask)[:, n].argmax(-1)
+            for b in range(B):
+                if not finished[b]:
+                    out[b, n + 1] = nxt[b]
+                    finished[b] = int(nxt[b]) == eos_id
+            n += 1
+    return out[:, 1 : n + 1]
+'''),
+    # --- exact_match
+    Alternative("a loop with a counter, float division", "exact_match", '''
+def exact_match(predictions, targets):
+    right = 0
+    for i in range(len(targets)):
+        if predictions[i] == targets[i]:
+            right += 1
+    return float(right) / len(targets)
+'''),
+]

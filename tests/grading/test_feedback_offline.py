@@ -1,10 +1,12 @@
 """A feedback page is self-contained: its formulas are MathML written when the page is
 (lmcourse/grading/maths.py), so it loads no MathJax, nothing at all, and reads right offline.
 
-The page is the one `lmcourse grade` writes (``write_feedback``) for a solved notebook, with the
-release's test cells taken from the source notebook (this page quotes no hidden test). The quick
-tests read its HTML and typeset every formula of every notebook; the browser test opens it from
-``file://`` in Chromium with every other request refused and looks at what a student sees.
+The page is the one `lmcourse grade` writes (``write_feedback``) for a solved notebook, its test
+cells shown as the student release has them (notebooks/), checked for hidden-test lines as a
+grade run checks it, plus a written answer and an output that hold what the notebook's own text
+does not. The quick tests read its HTML and typeset every formula of every notebook; the browser
+test opens it from ``file://`` in Chromium with every other request refused and looks at what a
+student sees.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from nbconvert.filters.markdown_mistune import MarkdownWithMath
 from lmcourse.grading import maths
 from lmcourse.grading.feedback import write_feedback
 from lmcourse.grading.result import Result
-from lmcourse.grading.template import exercises
+from lmcourse.grading.template import exercises, hidden_test_lines
 from tests.conftest import NOTEBOOKS, ROOT
 
 PAGE_NOTEBOOK = "02_rnn"   # fractions, sums, subscripts, \mathrm, \text, \mathbb, an aligned block
@@ -71,14 +73,16 @@ def _feedback_page(out: Path) -> tuple[Path, int]:
     formulas its markdown holds."""
     source = nbformat.read(ROOT / "autograder" / "source" / PAGE_NOTEBOOK / f"{PAGE_NOTEBOOK}.ipynb",
                            as_version=4)
-    nb = nbformat.read(ROOT / "solutions" / f"{PAGE_NOTEBOOK}.ipynb", as_version=4)
+    nb = nbformat.from_dict(source)    # a submission with every answer right: the source's answer cells
     nb.cells.append(nbformat.v4.new_markdown_cell(ANSWER))
     nb.cells.append(nbformat.v4.new_code_cell("show()", outputs=[OUTPUT], execution_count=1))
-    by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+    release = nbformat.read(ROOT / "notebooks" / f"{PAGE_NOTEBOOK}.ipynb", as_version=4)
+    by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
              if c.metadata.get("nbgrader", {}).get("grade_id")}
     # what write_feedback reads of a Template, without running nbgrader's release (seconds)
     tpl = SimpleNamespace(assignment=PAGE_NOTEBOOK, release_source=by_id, points={},
-                          exercise_of=exercises(source), hidden_lines=lambda: [])
+                          exercise_of=exercises(source),
+                          hidden_lines=lambda: hidden_test_lines(source))
     res = Result(student="student", assignment=PAGE_NOTEBOOK, status="graded", score=3, max_score=5, auto_max=5)
     write_feedback(nb, tpl, out, res)
     assert res.feedback and not res.flags, res

@@ -319,3 +319,42 @@ def test_bytes_to_unicode_is_gpt2s_map():
     assert sorted(b2u) == list(range(256)) and len(set(b2u.values())) == 256
     assert b2u[ord("a")] == "a" and b2u[ord(" ")] == "Ġ" and b2u[ord("\n")] == "Ċ" and b2u[0] == "Ā"
     assert all(c.isprintable() and not c.isspace() for c in b2u.values())
+
+
+# --- against Hugging Face tokenizers' own trainer: the same rule up to the tie-break ---------------
+
+
+def test_hf_bpe_trainer_agrees_up_to_its_first_tie(corpus):
+    """HF's BpeTrainer picks the most frequent pair too, but breaks ties another way; its merges equal
+    ours up to the first merge where two pairs have the same count (the notebook's wrap-up says so)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    text = corpus[0][:60_000]
+    vocab, merges = train_bpe_incremental(text, 400)
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    trainer = trainers.BpeTrainer(vocab_size=400, min_frequency=0, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator([text], trainer)
+    u2b = {u: b for b, u in bpe.bytes_to_unicode().items()}
+    raw = __import__("json").loads(hf.to_str())["model"]["merges"]
+    theirs = [tuple(bytes(u2b[c] for c in half) for half in (m.split(" ") if isinstance(m, str) else m)) for m in raw]
+    ours = [(vocab[a], vocab[b]) for a, b in merges]
+    first = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), None)
+    assert first is None or first >= 10, f"only {first} merges agree"
+    if first is not None:
+        # the two choices had the same count after the merges both made: a tie, broken differently
+        tok = BPETokenizer(merges[:first])
+        words = bpe.pretoken_counts(text)
+
+        def count(pair_bytes):
+            total = 0
+            for word, freq in words.items():
+                ids = tok.encode_pretoken(word)
+                total += freq * sum((tok.vocab[a], tok.vocab[b]) == pair_bytes for a, b in zip(ids, ids[1:]))
+            return total
+
+        assert count(ours[first]) == count(theirs[first]), (first, ours[first], theirs[first])
+    print(f"HF BpeTrainer: the first {first if first is not None else len(ours)} of {len(ours)} merges agree; "
+          f"{len(set(ours) & set(theirs))} are in both lists")

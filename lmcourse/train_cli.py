@@ -5,6 +5,7 @@
     python -m lmcourse.train_cli gpt --text my.txt --block_size 128      # any UTF-8 text file
     python -m lmcourse.train_cli gpt --profile cpu --resume              # continue the last checkpoint
     torchrun --nproc_per_node 8 -m lmcourse.train_cli gpt --profile gpu  # 8 GPUs, data-parallel
+    python -m lmcourse.train_cli seq2seq --profile cpu                   # notebook 09's encoder-decoder on dates
 
 Sizes start from a runtime profile (``tiny``, ``cpu``, ``gpu``) and notebook 05's recipe (AdamW
 with betas (0.9, 0.99) and weight decay 0.1, peak lr 5e-3, or 1e-3 with dropout 0.2 at the
@@ -13,9 +14,9 @@ every field of :class:`lmcourse.train.TrainConfig` and :class:`lmcourse.nn.GPTCo
 overridden with ``--field value`` (``--help`` lists them). ``--batch_size`` is the global batch
 of one step, whatever the number of processes (see :mod:`lmcourse.distributed`).
 
-On CUDA: bf16 autocast, the fused AdamW kernel, TF32 matrix products, the fused attention
-kernel (``F.scaled_dot_product_attention``; ``--no-fast`` for the explicit softmax) and
-``torch.compile`` (``--no-compile`` to skip it). Without a terminal (no progress bar) each
+On CUDA: mixed precision (bf16; fp16 + GradScaler on a T4, V100 or P100), the fused AdamW kernel,
+TF32 matrix products, the fused attention kernel (``F.scaled_dot_product_attention``; ``--no-fast``
+for the explicit softmax) and ``torch.compile`` (``--no-compile`` to skip it). Without a terminal (no progress bar) each
 validation prints one line. The last line gives the validation loss (marked with its step when
 a ``--stop_after`` ends between validations), tokens/s, the wall time and, on a GPU in
 :data:`PEAK_TFLOPS`, the model-FLOPs utilisation. A loss-curve PNG is written beside the
@@ -36,7 +37,8 @@ import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
-__all__ = ["main", "build_parser", "PEAK_TFLOPS", "peak_tflops", "mfu", "TrainInputError"]
+__all__ = ["main", "build_parser", "PEAK_TFLOPS", "peak_tflops", "mfu", "TrainInputError", "run_seq2seq",
+           "SEQ2SEQ_SIZES"]
 
 # Dense (no sparsity) bf16 tensor-core peaks per GPU, in TFLOP/s, from NVIDIA's datasheets (the
 # datasheets' "with sparsity" figures halved). Matched in order against torch.cuda.get_device_name().
@@ -50,7 +52,7 @@ PEAK_TFLOPS: tuple[tuple[str, float, str], ...] = (
     ("A10", 125.0, "A10"),
 )
 
-MODELS = ("gpt",)
+MODELS = ("gpt",)  # and "seq2seq", which has flags of its own (see run_seq2seq)
 
 
 class TrainInputError(ValueError):
@@ -165,7 +167,8 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
                    "LMCOURSE_THREADS or 1 on the CPU)")
     g.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the model "
                    "(default: on with CUDA)")
-    g.add_argument("--amp", action=argparse.BooleanOptionalAction, help="bf16 autocast on CUDA (default: on)")
+    g.add_argument("--amp", action=argparse.BooleanOptionalAction, help="mixed precision on CUDA: bf16, "
+                   "fp16 + GradScaler before compute capability 8.0 (default: on)")
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "
                    "terminal; without one, a line per validation)")
     g.add_argument("--sample_tokens", type=int, help="characters sampled at the end (default 300, tiny 40; "
@@ -287,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
     from . import distributed as D
     from .data import data_dir, encode_split, load_corpus, load_shakespeare
     from .nn.gpt import GPT, GPTConfig, generate
-    from .runtime import cpu_threads, get_profile, pick_device
+    from .runtime import choose_precision, cpu_threads, get_profile, pick_device
     from .tokenizers import CharTokenizer
     from .train import TrainConfig, load_checkpoint, train, want_progress
 
@@ -368,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
         _say(env, f"  {n_params:,} parameters; {train_ids.numel():,} training and "
                   f"{0 if val_ids is None else val_ids.numel():,} validation characters; {tok.vocab_size} in the "
                   "vocabulary")
-        amp = "bf16" if cfg.amp and device.type == "cuda" else "off"
+        amp = str(choose_precision(device)) if cfg.amp and device.type == "cuda" else "off"  # bf16, or fp16 on a T4
         _say(env, f"  {cfg.steps} steps of {cfg.batch_size} x {cfg.block_size} tokens, lr {cfg.lr:g}, "
                   f"{env.world_size} process(es) on {device.type}"
                   f"{f' ({env.backend})' if env.backend else ''}, {torch.get_num_threads()} thread(s) each, "
@@ -418,6 +421,110 @@ def run(args: argparse.Namespace) -> int:
         D.teardown(env)
 
 
+# --- lmcourse train seq2seq: notebook 09's encoder-decoder on the generated date task -----------------
+
+# sizes by profile, as notebook 09 trains them: model width, layers per stack, heads, steps, batch, pairs
+SEQ2SEQ_SIZES = {"tiny": dict(n_embd=32, n_layer=1, n_head=2, steps=30, batch_size=16, n_train=2_000, n_test=100),
+                 "cpu": dict(n_embd=64, n_layer=2, n_head=4, steps=1_500, batch_size=64, n_train=40_000,
+                             n_test=1_000),
+                 "gpu": dict(n_embd=128, n_layer=3, n_head=4, steps=4_000, batch_size=128, n_train=100_000,
+                             n_test=3_000)}
+
+
+def seq2seq_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
+    from .runtime import PROFILES
+
+    p = argparse.ArgumentParser(prog=f"{prog} seq2seq", argument_default=argparse.SUPPRESS,
+                                description="Train notebook 09's encoder-decoder (lmcourse.nn.seq2seq) on the "
+                                "generated date task (lmcourse.dates) with the course's one loop, then measure "
+                                "exact match on the test dates. Sizes by profile: " + "; ".join(
+                                    f"{k}: " + ", ".join(f"{f} {v}" for f, v in d.items())
+                                    for k, d in SEQ2SEQ_SIZES.items()))
+    p.add_argument("--profile", choices=PROFILES, help="sizes to start from (default: gpu on CUDA, else cpu)")
+    for name in ("n_embd", "n_layer", "n_head", "steps", "batch_size", "n_train", "n_test"):
+        p.add_argument(f"--{name}", type=int, help=f"override the profile's {name} (n_layer: each stack)")
+    p.add_argument("--lr", type=float, help="peak learning rate (default 3e-3)")
+    p.add_argument("--seed", type=int, help="seed of the data, the initialisation and the batches (default 0)")
+    p.add_argument("--device", help="cpu, cuda, mps (default: CUDA, then MPS, then CPU)")
+    p.add_argument("--threads", type=int, help="CPU threads (default: LMCOURSE_THREADS or 1 on the CPU)")
+    p.add_argument("--checkpoint_path", metavar="FILE", help="default: checkpoints/train_seq2seq_<profile>.pt in "
+                   "the course cache")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint_path if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace --checkpoint_path if it exists")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "
+                   "terminal)")
+    return p
+
+
+def run_seq2seq(argv: list[str], prog: str = "lmcourse train") -> int:
+    """Train the encoder-decoder with :func:`lmcourse.train.train` (``batch_fn=dates.sample_batch``,
+    ``loss_fn=dates.padded_cross_entropy``), print the validation loss, a few translations and the
+    exact match of greedy decoding on the test dates."""
+    import torch
+
+    from . import dates
+    from .data import data_dir
+    from .nn.seq2seq import EncoderDecoder, Seq2SeqConfig, exact_match, greedy_decode
+    from .runtime import cpu_threads, get_profile, pick_device
+    from .train import TrainConfig, train
+
+    p = seq2seq_parser(prog)
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        raise TrainInputError(f"unknown flag {unknown[0]}; {prog} seq2seq --help lists the flags")
+    a = vars(args)
+    device = torch.device(a["device"]) if "device" in a else pick_device()
+    profile = get_profile(a.get("profile", "gpu" if device.type == "cuda" else "cpu"))
+    sizes = {**SEQ2SEQ_SIZES[profile.name], **{k: a[k] for k in SEQ2SEQ_SIZES["cpu"] if k in a}}
+    bad = [f"--{k} {v}" for k, v in sizes.items() if v < 1]
+    if bad:
+        raise TrainInputError(f"{', '.join(bad)}: every size must be at least 1")
+    seed = a.get("seed", 0)
+    ckpt = Path(a["checkpoint_path"]) if "checkpoint_path" in a else (
+        data_dir() / "checkpoints" / f"train_seq2seq_{profile.name}.pt")
+    if ckpt.exists() and not (a.get("resume") or a.get("overwrite")):
+        raise TrainInputError(f"the checkpoint {ckpt} exists: pass --resume to continue it, --overwrite to "
+                              "replace it, or another --checkpoint_path")
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
+    threads = a.get("threads") or cpu_threads(device)
+    if threads:
+        torch.set_num_threads(threads)
+    vocab = dates.CharVocab()
+    splits = dates.make_splits(sizes["n_train"], 500, sizes["n_test"], seed=seed)
+    try:
+        config = Seq2SeqConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), src_block_size=48,
+                               tgt_block_size=12, n_enc_layer=sizes["n_layer"], n_dec_layer=sizes["n_layer"],
+                               n_head=sizes["n_head"], n_embd=sizes["n_embd"], pad_id=dates.PAD_ID)
+    except ValueError as exc:
+        raise TrainInputError(str(exc)) from exc
+    cfg = TrainConfig.from_profile(profile, steps=sizes["steps"], batch_size=sizes["batch_size"], block_size=48,
+                                   lr=a.get("lr", 3e-3), warmup_steps=max(1, sizes["steps"] // 30),
+                                   weight_decay=0.01, eval_interval=max(1, sizes["steps"] // 6), eval_batches=4,
+                                   seed=seed, device=str(device), checkpoint_path=str(ckpt),
+                                   resume=bool(a.get("resume")), quiet=True, progress=a.get("progress"))
+    torch.manual_seed(seed)
+    model = EncoderDecoder(config)
+    print(f"{prog} seq2seq: {profile.name} profile, {model.num_params():,} parameters "
+          f"({config.n_enc_layer}+{config.n_dec_layer} layers x {config.n_embd} wide, {config.n_head} heads), "
+          f"{cfg.steps} steps of {cfg.batch_size} pairs, {len(splits['train']):,} training pairs, on "
+          f"{device.type}; checkpoint {ckpt}", flush=True)
+    hist = train(model, splits["train"], splits["val"], cfg, batch_fn=dates.sample_batch,
+                 loss_fn=dates.padded_cross_entropy,
+                 checkpoint_extra={"vocabulary": vocab.itos, "task": "lmcourse.dates"})
+    model.eval()
+    sources, targets = [s for s, _ in splits["test"]], [t for _, t in splits["test"]]
+    outputs = []
+    for i in range(0, len(sources), 500):
+        src = dates.make_batch([(s, "0") for s in sources[i:i + 500]], vocab, device).src
+        outputs += [vocab.decode(r) for r in greedy_decode(model, src, dates.BOS_ID, dates.EOS_ID, 11).cpu()]
+    for s, o, t in list(zip(sources, outputs, targets))[:5]:
+        print(f"  {s:<36} -> {o:<12} {'ok' if o == t else 'expected ' + t}")
+    print(f"done: {hist.steps[-1] if hist.steps else 0}/{cfg.steps} steps, val loss {hist.final_val_loss:.4f}, "
+          f"exact match {exact_match(outputs, targets):.1%} on {len(targets)} test dates, "
+          f"wall {_wall(hist.elapsed)}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     """``lmcourse train gpt [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
     from .data import CorpusUnavailable
@@ -425,8 +532,10 @@ def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
 
     t0 = time.perf_counter()
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv, prog)
-        return run(args)
+        argv = sys.argv[1:] if argv is None else argv
+        if argv[:1] == ["seq2seq"]:
+            return run_seq2seq(argv[1:], prog)
+        return run(parse_args(argv, prog))
     except SystemExit as exc:  # --help, or argparse's own usage errors (it has printed them)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except (TrainInputError, CheckpointError, BatchSplitError, CorpusUnavailable) as exc:

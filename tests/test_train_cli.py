@@ -201,3 +201,35 @@ def test_a_loss_curve_png_is_written_beside_the_checkpoint(tmp_path, text, capsy
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert width > 300 and height > 200  # a figure, not an empty file
+
+
+# --- lmcourse train seq2seq: notebook 09's encoder-decoder through the same loop ---------------------
+
+def seq2seq_args(ckpt, *more):
+    return ["seq2seq", "--profile", "tiny", "--steps", "4", "--n_train", "200", "--n_test", "20", "--device", "cpu",
+            "--threads", "1", "--no-progress", "--checkpoint_path", str(ckpt), *more]
+
+
+def test_seq2seq_trains_writes_a_checkpoint_and_reports_exact_match(tmp_path, capsys):
+    ckpt = tmp_path / "s2s.pt"
+    assert main(seq2seq_args(ckpt)) == 0
+    out = capsys.readouterr().out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("done: 4/4 steps, val loss ") and "exact match " in last and "on 20 test dates" in last
+    state = load_checkpoint(ckpt)
+    assert state["step"] == 4 and state["config"]["n_enc_layer"] == 1
+    assert state["task"] == "lmcourse.dates" and len(state["history"]["train_loss"]) == 4
+    # an existing checkpoint is not replaced silently; --resume continues it to a longer schedule
+    assert main(seq2seq_args(ckpt)) == 2
+    assert "exists: pass --resume" in capsys.readouterr().err
+    assert main(seq2seq_args(ckpt, "--resume", "--steps", "6")) == 0
+    assert load_checkpoint(ckpt)["step"] == 6
+
+
+def test_seq2seq_bad_flags_are_one_line(tmp_path, capsys):
+    assert main(seq2seq_args(tmp_path / "a.pt", "--n_embdd", "8")) == 2
+    assert "unknown flag --n_embdd" in capsys.readouterr().err
+    assert main(seq2seq_args(tmp_path / "b.pt", "--n_embd", "30", "--n_head", "4")) == 2
+    assert "divisible" in capsys.readouterr().err
+    assert main(seq2seq_args(tmp_path / "c.pt", "--steps", "0")) == 2
+    assert "at least 1" in capsys.readouterr().err

@@ -125,7 +125,7 @@ def test_a_fresh_runtime_installs_the_course_and_runs_the_notebook(platform, clo
                         rf"@{re.escape(links.REF)}, kept this runtime's torch {re.escape(torch.__version__)}; "
                         r"corpus in \S+\n", first), first
     assert "device=cpu profile=tiny" in setup and "precision=fp32" in setup, setup
-    assert corpus == "", corpus
+    assert "training sentences" in corpus, corpus     # the corpus cell read the fetched corpus
     assert again.split("<<LMCOURSE>>")[0] == "", again          # installed: the cell is silent
     installed = Path(json.loads(again.split("<<LMCOURSE>>")[1]))
     assert tmp_path / "venv" in installed.parents              # the course came from the clone, into the runtime

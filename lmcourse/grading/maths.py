@@ -28,6 +28,8 @@ _COMMAND = re.compile(r"\\(?:[A-Za-z]+|.)")
 _TEXT_ESCAPE = re.compile(r"\\([_%$&#{}])")
 _SCRIPTED = {"msub", "msup", "msubsup", "munder", "mover", "munderover"}
 _FIXED_ARITY = _SCRIPTED | {"mfrac", "mroot"}   # their children are parts, not a row
+# symbols TeX treats as ordinary that latex2mathml writes as operators, spaced like `+` (`- ∞`)
+_ORDINARY = {"∞", "∅"}
 
 
 class UnreadableTeX(ValueError):
@@ -51,7 +53,7 @@ def mathml_element(tex: str, display: bool) -> Element:
             el.text = _TEXT_ESCAPE.sub(r"\1", el.text)
         for key, value in el.attrib.items():
             el.attrib[key] = _decoded(value)
-    _space_function_names(root)
+    _tex_spacing(root)
     return root
 
 
@@ -62,12 +64,13 @@ def _is_name(el: Element) -> bool:
     return el.tag == "mi" and len(el.text or "") > 1 and el.text.isalpha()
 
 
-def _space_function_names(root: Element) -> None:
+def _tex_spacing(root: Element) -> None:
     """TeX's thin space between a function's name and its argument (``log p``, not ``logp``),
     which MathML leaves to a renderer and browsers do not add; latex2mathml writes
-    ``\\operatorname`` names as operators, spaced like ``+``, so they become names first."""
+    ``\\operatorname`` names (and ``\\infty``) as operators, spaced like ``+``, so they become
+    identifiers first."""
     for el in root.iter("mo"):
-        if not el.attrib and len(el.text or "") > 1 and el.text.isalpha():
+        if not el.attrib and (el.text in _ORDINARY or len(el.text or "") > 1 and el.text.isalpha()):
             el.tag = "mi"
     for parent in list(root.iter()):
         kids = list(parent)

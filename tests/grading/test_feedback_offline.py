@@ -169,12 +169,13 @@ def test_text_in_a_formula_stays_text_and_an_unreadable_one_shows_its_source():
 
 
 def test_a_function_name_is_spaced_from_its_argument_as_in_tex():
-    """``log p`` and ``arg max_w p``, not ``logp``; a script's base keeps its two parts."""
+    """``log p`` and ``arg max_w p``, not ``logp``; a script's base keeps its two parts; ``−∞``."""
     got = maths.tex_to_mathml(r"-p\log_2 p + \arg\max_w q", display=False)
     thin = '<mspace width="0.167em" />'
     assert (f"<mi>p</mi>{thin}<msub><mi>log</mi><mn>2</mn></msub>{thin}<mi>p</mi>" in got
             and f"<mi>arg</mi>{thin}<msub><mi>max</mi><mi>w</mi></msub>{thin}<mi>q</mi>" in got), got
     assert maths.tex_to_mathml(r"\exp(x)", display=False).count("mspace") == 0   # no space before "("
+    assert "<mo>−</mo><mi>∞</mi>" in maths.tex_to_mathml(r"-\infty", display=False)   # "−∞", not "− ∞"
 
 
 @pytest.mark.slow               # a browser

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 from xml.etree.ElementTree import Element, tostring
 
 from latex2mathml.converter import convert_to_element
@@ -89,6 +90,7 @@ def unknown_commands(root: Element) -> list[str]:
     return [cmd for el in root.iter() for cmd in _COMMAND.findall(el.text or "")]
 
 
+@lru_cache(maxsize=4096)   # a class's pages share the notebook's formulas (about 1 ms each)
 def tex_to_mathml(tex: str, display: bool) -> str:
     """MathML markup for ``tex``, or (when latex2mathml cannot read it) the source in ``<code>``."""
     try:

@@ -379,6 +379,15 @@ check_equal(_m2, [(_a, _c)], 'merges of train_bpe("ab ac", 257)',
             hint="(a, b), (' ', a) and (a, c) occur once each; b'a' > b' ', and with equal first tokens the greater "
                  "second one wins: b'c' > b'b'")
 with _rules():
+    _mf = train_bpe("cd ab ab ab", 257)[1]
+    _mu = train_bpe("東京東京", 257)[1]
+check_equal(_mf, [(_a, _b)], 'merges of train_bpe("cd ab ab ab", 257)',
+            hint="the pre-token ' ab' occurs 3 times: count each distinct pre-token's pairs times its frequency, so "
+                 "(a, b) and (' ', a) have 3 and beat (c, d) with 1")
+check_equal(_mu, [(0xE6, 0x9D)], 'merges of train_bpe("東京東京", 257)',
+            hint="start from the UTF-8 bytes of each pre-token (list(s.encode('utf-8'))), not from code points: "
+                 "'東' is the three bytes 0xE6 0x9D 0xB1")
+with _rules():
     _v3, _m3 = train_bpe("ab ab ab", 300)
 check_equal(_m3, [(_a, _b), (_sp, 256)], 'merges of train_bpe("ab ab ab", 300)',
             hint="the pre-tokens are 'ab', ' ab', ' ab': (b, ' ') spans two of them and is never counted; and when "
@@ -394,11 +403,13 @@ check_equal(_m4, [(ord("x"), ord("y"))], 'merges of train_bpe("<|endoftext|>" * 
 check_equal(_v4.get(257), _eot.encode("utf-8"), "vocab[257] (the special token)",
             hint="special tokens come after the merges, as their UTF-8 bytes")
 with _rules():
-    _v5, _m5 = train_bpe(("hello" + _eot) * 20 + "hello!", 262, [_eot, "<pad>"])
+    _v5, _m5 = train_bpe(("hello" + _eot) * 20 + "hello!", 260, [_eot, "<pad>"])
 check(all(not (_v5[a].endswith(b"o") and _v5[b].startswith(b"<")) for a, b in _m5 if a in _v5 and b in _v5),
       "a merge joins 'o' and '<': the special token was merged with its neighbour — cut special tokens out "
       "before pre-tokenizing")
-check_equal([_v5.get(260), _v5.get(261)], [_eot.encode(), b"<pad>"], "the last two ids of a vocabulary of 262 with "
+check_equal(len(_v5), 260, "len(vocab) of a vocabulary of 260 with 2 special tokens",
+            hint="vocab_size counts the 256 bytes, the merges and the special tokens: 260 - 256 - 2 = 2 merges")
+check_equal([_v5.get(258), _v5.get(259)], [_eot.encode(), b"<pad>"], "the last two ids of a vocabulary of 260 with "
             "special tokens ['<|endoftext|>', '<pad>']", hint="the special tokens take the last ids, in their order")
 visible_checks_pass("train_bpe")
 ### BEGIN HIDDEN TESTS

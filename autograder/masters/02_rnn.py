@@ -193,10 +193,6 @@ for _a, _w, _n in zip(_got, _want, ["h_prev", "W_xh", "W_hh", "b_h"]):
     check_tensor_close(_a, _w, f"gradient of elman_step w.r.t. {_n} vs nn.RNNCell", atol=1e-10, hint=_grad_hint)
 visible_checks_pass("elman_step")
 ### BEGIN HIDDEN TESTS
-def _ref_step(x, h, Wxh, Whh, b):
-    return torch.tanh(torch.einsum("bi,hi->bh", x, Wxh) + torch.einsum("bj,hj->bh", h, Whh) + b)
-
-
 _why = "elman_step must compute the step itself, not call nn.RNNCell / nn.RNN / torch.rnn_tanh_cell"
 with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
     for _B, _I, _H in [(1, 1, 1), (3, 7, 5), (8, 5, 9)]:
@@ -205,13 +201,14 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
                  torch.randn(_H, _I, generator=_g, **_f64), torch.randn(_H, _H, generator=_g, **_f64),
                  torch.randn(_H, generator=_g, **_f64)]
         _copies = [a.clone() for a in _args]
-        check_tensor_close(elman_step(*_args), _ref_step(*_args), f"elman_step {(_B, _I, _H)}", atol=1e-12)
+        check_tensor_close(elman_step(*_args), lmcourse.reference.rnn.elman_step(*_args), f"elman_step {(_B, _I, _H)}",
+                           atol=1e-12)
         check(all(torch.equal(a, c) for a, c in zip(_args, _copies)), "elman_step changed its inputs in place")
     # gradients flow to every argument
     _ps = [a.clone().requires_grad_() for a in _args]
     _gs = torch.autograd.grad(elman_step(*_ps).sum(), _ps)
     _ps2 = [a.clone().requires_grad_() for a in _args]
-    _gs2 = torch.autograd.grad(_ref_step(*_ps2).sum(), _ps2)
+    _gs2 = torch.autograd.grad(lmcourse.reference.rnn.elman_step(*_ps2).sum(), _ps2)
     for _a, _b2 in zip(_gs, _gs2):
         check_tensor_close(_a, _b2, "gradient of elman_step", atol=1e-10)
 ### END HIDDEN TESTS
@@ -550,9 +547,12 @@ def lm_loss(logits, idx):
 #   position 1 predicts idx[2] = 1:  p = [0.1, 0.8, 0.1]    -> -log 0.8
 #   position 2 has no target        (p = [0.2, 0.2, 0.6], unused)
 # loss = (-log 0.25 - log 0.8) / 2 = 0.804719
+_rules = lmcourse.rules.rules(lmcourse.reference.rnn.lm_loss, reason="compute the loss yourself, "
+                              "with F.cross_entropy on the shifted logits and targets")
 _P = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]], dtype=torch.float64)
 _idx = torch.tensor([[0, 1, 1]])
-_loss = call_checked(lm_loss, _P.log(), _idx, name="lm_loss(worked example)")
+with _rules():
+    _loss = call_checked(lm_loss, _P.log(), _idx, name="lm_loss(worked example)")
 check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0,
       f"lm_loss should return a scalar tensor (shape ()), got {type(_loss).__name__} "
       f"{tuple(getattr(_loss, 'shape', ()))} — average over every prediction")
@@ -579,7 +579,8 @@ check_close(_val, _expected, "lm_loss(worked example)", rel=1e-9,
 # loss = (-log 0.25 - log 0.6) / 2 = 0.948560
 _P2 = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], [[0.6, 0.3, 0.1], [0.2, 0.7, 0.1]]], dtype=torch.float64)
 _idx2 = torch.tensor([[0, 1], [2, 0]])
-_val = float(call_checked(lm_loss, _P2.log(), _idx2, name="lm_loss(two sequences)"))
+with _rules():
+    _val = float(call_checked(lm_loss, _P2.log(), _idx2, name="lm_loss(two sequences)"))
 _shift_hint = ("shift within each sequence (logits[:, :-1] vs idx[:, 1:]); flattening first makes row b's last "
                "position predict row b+1's first token")
 check(abs(_val - (-math.log(0.25) - math.log(0.8) - math.log(0.6)) / 3) > 1e-6,
@@ -592,7 +593,9 @@ check_close(_val, (-math.log(0.25) - math.log(0.6)) / 2, "lm_loss(two sequences)
 # Logits are not log-probabilities: adding the same number to every logit of a position leaves
 # its softmax, and so the loss, unchanged. Above, the logits happened to be normalised (log P).
 _shift = torch.tensor([[[3.0], [-2.0], [7.0]]], dtype=torch.float64)  # one constant per position
-_val = float(call_checked(lm_loss, _P.log() + _shift, _idx, name="lm_loss(worked example + a constant per position)"))
+with _rules():
+    _val = float(call_checked(lm_loss, _P.log() + _shift, _idx,
+                              name="lm_loss(worked example + a constant per position)"))
 _nll_raw = -(float(_P[0, 0, 1].log() + _shift[0, 0, 0]) + float(_P[0, 1, 1].log() + _shift[0, 1, 0])) / 2
 check(abs(_val - _nll_raw) > 1e-6,
       "lm_loss treated the raw logits as log-probabilities: F.nll_loss expects log_softmax(logits), not logits — "
@@ -602,7 +605,8 @@ check_close(_val, _expected, "lm_loss(worked example + a constant per position)"
                  "not change the loss: normalise the logits with a (log-)softmax over the vocabulary")
 
 # A model that knows nothing (all logits equal) pays log V per prediction, whatever the batch.
-_uniform = call_checked(lm_loss, torch.zeros(4, 10, 7), torch.randint(7, (4, 10)), name="lm_loss(uniform)")
+with _rules():
+    _uniform = call_checked(lm_loss, torch.zeros(4, 10, 7), torch.randint(7, (4, 10)), name="lm_loss(uniform)")
 check(abs(float(_uniform)) > 1e-6, "lm_loss of all-zero logits is 0, as if the logits were log-probabilities "
                                    "(F.nll_loss on raw logits?): a uniform model pays log 7 = 1.946 per prediction")
 check_close(float(_uniform), math.log(7), "lm_loss of a uniform model over 7 tokens", rel=1e-6,
@@ -610,7 +614,9 @@ check_close(float(_uniform), math.log(7), "lm_loss of a uniform model over 7 tok
 
 # Gradients must flow back to the logits (the training loop calls backward on this value).
 _lg = torch.randn(2, 5, 4, requires_grad=True)
-call_checked(lm_loss, _lg, torch.randint(4, (2, 5))).backward()
+with _rules():
+    _lgl = call_checked(lm_loss, _lg, torch.randint(4, (2, 5)))
+_lgl.backward()
 check(_lg.grad is not None and float(_lg.grad[:, -1].abs().sum()) == 0.0,
       "the last position has no target, so its logits should get no gradient")
 visible_checks_pass("lm_loss")
@@ -620,9 +626,13 @@ for _B, _T, _V in [(1, 2, 2), (3, 8, 5), (5, 17, 29)]:
     _lg = torch.randn(_B, _T, _V, generator=_g, dtype=torch.float64) * 3
     _ix = torch.randint(_V, (_B, _T), generator=_g)
     _want = F.cross_entropy(_lg[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1))
-    check_close(float(lm_loss(_lg, _ix)), float(_want), f"lm_loss {(_B, _T, _V)}", rel=1e-10)
+    with _rules():
+        _got = lm_loss(_lg, _ix)
+    check_close(float(_got), float(_want), f"lm_loss {(_B, _T, _V)}", rel=1e-10)
     _lgr = _lg.clone().requires_grad_()
-    _ga, = torch.autograd.grad(lm_loss(_lgr, _ix), _lgr)
+    with _rules():
+        _got = lm_loss(_lgr, _ix)
+    _ga, = torch.autograd.grad(_got, _lgr)
     _lgr2 = _lg.clone().requires_grad_()
     _gb, = torch.autograd.grad(F.cross_entropy(_lgr2[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1)), _lgr2)
     check_tensor_close(_ga, _gb, "gradient of lm_loss", atol=1e-12)
@@ -880,11 +890,6 @@ def train_step(model, idx, lr):
 # %% tests="train_step_tests" points=2
 # One mistake costs once: train_step runs here with our lm_loss in place of yours, on a small
 # model of the tests' own (an embedding, a frozen scale, an output layer).
-def _ref_lm_loss(logits, idx):
-    V = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
-
-
 class _BigramLM(nn.Module):
     def __init__(self, V=5, E=3):
         super().__init__()
@@ -899,7 +904,7 @@ class _BigramLM(nn.Module):
 _no_optim = lambda: forbid_calls(  # noqa: E731 (torch.optim.Optimizer.__init__ runs for every optimiser)
     torch.optim.Optimizer, importlib.import_module("torch.optim.sgd"),
     reason="write the update yourself, p -= lr * p.grad, not torch.optim")
-_refs = lambda: substitute(globals(), lm_loss=_ref_lm_loss)  # noqa: E731
+_refs = lambda: substitute(globals(), lm_loss=lmcourse.reference.rnn.lm_loss)  # noqa: E731
 torch.manual_seed(0)
 _m = _BigramLM().double()
 _idx = torch.tensor([[0, 1, 2, 3, 4, 0], [4, 4, 3, 1, 0, 2]])
@@ -907,7 +912,7 @@ _before = {_n: _p.detach().clone() for _n, _p in _m.named_parameters()}
 _params = dict(_m.named_parameters())
 _requires = {_n: _p.requires_grad for _n, _p in _m.named_parameters()}
 # what one step must do, computed here without your code
-_loss_want = _ref_lm_loss(_m(_idx), _idx)
+_loss_want = lmcourse.reference.rnn.lm_loss(_m(_idx), _idx)
 _grads = dict(zip([_n for _n, _p in _m.named_parameters() if _p.requires_grad],
                   torch.autograd.grad(_loss_want, [_p for _p in _m.parameters() if _p.requires_grad])))
 _lr = 0.5
@@ -917,7 +922,7 @@ with _no_optim(), _refs():
                              "whose .grad is None (the frozen scale has none)")
 check_type(_ret, float, "train_step(...)", hint="return loss.item(), the loss as a Python float")
 with torch.no_grad():
-    _loss_after = _ref_lm_loss(_m(_idx), _idx).item()
+    _loss_after = lmcourse.reference.rnn.lm_loss(_m(_idx), _idx).item()
 check(abs(_ret - _loss_want.item()) < 1e-9 or abs(_ret - _loss_after) > 1e-9,
       "train_step returned the loss *after* the update: return the loss computed before it")
 check_close(_ret, _loss_want.item(), "train_step's returned loss", rel=1e-9,
@@ -955,7 +960,7 @@ _m2 = copy.deepcopy(_m)
 _opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.3)
 for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
     _opt.zero_grad()
-    _ref_lm_loss(_m2(_b), _b).backward()
+    lmcourse.reference.rnn.lm_loss(_m2(_b), _b).backward()
     _opt.step()
     with _no_optim(), _refs():
         call_checked(train_step, _m, _b, 0.3, name=f"train_step (step {_k + 2})")
@@ -985,7 +990,7 @@ _g = torch.Generator().manual_seed(4)
 for _k in range(5):
     _b = torch.randint(7, (3, 8), generator=_g)
     _opt.zero_grad()
-    _want = _ref_lm_loss(_m2(_b), _b)
+    _want = lmcourse.reference.rnn.lm_loss(_m2(_b), _b)
     _want.backward()
     _opt.step()
     with _refs(), _no_optim():

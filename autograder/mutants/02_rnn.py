@@ -200,6 +200,10 @@ return F.cross_entropy(probs.reshape(-1, V), idx[:, 1:].reshape(-1))
     Mutant("computes in float32 (.float())", "lm_loss", patch(
         ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
          "return F.cross_entropy(logits[:, :-1].float().reshape(-1, V), idx[:, 1:].reshape(-1))"))),
+    Mutant("lm_loss calls the tests' reference loss (issue 21: it lives in the package)", "lm_loss", patch(
+        ("B, T, V = logits.shape\n", "import lmcourse.reference.rnn as _r\n"),
+        ("return F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), V), idx[:, 1:].reshape(B * (T - 1)))",
+         "return _r.lm_loss(logits, idx)"))),
     # --- perplexity
     Mutant("perplexity as exp of the summed loss", "perplexity", patch(
         ("return math.exp(float(token_losses.double().mean()))", "return math.exp(float(token_losses.sum()))"))),

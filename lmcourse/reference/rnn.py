@@ -1,5 +1,6 @@
 """Notebook 02 (RNN): the stand-ins its test cells run in place of a student's earlier answers
-(one mistake costs once) and the torch functions that would do an exercise's work.
+(one mistake costs once), the torch functions that would do an exercise's work, and the test
+cells' expected-value helpers (here, not in a test cell, where an answer could call them by name).
 
 The stand-ins obey the rules the later tests enforce: no torch recurrent kernel
 (``RECURRENT``) runs inside them."""
@@ -10,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["RECURRENT", "REFERENCE", "elman_step", "rnn_forward"]
+__all__ = ["RECURRENT", "REFERENCE", "elman_step", "lm_loss", "rnn_forward"]
 
 # name parts of torch's recurrent kernels (nn.RNN, nn.RNNCell, nn.LSTM, nn.GRU and their functions)
 RECURRENT = ("rnn_tanh", "rnn_relu", "lstm", "gru")
@@ -31,4 +32,10 @@ def rnn_forward(x: Tensor, h0: Tensor | None, W_xh: Tensor, W_hh: Tensor, b_h: T
     return torch.stack(hs, dim=1)
 
 
-REFERENCE = (elman_step, rnn_forward)
+def lm_loss(logits: Tensor, idx: Tensor) -> Tensor:
+    """Mean next-token cross-entropy: ``logits[:, t]`` (B, T, V) predicts ``idx[:, t + 1]``."""
+    V = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), idx[:, 1:].reshape(-1))
+
+
+REFERENCE = (elman_step, rnn_forward, lm_loss)

@@ -19,4 +19,11 @@ def test_the_stand_ins_match_torch_rnn_without_its_kernels():
     torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
     torch.testing.assert_close(first, want[:, 0], atol=1e-12, rtol=0)
     assert rnn.rnn_forward(x, None, *weights).shape == (2, 4, 5)
-    assert set(rnn.REFERENCE) == {rnn.elman_step, rnn.rnn_forward}
+    assert set(rnn.REFERENCE) == {rnn.elman_step, rnn.rnn_forward, rnn.lm_loss}
+
+
+def test_the_reference_loss_is_shifted_cross_entropy():
+    torch.manual_seed(0)
+    logits, idx = torch.randn(2, 5, 4, dtype=torch.float64), torch.randint(4, (2, 5))
+    want = sum(-torch.log_softmax(logits[b, t], -1)[idx[b, t + 1]] for b in range(2) for t in range(4)) / 8
+    torch.testing.assert_close(rnn.lm_loss(logits, idx), want, atol=1e-12, rtol=0)

@@ -358,6 +358,15 @@ _want2 = torch.tensor([lmcourse.reference.decoding.expected_top_p(r, 0.7) for r 
 check_tensor_close(_o2, _want2,
                    "top_p_filter(two rows of shape (2, 4), 0.7): a peaked row keeps 2 words, a flat one 3",
                    atol=1e-12, rtol=0, hint="the running sum is over probabilities (softmax of the row), not logits")
+# one row (V,): the vocabulary is the last dimension, whatever the number of dimensions
+_row = _s[0].clone()
+with _rules():
+    _o1 = call_checked(top_p_filter, _row, 0.6, name="top_p_filter(one row of shape (4,), 0.6)",
+                       hint="work along the last dimension (dim=-1, [..., 0]), not dim=1: one row (V,) is a valid "
+                            "input too")
+check_tensor_close(_o1, torch.tensor(lmcourse.reference.decoding.expected_top_p(_row.tolist(), 0.6)),
+                   "top_p_filter(one row of shape (4,), 0.6)", atol=1e-6, rtol=0,
+                   hint="work along the last dimension (dim=-1): one row (V,) is filtered as a row of a batch is")
 visible_checks_pass("top_p_filter")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(5)
@@ -416,13 +425,33 @@ check_tensor_close(_out, torch.tensor([[_l[0], _l[1], _inf, _l[3]], [_l[3], _inf
                    atol=0, rtol=0, hint="remove (-inf) the words whose softmax probability is below eps; keep the "
                                         "others' logits unchanged")
 check_tensor_close(_s, _before, "logits after epsilon_filter", atol=0, rtol=0, hint="do not change the input in place")
-_sd = torch.tensor([_l, _l[::-1]], dtype=torch.float64)
+# one row (V,): the vocabulary is the last dimension, whatever the number of dimensions
+with _rules():
+    _o1 = call_checked(epsilon_filter, _s[0].clone(), 0.08, name="epsilon_filter(one row of shape (4,), 0.08)",
+                       hint="work along the last dimension (dim=-1), not dim=1: one row (V,) is a valid input too")
+check_tensor_close(_o1, torch.tensor([_l[0], _l[1], _inf, _l[3]]), "epsilon_filter(one row of shape (4,), 0.08)",
+                   atol=0, rtol=0, hint="work along the last dimension (dim=-1): one row is filtered as a row of a "
+                                        "batch is")
+# logits are scores, not log-probabilities: the same rows plus 2 and minus 1 have the same probabilities
+_shifted = torch.tensor([[v + 2.0 for v in _l], [v - 1.0 for v in _l[::-1]]])
+with _rules():
+    _osh = epsilon_filter(_shifted, 0.08)
+_keep = torch.tensor([[True, True, False, True], [True, False, True, True]])
+check_tensor_close(_osh, torch.where(_keep, _shifted, torch.full_like(_shifted, _inf)),
+                   "epsilon_filter on the same probabilities given as logits that are not normalised "
+                   "(log-probabilities plus 2, and minus 1), eps = 0.08", atol=0, rtol=0,
+                   hint="a word's probability is softmax(logits) of its row; exp(logits) is a probability only when "
+                        "the logits happen to be log-probabilities already")
+# every word below eps, and rows whose most likely words differ in value: each row keeps its own
+_sd = torch.tensor([[v + 3.0 for v in _l], _l[::-1]], dtype=torch.float64)
 with _rules():
     _o = epsilon_filter(_sd, 0.9)
 check_equal(str(_o.dtype), "torch.float64", "epsilon_filter's dtype on float64 logits")
-check_tensor_close(_o, torch.tensor([[_inf, _l[1], _inf, _inf], [_inf, _inf, _l[1], _inf]], dtype=torch.float64),
-                   "epsilon_filter(logits, 0.9): every word is below eps", atol=1e-12, rtol=0,
-                   hint="never remove every word: the most likely one stays")
+check_tensor_close(_o, torch.tensor([[_inf, _l[1] + 3.0, _inf, _inf], [_inf, _inf, _l[1], _inf]], dtype=torch.float64),
+                   "epsilon_filter(logits, 0.9) on two rows (log-probabilities plus 3, and as they are): every word "
+                   "is below eps", atol=1e-12, rtol=0,
+                   hint="never remove every word: each row keeps its own most likely word (the argmax along the last "
+                        "dimension, keepdim=True), not the largest logit of the whole batch")
 visible_checks_pass("epsilon_filter")
 ### BEGIN HIDDEN TESTS
 _g = torch.Generator().manual_seed(9)
@@ -603,14 +632,13 @@ def generate(model, prompt, max_new_tokens, filters=(), generator=None):
 import contextlib
 import functools
 import math
-from types import SimpleNamespace
 
 import torch
-from torch import nn
 
 import lmcourse.checks
 import lmcourse.decoding
 import lmcourse.nn.gpt
+import lmcourse.reference.gpt
 from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
 
 _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
@@ -629,29 +657,8 @@ def _stand_ins():
         yield
 
 
-class _Fixed(nn.Module):
-    """Fixed logits at the last position (reversed ones before it), and a record of what it was given."""
-
-    def __init__(self, logits, block_size):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=block_size)
-        self.logits = torch.as_tensor(logits, dtype=torch.float32)
-        self.seen = []
-        self.grad_enabled = []
-
-    def forward(self, idx, targets=None):
-        self.grad_enabled.append(torch.is_grad_enabled())
-        check(idx.dim() == 2, f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
-        check(idx.size(1) <= self.config.block_size,
-              f"generate passed {idx.size(1)} ids to a model with block_size {self.config.block_size}: crop the "
-              "context to the last block_size ids")
-        self.seen.append(idx.clone())
-        B, T = idx.shape
-        out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
-        out[:, -1] = self.logits
-        return out, None
-
-
+# a stand-in model: fixed logits at the last position (reversed ones before it), and a record of what it was given
+_Fixed = lmcourse.reference.gpt.FixedLogits
 _logits = [2.0, 1.0, 0.0, -1.0]
 _m = _Fixed(_logits, block_size=4)
 _idx = torch.tensor([[3, 1, 2], [0, 0, 1]])
@@ -659,13 +666,14 @@ _before = _idx.clone()
 with _stand_ins():
     _out = call_checked(generate, _m, _idx, 6, generator=torch.Generator().manual_seed(0),
                         name="generate(model, prompt of shape (2, 3), 6)")
+_m.obeyed()
 check_shape(_out, (2, 9), "generate(model, prompt of shape (2, 3), max_new_tokens=6)",
             hint="append one id per step to the prompt, along dim 1")
 check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output")
 check_tensor_close(_idx, _before, "prompt after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
 check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0)
 check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
-check(not any(_m.grad_enabled), "generate called the model with gradients on: work under torch.no_grad()")
+check(not any(_m.grad_on), "generate called the model with gradients on: work under torch.no_grad()")
 for _k, _ctx in enumerate(_m.seen):
     _want_ctx = _out[:, max(0, 3 + _k - 4):3 + _k]
     check(_ctx.shape == _want_ctx.shape and bool((_ctx == _want_ctx).all()),
@@ -704,22 +712,28 @@ with _stand_ins():
 check_equal(_calls, ["first", "second"] * 3, "the filters' calls over 3 steps",
             hint="apply every filter, in the order given, each to the output of the one before")
 check(not bool((_o[:, 1:] == 0).any()), "id 0 was removed by a filter but generate still drew it")
+# the generator decides the draws, whatever the global seed
+torch.manual_seed(1)
+with _stand_ins():
+    _s1 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
+                   generator=torch.Generator().manual_seed(8))
+torch.manual_seed(2)
+with _stand_ins():
+    _s2 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
+                   generator=torch.Generator().manual_seed(8))
+check(torch.equal(_s1, _s2), "two calls of generate with generators seeded alike (and different global seeds) gave "
+      "different ids: pass the generator on at every step, sample_next(logits, generator)")
 visible_checks_pass("generate")
 ### BEGIN HIDDEN TESTS
 _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
 with _stand_ins():
     _oh = generate(_mh, torch.tensor([[1, 2, 0, 1, 2]]), 4, generator=torch.Generator().manual_seed(3))
+_mh.obeyed()
 check_shape(_oh, (1, 9), "generate with T > block_size from the start")
 check(all(c.size(1) == 2 for c in _mh.seen), "context cropped to block_size = 2 from the first step")
 with _stand_ins():
     _oe = generate(_Fixed([0.0, 3.0], 5), torch.tensor([[1, 0]]), 0, generator=torch.Generator().manual_seed(3))
 check_tensor_close(_oe, torch.tensor([[1, 0]]), "max_new_tokens = 0 returns the prompt", atol=0, rtol=0)
-with _stand_ins():
-    _s1 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
-                   generator=torch.Generator().manual_seed(8))
-    _s2 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
-                   generator=torch.Generator().manual_seed(8))
-check(torch.equal(_s1, _s2), "generate with generators seeded alike gives the same ids")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -879,6 +893,11 @@ def _beam(*args, **kwargs):
                            + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")", **kwargs)
     check(isinstance(out, list) and all(isinstance(x, tuple) and len(x) == 2 for x in out),
           "beam_search should return a list of (ids, score) pairs")
+    for ids, _ in out:
+        check(isinstance(ids, torch.Tensor) and ids.dim() == 1, "beam_search should return each hypothesis's ids as "
+              f"a 1-D tensor (the prompt followed by the new words), got {type(ids).__name__}"
+              + (f" of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else "")
+              + ": torch.tensor(ids) or the beam's row of the (nb, T) tensor")
     return out
 
 
@@ -942,6 +961,10 @@ check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, le
                  "not multiply")
 check_close(_e1[0][1], math.log(0.4 * 0.9 ** 11) / 12, "the score of b x 12 with length_penalty 1", rel=1e-9,
             abs_=1e-12)
+check_equal(_ids(_e1)[1], [2, 0, 2], "the second hypothesis with eos_id=2, length_penalty=1, 12 steps")
+check_close(_e1[1][1], math.log(0.3) / 2, "the score of a, end with length_penalty 1 (2 new words: a and the end "
+            "token)", rel=1e-9, abs_=1e-12, hint="n, the number of new words, counts the end token: a, end has n = 2 "
+                                                   "(score log 0.3 / 2)")
 _z = _beam(_Table(), _start, 2, 0)
 check_equal(_ids(_z), [[2]], "beam_search with max_new_tokens = 0",
             hint="no step is taken: return [(prompt, 0.0)], the prompt alone (n = 0 would divide by zero)")
@@ -1154,20 +1177,8 @@ def _no_full_forward():
         yield
 
 
-def _small_gpt(seed, **kw):
-    torch.manual_seed(seed)
-    cfg = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)
-    cfg.update(kw)
-    m = lmcourse.nn.GPT(lmcourse.nn.GPTConfig(**cfg)).double().eval()
-    with torch.no_grad():  # sharper logits, non-trivial biases and LayerNorms: every term matters
-        m.wte.weight.mul_(20)
-        for name, p in m.named_parameters():
-            if name.endswith("bias") or ".ln" in name or name.startswith("ln_f"):
-                p.add_(0.1 * torch.randn_like(p))
-    return m
-
-
-_m = _small_gpt(0)
+# a small float64 GPT: sharp logits, biases and LayerNorms away from 0 and 1, so that every term matters
+_m = lmcourse.reference.decoding.small_gpt(0, perturb=True)
 _ids = torch.randint(0, 11, (2, 8), generator=torch.Generator().manual_seed(1))
 with torch.no_grad():
     _full = _m(_ids)[0]  # (2, 8, 11): every position at once
@@ -1185,6 +1196,21 @@ for _l in range(2):
     check_tensor_close(_cache[_l][0], _ref_cache[_l][0], f"the cached K of block {_l}", atol=1e-10, rtol=1e-10,
                        hint="the keys of c_attn(ln1(x)) split into heads, before attention")
     check_tensor_close(_cache[_l][1], _ref_cache[_l][1], f"the cached V of block {_l}", atol=1e-10, rtol=1e-10)
+# a new id attends to every cached position: shown on a model whose position vectors are all zero (positions
+# cannot matter there, only which keys and values the new id sees)
+_m0 = lmcourse.reference.decoding.small_gpt(0, perturb=True)
+with torch.no_grad():
+    _m0.wpe.weight.zero_()
+    _full0 = _m0(_ids[:, :4])[0]
+with _no_full_forward():
+    _, _c0 = cached_forward(_m0, _ids[:, :3], None)
+    _lg0, _ = call_checked(cached_forward, _m0, _ids[:, 3:4], _c0,
+                           name="cached_forward(model with zero position vectors, 1 new id, cache of 3)")
+check_tensor_close(_lg0, _full0[:, 3:4], "cached_forward's logits for one new id after 3 cached, on a model whose "
+                   "position vectors are all zero", atol=1e-10, rtol=1e-10,
+                   hint="positions cannot matter here: the new id must attend to all 3 cached keys and its own (its "
+                        "row of the mask allows columns 0..T_past, tril(diagonal=T_past)), with the new key and value "
+                        "appended to the cached ones")
 # one new position at a time, up to block_size
 _c = _cache
 for _t in range(3, 8):
@@ -1211,16 +1237,20 @@ check_tensor_close(_lg2, _full[:, 3:6], "cached_forward(3 new ids after 3 cached
                         "causal mask shifted by T_past (tril(diagonal=T_past))")
 check_tensor_close(_lg3, _full[:, 3:4], "cached_forward on a cache used a second time", atol=1e-10, rtol=1e-10,
                    hint="a list appended to in place has grown: build a new list")
-_raised = False
+_raised = "returned"
 try:
     with _no_full_forward():
         cached_forward(_m, _ids[:, :1], _c)
 except ValueError:
-    _raised = True
-check(_raised, "cached_forward with 8 cached positions and block_size 8 should raise ValueError (no position left)")
+    _raised = "ValueError"
+except Exception as _exc:  # any other error is named in the message
+    _raised = f"raised {type(_exc).__name__}: {_exc}"
+check(_raised == "ValueError", f"cached_forward with 8 cached positions and block_size 8 should raise ValueError (no "
+      f"position left); it {_raised} — test T_past + T_new > block_size first, before the positions are embedded")
 visible_checks_pass("cached_forward")
 ### BEGIN HIDDEN TESTS
-_m2 = _small_gpt(5, n_layer=3, n_head=4, n_embd=16, block_size=12, fast=False)
+_m2 = lmcourse.reference.decoding.small_gpt(5, perturb=True, n_layer=3, n_head=4, n_embd=16, block_size=12,
+                                            fast=False)
 _ids2 = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
 with torch.no_grad():
     _full2 = _m2(_ids2)[0]
@@ -1299,8 +1329,21 @@ _fed = []
 
 
 def _counting_forward(model, idx, cache=None):
-    """The reference cached forward (standing in for yours), recording how many positions it is fed."""
-    _fed.append((idx.size(1), 0 if not cache else cache[0][0].size(2)))
+    """The reference cached forward (standing in for yours), recording how many positions it is fed; more than
+    block_size fails the test with what went wrong."""
+    past, block_size = 0 if not cache else cache[0][0].size(2), model.config.block_size
+    _fed.append((idx.size(1), past))
+    if past + idx.size(1) > block_size:
+        if len(_fed) == 1:
+            why = ("on the first call, run it on the window, the last block_size ids of the prompt "
+                   "(prompt[:, -block_size:])")
+        elif past == 0:
+            why = "a rebuild starts from the last block_size // 2 ids"
+        else:
+            why = ("when the cache holds block_size positions, rebuild it with cached_forward(model, "
+                   "ids[:, -(block_size // 2):], None)")
+        check(False, f"generate_cached fed cached_forward {idx.size(1)} new ids with {past} cached, more than "
+              f"block_size {block_size}: {why}")
     return _ref.gpt_forward_cached(model, idx, cache)
 
 
@@ -1314,17 +1357,7 @@ def _stand_ins():
         yield
 
 
-def _small_gpt(seed, **kw):
-    torch.manual_seed(seed)
-    cfg = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)
-    cfg.update(kw)
-    m = lmcourse.nn.GPT(lmcourse.nn.GPTConfig(**cfg)).double().eval()
-    with torch.no_grad():
-        m.wte.weight.mul_(20)
-    return m
-
-
-_m = _small_gpt(0)
+_m = lmcourse.reference.decoding.small_gpt(0)
 _prompt = torch.tensor([[4, 5, 6], [7, 8, 9]])
 _before = _prompt.clone()
 _want = _ref.generate_recompute(_m, _prompt, 4, generator=torch.Generator().manual_seed(0))
@@ -1362,9 +1395,18 @@ check_tensor_close(_out, _want, "generate_cached's ids for 20 new ids with block
 check(max(n + c for n, c in _fed) <= 8, "the cache grew past block_size")
 check(sum(n for n, _ in _fed) <= 3 + 19 + 3 * 3, f"generate_cached fed {sum(n for n, _ in _fed)} positions to "
       "cached_forward for 20 new ids: feed only the new id, and rebuild only when the cache is full")
+# a prompt longer than block_size: the first call sees its last block_size ids
+_long = torch.randint(0, 11, (2, 10), generator=torch.Generator().manual_seed(4))
+_want = _ref.generate_recompute(_m, _long, 2, generator=torch.Generator().manual_seed(2))
+with _stand_ins():
+    _out = call_checked(generate_cached, _m, _long, 2, generator=torch.Generator().manual_seed(2),
+                        name="generate_cached(model with block_size 8, a prompt of 10 ids, 2)")
+check_equal(_fed[0], (8, 0), "what the first call of cached_forward was fed, (new ids, cached positions), for a "
+            "prompt of 10 ids and block_size 8", hint="the last block_size ids of the prompt, prompt[:, -block_size:]")
+check_tensor_close(_out, _want, "generate_cached's ids after a prompt of 10 ids (block_size 8)", atol=0, rtol=0)
 visible_checks_pass("generate_cached")
 ### BEGIN HIDDEN TESTS
-_m2 = _small_gpt(3, block_size=6)
+_m2 = lmcourse.reference.decoding.small_gpt(3, block_size=6)
 _p2 = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(4))
 _want2 = _ref.generate_recompute(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
 with _stand_ins():

@@ -269,5 +269,113 @@ return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)
            patch(("with torch.no_grad():", "if True:"))),
     Mutant("beam search does not crop the beams to block_size", "beam_search",
            patch(("logits, _ = model(beams[:, -block_size:])  # (nb, T, V)", "logits, _ = model(beams)"))),
+    # --- added in review (issue 22, items 8-10, 12): each caught by a visible test that names the cause
+    Mutant("top-p along dim 1 hard-coded (fails on one row (V,))", "top_p_filter", patch(
+        ("sorted_logits, order = torch.sort(logits, dim=-1, descending=True)",
+         "sorted_logits, order = torch.sort(logits, dim=1, descending=True)"),
+        ("probs = torch.softmax(sorted_logits, dim=-1)", "probs = torch.softmax(sorted_logits, dim=1)"),
+        ("above = torch.cumsum(probs, dim=-1) - probs  # mass of the words ranked above each word",
+         "above = torch.cumsum(probs, dim=1) - probs"))),
+    Mutant("epsilon along dim 1 hard-coded (fails on one row (V,))", "epsilon_filter", patch(
+        ("probs = torch.softmax(logits, dim=-1)", "probs = torch.softmax(logits, dim=1)"),
+        ("drop = drop.scatter(-1, logits.argmax(dim=-1, keepdim=True), False)",
+         "drop = drop.scatter(1, logits.argmax(dim=1, keepdim=True), False)"))),
+    Mutant("epsilon: exp of the logits taken as probabilities (no softmax)", "epsilon_filter", patch(
+        ("probs = torch.softmax(logits, dim=-1)", "probs = logits.exp()"))),
+    Mutant("epsilon keeps the largest logit of the whole batch, not each row's", "epsilon_filter", patch(
+        ("drop = drop.scatter(-1, logits.argmax(dim=-1, keepdim=True), False)",
+         "drop = drop & (logits != logits.max())"))),
+    Mutant("generate does not pass its generator to sample_next", "generate", patch(
+        ("idx = torch.cat([idx, sample_next(last, generator)[:, None]], dim=1)",
+         "idx = torch.cat([idx, sample_next(last)[:, None]], dim=1)"))),
+    Mutant("beam length n leaves out the end token of a finished hypothesis", "beam_search", patch(
+        ('''
+for ids, sc in zip(beams[done], scores[done].tolist()):
+    finished.append((ids, sc / n ** length_penalty))
+''', '''
+for ids, sc in zip(beams[done], scores[done].tolist()):
+    finished.append((ids, sc / max(n - 1, 1) ** length_penalty))
+'''))),
+    Mutant("beam search returns the ids as Python lists", "beam_search", patch(
+        ("return finished[:beam_size]", "return [(ids.tolist(), sc) for ids, sc in finished[:beam_size]]"))),
+    Mutant("cached_forward never raises ValueError past block_size", "cached_forward", patch(
+        ('''
+if past + T > model.config.block_size:
+    raise ValueError(f"{past} cached + {T} new positions exceed block_size {model.config.block_size}")
+''', ""))),
+    Mutant("generate_cached does not crop a long prompt on its first call", "generate_cached", patch(
+        ("logits, cache = cached_forward(model, idx[:, -block_size:], None)",
+         "logits, cache = cached_forward(model, idx, None)"))),
+    # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
+    # in full: the whole answer is the reference run on another thread
+    Mutant("beam_search: the reference run on a threading.Thread, then joined (gaming)", "beam_search", '''
+import threading
+
+import lmcourse.decoding
+
+
+def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(lmcourse.decoding.beam_search(
+        model, prompt, beam_size, max_new_tokens, length_penalty=length_penalty, eos_id=eos_id)))
+    worker.start()
+    worker.join()
+    return out[0]
+'''),
+    # in full: the reference submitted to a thread pool
+    Mutant("cached_forward: the reference in a ThreadPoolExecutor (gaming)", "cached_forward", '''
+from concurrent.futures import ThreadPoolExecutor
+
+import lmcourse.decoding
+
+
+def cached_forward(model, idx, cache=None):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lmcourse.decoding.gpt_forward_cached, model, idx, cache).result()
+'''),
+    # in full: the test cells' expected-value helper called by name, row by row
+    Mutant("top_p_filter: the test cells' helper expected_top_p called row by row (gaming)", "top_p_filter", '''
+import lmcourse.reference.decoding
+
+
+def top_p_filter(logits, p):
+    rows = logits.reshape(-1, logits.size(-1)).tolist()
+    out = [lmcourse.reference.decoding.expected_top_p(row, p) for row in rows]
+    return torch.tensor(out, dtype=logits.dtype, device=logits.device).reshape(logits.shape)
+'''),
+    # in full: the reference's source read at call time and run as a copy, shifted one line
+    Mutant("epsilon_filter: a copy of the reference's source, shifted one line, exec'd (gaming)", "epsilon_filter", '''
+import inspect
+
+import lmcourse.decoding
+
+
+def epsilon_filter(logits, eps):
+    source = "\\n" + inspect.getsource(lmcourse.decoding.epsilon_filter).replace("def epsilon_filter", "def _copy")
+    space = {"torch": torch, "Tensor": torch.Tensor}
+    exec(compile(source, "<copy>", "exec"), space)
+    return space["_copy"](logits, eps)
+'''),
+    # in full: the same for the cached generation loop, run in the reference module's namespace
+    Mutant("generate_cached: a copy of the reference loop's source, shifted one line, exec'd (gaming)",
+           "generate_cached", '''
+import inspect
+
+import lmcourse.decoding
+
+
+def generate_cached(model, prompt, max_new_tokens, filters=(), generator=None):
+    source = "\\n" + inspect.getsource(lmcourse.decoding._generate_cached)
+    space = dict(vars(lmcourse.decoding))
+    exec(compile(source, "<copy>", "exec"), space)
+    return space["_generate_cached"](model, prompt, max_new_tokens, filters, generator, False)
+'''),
+    Mutant("generate: 05's sampler lmcourse.nn.gpt.generate as a back door when there are no filters (gaming)",
+           "generate", patch(
+        ("idx = prompt", '''
+if not filters:
+    return lmcourse.nn.gpt.generate(model, prompt, max_new_tokens, generator=generator)
+idx = prompt
+'''))),
     forged_choice("answer_q1", "A"),
 ]

@@ -182,12 +182,12 @@ def train_bpe_incremental(text, vocab_size, special_tokens=()):
     Mutant("the reference trainer run on a thread (gaming)", "train_bpe", '''
 import threading
 
-import lmcourse.bpe as _b
+import lmcourse.bpe as _course_bpe
 
 
 def train_bpe(text, vocab_size, special_tokens=()):
     out = []
-    t = threading.Thread(target=lambda: out.append(_b.train_bpe(text, vocab_size, special_tokens)))
+    t = threading.Thread(target=lambda: out.append(_course_bpe.train_bpe(text, vocab_size, special_tokens)))
     t.start()
     t.join()
     return out[0]
@@ -196,12 +196,12 @@ def train_bpe(text, vocab_size, special_tokens=()):
     Mutant("exec(inspect.getsource(lmcourse.bpe)) shifted one line (gaming)", "train_bpe", '''
 import inspect
 
-import lmcourse.bpe as _b
+import lmcourse.bpe as _course_bpe
 
 
 def train_bpe(text, vocab_size, special_tokens=()):
     ns = {}
-    exec(compile("\\n" + inspect.getsource(_b), "<copy>", "exec"), ns)
+    exec(compile("\\n" + inspect.getsource(_course_bpe), "<copy>", "exec"), ns)
     return ns["train_bpe"](text, vocab_size, special_tokens)
 '''),
     # in full: a test cell's helper (its reference tokenizer) called by name

@@ -55,6 +55,8 @@ CONFIG = "lmcourse_gradescope.json"
 STUDENT = "submission"            # the one student id inside a container
 OUT = "lmcourse-grades"           # the grader's folder under the root (template, results, feedback)
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+WHEN = {"visible": "now", "after_due_date": "after the due date", "after_published": "once grades are published",
+        "hidden": "to the course staff only"}
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 OUTPUT_CHARS = 5000               # per test: Gradescope shows it in a box, not a log
 WITHHELD = "(output withheld: it would quote a hidden test)"
@@ -72,7 +74,7 @@ step python3 -m venv "$VENV"
 # the CPU build first: PyPI's default torch would pull gigabytes of CUDA libraries
 step "$VENV/bin/pip" install --no-cache-dir --index-url %(torch_index)s "torch==%(torch)s"
 step "$VENV/bin/pip" install --no-cache-dir -c "$SRC/constraints.txt" "$SRC/course"
-cd "$SRC/course"
+cd "$ROOT"   # not in course/: its lmcourse/ folder would shadow the installed package
 "$VENV/bin/python" -m lmcourse.grading.gradescope prepare "$ROOT"
 """
 
@@ -80,7 +82,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this per submission: the upload is in $ROOT/submission, results.json goes to $ROOT/results.
 ROOT="${LMCOURSE_AUTOGRADER_ROOT:-/autograder}"
 VENV="${LMCOURSE_GS_VENV:-$ROOT/venv}"
-cd "$ROOT/source/course"   # the course the grader reads its assignment from (lmcourse.paths.repo_root)
+cd "$ROOT"   # not in course/: its lmcourse/ folder would shadow the installed package (run() goes there)
 exec "$VENV/bin/python" -m lmcourse.grading.gradescope run "$ROOT"
 """
 
@@ -205,6 +207,21 @@ def _student_detail(res) -> str:
     return "; ".join(x for x in res.detail.split("; ") if x and not x.startswith("tampered:"))
 
 
+def _visible_checks(name: str, output: str | None, shown: str, full: bool, pass_line: str,
+                    hidden_visibility: str) -> dict:
+    """The 0-point companion of a test cell with hidden tests: whether its visible part passed
+    (its pass line was printed, or the whole cell passed: the line may have been cut with a
+    flood of output), never the hidden tests' verdict."""
+    lines = [ln for ln in (output or "").splitlines() if pass_line in ln]
+    passed = bool(lines) or full
+    if passed:
+        text = lines[0] if lines else f"the visible checks pass ({pass_line.split('(')[-1]}"
+    else:
+        text = f"{shown}\n(the points, hidden tests included, are shown {WHEN[hidden_visibility]})"
+    return {"name": f"{name}: visible checks", "score": 0.0, "max_score": 0.0,
+            "status": "passed" if passed else "failed", "visibility": "visible", "output": text}
+
+
 def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", sandbox: str = "") -> dict:
     """Gradescope's results.json for one graded submission ``res`` (``nb``: its autograded
     notebook, None when none ran)."""
@@ -235,12 +252,8 @@ def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", s
         text = shown(outputs[gid]) if gid in outputs else f"not run ({res.status})"
         hidden = gid in has_hidden and hidden_visibility != "visible"
         if hidden:                        # what the student's own notebook shows, at once
-            passed = PASS_LINE in outputs.get(gid, "")
-            tests.append({"name": f"{name}: visible checks", "score": 0.0, "max_score": 0.0,
-                          "status": "passed" if passed else "failed", "visibility": "visible",
-                          "output": next(ln for ln in outputs[gid].splitlines() if PASS_LINE in ln) if passed
-                          else (text if gid in outputs else f"not run ({res.status})") + "\n(the points, "
-                          f"hidden tests included, are shown {hidden_visibility.replace('_', ' ')})"})
+            tests.append(_visible_checks(name, outputs.get(gid), text, score >= points, PASS_LINE,
+                                         hidden_visibility))
         tests.append({"name": name, "score": score, "max_score": points,
                       "status": "passed" if score >= points else "failed", "output": text,
                       "visibility": hidden_visibility if gid in has_hidden else "visible"})
@@ -322,6 +335,7 @@ def run(root: Path) -> int:
 
     cfg = _config(root)
     asg = cfg["assignment"]
+    os.chdir(root / "source" / "course")   # where the grader finds the course (lmcourse.paths.repo_root)
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
     try:

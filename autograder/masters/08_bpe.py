@@ -199,7 +199,8 @@ with _rules():
     _m = call_checked(merge, _ids, (1, 2), 256, name="merge([1, 2, 3, 1, 2], (1, 2), 256)")
 check_type(_m, list, "merge([1, 2, 3, 1, 2], (1, 2), 256)", hint="return a new list")
 check_equal(_m, [256, 3, 256], "merge([1, 2, 3, 1, 2], (1, 2), 256)",
-            hint="replace every occurrence of the pair, not only the first, by the one id new_id")
+            hint="replace every occurrence of the pair, not only the first, by the one id new_id (a list slice never "
+                 "equals a tuple: compare ids[i] with pair[0] and ids[i + 1] with pair[1])")
 check_equal(_ids, [1, 2, 3, 1, 2], "the list after merge", hint="build a new list; do not change ids in place")
 with _rules():
     _m7 = merge([7, 7, 7], (7, 7), 256)
@@ -358,13 +359,12 @@ check(type(_out) is tuple and len(_out) == 2, 'train_bpe("aaabdaaabac", 261) sho
 _vocab, _merges = _out
 check_type(_vocab, dict, "vocab", hint="vocab maps every id to its bytes: {0: b'\\x00', ..., 256: b'aa', ...}")
 check_type(_merges, list, "merges", hint="merges is a list of pairs, in the order learned")
-check(len(_merges) > 0 and _merges[0] == (_a, _a),
-      f"the first merge of 'aaabdaaabac' should be (97, 97) (b'a', b'a': 'aa' occurs 4 times, overlapping pairs "
-      f"count), got {_merges[:1]} — start from the UTF-8 bytes of each pre-token and count pairs with pair_counts")
-check(len(_merges) > 1 and _merges[1] == (256, _a),
-      f"the second merge should be (256, 97) ('aa' then 'a'), got {_merges[1:2]}: after merge 0, (256, 97) and "
-      "(97, 98) both occur twice — a tie, broken by the greater bytes, b'aa' > b'a' (the greatest "
-      "(count, vocab[a], vocab[b]))")
+check_equal(_merges[:1], [(_a, _a)], "the first merge of 'aaabdaaabac'",
+            hint="(97, 97), b'a' b'a': 'aa' occurs 4 times, overlapping pairs count — start from the UTF-8 bytes of "
+                 "each pre-token, count pairs with pair_counts, and store each merge as a tuple (a, b)")
+check_equal(_merges[1:2], [(256, _a)], "the second merge of 'aaabdaaabac'",
+            hint="(256, 97), 'aa' then 'a': after merge 0, (256, 97) and (97, 98) both occur twice — a tie, broken by "
+                 "the greater bytes, b'aa' > b'a' (the greatest (count, vocab[a], vocab[b]))")
 check_equal(_merges, [(_a, _a), (256, _a), (257, _b), (_d, 258), (259, _a)], 'merges of train_bpe("aaabdaaabac", 261)',
             hint="when every pair occurs once the greatest first token wins, (b'd', b'aaab'); merge i is id 256 + i")
 check_equal(len(_vocab), 261, 'len(vocab) of train_bpe("aaabdaaabac", 261)', hint="256 bytes + one id per merge")

@@ -4,7 +4,7 @@ import pytest
 
 from lmcourse import ngram
 from lmcourse.checks import CheckFailed
-from lmcourse.rules import rules
+from lmcourse.rules import LIBRARIES, rules
 
 
 def test_a_reference_is_refused_under_any_name():
@@ -97,3 +97,42 @@ def test_torch_names_and_modules_are_both_enforced():
         torch.softmax(torch.zeros(2), 0)
     with r():
         torch.zeros(2).exp()
+
+
+def test_a_librarys_own_implementation_is_refused_wherever_it_lives():
+    """Issue 22 item 17: 04's layer_norm through transformers' pure-Python VitDetLayerNorm.forward
+    (no torch normalisation runs inside it) is refused by the default rule on library code, not
+    by a tamper flag; an import inside the graded call (transformers' finder on sys.meta_path
+    asked about a new module) is not."""
+    torch = pytest.importorskip("torch")
+    vitdet = pytest.importorskip("transformers.models.vitdet.modeling_vitdet")
+    import lmcourse.reference.block as ref04
+
+    norm = vitdet.VitDetLayerNorm(4, eps=1e-5)
+
+    def layer_norm(x, gamma, beta, eps=1e-5):       # a student's answer that hands the work to transformers
+        return norm.forward(x.transpose(-1, 0)).transpose(-1, 0) * gamma + beta
+
+    r = rules(*ref04.REFERENCE, torch=ref04.NORMS, kernels=ref04.NORMS, reason="04's rule")
+    assert "transformers" in LIBRARIES
+    with pytest.raises(CheckFailed, match=r"transformers' VitDetLayerNorm.forward .*04's rule"), r():
+        layer_norm(torch.randn(4, 3), torch.ones(4), torch.zeros(4))
+    with rules(libraries=())():     # the rule can be lifted, and the answer is right without it
+        layer_norm(torch.randn(4, 3), torch.ones(4), torch.zeros(4))
+    with r(), pytest.raises(ImportError):       # a module found nowhere: every finder was asked
+        import lmcourse_has_no_such_module  # noqa: F401
+
+
+def test_a_refused_library_call_caught_by_the_student_still_fails_on_exit():
+    torch = pytest.importorskip("torch")
+    vitdet = pytest.importorskip("transformers.models.vitdet.modeling_vitdet")
+    norm = vitdet.VitDetLayerNorm(4)
+
+    def sneaky():
+        try:
+            norm(torch.zeros(1, 4, 2, 2))
+        except CheckFailed:
+            pass
+
+    with pytest.raises(CheckFailed, match="VitDetLayerNorm.forward"), rules()():
+        sneaky()

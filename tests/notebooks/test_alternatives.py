@@ -7,7 +7,6 @@ round's alternatives one by one in a kernel to name the culprit."""
 import pytest
 
 from lmcourse.authoring.mutants import load_alternatives
-
 from tests.conftest import NOTEBOOKS, ROOT
 
 CATALOGUES = {n: ROOT / "autograder" / "alternatives" / f"{n}.py" for n in NOTEBOOKS}

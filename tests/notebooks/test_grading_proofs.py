@@ -1,16 +1,32 @@
-"""For every notebook, through the real `nbgrader autograde` on a temporary course copy:
-the solution, submitted as a student would, scores full marks; the untouched student
-notebook scores 0 and the grader does not crash; a catalogued mutant loses points; every
-catalogued alternative (a valid solution written another way) keeps full marks."""
+"""For every notebook, each run of it checked once:
 
+- the solution, submitted as a student would, graded the TA's way (`lmcourse grade`: guard before
+  and after every test, sandbox): every autograded point, no flag, and no cell of the notebook
+  raised (it runs top to bottom in the `tiny` profile, as a self-learner's solution does);
+- through the real `nbgrader autograde` (the plain route) on a temporary course copy: the
+  untouched student notebook scores 0 and the grader does not crash; every catalogued alternative
+  (a valid solution written another way) keeps full marks; and a catalogued mutant, put in one of
+  the alternatives' submissions beside them, loses its own test cell's points and no others.
+
+(Issue 21 §6: the solution was run three times, by nbgrader here, by `lmcourse grade` in
+tests/grading/test_grade_solutions.py and top to bottom in tests/notebooks/test_solutions.py, and
+the mutant had a whole submission of its own.)"""
+
+import csv
+
+import nbformat
 import pytest
 
 from lmcourse.authoring.course import TempCourse, perfect_submission
 from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
-
+from lmcourse.cli import main
+from lmcourse.grading import sandbox
 from tests.conftest import NOTEBOOKS, ROOT
 
-pytestmark = pytest.mark.slow  # real nbgrader on a course copy, per notebook
+pytestmark = pytest.mark.slow  # real graders on a course copy, per notebook
+
+# without bubblewrap the grader refuses unless told: the sandbox's own tests say what that loses
+SANDBOX = [] if sandbox.mode()[0] == "bubblewrap" else ["--sandbox", "none"]
 
 
 # each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup)
@@ -20,64 +36,95 @@ def graded(request, tmp_path_factory):
     name = request.param
     course = TempCourse(tmp_path_factory.mktemp(f"course-{name}"), [name])
     release = course.release(name)
-    import nbformat
-
     source = nbformat.read(course.path / "source" / name / f"{name}.ipynb", as_version=4)
-    course.submit("perfect", name, perfect_submission(release, source))
+    course.auto_max = sum(c.metadata["nbgrader"]["points"] for c in source.cells
+                          if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
+    # the solution: by `lmcourse grade`, the TA's path
+    subs, out = tmp_path_factory.mktemp(f"solution-{name}"), tmp_path_factory.mktemp(f"graded-{name}")
+    (subs / "perfect").mkdir()
+    nbformat.write(perfect_submission(release, source), subs / "perfect" / f"{name}.ipynb")
+    assert main(["grade", name, str(subs), "--out", str(out), "-j", "1", "--no-progress",
+                 "--gradebook", "none", *SANDBOX]) == 0
+    (course.perfect,) = csv.DictReader((out / "grades.csv").read_text().splitlines())
+    course.perfect_nb = nbformat.read(out / "autograded" / "perfect.ipynb", as_version=4)
+    # the rest by the real nbgrader autograde
     course.submit("untouched", name, release)
-    # the mutant harness emulates nbgrader in one kernel; check one mutant on the real grader too
-    mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
-    with_bug = perfect_submission(release, source)
-    for cell in with_bug.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == mutants[0].target:
-            cell.source = mutants[0].source
-    course.submit("mutant", name, with_bug)
-    # alternatives, as few whole submissions as possible (each answer cell replaced once per round)
+    # alternatives, as few whole submissions as possible (each answer cell replaced once per round);
+    # the mutant harness emulates nbgrader in one kernel, so one mutant is checked on the real
+    # grader too, inside the last round that leaves its cell alone (it must cost that test cell only)
+    mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")[0]
     catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
     rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
-    for k, by_target in enumerate(rounds):
+    host = next((k for k in reversed(range(len(rounds))) if mutant.target not in rounds[k]), None)
+    course.mutant_in = "mutant" if host is None else f"alternatives-{host}"
+    course.mutant_cell = f"{mutant.target}_tests"
+    course.mutant_points = next(c.metadata["nbgrader"]["points"] for c in source.cells
+                                if c.metadata.get("nbgrader", {}).get("grade_id") == course.mutant_cell)
+    for k, by_target in enumerate([*rounds, {}] if host is None else rounds):
         nb = perfect_submission(release, source)
         for cell in nb.cells:
-            alt = by_target.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-            if alt is not None and cell.metadata["nbgrader"].get("solution"):
-                cell.source = alt.source
-        course.submit(f"alternatives-{k}", name, nb)
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("solution") and gid in by_target:
+                cell.source = by_target[gid].source
+            elif cell.metadata.get("nbgrader", {}).get("solution") and gid == mutant.target and \
+                    (k == host or k == len(rounds)):
+                cell.source = mutant.source
+        course.submit("mutant" if k == len(rounds) else f"alternatives-{k}", name, nb)
     course.autograde(name)
     course.rounds = rounds
     return course, name
 
 
-def test_solution_scores_full_marks(graded):
+def test_solution_scores_full_marks_unflagged_under_lmcourse_grade(graded):
+    """The guard watches what the course's own test cells do too (rule modes, profile hooks,
+    references swapped in), so a false flag here would cost every honest student."""
     course, name = graded
-    s = course.score(name, "perfect")
-    assert s.failed_tests == [], f"{name}: the solution fails {s.failed_tests}"
-    assert s.auto_max > 0 and s.score == s.auto_max, f"{name}: solution scored {s.score} of {s.auto_max}"
+    row = course.perfect
+    assert row["status"] == "graded" and row["flags"] == "", f"{name}: {row}"
+    failed = [k for k, v in row.items() if k.endswith("_tests") and v != "" and float(v) == 0]
+    assert float(row["score"]) == course.auto_max, f"{name}: solution scored {row['score']} of {course.auto_max}, " \
+                                                   f"failed {failed}"
+
+
+def test_solution_runs_top_to_bottom_in_tiny(graded):
+    """Every cell of the solution ran without an error (the training cells and plots too), in the
+    `tiny` profile the grader gives it (NBGRADER_EXECUTION)."""
+    course, name = graded
+    errors = [(i, o.get("ename"), o.get("evalue", "")[:200]) for i, c in enumerate(course.perfect_nb.cells)
+              if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{name}: cells of the solution raised: {errors}"
+    assert any(c.get("outputs") for c in course.perfect_nb.cells if c.cell_type == "code"), \
+        f"{name}: the graded solution kept no output at all: nothing was checked"
 
 
 def test_untouched_release_scores_zero(graded):
     course, name = graded
     s = course.score(name, "untouched")
     assert s.score == 0, f"{name}: the untouched student notebook scored {s.score}"
-    assert s.max_score == course.score(name, "perfect").max_score
+    assert s.max_score == float(course.perfect["max_score"]), "nbgrader and lmcourse grade disagree on the maximum"
+    assert s.auto_max == course.auto_max
 
 
 def test_a_mutant_loses_points_under_real_nbgrader(graded):
     course, name = graded
-    s = course.score(name, "mutant")
-    assert s.failed_tests and s.score < course.score(name, "perfect").score, (
-        f"{name}: the first mutant lost no points under nbgrader autograde")
+    s = course.score(name, course.mutant_in)
+    assert course.mutant_cell in s.failed_tests and s.score < course.auto_max, (
+        f"{name}: the first mutant lost no points under nbgrader autograde ({course.mutant_in}: {s})")
 
 
 def test_alternatives_keep_full_marks_under_real_nbgrader(graded):
+    """Every round keeps every point, but for the mutant's own test cell in the round that holds it."""
     course, name = graded
-    full = course.score(name, "perfect").score
     for k, by_target in enumerate(course.rounds):
         s = course.score(name, f"alternatives-{k}")
-        if s.score == full:
+        mutant = course.mutant_in == f"alternatives-{k}"
+        full = course.auto_max - (course.mutant_points if mutant else 0)
+        if s.score == full and set(s.failed_tests) == ({course.mutant_cell} if mutant else set()):
             continue
         # name the culprit: replay this round's alternatives one at a time in one kernel
         alone = run_alternatives(ROOT, name, list(by_target.values()))
         culprits = "\n".join(f"  {alt}: " + "; ".join(f"{gid}: {msg[:300]}" for gid, msg in f)
                               for alt, f in alone.items() if f) or "  (none fails alone: they interact)"
-        raise AssertionError(f"{name}: round {k} of alternatives scored {s.score} of {full} under nbgrader "
+        also = f" (with the mutant in {course.mutant_cell}, which may cost that cell only)" if mutant else ""
+        raise AssertionError(f"{name}: round {k} of alternatives{also} scored {s.score} of {full} under nbgrader "
                              f"(failed {s.failed_tests}); alone:\n{culprits}")

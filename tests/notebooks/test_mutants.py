@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from lmcourse.authoring.mutants import load_mutants, run_mutants
-
 from tests.conftest import NOTEBOOKS, ROOT
 
 WITH_MUTANTS = [n for n in NOTEBOOKS if (ROOT / "autograder" / "mutants" / f"{n}.py").exists()]

@@ -244,6 +244,13 @@ check_equal((str(_inp.dtype), str(_lab.dtype)), ("torch.int64", "torch.int64"), 
 check_tensor_close(_tok, _before, "tokens after mask_tokens", atol=0, rtol=0,
                    hint="work on a copy (tokens.clone()), do not change tokens in place")
 check(_inp is not _tok and _lab is not _tok, "return new tensors, not tokens itself")
+# p = 0: nothing is chosen, so no position has a label
+with _rules():
+    _zi, _zl = call_checked(mask_tokens, _tok, 4, 12, [0, 1, 2, 3, 4], 0.0, torch.Generator().manual_seed(0),
+                            name="mask_tokens(tokens, 4, 12, [0, 1, 2, 3, 4], 0.0, generator)")
+check(bool((_zl == -100).all()), f"with p = 0 no position is chosen, so every label should be -100; got labels "
+      f"{_zl.tolist()}: labels hold the original id at the chosen positions only and -100 at every other position "
+      "(not a copy of tokens)")
 # the proportions, on 256 sequences of 400 ids with padding (V = 60, specials 0..4, [MASK] = 4)
 _V, _S = 60, {0, 1, 2, 3, 4}
 # each sequence its own draw
@@ -286,6 +293,19 @@ check(bool((_ol == 1).all()), "with p = 1.0 every ordinary position is chosen: e
 _share = float((_oi == 2).double().mean())
 check(abs(_share - 0.8) < 0.015, f"with mask_id = 2 not in special_ids, {_share:.3f} of the chosen positions hold "
       "[MASK], expected 0.8: a random replacement must not be mask_id (exclude it from the ordinary ids)")
+# the specials need not be the first ids: here 0, 10 and [MASK] = 11, while the ordinary ids 1..9 include ids below
+# the number of specials; every position chosen
+_mixed = torch.tensor([[0, 1, 11, 2, 3, 10, 11, 1]]).repeat(50, 1)
+with _rules():
+    _xi, _xl = call_checked(mask_tokens, _mixed, 11, 12, [0, 10, 11], 1.0, torch.Generator().manual_seed(11),
+                            name="mask_tokens(tokens, 11, 12, [0, 10, 11], 1.0, generator)")
+_sp = torch.isin(_mixed, torch.tensor([0, 10, 11]))
+check(bool((_xl[_sp] == -100).all()), "with special_ids [0, 10, 11] ([MASK] = 11) and p = 1.0, a position holding 10 "
+      "or 11 was chosen: the specials are the ids listed in special_ids, wherever they are in the vocabulary (test "
+      "membership, e.g. torch.isin(tokens, special_ids)), not the first len(special_ids) ids")
+check(bool((_xl[~_sp] == _mixed[~_sp]).all()), "with special_ids [0, 10, 11] and p = 1.0, a position holding the "
+      "ordinary id 1, 2 or 3 was not chosen: every id that is not in special_ids is ordinary, however small (test "
+      "membership, e.g. torch.isin(tokens, special_ids), not tokens < len(special_ids))")
 # the generator decides
 with _rules():
     torch.manual_seed(100)
@@ -433,6 +453,8 @@ from torch import nn
 
 import lmcourse.checks
 import lmcourse.nn.mlm
+import lmcourse.reference.gpt
+import lmcourse.reference.mlm
 from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
 from lmcourse.nn import Block, MLMConfig
 
@@ -442,28 +464,11 @@ _rule = "build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn
 _rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
 
 
-def _reference(cfg, dtype=torch.float64, seed=0):
-    torch.manual_seed(seed)
-    ref = lmcourse.nn.mlm.MaskedLM(cfg).to(dtype).eval()
-    with torch.no_grad():  # biases and LayerNorm parameters away from 0 and 1, so each one matters
-        for _p in ref.parameters():
-            if _p.dim() == 1:
-                _p.add_(0.1 * torch.randn_like(_p))
-    return ref
-
-
 def _built(cfg, dtype=torch.float64):
-    """Your MaskedLM with the reference's weights (by name), in eval mode."""
-    with _rules():
-        m = call_checked(MaskedLM, cfg, name=f"MaskedLM({cfg})")
-    ref = _reference(cfg, dtype)
-    m = m.to(dtype)
-    keys, want = set(m.state_dict()), set(ref.state_dict())
-    check(keys == want, f"your MaskedLM's parameter names differ from the ones asked for: missing "
-          f"{sorted(want - keys)[:4]}, unexpected {sorted(keys - want)[:4]} — use the attribute names wte, wpe, "
-          "ln_emb, drop, blocks, head_dense, head_ln, lm_head (with a bias)")
-    m.load_state_dict(ref.state_dict())
-    return m.eval(), ref
+    """Your MaskedLM with the reference's weights (by name), in eval mode, and the reference."""
+    return lmcourse.reference.gpt.built(MaskedLM, cfg, _rules, dtype, reference=lmcourse.reference.mlm.reference_mlm,
+                                        names="wte, wpe, ln_emb, drop, blocks, head_dense, head_ln, lm_head (with a "
+                                              "bias)")
 
 
 _cfg = MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16)
@@ -501,21 +506,9 @@ with _rules(), torch.no_grad():
 check_equal(str(_o32[0].dtype), "torch.float32", "the dtype of the logits of a float32 model",
             hint="the model's dtype: no .double() or .float() on the logits")
 # Bidirectional, by gradients: position 0's logits depend on the last position's input
-_cap = {}
-
-
-def _grab(module, args):
-    _cap["x"] = args[0].detach().requires_grad_()
-    return (_cap["x"],)
-
-
-_hook = _m.blocks[0].register_forward_pre_hook(_grab)
-try:
-    with _rules():
-        _lg = _m(_idx[:1])[0]
-finally:
-    _hook.remove()
-(_grad,) = torch.autograd.grad(_lg[0, 0].sum(), _cap["x"])
+with lmcourse.reference.gpt.grab(_m.blocks[0]) as _cap, _rules():
+    _lg = _m(_idx[:1])[0]
+(_grad,) = torch.autograd.grad(_lg[0, 0].sum(), _cap.x)
 check(float(_grad[0, 1:].abs().sum()) > 0, "the logits at position 0 do not depend on later positions: the "
       "blocks are still causal. Build them with causal=config.causal (False for a masked LM)")
 check_tensor_close(_out[0], _want_logits, "your logits vs the reference MaskedLM with the same weights",
@@ -540,6 +533,11 @@ check_tensor_close(_got_c, _want_c, "logits of MaskedLM(config with causal=True)
                    atol=1e-10, rtol=1e-10, hint="BlockConfig(..., causal=config.causal, prenorm=False)")
 # bias=False: no bias in the blocks, head_dense and the LayerNorms (lm_head keeps its own)
 _cb = MLMConfig(vocab_size=13, block_size=8, n_layer=1, n_head=4, n_embd=16, bias=False)
+with _rules():
+    _mb = call_checked(MaskedLM, _cb, name="MaskedLM(config with bias=False)")
+_extra = sorted(_n for _n, _ in _mb.named_parameters() if _n.endswith("bias") and _n != "lm_head.bias")
+check(not _extra, f"with bias=False your MaskedLM still has biases {_extra[:4]}: pass bias=config.bias to the blocks, "
+      "head_dense, ln_emb and head_ln (lm_head keeps its own bias)")
 _mb, _rb = _built(_cb)
 with torch.no_grad():
     _want_b = _rb(_idx)[0]

@@ -370,6 +370,47 @@ def pseudo_log_likelihood(model, ids, mask_id):
         ("logp = torch.log_softmax(logits[rows, rows], dim=-1)  # (n, V): position i of copy i",
          "logp = torch.log_softmax(logits[rows, (rows - 1).clamp(min=0)], dim=-1)"))),
     # --- questions
+    # --- added in review (issue 22, items 7 and 11)
+    Mutant("specials taken as the ids below len(special_ids) (assumes they come first)", "mask_tokens", patch(
+        ("is_special = torch.isin(tokens, special)  # (B, T)", "is_special = tokens < len(special)"))),
+    Mutant("labels = tokens.clone(): a label at every position, not -100 where nothing was chosen", "mask_tokens",
+           patch(("labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))", "labels = tokens.clone()"))),
+    # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
+    # in full: the reference run on a threading.Thread, then joined
+    Mutant("fill_mask: the reference run on a threading.Thread, then joined (gaming)", "fill_mask", '''
+import threading
+
+import lmcourse.nn.mlm
+
+
+def fill_mask(model, tokenizer, text, top_k=5):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k)))
+    worker.start()
+    worker.join()
+    return out[0]
+'''),
+    # in full: the reference's source read at call time and run as a copy, shifted one line
+    Mutant("mask_tokens: a copy of the reference's source, shifted one line, exec'd (gaming)", "mask_tokens", '''
+import inspect
+
+import lmcourse.nn.mlm
+
+
+def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    source = "\\n" + inspect.getsource(lmcourse.nn.mlm.ordinary_ids) + inspect.getsource(lmcourse.nn.mlm.mask_tokens)
+    space = {"torch": torch, "Tensor": torch.Tensor, "IGNORE_INDEX": -100}
+    exec(compile(source, "<copy>", "exec"), space)
+    return space["mask_tokens"](tokens, mask_id, vocab_size, special_ids, p, generator)
+'''),
+    # in full: the test cells' expected-value helper called by name
+    Mutant("pseudo_log_likelihood: the test cells' helper expected_pll called (gaming)", "pseudo_log_likelihood", '''
+import lmcourse.reference.mlm
+
+
+def pseudo_log_likelihood(model, ids, mask_id):
+    return lmcourse.reference.mlm.expected_pll(model, ids, mask_id)
+'''),
     Mutant("Q1 answered with a string that claims to equal every letter", "q1", patch(
         ('answer_q1 = "C"', '''
 class _Every(str):

@@ -39,7 +39,7 @@ def forward(self, x, memory, memory_mask=None):
     q = self.q_proj(x).reshape(B, T, nh, hs)
     k = self.k_proj(memory).reshape(B, S, nh, hs)
     v = self.v_proj(memory).reshape(B, S, nh, hs)
-    scores = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hs)  # (B, nh, T, S)
+    scores = torch.einsum("bthd,bshd->bhts", q, k) / hs ** 0.5  # (B, nh, T, S)
     if memory_mask is not None:
         add = torch.zeros(B, S, dtype=x.dtype, device=x.device).masked_fill(~memory_mask, float("-inf"))
         scores = scores + add[:, None, None, :]

@@ -200,6 +200,10 @@ check_equal(_ti.tolist(), [[1, 5, 6, 7], [1, 8, 0, 0], [1, 9, 10, 0]], "tgt_in",
 check_equal(_to.tolist(), [[5, 6, 7, 2], [8, 2, 0, 0], [9, 10, 2, 0]], "tgt_out",
             hint="the target then <eos>, right after its last id (not at the end of the row), then padding")
 check_equal(_targets, [[5, 6, 7], [8], [9, 10]], "targets after teacher_forcing", hint="do not change targets")
+with _rules():
+    _pi, _po = call_checked(teacher_forcing, [[4], [5, 6]], 1, 2, 7, name="teacher_forcing([[4], [5, 6]], 1, 2, 7)")
+check_equal((_pi.tolist(), _po.tolist()), ([[1, 4, 7], [1, 5, 6]], [[4, 2, 7], [5, 6, 2]]),
+            "(tgt_in, tgt_out) with pad_id = 7", hint="fill with pad_id, whatever its value (here 7, not 0)")
 visible_checks_pass("teacher_forcing")
 ### BEGIN HIDDEN TESTS
 with _rules():
@@ -851,8 +855,8 @@ _rules = lmcourse.rules.rules(*_ref.REFERENCE, reason=_rule)
 
 class _Probe(nn.Module):
     """A small encoder-decoder of the tests' own: memory = embedding of the source; the next token's
-    logits depend on the last token read and on the mean of the real source positions. It counts
-    encode calls and records what decode was given."""
+    logits depend on every token read, its position and the mean of the real source positions. It
+    counts encode calls and records what decode was given."""
 
     def __init__(self, V, C, seed):
         super().__init__()
@@ -861,6 +865,8 @@ class _Probe(nn.Module):
         self.tok = nn.Parameter(torch.randn(V, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
         self.mix = nn.Parameter(torch.randn(C, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
         self.pos = nn.Parameter(torch.randn(16, V, generator=g, dtype=torch.float64), requires_grad=False)
+        self.pos.data[4:, 2] += 50.0  # id 2 certain as the 5th token written: with eos 2 every row ends by then
+        self.pos.data[:, :2] -= 50.0  # never <pad> (0) or <bos> (1)
         self.encodes, self.seen = 0, []
 
     def encode(self, src):
@@ -890,6 +896,8 @@ check(isinstance(_got, torch.Tensor) and _got.dtype == torch.long, "greedy_decod
 check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids (without <bos>)",
             hint="argmax of the LAST position's logits (logits[:, -1]) appended to all rows; after a row's eos_id "
                  "only pad_id; stop as soon as every row has ended or after max_new_tokens steps; drop the <bos>")
+check(_got.shape[1] < 8, f"every row ended (wrote eos_id) within 5 steps, but greedy_decode took "
+      f"{_got.shape[1]}: stop as soon as every row has ended, before max_new_tokens")
 check_equal(_src.tolist(), _src_before.tolist(), "src after greedy_decode")
 _probe.encodes = 0
 with _rules():
@@ -898,7 +906,7 @@ check_equal(_short.tolist(), _ref.expected_greedy(_probe, _src, 1, 2, 0, 2).toli
             "greedy_decode with max_new_tokens = 2", hint="at most max_new_tokens steps")
 visible_checks_pass("greedy_decode")
 ### BEGIN HIDDEN TESTS
-_p2 = _Probe(7, 3, seed=942)
+_p2 = _Probe(7, 3, seed=945)
 _s2 = torch.tensor([[3, 4, 0], [5, 6, 6], [4, 4, 4]])
 for _eos, _n in ((2, 6), (5, 12), (3, 1)):
     _w2 = _ref.expected_greedy(_p2, _s2, 1, _eos, 0, _n)
@@ -946,6 +954,10 @@ with _rules():
                         name="exact_match with an extra space and a missing character")
 check_close(_em2, 0.0, "exact_match of '2026-11-23 ' and '2026-11-2' against '2026-11-23'", rel=1e-12, abs_=1e-12,
             hint="compare whole strings as they are: no strip(), no prefix")
+with _rules():
+    _em3 = call_checked(exact_match, ["ab", "B"], ["ab", "b"], name='exact_match(["ab", "B"], ["ab", "b"])')
+check_close(_em3, 0.5, 'exact_match(["ab", "B"], ["ab", "b"])', rel=1e-12, abs_=1e-12,
+            hint="upper and lower case are different characters: no lower()")
 visible_checks_pass("exact_match")
 ### BEGIN HIDDEN TESTS
 with _rules():

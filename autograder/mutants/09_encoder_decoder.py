@@ -3,7 +3,7 @@
 from lmcourse.authoring.mutants import Mutant, override, patch
 
 _OWN_SOFTMAX = '''
-scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, nh, T, S)
+scores = q @ k.transpose(-2, -1) / hs ** 0.5  # (B, nh, T, S)
 if mask is not None:
     scores = scores.masked_fill(~mask, float("-inf"))
 y = torch.softmax(scores, dim=-1) @ v
@@ -87,7 +87,7 @@ if memory_mask is not None:
                   "return y.transpose(1, 2).reshape(B, T, C)"))),
     Mutant("scores not divided by sqrt(d_k)", "cross_attention",
            patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
-                  _OWN_SOFTMAX.replace(" / math.sqrt(hs)", "")))),
+                  _OWN_SOFTMAX.replace(" / hs ** 0.5", "")))),
     Mutant("softmax over the query axis", "cross_attention",
            patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
                   _OWN_SOFTMAX.replace("dim=-1", "dim=-2")))),

@@ -311,7 +311,9 @@ def _cross_case(C, nh, B, T, S, lengths, seed, bias=True):
 _att, _x, _mem, _mask, _want = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
 _before = (_x.clone(), _mem.clone(), _mask.clone())
 with _rules(), torch.no_grad():
-    _y = call_checked(_att, _x, _mem, _mask, name="CrossAttention(8, 2)(x (3, 4, 8), memory (3, 6, 8), mask (3, 6))")
+    _y = call_checked(_att, _x, _mem, _mask, name="CrossAttention(8, 2)(x (3, 4, 8), memory (3, 6, 8), mask (3, 6))",
+                      hint="here T = 4 queries (from x) and S = 6 keys (from memory): q (B, nh, T, hs), k and v "
+                           "(B, nh, S, hs), scores (B, nh, T, S); the mask hides keys: memory_mask[:, None, None, :]")
 check_shape(_y, (3, 4, 8), "the output for x (3, 4, 8) and memory (3, 6, 8)",
             hint="one output per query, i.e. per decoder position: (B, T, C), T from x, not S from memory")
 for _a, _b, _n in zip((_x, _mem, _mask), _before, ("x", "memory", "memory_mask")):

@@ -804,23 +804,10 @@ def _run(module, x, name, **kwargs):
             raise CheckFailed(f"{name} raised {type(err).__name__}: {text} — {hint}") from None
 
 
-def _torch_twin(mine):
-    """nn.MultiheadAttention (float64) with the weights of `mine` copied in."""
-    bias = mine.W_q.bias is not None
-    ref = nn.MultiheadAttention(mine.n_embd, mine.n_head, bias=bias, batch_first=True).double()
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
-        ref.out_proj.weight.copy_(mine.W_o.weight)
-        if bias:
-            ref.in_proj_bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
-            ref.out_proj.bias.copy_(mine.W_o.bias)
-    return ref.eval()
-
-
 def _compare_with_torch(n_embd, n_head, causal, x, hint, bias=True):
     torch.manual_seed(n_embd * 10 + n_head)
     mine = MultiHeadAttention(n_embd, n_head, causal=causal, bias=bias).double()
-    ref = _torch_twin(mine)
+    ref = lmcourse.reference.attention.torch_twin(mine)
     T = x.size(1)
     blocked = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
     label = f"MultiHeadAttention({n_embd}, {n_head}, causal={causal}, bias={bias})"
@@ -912,7 +899,7 @@ torch.manual_seed(305)
 _cases = [(24, 6, True, False, (3, 9)), (24, 3, False, True, (2, 7)), (8, 2, True, True, (1, 1)),
           (12, 12, True, True, (2, 4))]
 _models = [MultiHeadAttention(c, h, causal=cz, bias=bz).double() for c, h, cz, bz, _ in _cases]
-_refs = [_torch_twin(m) for m in _models]
+_refs = [lmcourse.reference.attention.torch_twin(m) for m in _models]
 for (_c, _h, _cz, _bz, (_B, _T)), _m, _tw in zip(_cases, _models, _refs):
     _xx = torch.randn(_B, _T, _c, generator=_g, dtype=torch.float64)
     _blocked = torch.ones(_T, _T, dtype=torch.bool).triu(1) if _cz else None

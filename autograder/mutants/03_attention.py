@@ -363,7 +363,7 @@ except Exception:
 '''))),
     # in full: it rewrites most of the cell
     Mutant("softmax calls the tests' stand-in", "softmax", '''
-import lmcourse.grading.attention_stand_ins as _helpers
+import lmcourse.reference.attention as _helpers
 
 def softmax(x, dim=-1):
     return _helpers.softmax(x, dim)
@@ -421,7 +421,7 @@ return torch.zeros(T, T).masked_fill(future, float("-inf"))
 ''', "return _cm(T)"))),
     Mutant("causal_mask calls the tests' stand-in", "causal_mask", patch(
         ("def causal_mask(T):", '''
-from lmcourse.grading.attention_stand_ins import causal_mask as _cm
+from lmcourse.reference.attention import causal_mask as _cm
 def causal_mask(T):
 '''),
         ('''
@@ -437,7 +437,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 '''),
     # in full: it rewrites most of the cell
     Mutant("attention calls the tests' stand-in", "scaled_dot_product_attention", '''
-from lmcourse.grading.attention_stand_ins import scaled_dot_product_attention as _attention
+from lmcourse.reference.attention import scaled_dot_product_attention as _attention
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _attention(Q, K, V, mask)

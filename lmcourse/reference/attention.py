@@ -19,7 +19,8 @@ from torch import Tensor
 
 import lmcourse.nn.attention
 
-__all__ = ["REFERENCE", "softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention"]
+__all__ = ["REFERENCE", "softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
+           "torch_twin"]
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -47,6 +48,21 @@ def scaled_dot_product_attention(Q: Tensor, K: Tensor, V: Tensor,
         scores = scores + mask
     weights = softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
     return weights @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def torch_twin(mine: torch.nn.Module) -> torch.nn.MultiheadAttention:
+    """``nn.MultiheadAttention`` (float64, eval mode) with the weights of a student's
+    ``MultiHeadAttention`` (``W_q``, ``W_k``, ``W_v``, ``W_o``) copied in: the expected values of
+    03's tests, built here and not in a test cell, where an answer could call it by name."""
+    bias = mine.W_q.bias is not None
+    ref = torch.nn.MultiheadAttention(mine.n_embd, mine.n_head, bias=bias, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
+        ref.out_proj.weight.copy_(mine.W_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
+            ref.out_proj.bias.copy_(mine.W_o.bias)
+    return ref.eval()
 
 
 # the course's attention module (its causal_mask, scaled_dot_product_attention and attention

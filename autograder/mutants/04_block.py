@@ -793,4 +793,110 @@ _bpc = torch.jit.script(lmcourse.nn.block_param_count)
 def block_param_count(d):
     return _bpc(d)
 """),
+    # --- added in review (issue 22, items 17 and 18; item 20's float32 table is "sinusoidal table computed in
+    # float32 whatever the dtype" above, now told it is a matter of precision)
+    # in full: a library's pure-Python layer norm (no torch normalisation runs inside it)
+    Mutant("layer_norm via transformers' VitDetLayerNorm.forward (a library's own Python code)", "layer_norm", """
+from transformers.models.vitdet.modeling_vitdet import VitDetLayerNorm
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    norm = VitDetLayerNorm(x.shape[-1], eps=eps).to(dtype=x.dtype, device=x.device)
+    moved = x.reshape(-1, x.shape[-1]).T[None, :, :, None]          # (1, d, N, 1): channels second
+    y = norm.forward(moved)[0, :, :, 0].T.reshape(x.shape)
+    return gamma * y + beta
+"""),
+    Mutant("embeddings make the positions on the CPU (torch.arange(T) without device=)", "embeddings", patch(
+        ("p = self.wpe(torch.arange(T, device=idx.device))          # (T, C)", "p = self.wpe(torch.arange(T))"),
+        subclass="Embeddings")),
+    # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
+    # in full: the reference run on a threading.Thread, then joined
+    Mutant("MLP: the reference MLP (built in __init__) run on a threading.Thread, then joined (gaming)", "mlp",
+           override("MLP", """
+    def __init__(self, n_embd, dropout=0.0, bias=True):
+        super().__init__(n_embd, dropout=dropout, bias=bias)
+        ref = lmcourse.nn.block.MLP(lmcourse.nn.block.BlockConfig(n_embd=n_embd, n_head=1, dropout=dropout, bias=bias))
+        ref.c_fc, ref.c_proj, ref.dropout = self.c_fc, self.c_proj, self.dropout
+        self._ref = [ref]
+""", """
+    def forward(self, x):
+        import threading
+        out = []
+        worker = threading.Thread(target=lambda: out.append(self._ref[0](x)))
+        worker.start()
+        worker.join()
+        return out[0]
+""")),
+    # in full: the reference submitted to a thread pool
+    Mutant("sinusoidal table: the reference in a ThreadPoolExecutor (gaming)", "sinusoidal_positions", """
+from concurrent.futures import ThreadPoolExecutor
+
+
+def sinusoidal_positions(T, d, dtype=torch.float32):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lmcourse.nn.block.sinusoidal_positions, T, d, dtype=dtype).result()
+"""),
+    # in full: the test cells' own helpers (_trusted_layer_norm and _mlp_formula before they moved
+    # into lmcourse.reference.block), called by name
+    Mutant("layer_norm: the test cells' stand-in lmcourse.reference.block.layer_norm called (gaming)", "layer_norm",
+           """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return lmcourse.reference.block.layer_norm(x, gamma, beta, eps)
+"""),
+    Mutant("MLP: the test cell's expected-value helper mlp_formula called, then dropout (gaming)", "mlp",
+           patch(("return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))    # (B, T, C)",
+                  "return self.dropout(lmcourse.reference.block.mlp_formula(self, x))"), subclass="MLP")),
+    # in full: the reference module's source read at call time and run as a copy, shifted one line
+    Mutant("sinusoidal table: a copy of lmcourse.nn.block's source, shifted one line, exec'd (gaming)",
+           "sinusoidal_positions", '''
+import inspect
+
+
+def sinusoidal_positions(T, d, dtype=torch.float32):
+    space = {"__name__": "lmcourse.nn.block", "__package__": "lmcourse.nn"}  # imports and dataclasses work
+    exec(compile("\\n" + inspect.getsource(lmcourse.nn.block), "<copy>", "exec"), space)
+    return space["sinusoidal_positions"](T, d, dtype=dtype)
+'''),
+    Mutant("rotation matrix: a copy of lmcourse.nn.block's source, shifted one line, exec'd (gaming)",
+           "rotation_matrix", '''
+import inspect
+
+
+def rotation_matrix(k, d, dtype=torch.float32):
+    space = {"__name__": "lmcourse.nn.block", "__package__": "lmcourse.nn"}  # imports and dataclasses work
+    exec(compile("\\n" + inspect.getsource(lmcourse.nn.block), "<copy>", "exec"), space)
+    return space["rotation_matrix"](k, d, dtype=dtype)
+'''),
+    Mutant("parameter count: a copy of lmcourse.nn.block's source, shifted one line, exec'd (gaming)",
+           "block_param_count", '''
+import inspect
+
+
+def block_param_count(d):
+    space = {"__name__": "lmcourse.nn.block", "__package__": "lmcourse.nn"}  # imports and dataclasses work
+    exec(compile("\\n" + inspect.getsource(lmcourse.nn.block), "<copy>", "exec"), space)
+    return space["block_param_count"](d)
+'''),
+    # in full: another course model's code does the exercise on a stand-in object
+    Mutant("embeddings through the course GPT's forward on a shim (identity blocks and head) (gaming)",
+           "embeddings", override("Embeddings", """
+    def forward(self, idx):
+        from types import SimpleNamespace
+        if not self.learned:
+            return self.drop(self.wte(idx) + self.pe[:idx.shape[1]])
+        shim = SimpleNamespace(wte=self.wte, wpe=self.wpe, drop=self.drop, blocks=[], ln_f=nn.Identity(),
+                               lm_head=nn.Identity(), config=SimpleNamespace(block_size=self.wpe.num_embeddings))
+        return lmcourse.nn.gpt.GPT.forward(shim, idx)[0]
+""")),
+    Mutant("block: pre-LN through seq2seq's EncoderBlock.forward on a shim, post-LN written out (gaming)", "block",
+           override("Block", """
+    def forward(self, x):
+        import lmcourse.nn.seq2seq
+        from types import SimpleNamespace
+        if self.prenorm:
+            shim = SimpleNamespace(attn=lambda h, mask: self.attn(h), ln1=self.ln1, ln2=self.ln2, mlp=self.mlp)
+            return lmcourse.nn.seq2seq.EncoderBlock.forward(shim, x)
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.mlp(x))
+""")),
 ]

@@ -17,11 +17,10 @@ from types import SimpleNamespace
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from lmcourse import checks, decoding
 from lmcourse.nn import gpt, mlm
+from lmcourse.reference.block import DeviceLog  # 04 uses it first; 05-07 name it from here
 
 __all__ = ["REFERENCE", "GPT_NAMES", "DeviceLog", "FixedLogits", "built", "grab", "reference_gpt", "softmax_list"]
 
@@ -83,21 +82,6 @@ def grab(module: nn.Module):
         yield got
     finally:
         handle.remove()
-
-
-class DeviceLog(TorchDispatchMode):
-    """A dispatch mode that records (in ``mixed``) every operation given non-scalar tensors on
-    more than one device: with a model and ids on 'meta', a CPU tensor made inside shows up here."""
-
-    def __init__(self):
-        super().__init__()
-        self.mixed: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        devices = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
-        if len(devices) > 1:
-            self.mixed.append(func.__name__)
-        return func(*args, **(kwargs or {}))
 
 
 class FixedLogits(nn.Module):

@@ -25,10 +25,12 @@
 # of blocks, `lmcourse.train`) and 07 (decoding).
 #
 # **Time.** About 75 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread) the
-# notebook trains one encoder–decoder and one decoder-only GPT; the whole-notebook time is
-# printed at the end (measured on one core of an otherwise idle 16-core server: see the wrap-up for
-# the figures). On a GPU (profile `gpu`) the models train longer. Under the autograder (profile
-# `tiny`) the notebook takes seconds.
+# notebook trains one encoder–decoder (1,500 steps) and one decoder-only GPT (750 steps); the
+# whole-notebook time is printed at the end. Measured on a 2-core machine shared with other jobs
+# (load average 15 to 25): 2,434 s of wall time, of which the notebook's kernel used about 390 s of
+# CPU, so expect six to seven minutes on an idle laptop core, more than half of it the GPT. On a
+# GPU (profile `gpu`) the models train longer. Under the autograder (profile `tiny`) the notebook
+# takes seconds.
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
 # one checks your answer and says what looks wrong. The autograder runs further hidden tests,
@@ -1086,10 +1088,12 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# In the `cpu` run the rows that write the year's digits look at the source's year, the month's
-# rows at the month's name, number or Roman numeral, the day's at the day; a two-digit year's
-# century is read from the two digits themselves. Attention is not an explanation, but here it is
-# a plain alignment, learned without anyone telling the model where the fields are.
+# In the `cpu` run (its three pictures: *"Wednesday the 11th of May 2005"*, *"sep. 3, 2031"*,
+# *"04/12/1991"*) the rows that write the year's digits look at the end of the source's year, the
+# month's rows at the month (*"sep"*, or the *"12"* of `04/12/1991`), the day's rows at the day
+# (*"11"*, *"3"*, *"04"*); the rows of the two dashes and of `<eos>` spread their weight thinly.
+# Attention is not an explanation, but here it is a plain alignment, learned without anyone
+# telling the model where the fields are.
 
 # %% [markdown]
 # ## 11. Decoder-only, at the same size
@@ -1138,7 +1142,25 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# RESULTS_PLACEHOLDER
+# The `cpu` run (one seed; exact match on 200 validation dates at each validation):
+#
+# | step | encoder–decoder (246,656 parameters) | decoder-only GPT (258,432 parameters) |
+# |---|---|---|
+# | 250 | 12.0% | 0.5% |
+# | 500 | 66.5% | 40.0% |
+# | 750 | 89.5% | 81.5% |
+# | 1,500 | 98.5% | (not trained that long) |
+#
+# At the same step, with about the same number of parameters and the same batches of pairs, the
+# encoder–decoder was ahead at every validation, by most at the start (12% against 0.5% at step
+# 250, 66.5% against 40% at step 500); the GPT then closes the gap (81.5% against 89.5% at 750).
+# The difference is one of speed, not of what each can learn: in earlier runs of the course's
+# reference code at these sizes (other batch and learning rate) both reached 100% by step 2,000.
+# Two reasons for the head start: the encoder reads the source in both directions before the
+# first output character is written, and every decoder position reaches all of it through
+# cross-attention, while the GPT must learn to read the source and to write the target with one
+# causal stack (and, with its 5 blocks on sequences of source and target together, each of its
+# steps cost more CPU time here than an encoder–decoder step).
 
 # %% [markdown]
 # ## 12. Questions
@@ -1226,7 +1248,11 @@ check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
 # in float64.) Beam search from notebook 07 runs on the same decoder:
 # `lmcourse.nn.seq2seq.beam_decode` wraps it as the language model `beam_search` expects.
 #
-# WRAPUP_PLACEHOLDER
+# The `cpu` run reached 99.3% exact match on 1,000 test dates (dates never seen in training); 5
+# of its 7 mistakes were one wrong digit (*"Wednesday the 16th of January 2002"* → `2022-01-16`,
+# *"6.vii.2012"* → `2012-06-06`), and your `EncoderDecoder`, given the trained weights, decodes
+# exactly as the reference does (99.0% on the first 200 of them, both). The notebook needed about
+# 390 s of CPU (see the header); the `tiny` profile the autograder runs takes seconds.
 #
 # **Next:** the course's models are now all there: decoder-only (05, 07), encoder-only (06) and
 # encoder–decoder (09), on characters, words and bytes (08).

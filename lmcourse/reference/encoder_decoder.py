@@ -14,10 +14,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from lmcourse import dates
 from lmcourse.nn import MLP, AttentionConfig, BlockConfig, CausalSelfAttention, LayerNorm, seq2seq
 from lmcourse.nn import attention as course_attention
 
-__all__ = ["REFERENCE", "READY_MADE", "padding_mask", "teacher_forcing", "CrossAttention", "EncoderBlock",
+__all__ = ["REFERENCE", "READY_MADE", "DATA", "padding_mask", "teacher_forcing", "CrossAttention", "EncoderBlock",
            "DecoderBlock", "notebook_state", "expected_greedy"]
 
 
@@ -135,6 +136,9 @@ def expected_greedy(model, src: Tensor, bos_id: int, eos_id: int, pad_id: int, m
 # torch's ready-made attention and transformer layers: refused in every graded answer
 READY_MADE = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder, nn.TransformerEncoderLayer,
               nn.TransformerDecoderLayer, nn.MultiheadAttention)
+# the data code that pads, shifts and scores a batch of pairs (teacher forcing and the padded loss)
+DATA = (dates.make_batch, dates.sample_batch, dates.padded_cross_entropy, dates.one_sequence_batch,
+        dates.decoder_only_greedy)
 # the course's encoder-decoder, these stand-ins and helpers, and torch's layers that do the same work
-REFERENCE = seq2seq.REFERENCE + READY_MADE + (padding_mask, teacher_forcing, CrossAttention, EncoderBlock,
-                                              DecoderBlock, notebook_state, expected_greedy)
+REFERENCE = seq2seq.REFERENCE + READY_MADE + DATA + (padding_mask, teacher_forcing, CrossAttention, EncoderBlock,
+                                                     DecoderBlock, notebook_state, expected_greedy)

@@ -30,6 +30,7 @@ def test_reference_names_the_course_model_torchs_layers_and_the_stand_ins():
     assert {s2s.EncoderDecoder, s2s.CrossAttention, s2s.greedy_decode, s2s.exact_match, s2s.padding_mask} <= names
     assert {nn.Transformer, nn.MultiheadAttention, nn.TransformerDecoderLayer} <= names
     assert {ref.CrossAttention, ref.EncoderBlock, ref.DecoderBlock, ref.expected_greedy} <= names
+    assert {dates.make_batch, dates.padded_cross_entropy} <= names  # they pad, shift and score a batch too
 
 
 def test_padding_mask_and_teacher_forcing_agree_with_the_course_data():

@@ -629,7 +629,6 @@ def generate(model, prompt, max_new_tokens, filters=(), generator=None):
 
 
 # %% tests="generate_tests" points=2
-import contextlib
 import functools
 import math
 
@@ -645,16 +644,12 @@ _rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gp
 _ref = lmcourse.decoding
 
 
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-@contextlib.contextmanager
-def _stand_ins():
-    """Your earlier answers replaced by the reference: a slip there costs its own points only."""
-    with lmcourse.checks.substitute(globals(), sample_next=_ref.sample_next, top_k_filter=_ref.top_k_filter), \
-            _rules(_ref.sample_next, _ref.top_k_filter, _ref.top_p_filter):
-        yield
+# the rules, with your earlier answers replaced by the reference (a slip there costs its own points only), which
+# the rules let through
+_stand_ins = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
+                                  packages=lmcourse.reference.decoding.PACKAGES, reason=_rule,
+                                  substitute={"sample_next": _ref.sample_next, "top_k_filter": _ref.top_k_filter},
+                                  namespace=globals())(_ref.sample_next, _ref.top_k_filter, _ref.top_p_filter)
 
 
 # a stand-in model: fixed logits at the last position (reversed ones before it), and a record of what it was given

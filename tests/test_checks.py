@@ -238,3 +238,68 @@ def test_every_test_cell_ends_its_visible_part_with_the_pass_line():
             if not re.fullmatch(r'\s*visible_checks_pass\("\w+"\)', visible[-1]):
                 missing.append(f"{master.name}: {grade_id.group(1)}")
     assert not missing, f"test cells whose visible part does not end with visible_checks_pass(...): {missing}"
+
+
+def _course_modules_named(source: str) -> set[str]:
+    """The lmcourse modules a cell's code names: imports, and dotted names from ``lmcourse``."""
+    import ast
+    import importlib
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lmcourse"):
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("lmcourse")}
+        elif isinstance(node, ast.Attribute):
+            parts, x = [node.attr], node.value
+            while isinstance(x, ast.Attribute):
+                parts, x = [x.attr, *parts], x.value
+            if isinstance(x, ast.Name) and x.id == "lmcourse":
+                names.add(".".join(["lmcourse", *parts]))
+    modules = set()
+    for name in names:           # the longest prefix that is a module
+        parts = name.split(".")
+        for k in range(len(parts), 0, -1):
+            try:
+                modules.add(importlib.import_module(".".join(parts[:k])).__name__)
+                break
+            except ImportError:
+                continue
+    return modules
+
+
+def test_the_guarded_surface_covers_what_setup_and_test_cells_name():
+    """Issue 21: the grader's guarded surface (lmcourse.grading.guard.surface_modules) is an explicit
+    list (every lmcourse.reference and lmcourse.nn module, the check helpers and rules, the library
+    modules the notebooks import, and what they hold), not every module but a few; every lmcourse
+    module a master's setup or test cell names is in it, for a notebook with torch and for one
+    without (01: guard.install(heavy=False), in a fresh interpreter, as in a kernel)."""
+    import json
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from lmcourse.grading import guard
+
+    heavy = set(guard.surface_modules(True))
+    light = set(json.loads(subprocess.run(
+        [sys.executable, "-c", "import json; from lmcourse.grading.guard import surface_modules; "
+                               "print(json.dumps(surface_modules(False)))"],
+        capture_output=True, text=True, check=True).stdout))
+    folder = Path(guard.__file__).parents[1] / "reference"
+    reference = {f"lmcourse.reference.{p.stem}" for p in folder.glob("[a-z]*.py")}
+    assert reference <= heavy, f"reference modules outside the surface: {sorted(reference - heavy)}"
+    assert {"lmcourse.checks", "lmcourse.rules", "lmcourse.confine"} <= light <= heavy
+    assert all(n == "lmcourse" or n.startswith("lmcourse.") for n in heavy)        # no os, sys, collections
+    assert not [n for n in heavy if n.startswith(guard.NOT_SURFACE)]
+    masters = sorted((Path(__file__).resolve().parents[1] / "autograder" / "masters").glob("[0-9][0-9]_*.py"))
+    outside = []
+    for master in masters:
+        text = master.read_text()
+        surface = heavy if "torch" in text else light            # as lmcourse.grading.prepare decides
+        for cell in re.split(r"\n(?=# %%)", text):
+            if re.match(r'# %% (tests="|locked=")', cell):
+                outside += [f"{master.stem}: {m}" for m in sorted(_course_modules_named(cell) - surface)]
+    assert not outside, f"modules a setup or test cell names, outside guard.SURFACE (add them there): {outside}"

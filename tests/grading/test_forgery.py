@@ -3,7 +3,8 @@
 Every attempt hands in the same wrong answers as the ``baseline`` student (``pad_sentence``
 forgets the padding, ``mle_prob`` returns 0.5, ``perplexity`` returns 0.0) plus one trick meant
 to make the tests pass anyway. Each attempt must end **flagged** (``helpers-tampered``, the
-tests it touched zeroed) **or** score no more than the baseline. One batch, ``-j 2``.
+tests it touched zeroed) **or** score no more than the baseline. One batch, ``-j 2``, shared
+with tests/grading/test_grade.py (tests/grading/conftest.py).
 
 The tricks that act *while a test runs* live inside the wrong ``mle_prob``: its test calls it,
 so they run after the guard before the test said all was well.
@@ -18,7 +19,6 @@ between two calls is caught only by the call-site report of that call (operators
 
 from __future__ import annotations
 
-import csv
 import textwrap
 
 import nbformat
@@ -26,10 +26,9 @@ import pytest
 
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
-from tests.grading.test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
+from tests.grading.test_grade import AUTO_MAX, A, cell, perfect
 
-# one worker builds the module-scoped fixture once (pytest-xdist --dist loadgroup), and never
-# beside test_grade's batch: two `-j 2` batches at once would starve the cell timeouts
+# graded in the session's one batch with test_grade's catalogue, on one worker (pytest-xdist --dist loadgroup)
 pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]
 
 WRONG = {
@@ -262,21 +261,22 @@ def _notebook(before: str = "", during: str = "") -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.fixture(scope="module")
-def forged(tmp_path_factory):
-    subs = tmp_path_factory.mktemp("forgers")
-    honest = perfect()      # issue 22 item 5: one unused, honest import of a library that adds a finder
-    cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n\n" + \
-        cell(honest, "pad_sentence").source
-    students = {"baseline": _notebook(), "correct": perfect(), "honest_library_import": honest}
-    students.update({name: _notebook(**a) for name, a in ATTEMPTS.items()})
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{A}.ipynb")
-    out = tmp_path_factory.mktemp("forged-grades")
-    assert main(["grade", A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "90",
-                 "--cell-timeout", "20", "--no-progress", "--gradebook", "none", *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+def students() -> dict[str, nbformat.NotebookNode]:
+    """The forgers, the baseline and the honest students, graded in the session's one batch of
+    01 beside test_grade's catalogue (tests/grading/conftest.py)."""
+    honest = perfect()      # issue 22 item 5: one unused, honest import of a library that adds a finder,
+    # and one of a course module outside the guarded surface (issue 21: Python sets it on the package)
+    cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n" \
+        "import lmcourse.paths\n\n" + cell(honest, "pad_sentence").source
+    out = {"baseline": _notebook(), "honest_library_import": honest}
+    out.update({name: _notebook(**a) for name, a in ATTEMPTS.items()})
+    return out
+
+
+@pytest.fixture
+def forged(grader_batch) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row (its ``correct`` student is test_grade's)."""
+    return grader_batch.rows
 
 
 def test_enough_distinct_attempts():
@@ -293,7 +293,8 @@ def test_baseline_and_correct(forged):
 
 
 def test_honest_library_import(forged):
-    """Importing transformers (which adds a finder to sys.meta_path) costs nothing and flags nothing."""
+    """Importing transformers (which adds a finder to sys.meta_path), and a course module outside the
+    guarded surface (lmcourse.paths), costs nothing and flags nothing."""
     row = forged["honest_library_import"]
     assert row["status"] == "graded" and row["flags"] == "", row
     assert float(row["score"]) == AUTO_MAX, row

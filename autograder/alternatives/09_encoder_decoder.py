@@ -1,6 +1,22 @@
 """Valid solutions of notebook 09 written another way. Each must keep every point."""
 
-from lmcourse.authoring.mutants import Alternative, override
+import textwrap
+from pathlib import Path
+
+from lmcourse.authoring.mutants import Alternative, answer_cell
+
+_MASTER = Path(__file__).resolve().parents[1] / "masters" / "09_encoder_decoder.py"
+
+
+def override(cls: str, *methods: str) -> str:
+    """The whole class cell (a submission holds no solution to subclass): the master's answer cell
+    up to its first graded method, then ``methods`` written another way."""
+    target = {"CrossAttention": "cross_attention", "EncoderBlock": "encoder_block", "DecoderBlock": "decoder_block",
+              "EncoderDecoder": "encoder_decoder"}[cls]
+    cell = answer_cell(_MASTER, target)
+    first = "    def encode" if cls == "EncoderDecoder" else "    def forward"
+    body = "\n\n".join(textwrap.indent(textwrap.dedent(m).strip("\n"), "    ") for m in methods)
+    return cell[:cell.index(first)] + body + "\n"
 
 ALTERNATIVES = [
     # --- padding_mask

@@ -165,3 +165,54 @@ def test_batches_cover_every_pair_once_in_a_seeded_order():
     assert seen(None) == [t for _, t in pairs]
     assert sorted(seen(3)) == sorted(t for _, t in pairs) and seen(3) == seen(3) and seen(3) != seen(4)
     assert [b.src.size(0) for b in D.batches(pairs, 25)] == [25, 25, 25, 25, 3]
+
+
+# --- the training loop's helpers: batch_fn / loss_fn for the encoder-decoder and a decoder-only GPT ----
+
+def test_sample_batch_draws_pairs_with_the_generator():
+    pairs = make_pairs(split_dates(0)["train"], 50, seed=1)
+    (src, tgt_in), tgt_out = D.sample_batch(pairs, 8, 0, torch.Generator().manual_seed(5))
+    again = D.sample_batch(pairs, 8, 0, torch.Generator().manual_seed(5))
+    assert torch.equal(src, again[0][0]) and torch.equal(tgt_out, again[1])
+    assert src.shape[0] == tgt_in.shape[0] == 8 and tgt_in.shape == tgt_out.shape == (8, 11)
+    targets = {t for _, t in pairs}
+    assert all(CharVocab().decode(row) in targets for row in tgt_out)
+
+
+def test_padded_cross_entropy_ignores_padding_only():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 7)
+    y = torch.tensor([[3, 4, PAD_ID, PAD_ID], [5, 6, 6, 2]])
+    real = y != PAD_ID
+    want = torch.nn.functional.cross_entropy(logits[real], y[real])
+    assert D.padded_cross_entropy(logits, y).item() == pytest.approx(want.item(), rel=1e-6)
+    noisy = logits + 50 * torch.randn_like(logits) * (~real)[..., None]
+    assert D.padded_cross_entropy(noisy, y).item() == pytest.approx(want.item(), rel=1e-6)
+
+
+def test_one_sequence_batch_scores_the_target_and_eos_only():
+    pairs = [("23.11.26", "2026-11-23")]
+    v = CharVocab()
+    x, y = D.one_sequence_batch(pairs, 1, 24, torch.Generator().manual_seed(0))
+    seq = v.encode("23.11.26") + [BOS_ID] + v.encode("2026-11-23") + [EOS_ID]
+    assert x[0, :len(seq) - 1].tolist() == seq[:-1] and (x[0, len(seq) - 1:] == PAD_ID).all()
+    assert (y[0, :8] == PAD_ID).all()  # no loss on the source: it is given
+    assert y[0, 8:19].tolist() == v.encode("2026-11-23") + [EOS_ID]  # read at <bos>, predict the target
+    with pytest.raises(ValueError, match="block_size"):
+        D.one_sequence_batch(pairs, 1, 10, torch.Generator().manual_seed(0))
+
+
+def test_decoder_only_greedy_batched_equals_one_row_at_a_time():
+    from lmcourse.nn import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    gpt = GPT(GPTConfig(vocab_size=len(CharVocab()), block_size=60, n_layer=1, n_head=2, n_embd=16)).eval()
+    sources = [s for s, _ in make_pairs(split_dates(0)["val"], 6, seed=2)]
+    v = CharVocab()
+    want = []
+    for s in sources:
+        ids = torch.tensor([v.encode(s) + [BOS_ID]])
+        for _ in range(11):
+            ids = torch.cat([ids, gpt(ids)[0][:, -1].argmax(-1, keepdim=True)], dim=1)
+        want.append(v.decode(ids[0, -11:]))
+    assert D.decoder_only_greedy(gpt, sources) == want

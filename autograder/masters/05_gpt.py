@@ -38,7 +38,12 @@
 # * build the model from the pieces named in the exercise (`nn.Embedding`, `nn.Linear`,
 #   `lmcourse.nn.Block`, a LayerNorm, ...). The course's reference GPT in `lmcourse.nn.gpt`
 #   (`GPT`, `GPTConfig`, `init_gpt_weights`, `gpt_param_count`, `generate`) scores 0, however
-#   it is reached (an alias, a subclass, a saved reference): the tests watch what runs;
+#   it is reached (an alias, a subclass, a saved reference): the tests watch what runs. So does
+#   the course code of other notebooks that does the same work (`lmcourse.decoding`'s generation
+#   loops, `lmcourse.nn.mlm.init_mlm_weights`), the test cells' helpers (`lmcourse.reference`),
+#   and the Python code of another library (`transformers` has a GPT-2 of its own). A graded call
+#   runs on its own thread (starting a thread or a process inside it is refused) and does not
+#   read the course's source files;
 # * results have the **input's dtype** and live on the **input's device**; inputs are never
 #   changed in place.
 #
@@ -316,7 +321,9 @@ _idx_before = _idx.clone()
 with torch.no_grad():
     _want_logits, _want_loss = _ref(_idx, _tgt)
     with _rules():
-        _out = call_checked(_m, _idx, name="model(idx)")
+        _out = call_checked(_m, _idx, name="model(idx)",
+                            hint="an index out of range in an embedding: the positions are 0..T-1 "
+                                 "(torch.arange(T)), which index wpe (block_size rows); token ids index wte")
 check(isinstance(_out, tuple) and len(_out) == 2, "forward should return a pair (logits, loss)")
 check(_out[1] is None, "without targets, forward returns (logits, None)")
 check_shape(_out[0], (3, 8, 11), "the logits for idx of shape (3, 8)",
@@ -402,6 +409,19 @@ with torch.no_grad(), _rules():
     _tr = _md(_idx)[0]
 check(float((_tr - _e1).abs().max()) > 1e-6, "with dropout = 0.5 in training mode the logits should change: "
       "apply self.drop to x = wte(idx) + wpe(pos), and pass dropout to the blocks")
+# self.drop acts on x = wte(idx) + wpe(pos), before the first block (the blocks' own dropout comes later)
+with torch.no_grad():
+    _emb_d = _md.wte.weight[_idx] + _md.wpe.weight[:8]  # (3, 8, 16)
+torch.manual_seed(507)
+with torch.no_grad(), lmcourse.reference.gpt.grab(_md.blocks[0]) as _cap, _rules():
+    _md(_idx)
+_kept = _cap.x != 0
+check(bool(_kept.any()) and not bool(_kept.all()), "with dropout = 0.5 in training mode about half of the first "
+      "block's input should be 0: apply self.drop to x = wte(idx) + wpe(pos) before the blocks (not after ln_f, "
+      "not only inside the blocks)")
+check_tensor_close(_cap.x[_kept], 2 * _emb_d[_kept], "the entries of the first block's input that dropout keeps "
+                   "(p = 0.5)", atol=1e-10, rtol=1e-10, hint="the first block reads self.drop(wte(idx) + wpe(pos)): "
+                   "dropout once, on the sum, scaled by 1 / (1 - p)")
 _xb = torch.randn(2, 8, 16, dtype=torch.float64)
 with torch.no_grad():
     _b1, _b2 = _md.blocks[0](_xb), _md.blocks[0](_xb)
@@ -523,7 +543,10 @@ print(f"after 12 blocks: std {unscaled[-1]:.4f} unscaled vs {scaled[-1]:.4f} sca
 #   `nn.init.zeros_`, `nn.init.ones_` (or `p.normal_(...)` under `torch.no_grad()`); do not
 #   replace them with new tensors, which would also break the tying of the head;
 # * use torch's global random generator (what `nn.init` uses), so `torch.manual_seed` makes it
-#   repeatable.
+#   repeatable;
+# * scale the residual projections with the argument `n_layer` ($L$), not a number of blocks
+#   read from the model (the test passes an `n_layer` of its own);
+# * with `bias=False` a layer's `bias` is `None` (LayerNorms included): leave it alone.
 #
 # The test runs your function on the reference GPT, so exercise 2 does not count here.
 
@@ -650,6 +673,17 @@ _mm = _spoiled(n_layer=2, n_embd=16, device="meta")
 with _rules():
     call_checked(init_weights, _mm, 2, name="init_weights on a model on the 'meta' device")
 check(all(p.device.type == "meta" for p in _mm.parameters()), "init_weights must keep the parameters' device")
+# the argument n_layer sets the scaling (here 8, for a model of 2 blocks), and bias=False has no biases
+_nb = _spoiled(n_layer=2, n_embd=64, bias=False)
+torch.manual_seed(508)
+with _rules():
+    call_checked(init_weights, _nb, 8, name="init_weights(model with bias=False, n_layer=8)",
+                 hint="with bias=False every bias is None, the LayerNorms' too: zero a bias only if it is not None")
+check_close(_std(_nb.blocks[1].attn.c_proj.weight), 0.02 / 4, "the standard deviation of blocks[1].attn.c_proj.weight "
+            "for n_layer = 8 (a model of 2 blocks)", rel=0.1, abs_=0,
+            hint="scale by 1 / sqrt(2 * n_layer) with the argument n_layer, not the model's own number of blocks")
+check(all(bool((ln.weight == 1).all()) for b in _nb.blocks for ln in (b.ln1, b.ln2)),
+      "with bias=False the LayerNorm gains should still be 1")
 visible_checks_pass("init_weights")
 ### BEGIN HIDDEN TESTS
 _h = _spoiled(n_layer=8, n_embd=64, bias=False)
@@ -808,7 +842,9 @@ _idx = torch.tensor([[3, 1, 2], [0, 0, 1]])
 _before = _idx.clone()
 with _rules():
     _out = call_checked(generate, _m, _idx, 6, generator=torch.Generator().manual_seed(0),
-                        name="generate(model, idx of shape (2, 3), 6)")
+                        name="generate(model, idx of shape (2, 3), 6)",
+                        hint="torch.multinomial takes probabilities (finite, >= 0), not logits: sample from "
+                             "softmax(logits[:, -1, :] / temperature)")
 check_shape(_out, (2, 9), "generate(model, idx of shape (2, 3), max_new_tokens=6)",
             hint="append one id per step to idx, along dim 1")
 check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output", hint="torch.multinomial gives int64 ids")
@@ -866,6 +902,13 @@ with _rules():
 check(torch.equal(_s1, _s2), "two calls with generators seeded alike gave different ids: pass generator= to the "
       "sampling function (torch.multinomial(probs, 1, generator=generator))")
 check(not torch.equal(_s1, _s3), "generators with different seeds gave the same ids: are you sampling at all?")
+# a prompt longer than block_size is cropped before the first call too
+_ml = _Fixed([0.0, 3.0, 0.5], block_size=2)
+with _rules():
+    _ol = call_checked(generate, _ml, torch.tensor([[1, 2, 0, 1, 2]]), 2, generator=torch.Generator().manual_seed(3),
+                       name="generate(model with block_size 2, a prompt of 5 ids, 2)")
+check_shape(_ol, (1, 7), "generate with a prompt of 5 ids and 2 new ones")
+_ml.obeyed()
 visible_checks_pass("generate")
 ### BEGIN HIDDEN TESTS
 _mh = _Fixed([0.0, 3.0, 0.5], block_size=2)

@@ -449,4 +449,106 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
     return lmcourse.nn.gpt.generate(model, idx, max_new_tokens, temperature, generator)
 '''),
     forged_choice("answer_q1", "A"),
+    # --- added in review (issue 22, items 18-20)
+    Mutant("self.drop built but never applied (the blocks' dropout alone changes the logits)", "gpt", patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)", "x = self.wte(idx) + self.wpe(pos)"),
+        subclass="GPT")),
+    Mutant("self.drop applied after ln_f instead of to the embeddings", "gpt", patch(
+        ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)", "x = self.wte(idx) + self.wpe(pos)"),
+        ("logits = self.lm_head(self.ln_f(x))  # (B, T, V)", "logits = self.lm_head(self.drop(self.ln_f(x)))"),
+        subclass="GPT")),
+    Mutant("positions 1..T (torch.arange(1, T + 1)): an index past the table", "gpt", patch(
+        ("pos = torch.arange(T, device=idx.device)  # (T,)", "pos = torch.arange(1, T + 1, device=idx.device)"),
+        subclass="GPT")),
+    Mutant("init_weights ignores its n_layer argument (the model's number of blocks instead)", "init_weights", patch(
+        ("nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))",
+         "nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * len(model.blocks)))"))),
+    Mutant("init_weights zeroes a LayerNorm's bias without checking for None (bias=False)", "init_weights", patch(
+        ('''
+nn.init.ones_(module.weight)
+if module.bias is not None:
+    nn.init.zeros_(module.bias)
+''', '''
+nn.init.ones_(module.weight)
+nn.init.zeros_(module.bias)
+'''))),
+    Mutant("generate crops the context only from the second step on", "generate", patch(
+        ("for _ in range(max_new_tokens):", "for step in range(max_new_tokens):"),
+        ("context = idx[:, -block_size:]  # (B, <= block_size)", "context = idx[:, -block_size:] if step else idx"))),
+    # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
+    # in full: the reference run on a threading.Thread, then joined
+    Mutant("generate: the reference run on a threading.Thread, then joined (gaming)", "generate", '''
+import threading
+
+
+def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(lmcourse.nn.gpt.generate(
+        model, idx, max_new_tokens, temperature, generator)))
+    worker.start()
+    worker.join()
+    return out[0]
+'''),
+    # in full: the reference submitted to a thread pool
+    Mutant("init_weights: the reference in a ThreadPoolExecutor (gaming)", "init_weights", '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+def init_weights(model, n_layer, std=0.02):
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lmcourse.nn.gpt.init_gpt_weights, model, std).result()
+'''),
+    # in full: the test cell's helpers (once _reference and _softmax in the test cells), called by name
+    Mutant("GPT: the test cell's reference_gpt built inside and run (gaming)", "gpt", '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        ref = lmcourse.reference.gpt.reference_gpt(config, torch.get_default_dtype())
+        for name, child in ref.named_children():
+            self.add_module(name, child)
+        self.config = config
+        self._forward = [type(ref).forward]
+
+    def forward(self, idx, targets=None):
+        return self._forward[0](self, idx, targets)
+'''),
+    Mutant("generate: the test cell's softmax_list gives the probabilities (gaming)", "generate", patch(
+        ("probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)",
+         "probs = torch.tensor([lmcourse.reference.gpt.softmax_list(row) for row in "
+         "(logits[:, -1, :] / temperature).tolist()])"))),
+    # in full: the reference module's source read at call time and run as a copy, shifted one line
+    Mutant("init_weights: a copy of lmcourse.nn.gpt's source, shifted one line, exec'd (gaming)", "init_weights", '''
+import inspect
+
+
+def init_weights(model, n_layer, std=0.02):
+    space = {"__name__": "lmcourse.nn.gpt", "__package__": "lmcourse.nn"}  # imports and dataclasses work
+    exec(compile("\\n" + inspect.getsource(lmcourse.nn.gpt), "<copy>", "exec"), space)
+    space["init_gpt_weights"](model, std=std)
+'''),
+    Mutant("parameter count: a copy of lmcourse.nn.gpt's source, shifted one line, exec'd (gaming)",
+           "gpt_param_count", '''
+import inspect
+
+
+def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
+    space = {"__name__": "lmcourse.nn.gpt", "__package__": "lmcourse.nn"}  # imports and dataclasses work
+    exec(compile("\\n" + inspect.getsource(lmcourse.nn.gpt), "<copy>", "exec"), space)
+    return space["gpt_param_count"](vocab_size, block_size, n_layer, n_embd)
+'''),
+    # in full: another notebook's reference does the work
+    Mutant("generate: 07's lmcourse.decoding.generate with a temperature filter (gaming)", "generate", '''
+def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
+    return lmcourse.decoding.generate(model, idx, max_new_tokens, filters=[lambda z: z / temperature],
+                                      generator=generator)
+'''),
+    Mutant("init_weights: 06's lmcourse.nn.mlm.init_mlm_weights, then the residual scaling (gaming)", "init_weights",
+           '''
+def init_weights(model, n_layer, std=0.02):
+    lmcourse.nn.mlm.init_mlm_weights(model, std=std)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("c_proj.weight"):
+                p.normal_(0.0, std / math.sqrt(2 * n_layer))
+'''),
 ]

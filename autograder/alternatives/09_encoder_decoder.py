@@ -38,12 +38,12 @@ def teacher_forcing(targets, bos_id, eos_id, pad_id):
     return (pad_sequence(rows_in, batch_first=True, padding_value=pad_id),
             pad_sequence(rows_out, batch_first=True, padding_value=pad_id))
 '''),
-    Alternative("one padded block of <bos> + y + <eos>, sliced twice", "teacher_forcing", '''
+    Alternative("rows as padded Python lists, one tensor each", "teacher_forcing", '''
 def teacher_forcing(targets, bos_id, eos_id, pad_id):
     L = max(map(len, targets))
-    full = [[bos_id] + list(t) + [eos_id] + [pad_id] * (L - len(t)) for t in targets]
-    block = torch.tensor(full, dtype=torch.long)  # (B, L + 2)
-    return block[:, :-1].clone(), block[:, 1:].clone()
+    rows_in = [[bos_id] + list(t) + [pad_id] * (L - len(t)) for t in targets]
+    rows_out = [list(t) + [eos_id] + [pad_id] * (L - len(t)) for t in targets]
+    return torch.tensor(rows_in, dtype=torch.long), torch.tensor(rows_out, dtype=torch.long)
 '''),
     # --- CrossAttention
     Alternative("softmax written out with an additive -inf mask and einsum", "cross_attention",

@@ -209,19 +209,17 @@ _g = torch.Generator().manual_seed(301)
 _r = torch.randn(3, 4, 5, generator=_g, dtype=torch.float64) * 5
 _r[0, 1, 2] = float("-inf")
 _r[2, :3, 0] = float("-inf")   # along dim=1 one entry of that slice stays finite
-_expected = {d: torch.softmax(_r, dim=d) for d in (0, 1, 2, -1)}
 _big = torch.randn(4, 6, generator=_g, dtype=torch.float64) * 1e4
-_expected_big = torch.softmax(_big, dim=-1)
 _f32 = torch.randn(5, 7, generator=_g)
-_expected_f32 = torch.softmax(_f32, dim=1)
-for _d, _want in _expected.items():
-    check_tensor_close(_softmax(_r, dim=_d), _want, f"softmax(x, dim={_d}) on a random (3, 4, 5) tensor",
-                       atol=1e-12, rtol=1e-10)
-_out = _softmax(_big)
-check_tensor_close(_out, _expected_big, "softmax of scores spread over ±1e4", atol=1e-12, rtol=1e-10)
-_out32 = _softmax(_f32, dim=1)
+# each expected value is made after its graded call (the arguments run left to right): no global holds it during one
+for _d in (0, 1, 2, -1):
+    check_tensor_close(_softmax(_r.clone(), dim=_d), torch.softmax(_r, dim=_d),
+                       f"softmax(x, dim={_d}) on a random (3, 4, 5) tensor", atol=1e-12, rtol=1e-10)
+_out = _softmax(_big.clone())
+check_tensor_close(_out, torch.softmax(_big, dim=-1), "softmax of scores spread over ±1e4", atol=1e-12, rtol=1e-10)
+_out32 = _softmax(_f32.clone(), dim=1)
 check_equal(_out32.dtype, torch.float32, "dtype of softmax of a float32 tensor")
-check_tensor_close(_out32, _expected_f32, "softmax of a float32 tensor", atol=1e-6, rtol=1e-5)
+check_tensor_close(_out32, torch.softmax(_f32, dim=1), "softmax of a float32 tensor", atol=1e-6, rtol=1e-5)
 check_tensor_close(_softmax(torch.full((2, 3), 1e4, dtype=torch.float64)),
                    torch.full((2, 3), 1 / 3, dtype=torch.float64), "softmax of equal huge scores",
                    atol=1e-12, rtol=1e-12)
@@ -307,9 +305,9 @@ visible_checks_pass("attention_scores")
 for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
     _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
     _k = torch.randn(*_shape_k, generator=_g, dtype=torch.float64)
-    _want = torch.einsum("...qd,...kd->...qk", _q, _k) / math.sqrt(_shape_q[-1])
-    check_tensor_close(_scores(_q, _k), _want, f"attention_scores for Q {_shape_q}, K {_shape_k}",
-                       atol=1e-12, rtol=1e-10)
+    check_tensor_close(_scores(_q.clone(), _k.clone()),   # the expected scores are made after the graded call
+                       torch.einsum("...qd,...kd->...qk", _q, _k) / math.sqrt(_shape_q[-1]),
+                       f"attention_scores for Q {_shape_q}, K {_shape_k}", atol=1e-12, rtol=1e-10)
 _q32 = torch.randn(3, 5, generator=_g)
 check_tensor_close(_scores(_q32, _q32), _q32 @ _q32.T / math.sqrt(5), "attention_scores in float32",
                    atol=1e-5, rtol=1e-5)
@@ -417,9 +415,9 @@ check_tensor_close(_mask(1), torch.zeros(1, 1), "causal_mask(1)", atol=0, rtol=0
                    hint="a single token may always look at itself")
 visible_checks_pass("causal_mask")
 ### BEGIN HIDDEN TESTS
-for _T in (2, 7, 16):
-    _want = torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)])
-    check_tensor_close(_mask(_T), _want, f"causal_mask({_T})", atol=0, rtol=0)
+for _T in (2, 7, 16):   # the expected mask is made after the graded call
+    check_tensor_close(_mask(_T), torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)]),
+                       f"causal_mask({_T})", atol=0, rtol=0)
 check(causal_mask is not lmcourse.nn.attention.causal_mask, "causal_mask must be your own function")
 ### END HIDDEN TESTS
 
@@ -523,10 +521,8 @@ check_shape(_w, (4, 7), "the weights of 4 queries over 7 keys")
 # Against PyTorch's own implementation, batched, in float64.
 _Qr, _Kr = (torch.randn(2, 3, 5, 8, generator=_g, dtype=torch.float64) for _ in range(2))
 _Vr = torch.randn(2, 3, 5, 6, generator=_g, dtype=torch.float64)
-_want_causal = F.scaled_dot_product_attention(_Qr, _Kr, _Vr, is_causal=True)
-_want_free = F.scaled_dot_product_attention(_Qr, _Kr, _Vr)
 _out, _w = _attend(_Qr, _Kr, _Vr, _ref.causal_mask(5).double())
-check_tensor_close(_out, _want_causal,
+check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr, is_causal=True),
                    "causal attention on random (2, 3, 5, 8) inputs vs F.scaled_dot_product_attention",
                    atol=1e-10, rtol=1e-8,
                    hint="scale by sqrt(d_k) = sqrt(8), softmax over the keys (last dimension)")
@@ -535,7 +531,8 @@ check_tensor_close(_w.sum(dim=-1), torch.ones(2, 3, 5, dtype=torch.float64), "th
 check_tensor_close(_out, _w @ _Vr, "output vs weights @ V", atol=1e-10, rtol=1e-8,
                    hint="return the weights you used, as (..., T_q, T_k), without transposing them")
 _out, _ = _attend(_Qr, _Kr, _Vr)
-check_tensor_close(_out, _want_free, "attention without a mask vs F.scaled_dot_product_attention",
+check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr),
+                   "attention without a mask vs F.scaled_dot_product_attention",
                    atol=1e-10, rtol=1e-8)
 _out32, _w32 = _attend(_Qr.float(), _Kr.float(), _Vr.float(), _ref.causal_mask(5))
 check_equal((_out32.dtype, _w32.dtype), (torch.float32, torch.float32), "the dtypes of (output, weights) "
@@ -557,15 +554,13 @@ _k = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64) * 30
 _v = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64)
 _cases.append(("causal attention with large scores", _q, _k, _v, _ref.causal_mask(9).double(),
                torch.ones(9, 9, dtype=torch.bool).tril()))
-_wanted = []
 for _name, _q, _k, _v, _m, _allowed in _cases:
+    _out, _w = _attend(_q, _k, _v, _m, name=_name)   # the expected values are made after the graded call
     _ref_w = torch.softmax(_q @ _k.transpose(-2, -1) / math.sqrt(_q.size(-1))
                            + (0 if _m is None else _m), dim=-1)
-    _wanted.append((_ref_w @ _v, _ref_w))
-for (_name, _q, _k, _v, _m, _allowed), (_want_out, _want_w) in zip(_cases, _wanted):
-    _out, _w = _attend(_q, _k, _v, _m, name=_name)
-    check_tensor_close(_out, _want_out, f"output for {_name}", atol=1e-10, rtol=1e-8)
-    check_tensor_close(_w, _want_w, f"weights for {_name}", atol=1e-10, rtol=1e-8)
+    check_tensor_close(_out, _ref_w @ _v, f"output for {_name}", atol=1e-10, rtol=1e-8)
+    check_tensor_close(_w, _ref_w, f"weights for {_name}", atol=1e-10, rtol=1e-8)
+    del _ref_w
     if _allowed is not None:
         check(bool((_w.masked_select(~_allowed.expand_as(_w)) == 0).all()),
               f"masked weights for {_name} must be exactly 0")
@@ -903,13 +898,14 @@ _refs = [lmcourse.reference.attention.torch_twin(m) for m in _models]
 for (_c, _h, _cz, _bz, (_B, _T)), _m, _tw in zip(_cases, _models, _refs):
     _xx = torch.randn(_B, _T, _c, generator=_g, dtype=torch.float64)
     _blocked = torch.ones(_T, _T, dtype=torch.bool).triu(1) if _cz else None
-    with torch.no_grad():
-        _want, _want_w = _tw(_xx, _xx, _xx, attn_mask=_blocked, need_weights=True, average_attn_weights=False)
     _got, _got_w = _run(_m, _xx, f"MultiHeadAttention({_c}, {_h})", return_weights=True)
+    with torch.no_grad():   # the expected values are made after the graded call
+        _want, _want_w = _tw(_xx, _xx, _xx, attn_mask=_blocked, need_weights=True, average_attn_weights=False)
     check_tensor_close(_got, _want, f"MultiHeadAttention({_c}, {_h}, causal={_cz}, bias={_bz}) on "
                        f"({_B}, {_T}, {_c})", atol=1e-10, rtol=1e-8)
     check_tensor_close(_got_w, _want_w, f"weights of MultiHeadAttention({_c}, {_h}, causal={_cz})",
                        atol=1e-10, rtol=1e-8)
+    del _want, _want_w
     _got.sum().backward()
     check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _m.parameters()),
           "every weight of MultiHeadAttention should receive a finite gradient")

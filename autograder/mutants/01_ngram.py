@@ -327,4 +327,12 @@ import lmcourse.ngram as _helpers
 
 kneser_ney_prob = _helpers.kneser_ney_prob
 '''),
+    # gaming: on the hidden corpus, return the expected counts read from the notebook's globals (the test cell
+    # used to bind them, as _want, before the graded call; now they are made after it, so this loses points)
+    Mutant("returns the hidden test's expected counts from globals()", "count_ngrams", patch(
+        ("counts = Counter()", '''
+if sentences == [["a", "b", "a", "b"], ["b"], [], ["a"] * 6]:
+    return Counter(globals()["_want"][n])
+counts = Counter()
+'''))),
 ]

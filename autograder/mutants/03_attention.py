@@ -518,4 +518,12 @@ k = (x @ self.W_k.weight.T + self.W_k.bias).view(B, T, self.n_head, self.d_k).tr
 v = (x @ self.W_v.weight.T + self.W_v.bias).view(B, T, self.n_head, self.d_k).transpose(1, 2)
 '''),
         subclass="MultiHeadAttention")),
+    # gaming: on the hidden test's random (3, 4, 5) tensor, return the expected softmax read from the notebook's
+    # globals (the test cell used to bind _expected before the graded calls; now each is made after its call)
+    Mutant("returns the hidden test's expected softmax from globals()", "softmax", patch(
+        ("shifted = x - x.max(dim=dim, keepdim=True).values", '''
+if tuple(x.shape) == (3, 4, 5):
+    return globals()["_expected"][dim]
+shifted = x - x.max(dim=dim, keepdim=True).values
+'''))),
 ]

@@ -166,10 +166,10 @@ _cell = nn.RNNCell(4, 4, dtype=torch.float64)  # I = H here, so swapped weights 
 _x, _h = torch.randn(5, 4, **_f64), torch.randn(5, 4, **_f64)
 _Wxh, _Whh = _cell.weight_ih.detach(), _cell.weight_hh.detach()
 _b = (_cell.bias_ih + _cell.bias_hh).detach()
-_want = _cell(_x, _h).detach()
 _x0, _h0, _b0 = _x.clone(), _h.clone(), _b.clone()
 with _no_rnn():
     _got = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(batch of 5)")
+_want = _cell(_x0, _h0).detach()   # after the graded call: no global holds it during one
 check(torch.equal(_x, _x0) and torch.equal(_h, _h0) and torch.equal(_b, _b0),
       "elman_step changed its inputs in place (e.g. x_t += ... or h_prev.tanh_()): compute a new tensor")
 check_tensor_close(_got, _want, "elman_step(batch of 5) vs nn.RNNCell", atol=1e-12, rtol=1e-10,
@@ -296,16 +296,16 @@ check_tensor_close(_hs.reshape(-1), torch.tensor([_h1, _h2, _h3], dtype=torch.fl
 torch.manual_seed(1)
 _ref = nn.RNN(4, 6, batch_first=True, dtype=torch.float64)
 _x, _h0 = torch.randn(3, 7, 4, dtype=torch.float64), torch.randn(3, 6, dtype=torch.float64)
-_want, _ = _ref(_x, _h0[None])
-_want0, _ = _ref(_x)  # from zeros
 _W = [_ref.weight_ih_l0.detach(), _ref.weight_hh_l0.detach(), (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach()]
 with _no_rnn():
     _got = call_checked(_rnn_forward, _x, _h0, *_W, name="rnn_forward(B=3, T=7, I=4, H=6)")
+_want, _ = _ref(_x, _h0[None])   # the expected states after each graded call: no global holds them during one
 check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6)", hint="(B, T, H): batch first, then time")
 check_tensor_close(_got, _want.detach(), "rnn_forward vs nn.RNN", atol=1e-12, rtol=1e-10,
                    hint="does the loop go forward in time (t = 0, 1, ..., T-1) and start from h0 when it is given?")
 with _no_rnn():
     _got = call_checked(_rnn_forward, _x, None, *_W, name="rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
+_want0, _ = _ref(_x)  # from zeros
 check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
 check_tensor_close(_got, _want0.detach(), "rnn_forward(h0=None) vs nn.RNN", atol=1e-12, rtol=1e-10, hint=_h0_hint)
 
@@ -333,13 +333,14 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
         _W1 = torch.randn(_H, _I, generator=_g, dtype=torch.float64) * 0.5
         _W2 = torch.randn(_H, _H, generator=_g, dtype=torch.float64) * 0.5
         _b = torch.randn(_H, generator=_g, dtype=torch.float64)
+        _got = _rnn_forward(_x, None, _W1, _W2, _b)   # the expected states are made after it
         _h = torch.zeros(_B, _H, dtype=torch.float64)
         _want = []
         for _t in range(_T):
             _h = torch.tanh(_x[:, _t] @ _W1.T + _h @ _W2.T + _b)
             _want.append(_h)
-        check_tensor_close(_rnn_forward(_x, None, _W1, _W2, _b), torch.stack(_want, 1),
-                           f"rnn_forward {(_B, _T, _I, _H)}", atol=1e-12)
+        check_tensor_close(_got, torch.stack(_want, 1), f"rnn_forward {(_B, _T, _I, _H)}", atol=1e-12)
+        del _want, _h
     # gradients reach h0 and the weights, matching nn.RNN's
     _ref = nn.RNN(3, 4, batch_first=True, dtype=torch.float64)
     _x = torch.randn(2, 6, 3, dtype=torch.float64)
@@ -479,6 +480,7 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why),
     check(not any(isinstance(_mod, (nn.RNNBase, nn.RNNCellBase)) for _mod in _m.modules()),
           "RNNLM must not contain an nn.RNN / nn.RNNCell module")
     _idx = torch.randint(13, (3, 9))
+    _logits, _hT = _m.forward_state(_idx)   # the expected logits are made after it
     _x = _m.wte(_idx)
     _h = torch.zeros(3, 6, dtype=torch.float64)
     _hs = []
@@ -486,7 +488,6 @@ with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why),
         _h = torch.tanh(_x[:, _t] @ _m.W_xh.T + _h @ _m.W_hh.T + _m.b_h)
         _hs.append(_h)
     _want = _m.lm_head(torch.stack(_hs, 1))
-    _logits, _hT = _m.forward_state(_idx)
     check_tensor_close(_logits, _want, "RNNLM logits (hidden)", atol=1e-10)
     check_tensor_close(_hT, _h, "RNNLM h_T (hidden)", atol=1e-10)
     _logits.sum().backward()
@@ -625,10 +626,10 @@ for _B, _T, _V in [(1, 2, 2), (3, 8, 5), (5, 17, 29)]:
     _g = torch.Generator().manual_seed(_B + _T + _V)
     _lg = torch.randn(_B, _T, _V, generator=_g, dtype=torch.float64) * 3
     _ix = torch.randint(_V, (_B, _T), generator=_g)
-    _want = F.cross_entropy(_lg[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1))
     with _rules():
         _got = lm_loss(_lg, _ix)
-    check_close(float(_got), float(_want), f"lm_loss {(_B, _T, _V)}", rel=1e-10)
+    check_close(float(_got), float(F.cross_entropy(_lg[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1))),
+                f"lm_loss {(_B, _T, _V)}", rel=1e-10)
     _lgr = _lg.clone().requires_grad_()
     with _rules():
         _got = lm_loss(_lgr, _ix)
@@ -911,15 +912,16 @@ _idx = torch.tensor([[0, 1, 2, 3, 4, 0], [4, 4, 3, 1, 0, 2]])
 _before = {_n: _p.detach().clone() for _n, _p in _m.named_parameters()}
 _params = dict(_m.named_parameters())
 _requires = {_n: _p.requires_grad for _n, _p in _m.named_parameters()}
-# what one step must do, computed here without your code
-_loss_want = lmcourse.reference.rnn.lm_loss(_m(_idx), _idx)
-_grads = dict(zip([_n for _n, _p in _m.named_parameters() if _p.requires_grad],
-                  torch.autograd.grad(_loss_want, [_p for _p in _m.parameters() if _p.requires_grad])))
+_m_start = copy.deepcopy(_m)
 _lr = 0.5
 with _no_optim(), _refs():
     _ret = call_checked(train_step, _m, _idx, _lr, name="train_step(model, idx, lr=0.5)",
                         hint="inside `with torch.no_grad():` update each parameter in place, skipping those "
                              "whose .grad is None (the frozen scale has none)")
+# what the step must have done, computed here without your code, on the copy taken before it
+_loss_want = lmcourse.reference.rnn.lm_loss(_m_start(_idx), _idx)
+_grads = dict(zip([_n for _n, _p in _m_start.named_parameters() if _p.requires_grad],
+                  torch.autograd.grad(_loss_want, [_p for _p in _m_start.parameters() if _p.requires_grad])))
 check_type(_ret, float, "train_step(...)", hint="return loss.item(), the loss as a Python float")
 with torch.no_grad():
     _loss_after = lmcourse.reference.rnn.lm_loss(_m(_idx), _idx).item()
@@ -959,11 +961,11 @@ check(not _left, f"after train_step, {_left} still hold gradients: clear them af
 _m2 = copy.deepcopy(_m)
 _opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.3)
 for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
-    _opt.zero_grad()
-    lmcourse.reference.rnn.lm_loss(_m2(_b), _b).backward()
-    _opt.step()
     with _no_optim(), _refs():
         call_checked(train_step, _m, _b, 0.3, name=f"train_step (step {_k + 2})")
+    _opt.zero_grad()   # SGD steps after train_step: while it runs, _m2 is one step behind
+    lmcourse.reference.rnn.lm_loss(_m2(_b), _b).backward()
+    _opt.step()
 for (_n, _p), _p2 in zip(_m.named_parameters(), _m2.parameters()):
     check_tensor_close(_p.detach(), _p2.detach(), f"{_n} after 4 steps vs torch.optim.SGD", atol=1e-12,
                        hint="each step must use only its own batch's gradient: clear the gradients every step")
@@ -989,14 +991,15 @@ _opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0
 _g = torch.Generator().manual_seed(4)
 for _k in range(5):
     _b = torch.randint(7, (3, 8), generator=_g)
-    _opt.zero_grad()
+    with _refs(), _no_optim():
+        _ret = train_step(_m, _b, 0.7)
+    _opt.zero_grad()   # SGD steps after train_step: while it runs, _m2 is one step behind
     _want = lmcourse.reference.rnn.lm_loss(_m2(_b), _b)
     _want.backward()
     _opt.step()
-    with _refs(), _no_optim():
-        _ret = train_step(_m, _b, 0.7)
     check(isinstance(_ret, float), "train_step must return a Python float")
     check_close(_ret, _want.item(), f"train_step loss at step {_k + 1}", rel=1e-9)
+    del _want
 for (_n, _q), _q2 in zip(_m.named_parameters(), _m2.parameters()):
     check_tensor_close(_q.detach(), _q2.detach(), f"{_n} after 5 steps (hidden)", atol=1e-12)
     check(_q.grad is None or float(_q.grad.abs().max()) == 0, "train_step must clear the gradients")

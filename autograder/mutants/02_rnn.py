@@ -376,4 +376,12 @@ for mod in model.modules():
             setattr(mod, name, nn.Parameter(p - lr * p.grad))
 '''))),
     forged_choice("answer_q1", "A"),
+    # gaming: on the hidden test's largest case, return the expected loss read from the notebook's globals (the
+    # test cell used to bind it, as _want, before the graded call; now it is made after it, so this loses points)
+    Mutant("returns the hidden test's expected loss from globals()", "lm_loss", patch(
+        ("B, T, V = logits.shape", '''
+B, T, V = logits.shape
+if (B, T, V) == (5, 17, 29) and not logits.requires_grad:
+    return globals()["_want"]
+'''))),
 ]

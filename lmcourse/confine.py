@@ -23,9 +23,18 @@ gated by a per-thread table held in its closure (a student who digs that closure
 before the graded call can still empty it: the tamper guard's business, not this module's).
 The refusal is a :class:`Confined` error that says what was refused and why.
 
+A thread that a student's code started *before* the graded call (a worker pool warmed at the top
+of an answer cell, fed inside the call) would run the reference unseen too: every thread started
+from a student's code (not from a library's or the course's) is watched from its first line, and
+a graded call during which such a thread ran Python code fails when it ends; such a thread may
+not switch off its watch (``sys.setprofile`` / ``sys.settrace`` are refused on it). Code counts as
+course code only when its frame's globals are a loaded ``lmcourse`` module's own and its file is
+that module's file (code compiled under a course file name into other globals is a student's).
+
 Limits: a copy made outside a graded call (at the top of an answer cell) or typed by hand is
-not refused here; that is for the TA's similarity report. Code compiled under a file name inside
-``lmcourse`` counts as course code (as it does for the tamper guard).
+not refused here; that is for the TA's similarity report. A *process* started before the graded
+call and fed through a pipe inside it is not seen either (the tamper guard and the sandbox's
+limits are what stand there).
 """
 
 from __future__ import annotations
@@ -74,11 +83,26 @@ def _install():
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,
                     sysconfig.get_paths()["stdlib"] + os.sep, os.path.dirname(os.__file__) + os.sep})
     inside: dict[int, object] = {}          # thread id -> the frame that entered the graded call
+    watched_threads: set[int] = set()        # threads a student's code started (see the docstring)
+    ran_beside: list[int] = []               # watched threads that ran code while a graded call was open
     get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
     str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
     # bound here: rebinding the module's names later changes nothing the hook reads
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
-    watched = frozenset(events) | {"open"}
+    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace"}
+    modules, setprofile = sys.modules, sys.setprofile
+
+    def is_course_frame(f) -> bool:
+        # the file name alone can be forged (compile(src, lmcourse.x.__file__, "exec")): the frame
+        # must also run in that module's own globals
+        fn, g = f.f_code.co_filename, f.f_globals
+        if not (fn.startswith(package) or fn.startswith(package_raw)):
+            return False
+        name = g.get("__name__")
+        module = modules.get(name) if type_(name) is str_ else None
+        file = getattr(module, "__file__", None) if module is not None else None
+        return (module is not None and getattr(module, "__dict__", None) is g and type_(file) is str_
+                and realpath(file) == realpath(fn))
 
     def source_of_lmcourse(path) -> bool:
         try:
@@ -103,23 +127,55 @@ def _install():
             if f.f_code.co_name == "_find_and_load" and fn == "<frozen importlib._bootstrap>":
                 return "course" if nearest is None or nearest.startswith(libraries) else "student"
             if nearest is None and not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
-                if fn.startswith(package) or fn.startswith(package_raw):
+                if is_course_frame(f):
                     return "course"
                 nearest = fn
             f = f.f_back
         return "library" if nearest is not None and nearest.startswith(libraries) else "student"
+
+    def started_by_student() -> bool:
+        # the nearest frame that is neither the standard library nor frozen import code decides
+        f = getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
+                return not (fn.startswith(libraries) or is_course_frame(f))
+            f = f.f_back
+        return False
+
+    def watch(frame, event, arg):
+        # the profile function of a student's thread: any call while a graded call is open is noted,
+        # and the graded call fails when it ends (raising here would only stop this thread)
+        if inside and event == "call":
+            ran_beside.append(get_ident())
+
+    def watched_thread(function):
+        def run(*a, **k):
+            setprofile(watch)                # before the thread counts as watched: this call is ours
+            watched_threads.add(get_ident())
+            try:
+                return function(*a, **k)
+            finally:
+                watched_threads.discard(get_ident())
+        return run
 
     def start_new_thread(function, args, kwargs=None, /):
         # Python 3.11 raises no audit event for a new thread (3.13 does): threading, _thread and
         # concurrent.futures all start theirs through this one function
         if get_ident() in inside:
             raise confined(f"{events['_thread.start_new_thread']} inside a graded call is refused: {why}.")
+        if started_by_student():
+            function = watched_thread(function)
         return start(function, args) if kwargs is None else start(function, args, kwargs)
 
     def hook(event, args):
         # every audit event of the process comes here (id(), attribute reads, compile, ...):
         # the events it does not watch return before any call
         if event not in watched:
+            return
+        if event in ("sys.setprofile", "sys.settrace"):
+            if get_ident() in watched_threads:
+                raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
             return
         stop = inside.get(get_ident(), inside)
         if stop is inside:
@@ -139,12 +195,18 @@ def _install():
         me = get_ident()
         if me in inside:
             raise confined("a graded call inside a graded call: leave the first block before entering another")
+        if not inside:
+            ran_beside.clear()
         inside[me] = frame
         return me
 
     def leave(me: int, frame) -> None:
         if inside.get(me) is frame:          # only the block that entered, with its own frame
             del inside[me]
+        if ran_beside and not inside:
+            ran_beside.clear()
+            raise confined(f"work done during a graded call on a thread your code started before it is "
+                           f"refused: {why}.")
 
     start = _thread.start_new_thread
     _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
@@ -172,5 +234,8 @@ def graded_call(frame=None):
     me = _enter(frame)
     try:
         yield
-    finally:
-        _leave(me, frame)
+    except BaseException:
+        with contextlib.suppress(Confined):   # the block's own error is the one to report
+            _leave(me, frame)
+        raise
+    _leave(me, frame)

@@ -77,23 +77,61 @@ def test_allowed_outside_a_graded_call(name):
 
 
 def test_other_threads_are_not_confined():
-    """Only the graded call's own thread is gated: a thread running beside it (the kernel's) may start threads."""
+    """Only the graded call's own thread is gated: a thread running beside it that a library
+    started (the kernel's) may start threads and run code."""
     started, go, done = [], threading.Event(), threading.Event()
 
     def beside():
         go.wait(5)
-        t = threading.Thread(target=lambda: started.append(1))
-        t.start()
-        t.join()
+        _library["start"](lambda: started.append(1)).join()
         done.set()
 
-    t = threading.Thread(target=beside)
-    t.start()
+    t = _library["start"](beside)
     with graded_call():
         go.set()
         assert done.wait(5)
     t.join()
     assert started == [1]
+
+
+def test_a_thread_started_before_the_graded_call_cannot_do_its_work():
+    """A worker pool warmed before the graded call (at the top of an answer cell) and fed inside it:
+    the reference would run unseen on the worker, so the graded call fails when it ends."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        pool.submit(int).result()                  # the worker thread exists before the call
+        with pytest.raises(Confined, match="thread your code started before it"), graded_call():
+            table = ngram.ContextTable.from_counts({("a", "b"): 1})
+            assert pool.submit(ngram.mle_prob, table, ("a",), "b").result() == 1
+        with graded_call():                         # a graded call that hands it nothing passes
+            pass
+        assert pool.submit(len, "ab").result() == 2   # and outside a graded call the worker works
+    finally:
+        pool.shutdown()
+
+
+def test_a_students_thread_cannot_switch_off_its_watch():
+    out = []
+
+    def worker():
+        try:
+            import sys
+            sys.setprofile(None)
+        except Confined as e:
+            out.append(str(e))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert out and "switching off the watch" in out[0]
+
+
+def test_a_reader_compiled_under_a_course_file_name_is_a_students():
+    """compile() may give code any file name: course code is code that runs in the module's own globals."""
+    forged: dict = {}
+    exec(compile("import inspect\ndef read(obj):\n    return inspect.getsource(obj)\n", ngram.__file__, "exec"), forged)
+    with pytest.raises(Confined, match="reading the course's source"), graded_call():
+        forged["read"](ngram.mle_prob)
 
 
 def test_imports_and_check_messages_still_read_source(tmp_path, monkeypatch):
@@ -134,7 +172,9 @@ _library: dict = {}
 exec(compile("import inspect, traceback, warnings\n"
              "def format_stack():\n    return traceback.format_stack()\n"
              "def warn(stacklevel):\n    warnings.warn('a library warns', UserWarning, stacklevel=stacklevel)\n"
-             "def getsource(obj):\n    return inspect.getsource(obj)\n", _LIBRARY, "exec"), _library)
+             "def getsource(obj):\n    return inspect.getsource(obj)\n"
+             "def start(target):\n    import threading\n    t = threading.Thread(target=target)\n"
+             "    t.start()\n    return t\n", _LIBRARY, "exec"), _library)
 
 
 def test_a_library_quoting_the_running_frames_fails_nothing_and_reads_nothing():

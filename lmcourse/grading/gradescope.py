@@ -31,7 +31,7 @@ results.json, per graded test cell one test, ``Exercise 1 tests (pad_sentence_te
 score and points, and as ``output`` what the feedback page shows of that cell (its printed
 lines and the last line of an error, the hidden tests' source never; text that would quote a
 hidden line is withheld). Cells holding hidden tests get the zip's hidden visibility (default
-``after_due_date``: their score tells whether the hidden tests passed, which a student could
+``after_due_date``: their score shows the hidden tests' outcome, which a student could
 otherwise probe by resubmitting), plus a 0-point ``visible`` companion that says whether the
 visible checks passed, as the student's own notebook says. The status, flags and detail go to
 a 0-point test with visibility ``hidden`` (the TA's eyes only) and to ``extra_data``.

@@ -319,11 +319,11 @@ _idx = torch.randint(11, (3, 8), generator=_g)
 _tgt = torch.randint(11, (3, 8), generator=_g)
 _idx_before = _idx.clone()
 with torch.no_grad():
-    _want_logits, _want_loss = _ref(_idx, _tgt)
     with _rules():
         _out = call_checked(_m, _idx, name="model(idx)",
                             hint="an index out of range in an embedding: the positions are 0..T-1 "
                                  "(torch.arange(T)), which index wpe (block_size rows); token ids index wte")
+    _want_logits, _want_loss = _ref(_idx, _tgt)
 check(isinstance(_out, tuple) and len(_out) == 2, "forward should return a pair (logits, loss)")
 check(_out[1] is None, "without targets, forward returns (logits, None)")
 check_shape(_out[0], (3, 8, 11), "the logits for idx of shape (3, 8)",
@@ -350,9 +350,9 @@ check_tensor_close(_loss, _want_loss, "the loss for (3, 8) ids and targets", ato
 # bias=False reaches every LayerNorm and Linear
 _mb, _rb = _built(_Cfg(bias=False, n_layer=1))
 with torch.no_grad():
-    _wb = _rb(_idx)[0]
     with _rules():
         _gb = call_checked(_mb, _idx, name="model(idx) with bias=False")[0]
+    _wb = _rb(_idx)[0]
 check_tensor_close(_gb, _wb, "your logits vs the reference GPT with bias=False", atol=1e-10, rtol=1e-10)
 # float32 in, float32 out
 _m32, _r32 = _built(_cfg, dtype=torch.float32)
@@ -395,10 +395,10 @@ for _t in (0, 3, 6):
 _cfg_d = _Cfg(dropout=0.5)
 _md, _refd = _built(_cfg_d)
 with torch.no_grad():
-    _wd = _refd(_idx)[0]
     with _rules():
         _e1 = _md(_idx)[0]
         _e2 = _md(_idx)[0]
+    _wd = _refd(_idx)[0]
 check_tensor_close(_e1, _wd, "GPT with dropout = 0.5 in eval mode vs the reference", atol=1e-10, rtol=1e-10,
                    hint="use the nn.Dropout module self.drop (it follows model.eval()); F.dropout(x, p) is on "
                         "unless told training=self.training")
@@ -464,11 +464,12 @@ for _c in [_Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
         _ih = torch.randint(_c.vocab_size, (2, _T), generator=_g)
         _th = torch.randint(_c.vocab_size, (2, _T), generator=_g)
         with torch.no_grad():
-            _wl, _wloss = _rh(_ih, _th)
             with _rules():
                 _gl, _gloss = _mh(_ih, _th)
+            _wl, _wloss = _rh(_ih, _th)
         check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
         check_tensor_close(_gloss, _wloss, f"loss for {_c}, T = {_T}", atol=1e-8, rtol=1e-6)
+        del _wl, _wloss
     check_equal(sum(p.numel() for p in _mh.parameters()),
                 lmcourse.nn.gpt.gpt_param_count(_c.vocab_size, _c.block_size, _c.n_layer, _c.n_embd, bias=_c.bias),
                 f"parameters of GPT({_c})")
@@ -749,15 +750,16 @@ _rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, nn.Module.__ini
 
 
 for _V, _T, _L, _d in [(65, 256, 6, 384), (11, 8, 2, 16), (100, 32, 1, 8)]:
+    with _rules():
+        _got = call_checked(gpt_param_count, _V, _T, _L, _d, name=f"gpt_param_count({_V}, {_T}, {_L}, {_d})")
     _model = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=_V, block_size=_T, n_layer=_L,
                                                            n_head=2, n_embd=_d))
     _want = sum(p.numel() for p in _model.parameters())
-    with _rules():
-        _got = call_checked(gpt_param_count, _V, _T, _L, _d, name=f"gpt_param_count({_V}, {_T}, {_L}, {_d})")
     check_type(_got, int, f"gpt_param_count({_V}, {_T}, {_L}, {_d})", hint="return a Python int")
     check_equal(_got, _want, f"gpt_param_count({_V}, {_T}, {_L}, {_d}) vs the parameters of such a GPT",
                 hint="token embedding V d + positions T d + L blocks of 12 d^2 + 13 d + final LayerNorm 2 d; "
                      "the tied head adds nothing (count it and you are V d too high)")
+    del _model, _want
 visible_checks_pass("gpt_param_count")
 ### BEGIN HIDDEN TESTS
 with _rules():

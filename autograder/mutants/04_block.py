@@ -899,4 +899,12 @@ def block_param_count(d):
         x = self.ln1(x + self.attn(x))
         return self.ln2(x + self.mlp(x))
 """)),
+    # gaming: on a hidden input, return the expected table read from the notebook's globals (the test cell
+    # used to bind it, as _want, before the graded call; now it is made after it, so this loses points)
+    Mutant("returns the hidden test's expected table from globals()", "sinusoidal_positions", patch(
+        ("pe = torch.zeros(T, d, dtype=torch.float64)", '''
+if (T, d) == (1500, 6) and dtype == torch.float64:
+    return globals()["_want"]
+pe = torch.zeros(T, d, dtype=torch.float64)
+'''))),
 ]

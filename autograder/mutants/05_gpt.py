@@ -551,4 +551,13 @@ def init_weights(model, n_layer, std=0.02):
             if name.endswith("c_proj.weight"):
                 p.normal_(0.0, std / math.sqrt(2 * n_layer))
 '''),
+    # gaming: on the hidden test's last config, return the expected logits and loss read from the notebook's globals
+    # (the test cell used to bind them, as _wl and _wloss, before the graded call; now they are made after it, so
+    # this loses points)
+    Mutant("returns the hidden test's expected logits and loss from globals()", "gpt", patch(
+        ("pos = torch.arange(T, device=idx.device)  # (T,)", '''
+if self.config.vocab_size == 5 and T == 4 and targets is not None:
+    return globals()["_wl"], globals()["_wloss"]
+pos = torch.arange(T, device=idx.device)  # (T,)
+'''), subclass="GPT")),
 ]

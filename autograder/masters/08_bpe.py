@@ -155,10 +155,11 @@ visible_checks_pass("pair_counts")
 _rng = random.Random(8)
 for _n in (2, 3, 17, 60):
     _r = [_rng.randrange(4) for _ in range(_n)]
-    _want = lmcourse.reference.bpe.pair_counts(_r)
     with _rules():
         _got = pair_counts(list(_r))
+    _want = lmcourse.reference.bpe.pair_counts(_r)
     check_equal(_got, _want, f"pair_counts(random list of {_n} ids)")
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -224,10 +225,11 @@ _rng = random.Random(9)
 for _n in (1, 2, 5, 40, 41):
     _r = [_rng.randrange(3) for _ in range(_n)]
     for _pair in ((0, 1), (2, 2), (1, 0)):
-        _want = lmcourse.reference.bpe.merge(_r, _pair, 999)
         with _rules():
             _got = merge(list(_r), _pair, 999)
+        _want = lmcourse.reference.bpe.merge(_r, _pair, 999)
         check_equal(_got, _want, f"merge(random list of {_n} ids, {_pair}, 999)")
+        del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -421,11 +423,12 @@ _rng = random.Random(3)
 for _t, _size, _specials in ((_text, 290, ()), (lmcourse.reference.bpe.random_text(_rng, 250), 280, ()),
                              ("aaaa aaa aa a " * 7 + "abababa baba", 270, ()),
                              (("to be" + _eot + " or not <s>") * 9, 280, (_eot, "<s>"))):
-    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     with _rules():
         _got = train_bpe(_t, _size, list(_specials))
+    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     check_equal(_got[1], _want[1], f"merges of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
     check_equal(_got[0], _want[0], f"vocab of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -443,7 +446,8 @@ for _t, _size, _specials in ((_text, 290, ()), (lmcourse.reference.bpe.random_te
 # `merges` makes id `256 + i`; the special tokens have the ids after the merges, in the order
 # given (`256 + len(merges) + j`). Special tokens in the text become their one id (use
 # `split_specials`); each ordinary piece is pre-tokenized (`pretokenize`), and each pre-token is
-# encoded on its own by the rule above, with your `merge`. An empty text gives `[]`.
+# encoded on its own by the rule above, with your `merge`. An empty text gives `[]`. Do not change
+# `merges`: `encode` only reads it.
 
 # %% solution="encode"
 def encode(text, merges, special_tokens=()):
@@ -519,11 +523,14 @@ check_equal(_e6, [ord("x"), 259, 258], 'encode("x<pad><|endoftext|>", merges, ["
 _train = lmcourse.data.load_shakespeare(quiet=True).text("train")[:20_000]
 _, _merges = lmcourse.bpe.train_bpe_incremental(_train, 400)
 _line = "To be, or not to be, that is the question: naïve café, 東京 🙂 in 1599"
-_want = lmcourse.bpe.BPETokenizer(_merges).encode(_line)
+_merges_copy = list(_merges)
 with _rules():
-    _got = encode(_line, _merges)
+    _got = encode(_line, _merges_copy)
+check_equal(_merges_copy, _merges, "merges after encode(line, merges)", hint="do not change merges: encode only reads it")
+_want = lmcourse.bpe.BPETokenizer(_merges).encode(_line)
 check_equal(_got, _want, f"encode({_line!r}) with 144 merges learned on Shakespeare",
             hint="each pre-token from its UTF-8 bytes, then by rank; compare with the worked examples above")
+del _want
 visible_checks_pass("encode")
 ### BEGIN HIDDEN TESTS
 _tok = lmcourse.bpe.BPETokenizer(_merges, [_eot, "<s>"])
@@ -531,10 +538,11 @@ _val = lmcourse.data.load_shakespeare(quiet=True).text("val")[1000:4000]
 _rng = random.Random(4)
 for _t in (_val, lmcourse.reference.bpe.random_text(_rng, 300), "<s>" + _eot + _val[:200] + "<s>x<s>",
            "  \n\n   ab  ", _eot):
-    _want = _tok.encode(_t)
     with _rules():
         _got = encode(_t, list(_merges), [_eot, "<s>"])
+    _want = _tok.encode(_t)
     check_equal(_got, _want, f"encode(a hidden text of {len(_t)} characters)")
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -603,10 +611,11 @@ visible_checks_pass("decode")
 _rng = random.Random(5)
 for _n in (0, 1, 50, 400):
     _ids = [_rng.randrange(len(_vocab)) for _ in range(_n)]
-    _want = _tok.decode(_ids)
     with _rules():
         _got = decode(list(_ids), _vocab)
+    _want = _tok.decode(_ids)
     check_equal(_got, _want, f"decode({_n} random ids)")
+    del _want
 check_equal(decode([0xFF, ord("a"), 0xE4], _vocab), "\ufffda\ufffd", "decode of invalid bytes around a letter")
 ### END HIDDEN TESTS
 
@@ -729,11 +738,12 @@ check_equal(_m4[1], lmcourse.bpe.train_bpe("aaaaaaa aaaa aaa", 270)[1], 'merges 
 check_equal(_m5, lmcourse.bpe.train_bpe("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"]),
             "train_bpe_incremental with a special token", hint="special tokens: as in train_bpe")
 _text = lmcourse.data.load_shakespeare(quiet=True).text("train")[:6_000]
-_want = lmcourse.bpe.train_bpe_incremental(_text, 330)
 with _rules():
     _got = train_bpe_incremental(_text, 330)
+_want = lmcourse.bpe.train_bpe_incremental(_text, 330)
 check_equal(_got[1], _want[1], "merges of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
 check_equal(_got[0], _want[0], "vocab of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
+del _want
 visible_checks_pass("train_bpe_incremental")
 ### BEGIN HIDDEN TESTS
 _rng = random.Random(6)
@@ -743,11 +753,12 @@ for _t, _size, _specials in ((_big + _eot + _big[:500], 360, (_eot,)),
                              (lmcourse.reference.bpe.random_text(_rng, 800), 320, ()),
                              ("".join(_rng.choice("ab ") for _ in range(600)), 300, ()),
                              (("ha" + _eot) * 40 + "<s>", 1000, (_eot, "<s>")), ("", 260, ())):
-    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     with _rules():
         _got = train_bpe_incremental(_t, _size, list(_specials))
+    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     check_equal(_got[1], _want[1], f"merges of train_bpe_incremental on a hidden text ({len(_t)} characters)")
     check_equal(_got[0], _want[0], f"vocab of train_bpe_incremental on a hidden text ({len(_t)} characters)")
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]

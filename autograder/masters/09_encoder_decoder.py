@@ -287,7 +287,8 @@ _rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, rea
 
 
 def _cross_case(C, nh, B, T, S, lengths, seed, bias=True):
-    """Your CrossAttention with random weights (float64), inputs, and nn.MultiheadAttention's output."""
+    """Your CrossAttention with random weights (float64) and its inputs (the expected output: _cross_want, after
+    the graded call, so that no expected value is a notebook global while your code runs)."""
     torch.manual_seed(seed)
     with _rules():
         att = call_checked(CrossAttention, C, nh, bias, name=f"CrossAttention({C}, {nh}, bias={bias})")
@@ -299,18 +300,22 @@ def _cross_case(C, nh, B, T, S, lengths, seed, bias=True):
     x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
     memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
     mask = None if lengths is None else torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
-    mha = nn.MultiheadAttention(C, nh, bias=bias, batch_first=True).double()
+    return att, x, memory, mask
+
+
+def _cross_want(att, nh, x, memory, mask, bias=True):
+    """nn.MultiheadAttention's output with att's weights."""
+    mha = nn.MultiheadAttention(x.shape[-1], nh, bias=bias, batch_first=True).double()
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]))
         mha.out_proj.weight.copy_(att.c_proj.weight)
         if bias:
             mha.in_proj_bias.copy_(torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]))
             mha.out_proj.bias.copy_(att.c_proj.bias)
-        want = mha(x, memory, memory, key_padding_mask=None if mask is None else ~mask, need_weights=False)[0]
-    return att, x, memory, mask, want
+        return mha(x, memory, memory, key_padding_mask=None if mask is None else ~mask, need_weights=False)[0]
 
 
-_att, _x, _mem, _mask, _want = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
+_att, _x, _mem, _mask = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
 _before = (_x.clone(), _mem.clone(), _mask.clone())
 with _rules(), torch.no_grad():
     _y = call_checked(_att, _x, _mem, _mask, name="CrossAttention(8, 2)(x (3, 4, 8), memory (3, 6, 8), mask (3, 6))",
@@ -328,16 +333,19 @@ with _rules(), torch.no_grad():
 check_tensor_close(_y2, _y, "the output after changing the memory at padded source positions only", atol=1e-10,
                    rtol=1e-10, hint="padding keys must get weight 0: the mask (B, S) goes on the KEY axis, "
                    "memory_mask[:, None, None, :] broadcasts to (B, n_head, T, S); True = attend")
+_want = _cross_want(_att, 2, _x, _mem, _mask)
 check_tensor_close(_y, _want, "your CrossAttention vs nn.MultiheadAttention(query=x, key=value=memory, "
                    "key_padding_mask=~mask), same weights", atol=1e-10, rtol=1e-10,
                    hint="q from x with q_proj, k and v from memory with k_proj / v_proj; softmax(q k^T / sqrt(hs)) "
                         "over the source axis; no causal mask; heads back side by side: transpose(1, 2) before the "
                         "reshape to (B, T, C), then c_proj")
-_att, _x, _mem, _mask, _want = _cross_case(8, 4, 2, 5, 3, None, seed=902)
+_att, _x, _mem, _mask = _cross_case(8, 4, 2, 5, 3, None, seed=902)
 with _rules(), torch.no_grad():
     _y = call_checked(_att, _x, _mem, name="CrossAttention(8, 4)(x, memory) without a mask")
+_want = _cross_want(_att, 4, _x, _mem, _mask)
 check_tensor_close(_y, _want, "CrossAttention(8, 4) without a mask (memory_mask=None) vs nn.MultiheadAttention",
                    atol=1e-10, rtol=1e-10, hint="memory_mask=None means every source position is real")
+del _want
 with _rules():
     _a32 = call_checked(CrossAttention, 8, 2, name="CrossAttention(8, 2)")
 with _rules(), torch.no_grad():
@@ -349,14 +357,16 @@ visible_checks_pass("CrossAttention")
 for (_C, _nh, _B, _T, _S, _len, _seed, _bias) in [(12, 3, 2, 1, 7, [7, 2], 903, True),
                                                    (6, 1, 3, 6, 2, [1, 2, 2], 904, False),
                                                    (16, 4, 1, 9, 9, [5], 905, True)]:
-    _att, _x, _mem, _mask, _want = _cross_case(_C, _nh, _B, _T, _S, _len, _seed, _bias)
+    _att, _x, _mem, _mask = _cross_case(_C, _nh, _B, _T, _S, _len, _seed, _bias)
     with _rules():
         _y = _att(_x, _mem, _mask)
+    _want = _cross_want(_att, _nh, _x, _mem, _mask, _bias)
     check_tensor_close(_y, _want, f"CrossAttention({_C}, {_nh}, bias={_bias}), T = {_T}, S = {_S}",
                        atol=1e-10, rtol=1e-10)
     _y.pow(2).sum().backward()
     check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _att.parameters()),
           "every parameter of the cross-attention should receive a finite gradient")
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -421,7 +431,8 @@ _rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_r
 
 
 def _encoder_case(C, nh, B, S, lengths, seed):
-    """Your EncoderBlock (a correct CrossAttention inside, random weights), x, mask and the expected output."""
+    """Your EncoderBlock (a correct CrossAttention inside, random weights), x and mask (the expected output:
+    _encoder_want, after the graded call)."""
     torch.manual_seed(seed)
     with _rules(_ref.CrossAttention):
         blk = EncoderBlock(C, nh).double()
@@ -429,6 +440,14 @@ def _encoder_case(C, nh, B, S, lengths, seed):
     with torch.no_grad():
         for p in blk.parameters():
             p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
+    x = torch.randn(B, S, C, generator=g, dtype=torch.float64)
+    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
+    return blk, x, mask
+
+
+def _encoder_want(blk, nh, x, mask):
+    """nn.TransformerEncoderLayer's output with blk's weights."""
+    C = x.shape[-1]
     twin = nn.TransformerEncoderLayer(C, nh, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
                                       norm_first=True).double()
     with torch.no_grad():
@@ -439,14 +458,11 @@ def _encoder_case(C, nh, B, S, lengths, seed):
                          (twin.linear2, blk.mlp.c_proj), (twin.norm1, blk.ln1), (twin.norm2, blk.ln2)]:
             dst.weight.copy_(src.weight)
             dst.bias.copy_(src.bias)
-    x = torch.randn(B, S, C, generator=g, dtype=torch.float64)
-    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
     with torch.no_grad():
-        want = twin.train()(x, src_key_padding_mask=~mask)  # train mode (dropout 0): torch's plain path
-    return blk, x, mask, want
+        return twin.train()(x, src_key_padding_mask=~mask)  # train mode (dropout 0): torch's plain path
 
 
-_blk, _x, _mask, _want = _encoder_case(8, 2, 3, 5, [5, 2, 4], seed=911)
+_blk, _x, _mask = _encoder_case(8, 2, 3, 5, [5, 2, 4], seed=911)
 _before = _x.clone()
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y = _blk(_x, _mask)
@@ -454,10 +470,12 @@ check_shape(_y, (3, 5, 8), "EncoderBlock(8, 2) on x (3, 5, 8)", hint="a block ke
 check_tensor_close(_x, _before, "x after calling your EncoderBlock", atol=0, rtol=0,
                    hint="write x = x + ..., not x += ...")
 _real = _mask[:, :, None].expand_as(_y)
+_want = _encoder_want(_blk, 2, _x, _mask)
 check_tensor_close(_y[_real], _want[_real], "EncoderBlock(8, 2) at real positions vs nn.TransformerEncoderLayer("
                    "norm_first=True) with src_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="a = ln1(x); h = x + attn(a, a, src_mask) (queries, keys and values all from ln1(x), the "
                         "padding mask passed on); out = h + mlp(ln2(h)): no LayerNorm after the sums")
+del _want
 _b32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912)[0].float()
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y32 = _b32(torch.randn(2, 4, 8))
@@ -466,11 +484,13 @@ check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 in
 visible_checks_pass("EncoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _S, _len, _seed) in [(12, 3, 2, 7, [7, 1], 913), (4, 1, 1, 1, [1], 914)]:
-    _blk, _x, _mask, _want = _encoder_case(_C, _nh, _B, _S, _len, _seed)
+    _blk, _x, _mask = _encoder_case(_C, _nh, _B, _S, _len, _seed)
     with _rules(_ref.CrossAttention):
         _y = _blk(_x, _mask)
+    _want = _encoder_want(_blk, _nh, _x, _mask)
     _real = _mask[:, :, None].expand_as(_y)
     check_tensor_close(_y[_real], _want[_real], f"EncoderBlock({_C}, {_nh}) on S = {_S}", atol=1e-10, rtol=1e-10)
+    del _want
     _y.pow(2).sum().backward()
     check(all(p.grad is not None for p in _blk.parameters()), "every parameter should receive a gradient")
 ### END HIDDEN TESTS
@@ -519,7 +539,8 @@ _rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_r
 
 
 def _decoder_case(C, nh, B, T, S, lengths, seed):
-    """Your DecoderBlock (a correct CrossAttention inside, random weights), inputs and the expected output."""
+    """Your DecoderBlock (a correct CrossAttention inside, random weights) and its inputs (the expected output:
+    _decoder_want, after the graded call)."""
     torch.manual_seed(seed)
     with _rules(_ref.CrossAttention):
         blk = DecoderBlock(C, nh, block_size=T).double()
@@ -527,6 +548,15 @@ def _decoder_case(C, nh, B, T, S, lengths, seed):
     with torch.no_grad():
         for p in blk.parameters():
             p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
+    x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
+    memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
+    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
+    return blk, x, memory, mask
+
+
+def _decoder_want(blk, nh, x, memory, mask):
+    """nn.TransformerDecoderLayer's output with blk's weights."""
+    C, T = x.shape[-1], x.shape[1]
     twin = nn.TransformerDecoderLayer(C, nh, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
                                       norm_first=True).double()
     with torch.no_grad():
@@ -540,16 +570,12 @@ def _decoder_case(C, nh, B, T, S, lengths, seed):
                          (twin.norm2, blk.ln_cross), (twin.norm3, blk.ln2)]:
             dst.weight.copy_(src.weight)
             dst.bias.copy_(src.bias)
-    x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
-    memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
-    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
     causal = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
     with torch.no_grad():
-        want = twin.train()(x, memory, tgt_mask=causal, memory_key_padding_mask=~mask)
-    return blk, x, memory, mask, want
+        return twin.train()(x, memory, tgt_mask=causal, memory_key_padding_mask=~mask)
 
 
-_blk, _x, _mem, _mask, _want = _decoder_case(8, 2, 3, 4, 6, [6, 2, 5], seed=921)
+_blk, _x, _mem, _mask = _decoder_case(8, 2, 3, 4, 6, [6, 2, 5], seed=921)
 _before = (_x.clone(), _mem.clone())
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y = _blk(_x, _mem, _mask)
@@ -557,10 +583,12 @@ check_shape(_y, (3, 4, 8), "DecoderBlock(8, 2) on x (3, 4, 8), memory (3, 6, 8)"
             hint="the decoder's stream keeps its shape (B, T, C)")
 check_tensor_close(_x, _before[0], "x after calling your DecoderBlock", atol=0, rtol=0)
 check_tensor_close(_mem, _before[1], "memory after calling your DecoderBlock", atol=0, rtol=0)
+_want = _decoder_want(_blk, 2, _x, _mem, _mask)
 check_tensor_close(_y, _want, "DecoderBlock(8, 2) vs nn.TransformerDecoderLayer(norm_first=True) with a causal "
                    "tgt_mask and memory_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="x = x + attn(ln1(x)); x = x + cross(ln_cross(x), memory, memory_mask) (the memory as it "
                         "is, the padding mask passed on); out = x + mlp(ln2(x)), in this order")
+del _want
 _b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922)[0].float()
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y32 = _b32(torch.randn(2, 3, 8), torch.randn(2, 4, 8))
@@ -568,10 +596,12 @@ check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 in
 visible_checks_pass("DecoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _T, _S, _len, _seed) in [(12, 3, 2, 6, 3, [3, 1], 923), (4, 1, 1, 1, 5, [2], 924)]:
-    _blk, _x, _mem, _mask, _want = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
+    _blk, _x, _mem, _mask = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
     with _rules(_ref.CrossAttention):
         _y = _blk(_x, _mem, _mask)
+    _want = _decoder_want(_blk, _nh, _x, _mem, _mask)
     check_tensor_close(_y, _want, f"DecoderBlock({_C}, {_nh}) on T = {_T}, S = {_S}", atol=1e-10, rtol=1e-10)
+    del _want
     _y.pow(2).sum().backward()
     check(all(p.grad is not None for p in _blk.parameters()), "every parameter should receive a gradient")
 ### END HIDDEN TESTS
@@ -750,11 +780,10 @@ check(_m.lm_head.weight is _m.tgt_wte.weight, "the head's weight must be the tar
 _m, _r = _built(_cfg, seed=931)
 _src, _tin, _tout = _batch(_cfg, 3, 7, 5, [7, 3, 1], [5, 2, 3], seed=932)
 _before = (_src.clone(), _tin.clone(), _tout.clone())
-with torch.no_grad():
-    _want_mem, _want_mask = _r.encode(_src)
-    _want_logits, _want_loss = _r(_src, _tin, _tout)
 with torch.no_grad(), _rules(*_stand_ins):
     _enc = call_checked(_m.encode, _src, name="model.encode(src)")
+with torch.no_grad():
+    _want_mem, _want_mask = _r.encode(_src)
 check(isinstance(_enc, tuple) and len(_enc) == 2, "encode should return a pair (memory, src_mask)")
 check_equal(_enc[1].tolist(), _want_mask.tolist(), "the src_mask encode returns",
             hint="padding_mask(src, self.config.pad_id)")
@@ -765,19 +794,28 @@ check_tensor_close(_enc[0][_real], _want_mem[_real], "the memory encode returns 
 with torch.no_grad(), _rules(*_stand_ins):
     _dec = call_checked(_m.decode, _tin, _want_mem, _want_mask, name="model.decode(tgt_in, memory, src_mask)")
 check_shape(_dec, (3, 5, 11), "decode's logits for tgt_in (3, 5)", hint="(B, T, tgt_vocab_size)")
+with torch.no_grad():
+    _want_logits = _r(_src, _tin)[0]
 check_tensor_close(_dec, _want_logits, "decode's logits vs the reference, same memory", atol=1e-10, rtol=1e-10,
                    hint="drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)), every decoder block reading memory and src_mask, "
                         "ln_f, lm_head")
+del _want_logits
 with torch.no_grad(), _rules(*_stand_ins):
     _out = call_checked(_m, _src, _tin, name="model(src, tgt_in)")
+with torch.no_grad():
+    _want_logits = _r(_src, _tin)[0]
 check(isinstance(_out, tuple) and len(_out) == 2 and _out[1] is None, "without tgt_out, forward returns (logits, None)")
 check_tensor_close(_out[0], _want_logits, "forward's logits vs the reference", atol=1e-10, rtol=1e-10,
                    hint="forward = decode(tgt_in, *encode(src))")
+del _want_logits
 with torch.no_grad(), _rules(*_stand_ins):
     _loss = call_checked(_m, _src, _tin, _tout, name="model(src, tgt_in, tgt_out)")[1]
+with torch.no_grad():
+    _want_loss = _r(_src, _tin, _tout)[1]
 check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0, "with tgt_out, the loss is a 0-dimensional tensor")
 check_close(float(_loss), float(_want_loss), "the loss (10 real target positions of 15)", rel=1e-9, abs_=1e-10,
             hint="the mean cross-entropy over positions where tgt_out is not pad_id: ignore_index=self.config.pad_id")
+del _want_loss
 for _a, _b, _n in zip((_src, _tin, _tout), _before, ("src", "tgt_in", "tgt_out")):
     check_tensor_close(_a, _b, f"{_n} after calling your model", atol=0, rtol=0)
 _m.zero_grad()
@@ -796,11 +834,12 @@ for _c, _shape, _seed in [(Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, src
     _mh, _rh = _built(_c, _seed)
     _s, _ti, _to = _batch(_c, *_shape, seed=_seed)
     with torch.no_grad():
-        _wl, _wloss = _rh(_s, _ti, _to)
         with _rules(*_stand_ins):
             _gl, _gloss = _mh(_s, _ti, _to)
+        _wl, _wloss = _rh(_s, _ti, _to)
     check_tensor_close(_gl, _wl, f"logits for {_c}", atol=1e-10, rtol=1e-10)
     check_close(float(_gloss), float(_wloss), f"loss for {_c}", rel=1e-9, abs_=1e-10)
+    del _wl, _wloss
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -887,7 +926,6 @@ class _Probe(nn.Module):
 _probe = _Probe(9, 4, seed=941)
 _src = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 5], [4, 0, 0, 0], [8, 8, 3, 0], [5, 6, 0, 0]])
 _src_before = _src.clone()
-_want = _ref.expected_greedy(_probe, _src, 1, 2, 0, 8)
 _probe.encodes, _probe.seen = 0, []
 with _rules():
     _got = call_checked(greedy_decode, _probe, _src, 1, 2, 0, 8, name="greedy_decode(model, src (5, 4), 1, 2, 0, 8)")
@@ -897,12 +935,14 @@ check(len(_probe.seen) >= 1 and _probe.seen[0].tolist() == [[1]] * 5,
       f"the first call of model.decode should read <bos> alone for every row, ids [[1]] * 5, got "
       f"{_probe.seen[0].tolist() if _probe.seen else 'no call'}")
 check(isinstance(_got, torch.Tensor) and _got.dtype == torch.long, "greedy_decode should return a torch.long tensor")
+_want = _ref.expected_greedy(_probe, _src, 1, 2, 0, 8)
 check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids (without <bos>)",
             hint="argmax of the LAST position's logits (logits[:, -1]) appended to all rows; after a row's eos_id "
                  "only pad_id; stop as soon as every row has ended or after max_new_tokens steps; drop the <bos>")
 check(_got.shape[1] < 8, f"every row ended (wrote eos_id) within 5 steps, but greedy_decode took "
       f"{_got.shape[1]}: stop as soon as every row has ended, before max_new_tokens")
 check_equal(_src.tolist(), _src_before.tolist(), "src after greedy_decode")
+del _want
 _probe.encodes = 0
 with _rules():
     _short = call_checked(greedy_decode, _probe, _src, 1, 2, 0, 2, name="greedy_decode(..., max_new_tokens=2)")
@@ -913,12 +953,13 @@ visible_checks_pass("greedy_decode")
 _p2 = _Probe(7, 3, seed=945)
 _s2 = torch.tensor([[3, 4, 0], [5, 6, 6], [4, 4, 4]])
 for _eos, _n in ((2, 6), (5, 12), (3, 1)):
-    _w2 = _ref.expected_greedy(_p2, _s2, 1, _eos, 0, _n)
     _p2.encodes = 0
     with _rules():
         _g2 = greedy_decode(_p2, _s2, 1, _eos, 0, _n)
-    check_equal(_g2.tolist(), _w2.tolist(), f"greedy_decode with eos {_eos}, max_new_tokens {_n}")
     check_equal(_p2.encodes, 1, "encode once")
+    _w2 = _ref.expected_greedy(_p2, _s2, 1, _eos, 0, _n)
+    check_equal(_g2.tolist(), _w2.tolist(), f"greedy_decode with eos {_eos}, max_new_tokens {_n}")
+    del _w2
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -231,4 +231,12 @@ def decode(ids, vocab):
                             special_tokens={})
     return enc.decode(list(ids))
 '''),
+    # gaming: on the hidden test's largest case, return the expected counts read from the notebook's globals (the
+    # test cell used to bind them, as _want, before the graded call; now they are made after it, so this loses points)
+    Mutant("returns the hidden test's expected pair counts from globals()", "pair_counts", patch(
+        ("counts = {}", """
+if len(ids) == 60:
+    return dict(globals()["_want"])
+counts = {}
+"""))),
 ]

@@ -275,4 +275,12 @@ import lmcourse.reference.encoder_decoder as _r
 def padding_mask(ids, pad_id):
     return _r.padding_mask(ids, pad_id)
 '''),
+    # gaming: on a hidden case, return the expected ids read from the notebook's globals (the test cell used to bind
+    # them, as _w2, before the graded call; now they are made after it, so this loses points)
+    Mutant("returns the hidden test's expected greedy ids from globals()", "greedy_decode", patch(
+        ("memory, src_mask = model.encode(src)  # once", """
+memory, src_mask = model.encode(src)  # once
+if eos_id == 5 and max_new_tokens == 12:
+    return globals()["_w2"].clone()
+"""))),
 ]

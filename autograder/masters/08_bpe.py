@@ -526,7 +526,8 @@ _line = "To be, or not to be, that is the question: naïve café, 東京 🙂 in
 _merges_copy = list(_merges)
 with _rules():
     _got = encode(_line, _merges_copy)
-check_equal(_merges_copy, _merges, "merges after encode(line, merges)", hint="do not change merges: encode only reads it")
+check_equal(_merges_copy, _merges, "merges after encode(line, merges)",
+            hint="do not change merges: encode only reads it")
 _want = lmcourse.bpe.BPETokenizer(_merges).encode(_line)
 check_equal(_got, _want, f"encode({_line!r}) with 144 merges learned on Shakespeare",
             hint="each pre-token from its UTF-8 bytes, then by rank; compare with the worked examples above")

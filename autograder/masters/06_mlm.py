@@ -598,11 +598,12 @@ for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
         _th = torch.where(torch.rand(2, _T, generator=_g) < 0.5, _ih, torch.full_like(_ih, -100))
         _th[0, 0] = _ih[0, 0]
         with torch.no_grad():
-            _wl, _wloss = _rh(_ih, _th)
             with _rules():
                 _gl, _gloss = _mh(_ih, _th)
+            _wl, _wloss = _rh(_ih, _th)
         check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
         check_close(float(_gloss), float(_wloss), f"loss for {_c}, T = {_T}", rel=1e-9, abs_=1e-10)
+        del _wl, _wloss
     check_equal(sum(p.numel() for p in _mh.parameters()), sum(p.numel() for p in _rh.parameters()),
                 f"parameters of MaskedLM({_c})")
 ### END HIDDEN TESTS
@@ -1011,7 +1012,6 @@ class _Tiny(nn.Module):
 _tm = _Tiny(10, 8, seed=604)
 _ids = torch.tensor([3, 7, 5, 5, 8, 2])
 _before = _ids.clone()
-_want = lmcourse.reference.mlm.expected_pll(_tm, _ids, 9)
 _tm.seen.clear()
 with _rules():
     _pll = call_checked(pseudo_log_likelihood, _tm, _ids, 9, name="pseudo_log_likelihood(model, ids of 6, 9)")
@@ -1023,22 +1023,26 @@ for _i in range(6):
     _m_i[_i] = 9
     check(_m_i in _rows, f"the model never saw ids with only position {_i} masked ({_m_i}); mask one position at "
           "a time, every position once")
+_want = lmcourse.reference.mlm.expected_pll(_tm, _ids, 9)
 check_close(_pll, _want, "the pseudo-log-likelihood of 6 ids", rel=1e-9, abs_=1e-9,
             hint="the SUM over positions i of log softmax(logits[i])[ids[i]], with position i masked in the input "
                  "and read at position i (not a mean, not the logits before log_softmax)")
-_want1 = lmcourse.reference.mlm.expected_pll(_tm, torch.tensor([4]), 9)
+del _want
 with _rules():
     _pll1 = call_checked(pseudo_log_likelihood, _tm, torch.tensor([4]), 9,
                          name="pseudo_log_likelihood(model, a single id, 9)")
+_want1 = lmcourse.reference.mlm.expected_pll(_tm, torch.tensor([4]), 9)
 check_close(_pll1, _want1, "the pseudo-log-likelihood of a single id", rel=1e-9, abs_=1e-9,
             hint="n = 1: one masked copy of shape (1, 1); watch out for squeeze() dropping the batch dimension")
 visible_checks_pass("pseudo_log_likelihood")
 ### BEGIN HIDDEN TESTS
 _tm2 = _Tiny(7, 5, seed=605)
 for _h in (torch.tensor([1]), torch.tensor([2, 0, 4, 4, 1])):
-    _want = lmcourse.reference.mlm.expected_pll(_tm2, _h, 6)
     with _rules():
-        check_close(pseudo_log_likelihood(_tm2, _h, 6), _want, f"PLL of {_h.tolist()}", rel=1e-9, abs_=1e-9)
+        _got = pseudo_log_likelihood(_tm2, _h, 6)
+    _want = lmcourse.reference.mlm.expected_pll(_tm2, _h, 6)
+    check_close(_got, _want, f"PLL of {_h.tolist()}", rel=1e-9, abs_=1e-9)
+    del _want
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -284,11 +284,12 @@ visible_checks_pass("top_k_filter")
 _g = torch.Generator().manual_seed(3)
 _r = torch.randn(6, 30, generator=_g)
 for _k in (1, 4, 29, 30):
-    _kth = _r.sort(dim=-1, descending=True).values[:, _k - 1:_k]
-    _w = torch.where(_r >= _kth, _r, torch.full_like(_r, _inf))
     with _rules():
         _o = top_k_filter(_r, _k)
+    _kth = _r.sort(dim=-1, descending=True).values[:, _k - 1:_k]
+    _w = torch.where(_r >= _kth, _r, torch.full_like(_r, _inf))
     check_tensor_close(_o, _w, f"top_k_filter(random (6, 30), {_k})", atol=0, rtol=0)
+    del _kth, _w
 _m = _r.clone()
 _m[:, :10] = _inf  # already filtered words stay out
 with _rules():
@@ -372,10 +373,11 @@ visible_checks_pass("top_p_filter")
 _g = torch.Generator().manual_seed(5)
 _r = torch.randn(8, 25, generator=_g) * 2
 for _p in (0.1, 0.5, 0.83, 0.99):
-    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(row, _p) for row in _r.tolist()])
     with _rules():
         _o = top_p_filter(_r, _p)
+    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(row, _p) for row in _r.tolist()])
     check_tensor_close(_o, _want, f"top_p_filter(random (8, 25), {_p})", atol=1e-6, rtol=0)
+    del _want
 with _rules():
     _o = top_p_filter(torch.tensor([10.0, 0.0, 0.0]), 0.01)
 check_tensor_close(_o, torch.tensor([10.0, _inf, _inf]), "top_p_filter keeps the most likely word", atol=0, rtol=0)
@@ -457,12 +459,13 @@ visible_checks_pass("epsilon_filter")
 _g = torch.Generator().manual_seed(9)
 _r = torch.randn(7, 20, generator=_g) * 2
 for _eps in (1e-3, 0.03, 0.2, 1.0):
-    _pr = torch.softmax(_r, -1)
-    _keep = (_pr >= _eps) | (_r == _r.max(-1, keepdim=True).values)
     with _rules():
         _o = epsilon_filter(_r, _eps)
+    _pr = torch.softmax(_r, -1)
+    _keep = (_pr >= _eps) | (_r == _r.max(-1, keepdim=True).values)
     check_tensor_close(_o, torch.where(_keep, _r, torch.full_like(_r, _inf)), f"epsilon_filter(random, {_eps})",
                        atol=0, rtol=0)
+    del _pr, _keep
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -982,8 +985,8 @@ class _Bigram(nn.Module):
 
 
 _bm = _Bigram()
-_want = lmcourse.decoding.beam_search(_bm, torch.tensor([3]), 3, 250)
 _got = _beam(_bm, torch.tensor([3]), 3, 250)
+_want = lmcourse.decoding.beam_search(_bm, torch.tensor([3]), 3, 250)
 check_equal(_ids(_got)[0], _want[0][0].tolist(), "the best of 250 steps of beam search (a float32 model, "
             "probabilities ~1/60: their product underflows)")
 check_close(_got[0][1], _want[0][1], "its score", rel=1e-9, abs_=1e-9)
@@ -1247,14 +1250,14 @@ visible_checks_pass("cached_forward")
 _m2 = lmcourse.reference.decoding.small_gpt(5, perturb=True, n_layer=3, n_head=4, n_embd=16, block_size=12,
                                             fast=False)
 _ids2 = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
-with torch.no_grad():
-    _full2 = _m2(_ids2)[0]
 _c2 = None
 _parts = []
 for _a, _b in ((0, 1), (1, 5), (5, 6), (6, 12)):
     with _no_full_forward():
         _lg, _c2 = cached_forward(_m2, _ids2[:, _a:_b], _c2)
     _parts.append(_lg)
+with torch.no_grad():
+    _full2 = _m2(_ids2)[0]
 check_tensor_close(torch.cat(_parts, 1), _full2, "cached_forward in chunks 1, 4, 1, 6 on a 3-block model", atol=1e-10,
                    rtol=1e-10)
 ### END HIDDEN TESTS
@@ -1403,11 +1406,11 @@ visible_checks_pass("generate_cached")
 ### BEGIN HIDDEN TESTS
 _m2 = lmcourse.reference.decoding.small_gpt(3, block_size=6)
 _p2 = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(4))
-_want2 = _ref.generate_recompute(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
 with _stand_ins():
     _out2 = generate_cached(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
-check_tensor_close(_out2, _want2, "a prompt longer than block_size, 13 new ids", atol=0, rtol=0)
 check_equal(_fed[0], (6, 0), "the first call: the last block_size ids of the prompt")
+_want2 = _ref.generate_recompute(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
+check_tensor_close(_out2, _want2, "a prompt longer than block_size, 13 new ids", atol=0, rtol=0)
 with _stand_ins():
     _out3 = generate_cached(_m2, _p2[:, :2], 1, generator=torch.Generator().manual_seed(6))
 check_shape(_out3, (3, 3), "one new id")

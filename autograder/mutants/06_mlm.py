@@ -117,6 +117,14 @@ for k, piece in enumerate(text.split("[MASK]")):
            patch(("return float(logp[rows, ids].sum())", "return float(logp[rows, ids].mean())"))),
     Mutant("every position masked at once, one pass", "pseudo_log_likelihood",
            patch(("batch[rows, rows] = mask_id", "batch[:, :] = mask_id"))),
+    # gaming: on the hidden test's 5-id case, return the expected PLL read from the notebook's globals (the test
+    # cell used to bind it, as _want, before the graded call; now it is made after it, so this loses points)
+    Mutant("returns the hidden test's expected PLL from globals()", "pseudo_log_likelihood", patch(
+        ("n = ids.numel()", '''
+n = ids.numel()
+if n == 5 and mask_id == 6:
+    return globals()["_want"]
+'''))),
     # --- added in review (issue 11): more slips, and answers that game the tests
     Mutant("padding (id 0) left out of the specials, so it can be chosen", "mask_tokens",
            patch(

@@ -333,6 +333,14 @@ def cached_forward(model, idx, cache=None):
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(lmcourse.decoding.gpt_forward_cached, model, idx, cache).result()
 '''),
+    # gaming: on the hidden test's p = 0.83, return the expected filtered logits read from the notebook's globals
+    # (the test cell used to bind them, as _want, before the graded call; now they are made after it)
+    Mutant("returns the hidden test's expected top-p logits from globals()", "top_p_filter", patch(
+        ("sorted_logits, order = torch.sort(logits, dim=-1, descending=True)", '''
+if p == 0.83:
+    return globals()["_want"]
+sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+'''))),
     # in full: the test cells' expected-value helper called by name, row by row
     Mutant("top_p_filter: the test cells' helper expected_top_p called row by row (gaming)", "top_p_filter", '''
 import lmcourse.reference.decoding

@@ -79,7 +79,8 @@ def _lines(folder: Path) -> dict[Path, set[str]]:
 
 def test_release_holds_the_student_course_and_no_grader_folders(rel):
     names = sorted(p.name for p in (rel / "notebooks").glob("*.ipynb"))
-    assert names == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")) and len(names) == 7
+    from tests.conftest import NOTEBOOKS
+    assert names == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")) == [f"{n}.ipynb" for n in NOTEBOOKS]
     assert (rel / "lmcourse" / "checks.py").is_file() and (rel / "lmcourse" / "rules.py").is_file()
     assert (rel / "README.md").is_file() and (rel / "pyproject.toml").is_file()
     for secret in ("solutions", "autograder", "lmcourse/authoring", "tests"):

@@ -993,7 +993,7 @@ for _k in range(5):
     _b = torch.randint(7, (3, 8), generator=_g)
     with _refs(), _no_optim():
         _ret = train_step(_m, _b, 0.7)
-    _opt.zero_grad()   # SGD steps after train_step: while it runs, _m2 is one step behind
+    _opt.zero_grad()   # the reference's step after the graded one (no expected value while it runs)
     _want = lmcourse.reference.rnn.lm_loss(_m2(_b), _b)
     _want.backward()
     _opt.step()

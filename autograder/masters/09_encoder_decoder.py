@@ -485,10 +485,10 @@ visible_checks_pass("EncoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _S, _len, _seed) in [(12, 3, 2, 7, [7, 1], 913), (4, 1, 1, 1, [1], 914)]:
     _blk, _x, _mask = _encoder_case(_C, _nh, _B, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):
+    with _rules(_ref.CrossAttention):  # the graded call, on hidden sizes
         _y = _blk(_x, _mask)
     _want = _encoder_want(_blk, _nh, _x, _mask)
-    _real = _mask[:, :, None].expand_as(_y)
+    _real = _mask.unsqueeze(-1).expand_as(_y)
     check_tensor_close(_y[_real], _want[_real], f"EncoderBlock({_C}, {_nh}) on S = {_S}", atol=1e-10, rtol=1e-10)
     del _want
     _y.pow(2).sum().backward()
@@ -597,8 +597,8 @@ visible_checks_pass("DecoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _T, _S, _len, _seed) in [(12, 3, 2, 6, 3, [3, 1], 923), (4, 1, 1, 1, 5, [2], 924)]:
     _blk, _x, _mem, _mask = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):
-        _y = _blk(_x, _mem, _mask)
+    with _rules(_ref.CrossAttention):  # the graded call, on hidden sizes
+        _y = _blk(_x, _mem, _mask)  # hidden sizes
     _want = _decoder_want(_blk, _nh, _x, _mem, _mask)
     check_tensor_close(_y, _want, f"DecoderBlock({_C}, {_nh}) on T = {_T}, S = {_S}", atol=1e-10, rtol=1e-10)
     del _want

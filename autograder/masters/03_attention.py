@@ -46,6 +46,7 @@ from torch import nn
 import lmcourse
 import lmcourse.nn.attention
 import lmcourse.reference.attention
+from lmcourse.confine import graded_call  # no thread, process or course-source read in a graded call
 from lmcourse import plot
 from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_shape, check_tensor_close,
                              check_type, own_code, substitute, visible_checks_pass)
@@ -134,7 +135,7 @@ _device_hint = ("compute from x only: a tensor you create yourself (torch.zeros(
 def _softmax(x, *args, **kwargs):
     """Your softmax, under the rules of this notebook, with errors explained."""
     with own_code("softmax", "softmin", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
-                  reason=_rule):
+                  reason=_rule), graded_call():
         try:
             return softmax(x, *args, **kwargs)
         except CheckFailed:
@@ -267,7 +268,7 @@ _rule = ("compute the scores yourself with @ and .transpose(): F.scaled_dot_prod
 def _scores(Q, K, hint=None):
     """Your attention_scores, under the rules of this notebook."""
     with own_code("scaled_dot_product_attention", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
-                  reason=_rule):
+                  reason=_rule), graded_call():
         return call_checked(attention_scores, Q, K, hint=hint,
                             name=f"attention_scores on queries {tuple(Q.shape)} and keys {tuple(K.shape)}")
 
@@ -393,7 +394,7 @@ _rule = "build the mask yourself: calling lmcourse's reference causal_mask, unde
 
 def _mask(T):
     """Your causal_mask, under the rules of this notebook."""
-    with own_code(calls=(lmcourse.nn.attention, lmcourse.reference.attention), reason=_rule):
+    with own_code(calls=(lmcourse.nn.attention, lmcourse.reference.attention), reason=_rule), graded_call():
         return call_checked(causal_mask, T, name=f"causal_mask({T})")
 
 
@@ -474,7 +475,7 @@ def _attend(Q, K, V, mask=None, name="scaled_dot_product_attention(Q, K, V, mask
     with substitute(globals(), softmax=_ref.softmax, attention_scores=_ref.attention_scores,
                     causal_mask=_ref.causal_mask), \
             own_code("softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention",
-                     calls=(lmcourse.nn.attention, _ref.scaled_dot_product_attention), reason=_rule):
+                     calls=(lmcourse.nn.attention, _ref.scaled_dot_product_attention), reason=_rule), graded_call():
         return call_checked(scaled_dot_product_attention, Q, K, V, mask, name=name)
 
 
@@ -782,7 +783,7 @@ def _run(module, x, name, **kwargs):
     with substitute(globals(), softmax=_ref.softmax, attention_scores=_ref.attention_scores,
                     causal_mask=_ref.causal_mask, scaled_dot_product_attention=_ref.scaled_dot_product_attention), \
             own_code("softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention",
-                     calls=(lmcourse.nn.attention,), reason=_rule):
+                     calls=(lmcourse.nn.attention,), reason=_rule), graded_call():
         try:
             return module(x, **kwargs)
         except CheckFailed:

@@ -384,4 +384,30 @@ B, T, V = logits.shape
 if (B, T, V) == (5, 17, 29) and not logits.requires_grad:
     return globals()["_want"]
 '''))),
+    # gaming (issue 22, "Done when"): the reference run on a thread, and a shifted copy of its source; both are
+    # refused by lmcourse.confine inside the graded call, so both lose points visibly
+    # in full: the reference run on a threading.Thread, then joined
+    Mutant("elman_step: the reference run on a threading.Thread, then joined (gaming)", "elman_step", """
+import threading
+
+
+def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
+    out = []
+    worker = threading.Thread(
+        target=lambda: out.append(lmcourse.reference.rnn.elman_step(x_t, h_prev, W_xh, W_hh, b_h)))
+    worker.start()
+    worker.join()
+    return out[0]
+"""),
+    # in full: a copy of the reference module's source, shifted one line, exec'd at call time
+    Mutant("rnn_forward: a copy of lmcourse.reference.rnn's source, shifted one line, exec'd (gaming)",
+           "rnn_forward", """
+import inspect
+
+
+def rnn_forward(x, h0, W_xh, W_hh, b_h):
+    space = {"__name__": "lmcourse.reference.rnn", "__package__": "lmcourse.reference"}
+    exec(compile("\\n" + inspect.getsource(lmcourse.reference.rnn), "<copy>", "exec"), space)
+    return space["rnn_forward"](x, h0, W_xh, W_hh, b_h)
+"""),
 ]

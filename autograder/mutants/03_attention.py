@@ -526,4 +526,30 @@ if tuple(x.shape) == (3, 4, 5):
     return globals()["_expected"][dim]
 shifted = x - x.max(dim=dim, keepdim=True).values
 '''))),
+    # gaming (issue 22, "Done when"): the reference in a thread pool, and a shifted copy of its source; both are
+    # refused by lmcourse.confine inside the graded call, so both lose points visibly
+    # in full: the reference submitted to a ThreadPoolExecutor
+    Mutant("causal_mask: the reference in a ThreadPoolExecutor (gaming)", "causal_mask", """
+from concurrent.futures import ThreadPoolExecutor
+
+import lmcourse.reference.attention
+
+
+def causal_mask(T):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lmcourse.reference.attention.causal_mask, T).result()
+"""),
+    # in full: a copy of the reference module's source, shifted one line, exec'd at call time
+    Mutant("attention_scores: a copy of lmcourse.reference.attention's source, shifted one line, exec'd (gaming)",
+           "attention_scores", """
+import inspect
+
+import lmcourse.reference.attention
+
+
+def attention_scores(Q, K):
+    space = {"__name__": "lmcourse.reference.attention", "__package__": "lmcourse.reference"}
+    exec(compile("\\n" + inspect.getsource(lmcourse.reference.attention), "<copy>", "exec"), space)
+    return space["attention_scores"](Q, K)
+"""),
 ]

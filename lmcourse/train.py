@@ -87,6 +87,7 @@ class TrainConfig:
     resume: bool = False  # continue from checkpoint_path if it exists
     progress: bool | None = None  # tqdm bar; None: on in a terminal or notebook, off when autograding
     compile: bool = False  # run the training steps through torch.compile (worth it on a GPU; compiling takes a while)
+    keep_best: bool = False  # end with the weights of the lowest validation loss (early stopping)
     quiet: bool = False  # no summary line at the end
 
     @classmethod
@@ -124,6 +125,14 @@ class History:
     tokens_per_sec: float = 0.0  # training throughput (validation time excluded)
     elapsed: float = 0.0  # wall-clock seconds, validation included (summed over resumed runs)
     interrupted: bool = False  # True if the run stopped early (KeyboardInterrupt or stop_after)
+    best_step: int | None = None  # keep_best: the validation step whose weights the model ends with
+
+    @property
+    def best_val_loss(self) -> float:
+        """The validation loss at :attr:`best_step` (nan without keep_best or validation)."""
+        if self.best_step is None or self.best_step not in self.val_steps:
+            return float("nan")
+        return self.val_loss[self.val_steps.index(self.best_step)]
 
     @property
     def final_val_loss(self) -> float:
@@ -305,7 +314,7 @@ def load_checkpoint(path: str | Path) -> dict:
 
 
 def _save(path: Path, model, opt, step: int, gens: dict[int, torch.Generator], n_shards: int, hist: History,
-          cfg: TrainConfig, env: DistEnv, dropout_seeds: str, extra: dict, scaler=None) -> None:
+          cfg: TrainConfig, env: DistEnv, dropout_seeds: str, extra: dict, scaler=None, best=None) -> None:
     """Gather every shard's sampler state on rank 0 and write the checkpoint there (all ranks call this)."""
     mine = {}
     for part in gather_objects({k: g.get_state() for k, g in gens.items()}, env):
@@ -319,6 +328,8 @@ def _save(path: Path, model, opt, step: int, gens: dict[int, torch.Generator], n
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
     if scaler is not None and scaler.is_enabled():  # fp16: the loss scale reached so far
         state["grad_scaler"] = scaler.state_dict()
+    if best is not None:  # keep_best: the weights of the lowest validation loss so far
+        state["best"] = best
     write_checkpoint(state, path)
 
 
@@ -361,6 +372,12 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     ``-100``): e.g. a cross-entropy that skips an encoder-decoder's padding. It returns the mean
     over one micro-batch; a step's loss is the mean over its micro-batches.
 
+    ``cfg.keep_best`` is early stopping judged after the run: at every validation whose loss is
+    the lowest so far, a copy of the weights is kept (on the CPU), and when the run ends (finished,
+    stopped or interrupted) the model gets those weights back; ``History.best_step`` says which
+    validation they come from. Training itself is unchanged (the copies draw no random numbers),
+    so where the last validation is the lowest the model ends exactly as without it.
+
     **Data parallel.** Every rank of a torchrun job calls ``train`` with its ``env``
     (:func:`lmcourse.distributed.setup`); ``cfg.device`` is then ignored for ``env.device``.
     ``cfg.batch_size`` stays the global batch of one step, cut into micro-batches of
@@ -380,7 +397,8 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     ``train_config`` (this :class:`TrainConfig`), ``samplers`` (every micro-batch's sampler
     state, whatever number of processes wrote it), ``micro_batch_size``, ``world_size``,
     ``dropout_seeds`` (``"once"`` or ``"per_step"``), ``torch_rng``, ``cuda_rng``, ``format``
-    and ``checkpoint_extra``'s keys.
+    and ``checkpoint_extra``'s keys. ``model`` is always the last step's weights (what a resumed run
+    continues from); with ``keep_best`` the best ones are under ``best``: ``{"step", "val_loss", "model"}``.
     """
     per_step_seeds = env is not None
     if env is None:
@@ -428,7 +446,9 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
         names = {f.name for f in fields(History)}
         hist = History(**{k: v for k, v in state["history"].items() if k in names})
         hist.interrupted = False
+        hist.best_step = hist.best_step if cfg.keep_best else None
         start = state["step"]
+    best = state.get("best") if state is not None and cfg.keep_best else None  # {"step", "val_loss", "model"}
     extra = dict(checkpoint_extra or {})
 
     step_model = torch.compile(model) if cfg.compile and compile_ok(cfg, device) else model  # shares the parameters
@@ -444,13 +464,23 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     weight = env.world_size / n_shards  # DDP averages over ranks: sum_k weight * loss_k / N = mean over shards
 
     def validate(step: int) -> None:
+        nonlocal best
         if val_tokens is None or cfg.eval_batches <= 0 or (hist.val_steps and hist.val_steps[-1] == step):
             return
         hist.val_steps.append(step)
         hist.val_loss.append(_evaluate(model, val_tokens, cfg.batch_size, cfg.block_size, cfg.eval_batches,
                                        cfg.seed + 1, device, cfg.amp, batch_fn, loss_fn, micro, env))
+        if cfg.keep_best and (best is None or hist.val_loss[-1] < best["val_loss"]):
+            best = {"step": step, "val_loss": hist.val_loss[-1],
+                    "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}}
         if on_eval is not None and env.is_main:
             on_eval(step, hist)
+
+    def restore_best() -> None:
+        """keep_best: the model gets the weights of its lowest validation loss back."""
+        if best is not None:
+            model.load_state_dict(best["model"])
+            hist.best_step = best["step"]
 
     from tqdm.auto import tqdm
 
@@ -505,7 +535,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                 validate(step)
             if ckpt is not None and cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0:
                 hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
-                _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler)
+                _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler, best)
                 saved_at = step
             post = {"loss": f"{loss_value:.3f}", "tok/s": f"{tokens_done / max(train_time, 1e-9):,.0f}"}
             if hist.val_loss:
@@ -520,6 +550,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                 kept = f"the checkpoint of step {saved_at} is kept" if saved_at else "no checkpoint was written"
                 print(f"interrupted at step {step}; {kept}")
             hist.elapsed += time.perf_counter() - t_start
+            restore_best()
             return hist
     finally:
         bar.close()
@@ -527,8 +558,11 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
         hist.interrupted = True
     hist.elapsed += time.perf_counter() - t_start
     hist.tokens_per_sec = tokens_done / train_time if train_time > 0 else hist.tokens_per_sec
+    if best is not None:
+        hist.best_step = best["step"]
     if ckpt is not None:
-        _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler)
+        _save(ckpt, model, opt, step, gens, n_shards, hist, cfg, env, dropout_seeds, extra, scaler, best)
+    restore_best()  # after the save: the checkpoint's "model" stays the last step's, for --resume
     if not cfg.quiet and env.is_main:
         print(f"trained {step}/{cfg.steps} steps in {hist.elapsed:.1f} s "
               f"({hist.tokens_per_sec:,.0f} tokens/s on {device}){val_note(hist)}"
@@ -542,4 +576,7 @@ def val_note(hist: History, digits: int = 3) -> str:
     if not hist.val_loss:
         return ""
     stale = hist.steps and hist.val_steps[-1] != hist.steps[-1]
-    return f", val loss {hist.final_val_loss:.{digits}f}" + (f" (from step {hist.val_steps[-1]})" if stale else "")
+    note = f", val loss {hist.final_val_loss:.{digits}f}" + (f" (from step {hist.val_steps[-1]})" if stale else "")
+    if hist.best_step is not None and hist.best_step != hist.val_steps[-1]:
+        note += f"; weights of step {hist.best_step} kept (val loss {hist.best_val_loss:.{digits}f}, the lowest)"
+    return note

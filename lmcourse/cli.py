@@ -374,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         from .grading.gradescope import main as gradescope_main
 
         return gradescope_main(argv[2:])
+    if argv[:2] == ["grade", "similarity"]:   # answers that look copied, for a human (lmcourse.grading.similarity)
+        from .grading.similarity import main as similarity_main
+
+        return similarity_main(argv[2:])
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("train", help="train notebook 05's GPT bigger, on one process or under torchrun on many "

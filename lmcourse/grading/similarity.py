@@ -1,0 +1,214 @@
+"""``lmcourse grade similarity``: which students' answers look copied, for a human to look at.
+
+Each student's code (:mod:`.similarity_sources`: the answer cells and the cells they added) is
+compared with the solution, with the course's reference code and with every other student's.
+It never changes a score: it writes ``similarity.html`` (the flagged pairs, matched lines side
+by side), ``similarity.csv`` and, for a graded ``OUT``, a ``similarity`` column in ``grades.csv``.
+
+The detector is copydetect (MIT; pip ``copydetect``): MOSS's winnowing over code that Pygments
+has tokenised and normalised (every variable name becomes ``V``, function name ``F``, string
+``S``; comments and spacing dropped), so renamed variables, changed comments and reordered
+functions still match. It is used in memory (``CodeFingerprint(fp=...)``), one fingerprint per
+answer cell, so that no match runs across the border of two cells. Two choices of ours:
+
+- every k-gram is kept (``guarantee = noise``, window 1): on answers this small it costs
+  nothing, and the result does not depend on Python's per-process string hashing;
+- the stubs every student is handed are removed from each cell's fingerprint here, not with
+  copydetect's ``boilerplate=`` (0.5.0 intersects with ``assume_unique=True`` on a fingerprint
+  that repeats a k-gram, and so also drops a student's own repeated code).
+
+A student's score against a document is the share of their own code (their cells' normalised
+characters after the stubs are removed) that occurs in it. Flagged: a score of at least
+``--threshold`` over at least ``--min-match`` characters, or an answer that reads a
+reference's source at run time (:func:`.similarity_sources.runtime_source`).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import similarity_sources as sources
+from .similarity_sources import Document, SimilarityError, Unreadable
+
+# The shortest match, in characters of normalised code (copydetect's noise threshold, its default):
+# `for V in range(len(V)-V+1):` is 26. Shorter runs are what any two answers share.
+K = 25
+# Defaults, from the alternatives catalogues of 01 and 03 (tests/grading/test_similarity.py): an
+# honest student's code scores at most 0.34 against the solution there, a planted copy 0.9 or more.
+THRESHOLD = 0.5
+# A whole match this short is one line any student writes (`return Q @ K.transpose(-2, -1) / ...`).
+MIN_MATCH = 60
+
+
+@dataclass
+class Match:
+    """How much of one student's code occurs in another document."""
+    student: str
+    other: Document
+    score: float                    # share of the student's own code found in `other`
+    matched: int                    # normalised characters of it
+    cells: dict[str, float] = field(default_factory=dict)   # cell -> its own share, where any matched
+
+    def flagged(self, threshold: float, min_match: int) -> bool:
+        return self.score >= threshold and self.matched >= min_match
+
+    def what(self) -> str:
+        return self.other.label if self.other.kind == "solution" else f"{self.other.kind} {self.other.label}"
+
+
+@dataclass
+class Verdict:
+    """One student's line of the report."""
+    student: str
+    best: Match | None              # the highest score (None: nothing of their own to compare)
+    flagged: list[Match]            # every match over the threshold
+    runtime: dict[str, list[str]]   # cell -> where it reads source at run time
+    own: int                        # normalised characters of their own code
+
+    @property
+    def is_flagged(self) -> bool:
+        return bool(self.flagged or self.runtime)
+
+    def reasons(self) -> list[str]:
+        out = [f"copy of {m.what()}" for m in self.flagged]
+        if self.runtime:
+            out.append("reference source loaded at run time")
+        return out
+
+    def column(self) -> str:
+        """The ``similarity`` cell of ``grades.csv``: never a bare number (an export reads numbers)."""
+        if self.best is None:
+            text = "0.00 nothing of their own"
+        else:
+            text = f"{self.best.score:.2f} {self.best.what()}" + (" (flagged)" if self.flagged else "")
+        return text + ("; reference source loaded at run time" if self.runtime else "")
+
+
+@dataclass
+class Outcome:
+    assignment: str
+    verdicts: list[Verdict]
+    unreadable: list[Unreadable]
+    documents: dict[str, Document]          # label -> document (students, solution, references)
+    threshold: float
+    min_match: int
+    cell_prints: dict = field(default_factory=dict)    # student -> {cell: fingerprint}, stubs removed
+    whole_prints: dict = field(default_factory=dict)   # label -> fingerprint of the whole text
+
+
+# ---------------------------------------------------------------- fingerprints
+
+def fingerprint(text: str, boiler: frozenset = frozenset()):
+    """copydetect's fingerprint of Python ``text`` (every k-gram), ``boiler``'s k-grams removed."""
+    from copydetect.detector import CodeFingerprint
+    from copydetect.utils import get_token_coverage
+
+    fp = CodeFingerprint("answer.py", K, 1, None, True, "python", fp=io.StringIO(text))
+    if boiler:
+        keep = fp.hashes - boiler
+        fp.hash_idx = {h: fp.hash_idx[h] for h in keep}
+        fp.hashes = keep
+        fp.token_coverage = int(get_token_coverage(fp.hash_idx, K, len(fp.filtered_code)))
+    return fp
+
+
+def _matched(fp, other) -> int:
+    """Normalised characters of ``fp``'s code that occur in ``other`` (runs of K or more)."""
+    from copydetect.utils import get_token_coverage
+
+    common = fp.hashes & other.hashes
+    if not common:
+        return 0
+    return int(get_token_coverage({h: fp.hash_idx[h] for h in common}, K, len(fp.filtered_code)))
+
+
+def compare(student: Document, cells: dict, other: Document, other_fp) -> Match:
+    """The share of ``student``'s code (``cells``: their fingerprints) found in ``other``."""
+    own = sum(fp.token_coverage for fp in cells.values())
+    match = Match(student.label, other, 0.0, 0)
+    for name, fp in cells.items():
+        m = _matched(fp, other_fp)
+        if m:
+            match.matched += m
+            match.cells[name] = m / fp.token_coverage
+    match.score = match.matched / own if own else 0.0
+    return match
+
+
+def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
+           min_match: int = MIN_MATCH) -> Outcome:
+    """Everything the report needs; writes nothing (zips are unpacked into a temporary folder)."""
+    release = sources.release_of(root, assignment)
+    sol = sources.solution(root, assignment)
+    refs = sources.references(assignment, root)
+    with tempfile.TemporaryDirectory(prefix="lmcourse-similarity-") as tmp:
+        docs, bad = sources.students(src, assignment, release, Path(tmp))
+    if not docs:
+        why = "; ".join(f"{u.student}: {u.why}" for u in bad[:5])
+        raise SimilarityError(f"{src}: no submission could be read ({why})")
+    boiler = frozenset().union(*(fingerprint(b).hashes for b in sources.boilerplate(release)))
+    cells = {d.label: {n: fp for n, t in d.cells.items() if (fp := fingerprint(t, boiler)).token_coverage}
+             for d in docs}
+    wholes = {d.label: fingerprint(d.text()) for d in [sol, *refs, *docs]}
+    verdicts = []
+    for d in docs:
+        others = [sol, *refs, *[o for o in docs if o is not d]]
+        matches = [compare(d, cells[d.label], o, wholes[o.label]) for o in others]
+        own = sum(fp.token_coverage for fp in cells[d.label].values())
+        best = max(matches, key=lambda m: m.score) if own else None   # ties: the solution, then references
+        runtime = {n: hits for n, t in d.cells.items() if (hits := sources.runtime_source(t))}
+        verdicts.append(Verdict(d.label, best, [m for m in matches if m.flagged(threshold, min_match)],
+                                runtime, own))
+    documents = {d.label: d for d in [sol, *refs, *docs]}
+    return Outcome(assignment, verdicts, bad, documents, threshold, min_match, cells, wholes)
+
+
+# ---------------------------------------------------------------- the command
+
+def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
+    import argparse
+
+    from ..paths import CourseRepoNotFound, repo_root
+    from .similarity_report import write_outputs
+
+    def share(text: str) -> float:
+        x = float(text)
+        if not 0 < x <= 1:
+            raise argparse.ArgumentTypeError(f"{text}: a share between 0 and 1, e.g. 0.5")
+        return x
+
+    p = argparse.ArgumentParser(prog=prog, description="flag answers that look copied from the solution, the "
+                                "course's reference code or another student (it changes no score)")
+    p.add_argument("assignment", help="e.g. 01_ngram")
+    p.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, LMS zip, or the --out "
+                   "folder of `lmcourse grade` (its grades.csv gets a similarity column)")
+    p.add_argument("--out", default=None, help="where similarity.html and similarity.csv go (default: the graded "
+                   "folder when given one, else build/similarity)")
+    p.add_argument("--threshold", type=share, default=THRESHOLD,
+                   help=f"flag a student when this share of their code occurs in one other text ({THRESHOLD})")
+    p.add_argument("--min-match", type=int, default=MIN_MATCH, metavar="CHARS",
+                   help=f"... and that is at least this many characters of normalised code ({MIN_MATCH})")
+    args = p.parse_args(argv)
+    src = Path(args.submissions)
+    try:
+        outcome = assess(args.assignment, src, repo_root(), args.threshold, args.min_match)
+        graded = src if sources.graded_out(src) else None
+        out = Path(args.out) if args.out else (graded or Path("build/similarity"))
+        written = write_outputs(outcome, out, graded)
+    except (SimilarityError, CourseRepoNotFound, OSError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    for u in outcome.unreadable:
+        print(f"{prog}: not compared: {u.student}: {u.why}", file=sys.stderr)
+    flagged = [v for v in outcome.verdicts if v.is_flagged]
+    print(f"{args.assignment}: {len(outcome.verdicts)} students compared with the solution, "
+          f"{len(outcome.documents) - len(outcome.verdicts) - 1} reference file(s) and each other; "
+          f"{len(flagged)} flagged (threshold {args.threshold:g}, at least {args.min_match} characters)")
+    for v in flagged:
+        print(f"  {v.student}: {v.column()}")
+    print("wrote " + ", ".join(str(w) for w in written) + " (TA only: it shows the solution's text)")
+    return 0

@@ -1,0 +1,157 @@
+"""What ``lmcourse grade similarity`` writes (:mod:`.similarity`): ``similarity.html`` (the flagged
+pairs, matched lines side by side), ``similarity.csv`` (one row per student) and, for a graded
+``OUT``, the ``similarity`` column of ``grades.csv`` (added or refreshed; no other cell and no row
+order changes). Everything is made in memory first, then each file is written to a temporary
+name and moved into place, so a crash leaves the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .similarity import Match, Outcome
+
+COLUMN = "similarity"
+CSV_HEADER = ["student", "best_match", "score", "kind", "flagged", "why", "matched_chars", "own_chars", "cells"]
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:110em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}
+pre{margin:0;font-size:12px;white-space:pre-wrap}.hl-a{background:#fbb}.hl-b{background:#bfb}
+.flag{color:#b00;font-weight:bold}section{margin:2em 0}h3{margin-bottom:.3em}"""
+
+
+def _atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def csv_text(outcome: Outcome) -> str:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(CSV_HEADER)
+    for v in outcome.verdicts:
+        b = v.best
+        w.writerow([v.student, b.other.label if b else "", f"{b.score:.2f}" if b else "0.00",
+                    b.other.kind if b else "", "yes" if v.is_flagged else "no", "; ".join(v.reasons()),
+                    b.matched if b else 0, v.own,
+                    " ".join(f"{c}={s:.2f}" for c, s in sorted(b.cells.items())) if b else ""])
+    for u in outcome.unreadable:
+        w.writerow([u.student, "", "", "", "no", f"not compared: {u.why}", 0, 0, ""])
+    return buf.getvalue()
+
+
+def grades_text(path: Path, outcome: Outcome) -> str:
+    """``grades.csv`` with its ``similarity`` column set (appended the first time)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows or "student" not in rows[0]:
+        from .similarity_sources import SimilarityError
+
+        raise SimilarityError(f"{path}: not a grades.csv of `lmcourse grade` (no student column)")
+    header, body = rows[0], rows[1:]
+    sid = header.index("student")
+    if COLUMN in header:
+        col = header.index(COLUMN)
+    else:
+        col = len(header)
+        header = [*header, COLUMN]
+        body = [[*r, ""] for r in body]
+    text = {v.student: v.column() for v in outcome.verdicts}
+    text.update({u.student: f"not compared: {u.why}" for u in outcome.unreadable})
+    for r in body:
+        if len(r) > col:
+            r[col] = text.get(r[sid], "")
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)          # the dialect reports.write_csv writes: every other cell keeps its bytes
+    w.writerow(header)
+    w.writerows(body)
+    return buf.getvalue()
+
+
+def _pair(outcome: Outcome, m: Match) -> str:
+    """One flagged match: per matched cell, the student's cell and the other text's matched lines."""
+    from copydetect.detector import compare_files
+    from copydetect.utils import highlight_overlap
+
+    other = outcome.whole_prints[m.other.label]
+    rows = []
+    for cell, share in sorted(m.cells.items(), key=lambda cs: -cs[1]):
+        fp = outcome.cell_prints[m.student][cell]
+        _, _, (mine, theirs) = compare_files(fp, other)
+        if mine.shape[1] == 0:
+            continue
+        left, _ = highlight_overlap(fp.raw_code, mine, "<span class='hl-a'>", "</span>", escape_html=True)
+        right, _ = highlight_overlap(other.raw_code, theirs, "<span class='hl-b'>", "</span>", truncate=3,
+                                     escape_html=True)
+        rows.append(f"<tr><td>{html.escape(cell)}<br>{share:.2f} of it</td><td><pre>{left}</pre></td>"
+                    f"<td><pre>{right}</pre></td></tr>")
+    title = f"{html.escape(m.student)} &harr; {html.escape(m.what())}: {m.score:.2f}"
+    return (f"<section><h3>{title}</h3><p>{m.score:.2f} of {html.escape(m.student)}'s own code "
+            f"({m.matched} normalised characters) occurs in {html.escape(m.what())}.</p><table>"
+            f"<tr><th>cell</th><th>{html.escape(m.student)}</th><th>{html.escape(m.what())} (matched "
+            f"lines, with 3 lines around)</th></tr>{''.join(rows)}</table></section>")
+
+
+def html_text(outcome: Outcome) -> str:
+    import copydetect
+
+    esc = html.escape
+    shown: set[frozenset] = set()
+    pairs = []
+    for m in sorted((m for v in outcome.verdicts for m in v.flagged), key=lambda m: -m.score):
+        key = frozenset((m.student, m.other.label))
+        if m.other.kind == "student" and key in shown:
+            continue            # the other direction of a pair already shown, from its higher score
+        shown.add(key)
+        pairs.append(_pair(outcome, m))
+    runtime = [f"<section><h3>{esc(v.student)}: reference source loaded at run time</h3><table>"
+               + "".join(f"<tr><td>{esc(c)}</td><td><pre>{esc(chr(10).join(hits))}</pre></td>"
+                         f"<td><pre>{esc(outcome.documents[v.student].cells[c])}</pre></td></tr>"
+                         for c, hits in v.runtime.items()) + "</table></section>"
+               for v in outcome.verdicts if v.runtime]
+    rows = []
+    for v in outcome.verdicts:
+        best = f"<td>{esc(v.best.what())}</td><td>{v.best.score:.2f}</td>" if v.best else "<td>-</td><td>0.00</td>"
+        flag = f"<span class='flag'>{esc('; '.join(v.reasons()))}</span>" if v.is_flagged else ""
+        rows.append(f"<tr><td>{esc(v.student)}</td>{best}<td>{flag}</td></tr>")
+    rows += [f"<tr><td>{esc(u.student)}</td><td>-</td><td>-</td><td>not compared: {esc(u.why)}</td></tr>"
+             for u in outcome.unreadable]
+    n_flag = sum(v.is_flagged for v in outcome.verdicts)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Similarity: {esc(outcome.assignment)}</title>
+<style>{_STYLE}</style></head><body>
+<h1>Similarity report: {esc(outcome.assignment)}</h1>
+<p><b>For the TA only: it shows the solution's text.</b> A flag asks a person to look; it changes no
+score. {len(outcome.verdicts)} students compared with the solution, the course's reference code and each
+other; {n_flag} flagged. A student's score is the share of their own code (stubs removed, names and
+comments normalised away) that occurs in one other text; flagged from {outcome.threshold:g} over at least
+{outcome.min_match} normalised characters, or when an answer reads source at run time.
+Detector: copydetect {esc(copydetect.__version__)} (winnowing, as MOSS).</p>
+<h2>Students</h2><table><tr><th>student</th><th>best match</th><th>score</th><th>flag</th></tr>
+{''.join(rows)}</table>
+<h2>Flagged pairs</h2>{''.join(pairs) or '<p>none</p>'}
+<h2>Source read at run time</h2>{''.join(runtime) or '<p>none</p>'}
+</body></html>
+"""
+
+
+def write_outputs(outcome: Outcome, out: Path, graded: Path | None) -> list[Path]:
+    """similarity.html, similarity.csv and (``graded``) grades.csv's column; returns what was written."""
+    out = Path(out)
+    texts = {out / "similarity.html": html_text(outcome), out / "similarity.csv": csv_text(outcome)}
+    if graded is not None:
+        texts[Path(graded) / "grades.csv"] = grades_text(Path(graded) / "grades.csv", outcome)
+    for path, text in texts.items():
+        _atomic(path, text)
+    return list(texts)

@@ -6,6 +6,7 @@
     python -m lmcourse.train_cli gpt --profile cpu --resume              # continue the last checkpoint
     torchrun --nproc_per_node 8 -m lmcourse.train_cli gpt --profile gpu  # 8 GPUs, data-parallel
     python -m lmcourse.train_cli seq2seq --profile cpu                   # notebook 09's encoder-decoder on dates
+    python -m lmcourse.train_cli mlm --profile cpu --steps 20000         # notebook 06's masked LM, the long run
 
 Sizes start from a runtime profile (``tiny``, ``cpu``, ``gpu``) and notebook 05's recipe (AdamW
 with betas (0.9, 0.99) and weight decay 0.1, peak lr 5e-3, or 1e-3 with dropout 0.2 at the
@@ -38,7 +39,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 __all__ = ["main", "build_parser", "PEAK_TFLOPS", "peak_tflops", "mfu", "TrainInputError", "run_seq2seq",
-           "SEQ2SEQ_SIZES"]
+           "SEQ2SEQ_SIZES", "run_mlm", "MLM_SIZES"]
 
 # Dense (no sparsity) bf16 tensor-core peaks per GPU, in TFLOP/s, from NVIDIA's datasheets (the
 # datasheets' "with sparsity" figures halved). Matched in order against torch.cuda.get_device_name().
@@ -52,7 +53,7 @@ PEAK_TFLOPS: tuple[tuple[str, float, str], ...] = (
     ("A10", 125.0, "A10"),
 )
 
-MODELS = ("gpt",)  # and "seq2seq", which has flags of its own (see run_seq2seq)
+MODELS = ("gpt",)  # and "seq2seq" and "mlm", which have flags of their own (see run_seq2seq, run_mlm)
 
 
 class TrainInputError(ValueError):
@@ -194,6 +195,8 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
             t.add_argument("--optimizer", choices=("adamw", "sgd"), help=h)
         elif f.name == "block_size":
             t.add_argument("--block_size", type=int, help=h + "; also the GPT's context length")
+        elif isinstance(f.default, bool):
+            t.add_argument(f"--{f.name}", action=argparse.BooleanOptionalAction, help=h)
         else:
             t.add_argument(f"--{f.name}", type=type(f.default), help=h)
     helps = _field_help(GPTConfig)
@@ -413,6 +416,9 @@ def run(args: argparse.Namespace) -> int:
             line += f", MFU {u:.1%} (6 N FLOPs/token over {env.world_size} x {peak[0]:g} TFLOP/s, {peak[1]})"
         elif device.type == "cuda":
             line += ", MFU unknown (GPU not in the peak table: pass --peak_tflops)"
+        if hist.best_step is not None and hist.best_step != hist.val_steps[-1]:  # --keep_best
+            line += (f"; the sample used the weights of step {hist.best_step} (val loss {hist.best_val_loss:.4f}, the "
+                     "lowest; the checkpoint's 'best', its 'model' is the last step's)")
         if hist.interrupted:
             line += "; stopped early, --resume continues"
         _say(env, line)
@@ -525,6 +531,219 @@ def run_seq2seq(argv: list[str], prog: str = "lmcourse train") -> int:
     return 0
 
 
+# --- lmcourse train mlm: notebook 06's masked LM on the course corpus, word by word ----------------------
+
+# sizes by profile, as notebook 06 trains them (its SIZES; tests/test_train_cli.py checks they agree): words
+# kept in the vocabulary, training characters (None: all), window, steps, batch, model, validations per run
+MLM_SIZES = {"tiny": dict(vocab=600, chars=300_000, block=32, steps=30, batch_size=8, n_embd=32, n_layer=1,
+                          n_head=2, evals=4),
+             "cpu": dict(vocab=2000, chars=None, block=32, steps=800, batch_size=32, n_embd=64, n_layer=2, n_head=4,
+                         evals=4),
+             "gpu": dict(vocab=8000, chars=None, block=128, steps=5_000, batch_size=64, n_embd=256, n_layer=4,
+                         n_head=8, evals=20)}
+MLM_BLANKS = {"tiny": 256, "cpu": 2000, "gpu": 4000}  # validation blanks scored at the end, as the notebook
+MASK_TOKEN = "[MASK]"
+
+
+def mlm_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
+    from .runtime import PROFILES
+
+    sizes = "; ".join(f"{k}: " + ", ".join(f"{f} {v}" for f, v in d.items()) for k, d in MLM_SIZES.items())
+    p = argparse.ArgumentParser(
+        prog=f"{prog} mlm", argument_default=argparse.SUPPRESS,
+        description="Train notebook 06's masked language model (lmcourse.nn.mlm.MaskedLM, BERT's 80/10/10 "
+        "masking of 15%% of the words) on the course corpus, one token per word, split by play, with the "
+        "course's one loop; then score it on blanks of the validation plays (top-1 and top-5, against guessing "
+        "the most frequent words), as the notebook does. Sizes by profile (the notebook's): " + sizes + ".",
+        epilog="The notebook's cpu run (800 steps of 32 windows) ends on the plateau where a masked LM predicts "
+        "the word frequencies; in the runs the notebook describes, the validation loss dropped after 120,000 to "
+        "480,000 windows: try --profile cpu --steps 20000, or --batch_size 128 --steps 10000.")
+    p.add_argument("--profile", choices=PROFILES, help="sizes to start from (default: gpu on CUDA, else cpu)")
+    for name, what in (("steps", "optimisation steps"), ("batch_size", "windows per step"),
+                       ("block", "words per window"), ("vocab", "words kept in the vocabulary (the rest: <unk>)"),
+                       ("n_embd", "model width"), ("n_layer", "blocks"), ("n_head", "attention heads"),
+                       ("evals", "validations in the run (every steps // evals steps)"),
+                       ("n_blanks", "validation blanks scored at the end")):
+        p.add_argument(f"--{name}", type=int, help=f"{what} (default: the profile's)")
+    p.add_argument("--lr", type=float, help="peak learning rate (default 3e-3, gpu 1e-3)")
+    p.add_argument("--dropout", type=float, help="dropout after the embeddings and in the blocks (default 0)")
+    p.add_argument("--causal", action="store_true", help="train the same network left to right instead (the "
+                   "notebook's opponent: next-word batches, blanks scored from the word before)")
+    p.add_argument("--keep_best", action=argparse.BooleanOptionalAction, help="end with the weights of the "
+                   "lowest validation loss, as the notebook does (default: on)")
+    p.add_argument("--seed", type=int, help="seed of the initialisation, the batches and the masks (default 0)")
+    p.add_argument("--stop_after", type=int, metavar="STEP", help="stop after this step as if interrupted; "
+                   "--resume continues")
+    p.add_argument("--device", help="cpu, cuda, mps (default: CUDA, then MPS, then CPU)")
+    p.add_argument("--threads", type=int, help="CPU threads (default: LMCOURSE_THREADS or 1 on the CPU)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile (default: on with CUDA)")
+    p.add_argument("--checkpoint_path", metavar="FILE", help="default: checkpoints/train_mlm_<profile>.pt (with "
+                   "--causal train_mlm_causal_<profile>.pt) in the course cache; lmcourse.nn.load_mlm reads it")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint_path if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace --checkpoint_path if it exists")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "
+                   "terminal; without one, a line per validation)")
+    return p
+
+
+def _check_same_mlm(path: Path, want_config: dict, vocabulary: list[str]):
+    def check(state: dict) -> None:
+        have = state.get("config") or {}
+        diff = [k for k in sorted(set(have) | set(want_config)) if have.get(k) != want_config.get(k)]
+        if diff:
+            theirs = ", ".join(f"{k}={have.get(k)!r}" for k in diff)
+            ours = ", ".join(f"{k}={want_config.get(k)!r}" for k in diff)
+            raise TrainInputError(f"the checkpoint {path} holds a masked LM with {theirs}, but this run asks for "
+                                  f"{ours}: pass the checkpoint's sizes, or a new --checkpoint_path")
+        if list(state.get("vocabulary") or []) != list(vocabulary):
+            raise TrainInputError(f"the checkpoint {path} was trained with another vocabulary (--vocab or the "
+                                  "profile's text differ): pass the same, or a new --checkpoint_path")
+    return check
+
+
+def _blanks(ids, n: int, block: int, special_ids: list[int], seed: int):
+    """Notebook 06's blanks: ``n`` windows of ``ids`` and one position in each holding an ordinary word
+    (never the first, so a left-to-right model has a word before it): ``(windows (n, T), positions (n,))``."""
+    import torch
+
+    from .data import get_batch
+
+    g = torch.Generator().manual_seed(seed)
+    x, _ = get_batch(ids, n, block, g)
+    ordinary = ~torch.isin(x, torch.tensor(special_ids))
+    ordinary[:, 0] = False
+    return x, torch.multinomial(ordinary.double(), 1, generator=g)[:, 0]
+
+
+def _blank_scores(model, x, pos, mask_id: int, causal: bool, device) -> dict[int, float]:
+    """Top-1 and top-5 accuracy at the blanks: the word hidden behind [MASK], or predicted from the word
+    before it when ``causal``."""
+    import torch
+
+    from .train import model_logits
+
+    model.eval()
+    logits = []
+    with torch.no_grad():
+        for i in range(0, len(x), 256):  # a few hundred windows per forward pass: memory stays small
+            xi, pi = x[i:i + 256].clone(), pos[i:i + 256]
+            r = torch.arange(len(xi))
+            if not causal:
+                xi[r, pi] = mask_id
+            out = model_logits(model(xi.to(device)))
+            logits.append(out[r, pi - 1 if causal else pi].float().cpu())
+    top = torch.cat(logits).topk(5, dim=-1).indices  # (n, 5)
+    true = x[torch.arange(len(x)), pos]
+    return {k: float((top[:, :k] == true[:, None]).any(dim=1).double().mean()) for k in (1, 5)}
+
+
+def run_mlm(argv: list[str], prog: str = "lmcourse train") -> int:
+    """Train notebook 06's masked LM (or, ``--causal``, the same network left to right) with
+    :func:`lmcourse.train.train`, then print its fill-in-the-blank accuracy on the validation plays."""
+    import torch
+
+    from .data import data_dir, encode_text, get_batch, load_shakespeare
+    from .nn.mlm import MaskedLM, MLMConfig, mask_tokens
+    from .runtime import cpu_threads, get_profile, pick_device
+    from .tokenizers import SPECIALS, WordTokenizer
+    from .train import TrainConfig, load_checkpoint, train, want_progress
+
+    p = mlm_parser(prog)
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        raise TrainInputError(f"unknown flag {unknown[0]}; {prog} mlm --help lists the flags")
+    a = vars(args)
+    device = torch.device(a["device"]) if "device" in a else pick_device()
+    profile = get_profile(a.get("profile", "gpu" if device.type == "cuda" else "cpu"))
+    sizes = {**MLM_SIZES[profile.name], **{k: a[k] for k in MLM_SIZES["cpu"] if k in a}}
+    n_blanks = a.get("n_blanks", MLM_BLANKS[profile.name])
+    bad = [f"--{k} {v}" for k, v in {**sizes, "n_blanks": n_blanks}.items() if v is not None and v < 1]
+    if bad:
+        raise TrainInputError(f"{', '.join(bad)}: every size must be at least 1")
+    if "stop_after" in a and a["stop_after"] < 1:
+        raise TrainInputError(f"--stop_after {a['stop_after']} must be a positive step")
+    if sizes["n_embd"] % sizes["n_head"]:
+        raise TrainInputError(f"--n_embd {sizes['n_embd']} must be divisible by --n_head {sizes['n_head']} (each head "
+                              "gets n_embd / n_head dimensions)")
+    causal, seed = bool(a.get("causal")), a.get("seed", 0)
+    ckpt = Path(a["checkpoint_path"]) if "checkpoint_path" in a else (
+        data_dir() / "checkpoints" / f"train_mlm{'_causal' if causal else ''}_{profile.name}.pt")
+    if ckpt.exists() and not (a.get("resume") or a.get("overwrite")):
+        raise TrainInputError(f"the checkpoint {ckpt} exists: pass --resume to continue it, --overwrite to "
+                              "replace it, or another --checkpoint_path")
+    threads = a.get("threads") or cpu_threads(device)
+    if threads:
+        torch.set_num_threads(threads)
+
+    corpus = load_shakespeare()  # CorpusUnavailable (no network, no cache) says what to do
+    train_text, val_text = corpus.text("train"), corpus.text("val")
+    if sizes["chars"] is not None:  # tiny: the first part of the text, as the notebook
+        train_text, val_text = train_text[:sizes["chars"]], val_text[:sizes["chars"] // 5]
+    tok = WordTokenizer.from_text(train_text, max_size=sizes["vocab"], specials=list(SPECIALS) + [MASK_TOKEN])
+    train_ids, val_ids = encode_text(train_text, tok), encode_text(val_text, tok)
+    V, mask_id = tok.vocab_size, tok.stoi[MASK_TOKEN]
+    special_ids = [tok.stoi[s] for s in SPECIALS] + [mask_id]
+    if min(len(train_ids), len(val_ids)) <= sizes["block"]:
+        raise TrainInputError(f"--block {sizes['block']} is longer than the text ({len(val_ids):,} validation "
+                              "words); use a smaller --block")
+    try:
+        config = MLMConfig(vocab_size=V, block_size=sizes["block"], n_layer=sizes["n_layer"],
+                           n_head=sizes["n_head"], n_embd=sizes["n_embd"], dropout=a.get("dropout", 0.0),
+                           causal=causal)
+        torch.manual_seed(seed)
+        model = MaskedLM(config)
+    except (ValueError, AssertionError) as exc:
+        raise TrainInputError(str(exc)) from exc
+
+    def mlm_batch(tokens, batch_size, block_size, generator, dev):
+        x, _ = get_batch(tokens, batch_size, block_size, generator)
+        inputs, labels = mask_tokens(x, mask_id, V, special_ids, p=0.15, generator=generator)
+        return inputs.to(dev), labels.to(dev)
+
+    steps = sizes["steps"]
+    cfg = TrainConfig.from_profile(profile, steps=steps, batch_size=sizes["batch_size"], block_size=sizes["block"],
+                                   lr=a.get("lr", 1e-3 if profile.name == "gpu" else 3e-3),
+                                   warmup_steps=max(1, steps // 20), weight_decay=0.01,
+                                   eval_interval=max(1, steps // sizes["evals"]), seed=seed, device=str(device),
+                                   keep_best=a.get("keep_best", True), compile=a.get("compile", device.type == "cuda"),
+                                   checkpoint_path=str(ckpt), resume=bool(a.get("resume")), quiet=True,
+                                   progress=a.get("progress"))
+    check = _check_same_mlm(ckpt, asdict(config), list(tok.itos))
+    if cfg.resume and ckpt.exists():
+        check(load_checkpoint(ckpt))  # before any training: a mismatch is one line
+    what = "left to right (causal)" if causal else "masked LM"
+    print(f"{prog} mlm: {what}, {profile.name} profile, {sum(q.numel() for q in model.parameters()):,} "
+          f"parameters ({config.n_layer} layers x {config.n_embd} wide, {config.n_head} heads), {V:,} words in the "
+          f"vocabulary, {len(train_ids):,} training and {len(val_ids):,} validation words; {steps} steps of "
+          f"{cfg.batch_size} windows of {cfg.block_size} words on {device.type}; checkpoint {ckpt}"
+          f"{' (resuming)' if cfg.resume and ckpt.exists() else ''}", flush=True)
+    lines = not want_progress(cfg)
+
+    def report(step: int, h) -> None:
+        if lines:
+            trained = f"train loss {h.train_loss[-1]:.4f}, " if h.train_loss and h.steps[-1] == step else ""
+            print(f"step {step}/{steps}: {trained}val loss {h.val_loss[-1]:.4f}", flush=True)
+
+    hist = train(model, train_ids, val_ids, cfg, stop_after=a.get("stop_after"),
+                 batch_fn=None if causal else mlm_batch, on_eval=report, check_checkpoint=check,
+                 checkpoint_extra={"vocabulary": list(tok.itos), "profile": profile.name, "task": "mlm"})
+    x, pos = _blanks(val_ids, n_blanks, sizes["block"], special_ids, seed + 6)
+    scores = _blank_scores(model, x, pos, mask_id, causal, device)
+    freq = torch.bincount(train_ids, minlength=V).double()  # the baseline: the most frequent words of training
+    freq[special_ids] = 0
+    true = x[torch.arange(n_blanks), pos]
+    base = {k: float(torch.isin(true, freq.topk(k).indices).double().mean()) for k in (1, 5)}
+    kept = f" (weights of step {hist.best_step}, the lowest)" if hist.best_step is not None else ""
+    line = (f"done: {hist.steps[-1] if hist.steps else 0}/{steps} steps, val loss "
+            f"{hist.best_val_loss if hist.best_step is not None else hist.final_val_loss:.4f}{kept}, "
+            f"top-1 {scores[1]:.1%}, top-5 {scores[5]:.1%} on {n_blanks:,} validation blanks (most frequent "
+            f"words: {base[1]:.1%}, {base[5]:.1%}), wall {_wall(hist.elapsed)}")
+    if hist.interrupted:
+        line += "; stopped early, --resume continues"
+    print(line, flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     """``lmcourse train gpt [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
     from .data import CorpusUnavailable
@@ -535,6 +754,8 @@ def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
         argv = sys.argv[1:] if argv is None else argv
         if argv[:1] == ["seq2seq"]:
             return run_seq2seq(argv[1:], prog)
+        if argv[:1] == ["mlm"]:
+            return run_mlm(argv[1:], prog)
         return run(parse_args(argv, prog))
     except SystemExit as exc:  # --help, or argparse's own usage errors (it has printed them)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)

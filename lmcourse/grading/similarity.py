@@ -64,7 +64,8 @@ class Match:
 class Verdict:
     """One student's line of the report."""
     student: str
-    best: Match | None              # the highest score (None: nothing of their own to compare)
+    best: Match | None              # the highest flagged solution/reference match, else the highest
+                                    # score (None: nothing of their own to compare)
     flagged: list[Match]            # every match over the threshold
     runtime: dict[str, list[str]]   # cell -> where it reads source at run time
     own: int                        # normalised characters of their own code
@@ -159,7 +160,9 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
         others = [sol, *refs, *[o for o in docs if o is not d]]
         matches = [compare(d, cells[d.label], o, wholes[o.label]) for o in others]
         own = sum(fp.token_coverage for fp in cells[d.label].values())
-        best = max(matches, key=lambda m: m.score) if own else None   # ties: the solution, then references
+        # the course's texts first: students who copied the solution also match each other
+        course = [m for m in matches[:1 + len(refs)] if m.flagged(threshold, min_match)]
+        best = max(course or matches, key=lambda m: m.score) if own else None   # ties: the first
         runtime = {n: hits for n, t in d.cells.items() if (hits := sources.runtime_source(t))}
         verdicts.append(Verdict(d.label, best, [m for m in matches if m.flagged(threshold, min_match)],
                                 runtime, own))

@@ -69,6 +69,9 @@ class Verdict:
     flagged: list[Match]            # every match over the threshold
     runtime: dict[str, list[str]]   # cell -> where it reads source at run time
     own: int                        # normalised characters of their own code
+    # classmates over the threshold who, like this student, copied the solution or the reference:
+    # the common source explains the match, so the report lists them without their code
+    echoes: list[Match] = field(default_factory=list)
 
     @property
     def is_flagged(self) -> bool:
@@ -76,6 +79,8 @@ class Verdict:
 
     def reasons(self) -> list[str]:
         out = [f"copy of {m.what()}" for m in self.flagged]
+        if self.echoes:
+            out.append(f"like {len(self.echoes)} classmate(s) who copied it too")
         if self.runtime:
             out.append("reference source loaded at run time")
         return out
@@ -166,6 +171,11 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
         runtime = {n: hits for n, t in d.cells.items() if (hits := sources.runtime_source(t))}
         verdicts.append(Verdict(d.label, best, [m for m in matches if m.flagged(threshold, min_match)],
                                 runtime, own))
+    copied = {v.student for v in verdicts if any(m.other.kind != "student" for m in v.flagged)}
+    for v in verdicts:
+        if v.student in copied:
+            v.echoes = [m for m in v.flagged if m.other.kind == "student" and m.other.label in copied]
+            v.flagged = [m for m in v.flagged if m not in v.echoes]
     documents = {d.label: d for d in [sol, *refs, *docs]}
     return Outcome(assignment, verdicts, bad, documents, threshold, min_match, cells, wholes)
 

@@ -120,6 +120,10 @@ def html_text(outcome: Outcome) -> str:
                          f"<td><pre>{esc(outcome.documents[v.student].cells[c])}</pre></td></tr>"
                          for c, hits in v.runtime.items()) + "</table></section>"
                for v in outcome.verdicts if v.runtime]
+    echoes = sorted({(min(m.student, m.other.label), max(m.student, m.other.label)): m.score
+                     for v in outcome.verdicts for m in v.echoes}.items())
+    echo_rows = "".join(f"<tr><td>{esc(a)} &harr; {esc(b)}</td><td>{score:.2f}</td></tr>"
+                        for (a, b), score in echoes)
     rows = []
     for v in outcome.verdicts:
         best = f"<td>{esc(v.best.what())}</td><td>{v.best.score:.2f}</td>" if v.best else "<td>-</td><td>0.00</td>"
@@ -141,6 +145,9 @@ Detector: copydetect {esc(copydetect.__version__)} (winnowing, as MOSS).</p>
 <h2>Students</h2><table><tr><th>student</th><th>best match</th><th>score</th><th>flag</th></tr>
 {''.join(rows)}</table>
 <h2>Flagged pairs</h2>{''.join(pairs) or '<p>none</p>'}
+<h2>Classmates alike through a copied course text</h2>
+<p>Both copied the solution or the reference (above), so they match each other too; their code is not repeated
+here.</p>{f'<table><tr><th>pair</th><th>score</th></tr>{echo_rows}</table>' if echoes else '<p>none</p>'}
 <h2>Source read at run time</h2>{''.join(runtime) or '<p>none</p>'}
 </body></html>
 """

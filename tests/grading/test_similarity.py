@@ -186,6 +186,9 @@ def test_planted_copies_of_the_solution_are_flagged(judged):
         assert v.best is not None and v.best.other.kind == "solution", f"{name} {student}: {v.column()}"
         assert v.best.score >= 0.85 and v.is_flagged, f"{name} {student}: {v.column()}"
         assert any(m.other.kind == "solution" for m in v.flagged)
+        # the other copies of the solution match it too: listed as echoes of the one source, not as pairs
+        assert {m.other.label for m in v.echoes} >= set(PLANTED) - {student}, f"{name} {student}: {v.reasons()}"
+        assert not [m for m in v.flagged if m.other.kind == "student"], f"{name} {student}: {v.reasons()}"
 
 
 def test_pasted_reference_source_is_flagged_as_the_reference(judged):

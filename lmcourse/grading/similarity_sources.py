@@ -25,9 +25,12 @@ from pathlib import Path
 
 import nbformat
 
-from ..authoring.build import MARKER_RE
 from .ingest import IngestError, find_submissions
 from .prepare import prepare, strip_injected
+
+# nbgrader's solution markers in the source notebook (grading does not import the author's tools,
+# which a student release leaves out)
+_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 
 class SimilarityError(Exception):
@@ -145,7 +148,7 @@ def solution(root: Path, assignment: str) -> Document:
     if not path.is_file():
         raise SimilarityError(f"no source notebook {path} (is the assignment name right?)")
     nb = nbformat.read(path, as_version=4)
-    cells = {_meta(c)["grade_id"]: "\n".join(ln for ln in c.source.split("\n") if not MARKER_RE.match(ln))
+    cells = {_meta(c)["grade_id"]: "\n".join(ln for ln in c.source.split("\n") if not _MARKER.match(ln))
              for c in nb.cells if c.cell_type == "code" and _meta(c).get("solution")}
     return Document("solution", "solution", cells)
 

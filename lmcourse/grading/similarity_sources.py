@@ -155,7 +155,7 @@ def solution(root: Path, assignment: str) -> Document:
 
 def reference_files(assignment: str, root: Path) -> list[Path]:
     """``lmcourse/reference/<topic>.py`` (``01_ngram`` -> ``ngram``) and the file of each thing its
-    ``REFERENCE`` names (a function, a class or a module), each once."""
+    ``REFERENCE`` names (a function, a class or a module) inside the ``lmcourse`` package, each once."""
     topic = assignment.split("_", 1)[1] if re.match(r"^\d+_", assignment) else assignment
     try:
         module = importlib.import_module(f"lmcourse.reference.{topic}")
@@ -167,9 +167,10 @@ def reference_files(assignment: str, root: Path) -> list[Path]:
             files.append(Path(inspect.getsourcefile(obj)))
         except TypeError:     # a built-in has no source file: nothing a student could copy from us
             continue
-    seen: list[Path] = []
+    package = Path(module.__file__).resolve().parents[1]      # lmcourse/: the course's own code only,
+    seen: list[Path] = []                                      # not torch's that a REFERENCE also names
     for f in files:
-        if f.resolve() not in [s.resolve() for s in seen]:
+        if package in f.resolve().parents and f.resolve() not in [s.resolve() for s in seen]:
             seen.append(f)
     return seen
 

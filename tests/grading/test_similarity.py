@@ -359,3 +359,16 @@ def test_one_corrupt_notebook_does_not_stop_the_class(tmp_path, capsys):
     assert "not compared: broken: invalid-notebook" in capsys.readouterr().err
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((tmp_path / "report" / "similarity.csv").read_text()))}
     assert rows["broken"]["why"].startswith("not compared: invalid-notebook") and rows["renamed"]["flagged"] == "yes"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "autograder" / "masters").glob("[0-9][0-9]_*.py")))
+def test_every_notebook_compares(name, tmp_path):
+    """The untouched release is nothing of a student's own; the solution's text is a copy; the
+    reference files are the course's (not torch's, which some REFERENCE tuples also name)."""
+    write_class(tmp_path, name, {"blank": {}, "copy": solution_cells(name)})
+    outcome = similarity.assess(name, tmp_path, ROOT)
+    by = {v.student: v for v in outcome.verdicts}
+    assert by["blank"].best is None and not by["blank"].is_flagged
+    assert by["copy"].best.other.kind == "solution" and by["copy"].best.score == pytest.approx(1.0)
+    refs = [d.label for d in outcome.documents.values() if d.kind == "reference"]
+    assert refs and all(r.startswith("lmcourse/") for r in refs), refs

@@ -552,7 +552,7 @@ def mlm_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"{prog} mlm", argument_default=argparse.SUPPRESS,
         description="Train notebook 06's masked language model (lmcourse.nn.mlm.MaskedLM, BERT's 80/10/10 "
-        "masking of 15%% of the words) on the course corpus, one token per word, split by play, with the "
+        "masking of 15 % of the words) on the course corpus, one token per word, split by play, with the "
         "course's one loop; then score it on blanks of the validation plays (top-1 and top-5, against guessing "
         "the most frequent words), as the notebook does. Sizes by profile (the notebook's): " + sizes + ".",
         epilog="The notebook's cpu run (800 steps of 32 windows) ends on the plateau where a masked LM predicts "

@@ -28,7 +28,14 @@
 # tokens/s and the ladder's RNN and LSTM 23 s and 45 s; a later run finds those two in the
 # course cache). On a GPU (profile `gpu`)
 # the GPT is the size of nanoGPT's Shakespeare model (6 layers, 6 heads, 384 wide, 256
-# characters of context) and trains in bf16 in a few minutes. Under the autograder (profile
+# characters of context, 5,000 steps of 64 windows) and trains with mixed precision (bf16, or fp16
+# with a gradient scaler on a T4). On Colab's or Kaggle's free T4 (16 GB) it fits with room to
+# spare and takes minutes; these are **estimates**, not measured on a T4 (`python
+# bench/bench_gpu_fit.py`: parameters and optimizer state counted, one step's tensors measured on
+# a CPU and scaled to the batch, FLOPs over the T4's fp16 peak at an assumed 30 % utilisation):
+# at most about 6 GiB (float32; less in fp16), about 6 minutes for the GPT (15 if the T4 reaches
+# only the 10 % that nanoGPT's reported A100 time implies) and about 3.5 more for the ladder's RNN
+# and LSTM when the course cache does not hold them. Under the autograder (profile
 # `tiny`) the notebook takes seconds.
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
@@ -938,7 +945,8 @@ for _v in range(5):
 # The course corpus, split **by play** as in notebook 02 (the validation plays are never seen in
 # training), one id per character. The sizes come from the profile: in `cpu`, a 4-layer,
 # 128-wide model with 64 characters of context; in `gpu`, nanoGPT's Shakespeare model (6 layers,
-# 6 heads, 384 wide, 256 characters, dropout 0.2) trained with bf16 autocast, the fused AdamW
+# 6 heads, 384 wide, 256 characters, dropout 0.2) trained with bf16 autocast (fp16 with a
+# gradient scaler on a T4, whose bf16 is slow), the fused AdamW
 # kernel, the fused attention kernel (`F.scaled_dot_product_attention`, which `lmcourse.nn.Block`
 # uses) and `torch.compile`.
 

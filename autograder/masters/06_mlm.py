@@ -29,7 +29,13 @@
 # the end (measured on a 2-core machine shared with other jobs, load average 6 to 9: 443 s, of
 # which training 102 s for the masked LM, 132 s without masking, 102 s left to right and 73 s for
 # the ablation). On a GPU (profile `gpu`) the models are larger and train
-# longer. Under the autograder (profile `tiny`) the notebook takes seconds.
+# longer: 4 layers, 256 wide, windows of 128 words, a vocabulary of 8,000 words, 5,000 steps of 64
+# windows each. On Colab's or Kaggle's free T4 (16 GB) that fits with room to spare: at most about
+# 2.5 GiB (float32, the four models on the card together) and about 6 to 7 minutes of training for
+# the four. Both are **estimates**, not measured on a T4 (`python bench/bench_gpu_fit.py`:
+# parameters and optimizer state counted, one step's tensors measured on a CPU and scaled to the
+# batch, FLOPs over the T4's fp16 peak at an assumed 25 to 35 % utilisation). Under the
+# autograder (profile `tiny`) the notebook takes seconds.
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
 # one checks your answer and says what looks wrong. The autograder runs further hidden tests,
@@ -954,6 +960,11 @@ plt.show()
 # 3,000 steps every one still had a top-1 between 8.4% and 11.3%, where the most frequent word is.
 # The lecture's point, measured, needs 5 to 20 times a few CPU minutes: the claim "both sides help"
 # is about models that have learned to read their context, which this one has not yet.
+# To make that run yourself, `lmcourse train mlm --profile cpu --steps 20000` in a terminal trains
+# this notebook's masked LM at the `cpu` sizes for 20,000 steps (`--causal`: the left-to-right one;
+# `--batch_size 128 --steps 10000` the larger batch) and ends by scoring it on blanks like these,
+# against the most frequent words. At the speed per step of this notebook's `cpu` run that is
+# about 25 times its training time above: half an hour or more on one core.
 #
 # The model trained without masking has never seen `[MASK]` stand for a missing word: its loss went
 # to almost zero in the `cpu` run (0.06 nats, by copying) and it fills real blanks worst of all,

@@ -29,8 +29,12 @@
 # whole-notebook time is printed at the end. Measured on a 2-core machine shared with other jobs
 # (load average 15 to 25): 2,434 s of wall time, of which the notebook's kernel used about 390 s of
 # CPU, so expect six to seven minutes on an idle laptop core, more than half of it the GPT. On a
-# GPU (profile `gpu`) the models train longer. Under the autograder (profile `tiny`) the notebook
-# takes seconds.
+# GPU (profile `gpu`) the models are larger (128 wide, 3 + 3 layers; the GPT 7) and train longer
+# (4,000 steps of 128 pairs each). On Colab's or Kaggle's free T4 (16 GB) that needs at most about
+# 1 GiB and about a minute and a half of training for the two; both are **estimates**, not measured
+# on a T4 (`python bench/bench_gpu_fit.py`: memory counted and measured on a CPU, time from the
+# FLOPs and an assumed overhead per kernel launch, which dominates for models this small). Under
+# the autograder (profile `tiny`) the notebook takes seconds.
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
 # one checks your answer and says what looks wrong. The autograder runs further hidden tests,

@@ -36,9 +36,10 @@ estimate**, made this way:
   backward at twice its cost) x 20 microseconds a step (assumed) on top of the FLOP time, whose count
   is ``6 N`` per token (the CPU's fused LSTM kernel escapes the FLOP counter).
 * A cross-check from outside: nanoGPT's README reports about 3 minutes on one A100 for its Shakespeare
-  model, which is 05's gpu GPT (same sizes, batch and 5,000 steps): with the FLOPs counted here that is
-  about 10 % of the A100's 312 TFLOP/s. A T4 at 10 % of its peak would need about 15 minutes for
-  that run instead of the 6 this script estimates at 30 %; ``--util 0.1`` prints that case.
+  model, which is 05's gpu GPT (same sizes, batch and 5,000 steps; its config also evaluates 200
+  batches of each split every 250 steps, a third of a step each): with the FLOPs counted here that is
+  about 16 % of the A100's 312 TFLOP/s. A T4 at 16 % of its peak would need about 10 minutes for
+  05's run instead of the 6 this script estimates at 30 %; ``--util 0.16`` prints that case.
 
 A cross-check on this CPU: the measured time of one training step at the small batch, and the GFLOP/s
 it implies, per run (the FLOP count is the work measure the estimate divides; similar GFLOP/s across

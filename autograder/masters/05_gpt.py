@@ -33,8 +33,8 @@
 # spare and takes minutes; these are **estimates**, not measured on a T4 (`python
 # bench/bench_gpu_fit.py`: parameters and optimizer state counted, one step's tensors measured on
 # a CPU and scaled to the batch, FLOPs over the T4's fp16 peak at an assumed 30 % utilisation):
-# at most about 6 GiB (float32; less in fp16), about 6 minutes for the GPT (15 if the T4 reaches
-# only the 10 % that nanoGPT's reported A100 time implies) and about 3.5 more for the ladder's RNN
+# at most about 6 GiB (float32; less in fp16), about 6 minutes for the GPT (10 if the T4 reaches
+# only the 16 % that nanoGPT's reported A100 time implies) and about 3.5 more for the ladder's RNN
 # and LSTM when the course cache does not hold them. Under the autograder (profile
 # `tiny`) the notebook takes seconds.
 #

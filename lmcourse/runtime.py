@@ -74,7 +74,7 @@ def pick_device(prefer: str | None = None) -> "torch.device":  # noqa: F821
     return torch.device("cpu")
 
 
-def profile_name(device: "torch.device | None" = None) -> str:  # noqa: F821
+def profile_name(device: "torch.device | None" = None, neural: bool = True) -> str:  # noqa: F821
     """The profile in force: LMCOURSE_PROFILE, else tiny under nbgrader, else by device."""
     name = os.environ.get(PROFILE_ENV, "").strip().lower()
     if name:
@@ -83,6 +83,8 @@ def profile_name(device: "torch.device | None" = None) -> str:  # noqa: F821
         return name
     if is_autograding():
         return "tiny"
+    if device is None and not neural:   # a counting notebook: no device to ask (torch not loaded)
+        return "cpu"
     if device is None:
         device = pick_device()
     return "gpu" if device.type == "cuda" else "cpu"
@@ -209,13 +211,15 @@ def _native_bf16(torch) -> bool:
 
 @dataclass(frozen=True)
 class Runtime:
-    device: "torch.device"  # noqa: F821
+    device: "torch.device | None"  # noqa: F821 (None: a counting notebook, torch not loaded)
     profile: Profile
     seed: int
-    threads: int
+    threads: int | None  # torch's CPU threads (None when torch is not loaded)
     precision: Precision | None = None  # what lmcourse.train uses on this device (amp=True)
 
     def __str__(self) -> str:
+        if self.device is None:
+            return f"profile={self.profile.name} seed={self.seed} (counting only: torch not loaded)"
         text = f"device={self.device} profile={self.profile.name} seed={self.seed} cpu_threads={self.threads}"
         return text + (f" precision={self.precision}" if self.precision is not None else "")
 
@@ -343,11 +347,22 @@ def install_name_error_hints() -> bool:
     return True
 
 
-def setup(seed: int = 0, quiet: bool = False) -> Runtime:
-    """The first call of every notebook: seed everything and report device, profile, threads."""
-    import torch
+def setup(seed: int = 0, quiet: bool = False, neural: bool = True) -> Runtime:
+    """The first call of every notebook: seed everything and report device, profile, threads.
 
+    ``neural=False`` is for a notebook that only counts (01): torch is not imported — seconds
+    saved on every start, and on every submission the grader runs — ``rt.device`` and
+    ``rt.threads`` are None, and the profile is the one in force without a device (``tiny``
+    under the grader, else ``cpu``; the counting sizes of ``cpu`` and ``gpu`` are the same)."""
     install_name_error_hints()
+    if not neural:
+        random.seed(seed)
+        np.random.seed(seed)
+        rt = Runtime(device=None, profile=get_profile(profile_name(neural=False)), seed=seed, threads=None)
+        if not quiet:
+            print(f"lmcourse: {rt}")
+        return rt
+    import torch
 
     seed_everything(seed)
     device = pick_device()

@@ -110,3 +110,24 @@ def test_setup_applies_thread_count(monkeypatch):
         assert runtime.setup(quiet=True).threads == 1 == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("grading, env_profile, want", [("autograde", "", "tiny"), ("", "", "cpu"), ("", "gpu", "gpu")])
+def test_a_counting_notebook_loads_no_torch(grading, env_profile, want):
+    """01's ``setup(neural=False)``: no torch import (seconds on every start and every graded
+    submission), the profile still the one in force; checked in a fresh interpreter, where torch
+    is not loaded yet."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("NBGRADER_EXECUTION", "LMCOURSE_PROFILE")}
+    env.update({k: v for k, v in (("NBGRADER_EXECUTION", grading), ("LMCOURSE_PROFILE", env_profile)) if v})
+    program = ("import sys, random, numpy as np, lmcourse\n"
+               "rt = lmcourse.setup(seed=3, neural=False)\n"
+               "print(rt.profile.name, rt.device, rt.threads, 'torch' in sys.modules, random.random() == "
+               "(random.seed(3) or random.random()), np.random.rand() == (np.random.seed(3) or np.random.rand()))\n")
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    banner, values = done.stdout.strip().splitlines()
+    assert banner == f"lmcourse: profile={want} seed=3 (counting only: torch not loaded)"
+    assert values == f"{want} None None False True True"

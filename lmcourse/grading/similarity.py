@@ -15,7 +15,9 @@ answer cell, so that no match runs across the border of two cells. Two choices o
   nothing, and the result does not depend on Python's per-process string hashing;
 - the stubs every student is handed are removed from each cell's fingerprint here, not with
   copydetect's ``boilerplate=`` (0.5.0 intersects with ``assume_unique=True`` on a fingerprint
-  that repeats a k-gram, and so also drops a student's own repeated code).
+  that repeats a k-gram, and so also drops a student's own repeated code);
+- a classmate's code is the union of their cells' k-grams (no k-gram across two cells), the
+  solution and the reference files are taken whole.
 
 A student's score against a document is the share of their own code (their cells' normalised
 characters after the stubs are removed) that occurs in it. Flagged: a score of at least
@@ -25,6 +27,7 @@ reference's source at run time (:func:`.similarity_sources.runtime_source`).
 
 from __future__ import annotations
 
+import copy
 import io
 import sys
 import tempfile
@@ -103,41 +106,59 @@ class Outcome:
     threshold: float
     min_match: int
     cell_prints: dict = field(default_factory=dict)    # student -> {cell: fingerprint}, stubs removed
-    whole_prints: dict = field(default_factory=dict)   # label -> fingerprint of the whole text
+    _wholes: dict = field(default_factory=dict)
+
+    def whole(self, label: str):
+        """The fingerprint of a document's whole text (for the report's matched lines), made once."""
+        if label not in self._wholes:
+            self._wholes[label] = fingerprint(self.documents[label].text())
+        return self._wholes[label]
 
 
 # ---------------------------------------------------------------- fingerprints
 
-def fingerprint(text: str, boiler: frozenset = frozenset()):
-    """copydetect's fingerprint of Python ``text`` (every k-gram), ``boiler``'s k-grams removed."""
+def fingerprint(text: str):
+    """copydetect's fingerprint of Python ``text``, every k-gram kept."""
     from copydetect.detector import CodeFingerprint
-    from copydetect.utils import get_token_coverage
 
-    fp = CodeFingerprint("answer.py", K, 1, None, True, "python", fp=io.StringIO(text))
-    if boiler:
-        keep = fp.hashes - boiler
-        fp.hash_idx = {h: fp.hash_idx[h] for h in keep}
-        fp.hashes = keep
-        fp.token_coverage = int(get_token_coverage(fp.hash_idx, K, len(fp.filtered_code)))
-    return fp
+    return CodeFingerprint("answer.py", K, 1, None, True, "python", fp=io.StringIO(text))
 
 
-def _matched(fp, other) -> int:
-    """Normalised characters of ``fp``'s code that occur in ``other`` (runs of K or more)."""
-    from copydetect.utils import get_token_coverage
+def _covered(starts) -> int:
+    """Characters covered by the k-grams that start at ``starts`` (the union of [s, s + K))."""
+    total, end = 0, 0
+    for s in sorted(starts):
+        total += max(0, s + K - max(s, end))
+        end = max(end, s + K)
+    return int(total)
 
-    common = fp.hashes & other.hashes
-    if not common:
+
+def without(fp, boiler: frozenset):
+    """``fp`` with the k-grams of ``boiler`` removed and its coverage counted again (a copy)."""
+    out = copy.copy(fp)
+    out.hashes = fp.hashes - boiler
+    out.hash_idx = {h: [int(i) for i in fp.hash_idx[h]] for h in out.hashes}    # plain ints: counted often
+    out.token_coverage = _covered(i for idx in out.hash_idx.values() for i in idx)
+    return out
+
+
+def _matched(fp, other: set) -> int:
+    """Normalised characters of ``fp``'s code that occur in ``other`` (a set of k-gram hashes)."""
+    if fp.hashes.isdisjoint(other):
         return 0
-    return int(get_token_coverage({h: fp.hash_idx[h] for h in common}, K, len(fp.filtered_code)))
+    common = fp.hashes & other
+    if len(common) == len(fp.hashes):       # all of it (a copy): counted once already
+        return fp.token_coverage
+    return _covered(i for h in common for i in fp.hash_idx[h])
 
 
-def compare(student: Document, cells: dict, other: Document, other_fp) -> Match:
-    """The share of ``student``'s code (``cells``: their fingerprints) found in ``other``."""
+def compare(student: Document, cells: dict, other: Document, other_hashes: set) -> Match:
+    """The share of ``student``'s code (``cells``: their fingerprints, stubs removed) found in
+    ``other`` (``other_hashes``: its k-grams)."""
     own = sum(fp.token_coverage for fp in cells.values())
     match = Match(student.label, other, 0.0, 0)
     for name, fp in cells.items():
-        m = _matched(fp, other_fp)
+        m = _matched(fp, other_hashes)
         if m:
             match.matched += m
             match.cells[name] = m / fp.token_coverage
@@ -157,13 +178,16 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
         why = "; ".join(f"{u.student}: {u.why}" for u in bad[:5])
         raise SimilarityError(f"{src}: no submission could be read ({why})")
     boiler = frozenset().union(*(fingerprint(b).hashes for b in sources.boilerplate(release)))
-    cells = {d.label: {n: fp for n, t in d.cells.items() if (fp := fingerprint(t, boiler)).token_coverage}
-             for d in docs}
-    wholes = {d.label: fingerprint(d.text()) for d in [sol, *refs, *docs]}
+    raw = {d.label: {n: fingerprint(t) for n, t in d.cells.items()} for d in docs}
+    cells = {label: {n: fp for n, r in fps.items() if (fp := without(r, boiler)).token_coverage}
+             for label, fps in raw.items()}
+    # what a student's code is compared with: the course's texts whole, a classmate's cell by cell
+    hashes = {d.label: fingerprint(d.text()).hashes for d in [sol, *refs]}
+    hashes.update({label: set().union(*(fp.hashes for fp in fps.values())) for label, fps in raw.items()})
     verdicts = []
     for d in docs:
         others = [sol, *refs, *[o for o in docs if o is not d]]
-        matches = [compare(d, cells[d.label], o, wholes[o.label]) for o in others]
+        matches = [compare(d, cells[d.label], o, hashes[o.label]) for o in others]
         own = sum(fp.token_coverage for fp in cells[d.label].values())
         # the course's texts first: students who copied the solution also match each other
         course = [m for m in matches[:1 + len(refs)] if m.flagged(threshold, min_match)]
@@ -177,7 +201,7 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
             v.echoes = [m for m in v.flagged if m.other.kind == "student" and m.other.label in copied]
             v.flagged = [m for m in v.flagged if m not in v.echoes]
     documents = {d.label: d for d in [sol, *refs, *docs]}
-    return Outcome(assignment, verdicts, bad, documents, threshold, min_match, cells, wholes)
+    return Outcome(assignment, verdicts, bad, documents, threshold, min_match, cells)
 
 
 # ---------------------------------------------------------------- the command

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .similarity import Match, Outcome
 
 COLUMN = "similarity"
+PAIRS_SHOWN = 3         # classmate pairs shown with code per student; more are listed (a group who share a text)
 CSV_HEADER = ["student", "best_match", "score", "kind", "flagged", "why", "matched_chars", "own_chars", "cells"]
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:110em}
@@ -84,7 +85,7 @@ def _pair(outcome: Outcome, m: Match) -> str:
     from copydetect.detector import compare_files
     from copydetect.utils import highlight_overlap
 
-    other = outcome.whole_prints[m.other.label]
+    other = outcome.whole(m.other.label)
     rows = []
     for cell, share in sorted(m.cells.items(), key=lambda cs: -cs[1]):
         fp = outcome.cell_prints[m.student][cell]
@@ -108,13 +109,25 @@ def html_text(outcome: Outcome) -> str:
 
     esc = html.escape
     shown: set[frozenset] = set()
-    pairs = []
+    sections: dict[str, int] = {}          # student -> classmate pairs shown with code
+    pairs, more = [], []
     for m in sorted((m for v in outcome.verdicts for m in v.flagged), key=lambda m: -m.score):
         key = frozenset((m.student, m.other.label))
-        if m.other.kind == "student" and key in shown:
-            continue            # the other direction of a pair already shown, from its higher score
+        if m.other.kind == "student":
+            if key in shown:
+                continue        # the other direction of a pair already shown, from its higher score
+            if min(sections.get(m.student, 0), sections.get(m.other.label, 0)) >= PAIRS_SHOWN:
+                more.append(f"<tr><td>{esc(m.student)} &harr; {esc(m.other.label)}</td><td>{m.score:.2f}</td></tr>")
+                shown.add(key)
+                continue        # a group who share one text: its first pairs show the code
+            for who in key:
+                sections[who] = sections.get(who, 0) + 1
         shown.add(key)
         pairs.append(_pair(outcome, m))
+    if more:
+        pairs.append(f"<h3>More pairs over the threshold</h3><p>Each student here already has {PAIRS_SHOWN} "
+                     "pairs shown with their code above.</p><table><tr><th>pair</th><th>score</th></tr>"
+                     + "".join(more) + "</table>")
     runtime = [f"<section><h3>{esc(v.student)}: reference source loaded at run time</h3><table>"
                + "".join(f"<tr><td>{esc(c)}</td><td><pre>{esc(chr(10).join(hits))}</pre></td>"
                          f"<td><pre>{esc(outcome.documents[v.student].cells[c])}</pre></td></tr>"

@@ -1,8 +1,9 @@
 """The one `lmcourse grade` batch of notebook 01 that tests/grading/test_grade.py (bad submissions,
-sandbox attacks) and tests/grading/test_forgery.py (forged passes) both read: their students
-share one class folder, one grader run and one correct student, built once per session on the
-worker of the ``grader-batches`` xdist group (issue 21 §6: two batches cost two grader start-ups,
-two templates and two correct students)."""
+sandbox attacks), tests/grading/test_forgery.py (forged passes) and tests/grading/test_gradescope.py
+(what each results.json must agree with) all read: their students share one class folder, one
+grader run and one correct student, built once per session on the worker of the ``grader-batches``
+xdist group (issue 21 §6: three batches cost three grader start-ups, templates and correct
+students, and three waits for the infinite loop's cell cap)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class Batch(NamedTuple):
     args: list[str]                  # the `lmcourse` command line that graded it
 
 
+# a generous notebook cap: the whole notebook takes ~15 s alone, but CI runs this beside another
+# test worker on 2 cores; the cell cap (loops meet it) leaves room for an honest transformers import
+LIMITS = ["--notebook-timeout", "120", "--cell-timeout", "20", "--memory-mb", "3072", "--processes", "256"]
+
+
 @pytest.fixture(scope="session")
 def grader_batch(tmp_path_factory) -> Batch:
     from lmcourse.cli import main
@@ -31,10 +37,7 @@ def grader_batch(tmp_path_factory) -> Batch:
     subs = test_grade.write_batch(tmp_path_factory.mktemp("class"), out, extra=test_forgery.students())
     before = test_grade.tree_hash(subs)
     course = tmp_path_factory.mktemp("course")
-    # a generous notebook cap: the whole notebook takes ~15 s alone, but CI runs this beside another
-    # test worker on 2 cores; the cell cap (loops meet it) leaves room for an honest transformers import
-    args = ["grade", test_grade.A, str(subs), "--out", str(out), "-j", "2", "--notebook-timeout", "120",
-            "--cell-timeout", "20", "--memory-mb", "3072", "--processes", "256", "--no-progress",
+    args = ["grade", test_grade.A, str(subs), "--out", str(out), "-j", "2", *LIMITS, "--no-progress",
             "--gradebook", str(course / "gradebook.db"), *test_grade.SANDBOX]
     assert main(args) == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}

@@ -26,7 +26,7 @@ from lmcourse.grading import sandbox
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
 from tests.conftest import ROOT
-from tests.grading.conftest import Batch
+from tests.grading.conftest import LIMITS, Batch
 
 # one worker builds the session's batch once (shared with test_forgery; pytest-xdist --dist loadgroup)
 pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]
@@ -84,7 +84,7 @@ def snoop_source(subs: Path, out: Path) -> str:
 
 def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, object]:
     """student -> notebook (or raw bytes, or None for an empty folder)."""
-    c: dict[str, object] = {"correct": perfect()}
+    c: dict[str, object] = {"correct": perfect(), "blank": STUDENT}   # blank: the release, untouched
     c["wrong"] = with_answer("q1", "answer_q1 = 'A'\n")
     # an exception in one answer, a syntax error in another (one kernel run for both)
     c["errors"] = with_answer("mle_prob", "def mle_prob(table, context, word):\n"
@@ -182,6 +182,7 @@ def batch(grader_batch) -> Batch:
 
 EXPECTED = {   # student: (status, flags that must be present, score: exact / "<" full / None = 0)
     "correct": ("graded", set(), AUTO_MAX),
+    "blank": ("graded", set(), 0),
     "renamed": ("graded", {"renamed"}, AUTO_MAX),
     "wrong": ("graded", set(), AUTO_MAX - 1),
     "errors": ("graded", set(), "<"),
@@ -416,8 +417,7 @@ def test_same_grades_with_one_worker(batch, tmp_path):
     some = {"correct", "wrong", "errors", "monkeypatch", "shadow"}
     subs = write_batch(tmp_path / "class", only=some)
     out = tmp_path / "grades"
-    assert main(["grade", A, str(subs), "--out", str(out), "-j", "1", "--notebook-timeout", "120",
-                 "--cell-timeout", "20", "--memory-mb", "3072", "--processes", "256", "--no-progress",
+    assert main(["grade", A, str(subs), "--out", str(out), "-j", "1", *LIMITS, "--no-progress",
                  "--gradebook", "none", *SANDBOX]) == 0
     again = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     assert again == {s: rows[s] for s in some}

@@ -10,13 +10,12 @@ install (``LMCOURSE_GS_VENV``); the container itself (here the grader's bubblewr
 used where it works, as ``--sandbox auto`` does in a container that allows it).
 
 The hostile class (correct, blank, wrong, an exception and a syntax error, an infinite loop,
-tampering, a flood of output) goes through run_autograder one submission at a time and through
-`lmcourse grade` as one batch: each results.json must follow Gradescope's documented format and
-say what grades.csv says."""
+tampering, a flood of output) goes through run_autograder one submission at a time; the same
+notebooks are in the shared `lmcourse grade` batch of 01 (tests/grading/conftest.py, same limits):
+each results.json must follow Gradescope's documented format and say what its grades.csv row says."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import stat
@@ -30,11 +29,9 @@ import pytest
 
 from lmcourse.cli import main
 from lmcourse.grading.gradescope import CONFIG, OUT, VISIBILITIES, build_zip, pinned_requirements
-from tests.grading.test_grade import AUTO_MAX, BWRAP, SANDBOX, SOURCE, STUDENT, A, catalogue
+from tests.grading.conftest import LIMITS  # the shared batch's: each results.json is held against its row
+from tests.grading.test_grade import AUTO_MAX, BWRAP, SOURCE, STUDENT, A, catalogue
 
-# a cell cap well above what a healthy cell needs on a loaded 2-core machine (the setup cell imports
-# torch): a setup cell cut short in one of the two runs would differ for the load, not the grader
-LIMITS = ["--notebook-timeout", "400", "--cell-timeout", "60", "--memory-mb", "3072", "--processes", "256"]
 HOSTILE = ("correct", "blank", "wrong", "errors", "loop", "monkeypatch", "flood")
 VENV = Path(sys.executable).parent.parent
 
@@ -102,7 +99,7 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> Graded:
+def graded(tmp_path_factory, grader_batch) -> Graded:
     tmp = tmp_path_factory.mktemp("gradescope")
     zip_path, root = tmp / "autograder.zip", tmp / "autograder"
     assert main(["grade", "gradescope", A, "--out", str(zip_path), *LIMITS]) == 0
@@ -124,15 +121,8 @@ def graded(tmp_path_factory) -> Graded:
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         results[student] = json.loads((root / "results" / "results.json").read_text())
         stdouts[student] = run.stdout
-    # the same submissions through `lmcourse grade`, one batch
-    subs = tmp / "class"
-    for student, nb in hostile_class().items():
-        (subs / "submitted" / student / A).mkdir(parents=True)
-        nbformat.write(nb, subs / "submitted" / student / A / f"{A}.ipynb")
-    out = tmp / "grades"
-    assert main(["grade", A, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *LIMITS, *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # the same submissions through `lmcourse grade`: the shared batch of 01 has each of them
+    rows = {student: grader_batch.rows[student] for student in results}
     return Graded(root, setup.stdout, results, stdouts, rows)
 
 

@@ -372,3 +372,20 @@ def test_every_notebook_compares(name, tmp_path):
     assert by["copy"].best.other.kind == "solution" and by["copy"].best.score == pytest.approx(1.0)
     refs = [d.label for d in outcome.documents.values() if d.kind == "reference"]
     assert refs and all(r.startswith("lmcourse/") for r in refs), refs
+
+
+def test_an_lms_zip_is_read_and_left_nowhere(tmp_path):
+    """A zip goes through the grader's own safe extraction, into a folder removed afterwards."""
+    import zipfile
+
+    planted = planted_class("01_ngram")
+    folder = write_class(tmp_path / "class", "01_ngram", {k: planted[k] for k in ("renamed", "honest1")})
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for p in folder.iterdir():
+            z.write(p, p.name)
+    out = tmp_path / "report"
+    assert main(["grade", "similarity", "01_ngram", str(archive), "--out", str(out)]) == 0
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO((out / "similarity.csv").read_text()))}
+    assert rows["renamed"]["flagged"] == "yes" and rows["honest1"]["flagged"] == "no"
+    assert sorted(p.name for p in out.iterdir()) == ["similarity.csv", "similarity.html"]

@@ -9,7 +9,11 @@ The detector is copydetect (MIT; pip ``copydetect``): MOSS's winnowing over code
 has tokenised and normalised (every variable name becomes ``V``, function name ``F``, string
 ``S``; comments and spacing dropped), so renamed variables, changed comments and reordered
 functions still match. It is used in memory (``CodeFingerprint(fp=...)``), one fingerprint per
-answer cell, so that no match runs across the border of two cells. Two choices of ours:
+answer cell, so that no match runs across the border of two cells. Why it: it installs with pip
+and runs offline in this process (JPlag needs a JVM, Dolos Node.js, and MOSS is a remote service
+that would receive the students' code); 0.5.0 (March 2024) is small, tested and MIT. Its own
+HTML report reads files and labels them by path; ours shows the matched lines cell by cell.
+Our choices:
 
 - every k-gram is kept (``guarantee = noise``, window 1): on answers this small it costs
   nothing, and the result does not depend on Python's per-process string hashing;

@@ -578,7 +578,8 @@ def mlm_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="CPU threads (default: LMCOURSE_THREADS or 1 on the CPU)")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile (default: on with CUDA)")
     p.add_argument("--checkpoint_path", metavar="FILE", help="default: checkpoints/train_mlm_<profile>.pt (with "
-                   "--causal train_mlm_causal_<profile>.pt) in the course cache; lmcourse.nn.load_mlm reads it")
+                   "--causal train_mlm_causal_<profile>.pt) in the course cache; lmcourse.nn.load_mlm reads the last "
+                   "step's weights from it, the kept ones (--keep_best) are under its key 'best'")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint_path if it exists")
     p.add_argument("--overwrite", action="store_true", help="replace --checkpoint_path if it exists")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: in a "

@@ -186,10 +186,11 @@ def references(assignment: str, root: Path) -> list[Document]:
     return docs
 
 
-# What reads source code while it runs: inspect's source readers, linecache, a module's file, a
-# package's data, and a string naming a .py file (open("lmcourse/ngram.py")).
+# What reads source code while it runs: inspect's source readers, linecache, a module's file or
+# spec or loader, pkgutil's package data, and a string naming a .py file (open("lmcourse/ngram.py")).
+# Names an honest answer to these exercises has no use for (`get_data` alone would be: a helper's name).
 _READERS = {"getsource", "getsourcelines", "getsourcefile", "findsource", "getfile", "getlines",
-            "linecache", "__file__", "get_data"}
+            "linecache", "__file__", "__spec__", "__loader__", "find_spec", "get_source", "pkgutil"}
 _RESOURCES = re.compile(r"importlib\s*\.\s*resources|from\s+importlib\s+import\s+resources")
 _PY_FILE = re.compile(r"\.py\b")
 

@@ -246,11 +246,31 @@ def test_the_solution_itself_reads_no_source_at_run_time():
             assert similarity_sources.runtime_source(code) == [], f"{name} {gid}"
 
 
+def test_the_catalogues_run_time_copies_are_seen_and_no_alternative_is():
+    """The mutants catalogues hold the course's own gaming attempts (a reference's source exec'd
+    shifted one line, a fresh copy of a reference module loaded from its file): each is seen. No
+    alternative of any notebook reads source."""
+    import re
+
+    from lmcourse.authoring.mutants import load_mutants
+
+    attacks = [m for p in sorted((ROOT / "autograder" / "mutants").glob("*.py")) for m in load_mutants(p)
+               if re.search(r"copy of|fresh copy|getsource", m.name)]
+    assert len(attacks) >= 10
+    missed = [m.name for m in attacks if not similarity_sources.runtime_source(m.source)]
+    assert not missed, missed
+    for p in sorted((ROOT / "autograder" / "alternatives").glob("*.py")):
+        for alt in load_alternatives(p):
+            assert similarity_sources.runtime_source(alt.source) == [], f"{p.stem} {alt.name}"
+
+
 def test_runtime_source_ignores_comments_and_sees_files():
     assert similarity_sources.runtime_source("x = 1  # not inspect.getsource(f)") == []
     assert similarity_sources.runtime_source("src = open('lmcourse/ngram.py').read()")
     assert similarity_sources.runtime_source("import linecache\nlines = linecache.getlines(p)")
     assert similarity_sources.runtime_source("def f(:\n  return inspect.getsource(g)")   # does not parse
+    assert similarity_sources.runtime_source("from importlib import resources\nt = resources.files('lmcourse')")
+    assert similarity_sources.runtime_source("def get_data():\n    return load()") == []   # a helper's name
 
 
 # ---------------------------------------------------------------- the command and its files

@@ -95,11 +95,12 @@ def reordered(cells: dict[str, str]) -> dict[str, str]:
 
 
 def recommented(code: str) -> str:
-    """Comments dropped and others written: a note above each line."""
+    """Comments dropped and others written: a note above each line (one with markup, which the
+    report must show as text)."""
     out = []
     for i, line in enumerate(ast.unparse(ast.parse(code)).split("\n")):
         indent = line[:len(line) - len(line.lstrip())]
-        out += [f"{indent}# step {i}: what this line does, in my words", line]
+        out += [f"{indent}# step {i}: what this line does, in my words </pre><script>alert(1)</script>", line]
     return "\n".join(out)
 
 
@@ -287,7 +288,7 @@ def test_command_writes_the_report(judged, tmp_path, capsys):
     assert "reference source loaded at run time" in rows["runtime_source"]["why"]
     page = (out / "similarity.html").read_text()
     assert "renamed &harr; solution" in page and "hl-a" in page and "hl-b" in page
-    assert "<script" not in page
+    assert "<script" not in page and "&lt;script&gt;alert(1)" in page      # the student's text, escaped
 
 
 def _graded_out(folder: Path, name: str, students: dict[str, dict[str, str]]) -> Path:

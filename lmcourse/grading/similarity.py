@@ -42,12 +42,16 @@ from . import similarity_sources as sources
 from .similarity_sources import Document, SimilarityError, Unreadable
 
 # The shortest match, in characters of normalised code (copydetect's noise threshold, its default):
-# `for V in range(len(V)-V+1):` is 26. Shorter runs are what any two answers share.
+# `for i in range(len(padded) - n + 1):` normalises to `forVinrange(len(V)-V+1):`, 24. Shorter runs
+# are what any two answers share.
 K = 25
 # Defaults, from the alternatives catalogues of 01 and 03 (tests/grading/test_similarity.py): an
-# honest student's code scores at most 0.34 against the solution there, a planted copy 0.9 or more.
+# honest student's code scores at most 0.39 against the solution there and 0.32 against another
+# honest student; the planted copies 0.86 or more. 0.5 sits between, nearer the honest side: a
+# student who copied half their answers is worth a look.
 THRESHOLD = 0.5
-# A whole match this short is one line any student writes (`return Q @ K.transpose(-2, -1) / ...`).
+# A whole match this short is one line any student writes: `return Q @ K.transpose(-2, -1) /
+# math.sqrt(Q.size(-1))` normalises to 31 characters, `return [BOS] * (n - 1) + list(words) + [EOS]` to 27.
 MIN_MATCH = 60
 
 

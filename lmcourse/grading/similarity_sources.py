@@ -99,8 +99,13 @@ def student_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
     return out
 
 
+MAX_BYTES = 50 * 2**20      # as `lmcourse grade` (grade.MAX_NOTEBOOK_BYTES): a notebook past it is not read
+
+
 def _read(student: str, path: Path, release) -> Document | Unreadable:
     try:
+        if path.stat().st_size > MAX_BYTES:
+            return Unreadable(student, f"{path.name} is larger than {MAX_BYTES // 2**20} MB")
         raw = path.read_bytes()
     except OSError as exc:
         return Unreadable(student, f"cannot read {path.name} ({exc.strerror})")
@@ -112,8 +117,8 @@ def _read(student: str, path: Path, release) -> Document | Unreadable:
 
 def students(src: Path, assignment: str, release, unpack_dir: Path) -> tuple[list[Document], list[Unreadable]]:
     """The class's code, from what ``lmcourse grade`` reads (folder, ``submitted/``, LMS zip; zips are
-    unpacked into ``unpack_dir``) or from a graded ``OUT`` (its ``autograded/`` copies, the rows of
-    its ``grades.csv``)."""
+    unpacked into ``unpack_dir``) or from a graded ``OUT`` (its ``autograded/`` copies, one per
+    student ``lmcourse grade`` ran: named as in its ``grades.csv``)."""
     src = Path(src)
     if not src.exists():
         raise SimilarityError(f"{src}: no such folder or file")

@@ -226,6 +226,11 @@ def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
             raise argparse.ArgumentTypeError(f"{text}: a share between 0 and 1, e.g. 0.5")
         return x
 
+    def chars(text: str) -> int:
+        if not text.isdigit():
+            raise argparse.ArgumentTypeError(f"{text}: a number of characters, e.g. {MIN_MATCH}")
+        return int(text)
+
     p = argparse.ArgumentParser(prog=prog, description="flag answers that look copied from the solution, the "
                                 "course's reference code or another student (it changes no score)")
     p.add_argument("assignment", help="e.g. 01_ngram")
@@ -235,7 +240,7 @@ def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
                    "folder when given one, else build/similarity)")
     p.add_argument("--threshold", type=share, default=THRESHOLD,
                    help=f"flag a student when this share of their code occurs in one other text ({THRESHOLD})")
-    p.add_argument("--min-match", type=int, default=MIN_MATCH, metavar="CHARS",
+    p.add_argument("--min-match", type=chars, default=MIN_MATCH, metavar="CHARS",
                    help=f"... and that is at least this many characters of normalised code ({MIN_MATCH})")
     args = p.parse_args(argv)
     src = Path(args.submissions)

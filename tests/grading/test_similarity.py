@@ -410,3 +410,11 @@ def test_an_lms_zip_is_read_and_left_nowhere(tmp_path):
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((out / "similarity.csv").read_text()))}
     assert rows["renamed"]["flagged"] == "yes" and rows["honest1"]["flagged"] == "no"
     assert sorted(p.name for p in out.iterdir()) == ["similarity.csv", "similarity.html"]
+
+
+@pytest.mark.parametrize("option", [["--threshold", "2"], ["--threshold", "0"], ["--min-match", "-3"]])
+def test_options_out_of_range_are_refused(option, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "similarity", "01_ngram", str(tmp_path), "--out", str(tmp_path / "r"), *option])
+    assert stop.value.code == 2 and option[0] in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

@@ -657,7 +657,8 @@ print(Seq2SeqConfig())
 # * `forward(src, tgt_in, tgt_out=None)`: returns `(logits, loss)`, the loss `None` without
 #   `tgt_out`, else the mean cross-entropy over the positions where `tgt_out` is not `pad_id`.
 #
-# Apply `self.drop` to the sum of embeddings on both sides. Positions run from 0 and are made on
+# Apply `self.drop` to the sum of embeddings on both sides, and nowhere else (a test sets its `p`
+# to 1 in train mode, where it zeroes what it is given, and compares). Positions run from 0 and are made on
 # the device of the ids. Leave the initialisation to PyTorch (the training cells initialise the
 # model they train). The tests give your model correct earlier pieces and compare it, logit for
 # logit, with the course's reference encoder–decoder (checked against `nn.Transformer`).
@@ -827,6 +828,25 @@ with _rules(*_stand_ins):
     _m(_src, _tin, _tout)[1].backward()
 _none = [n for n, p in _m.named_parameters() if p.grad is None]
 check(not _none, f"no gradient reaches {_none[:3]}: no .detach() or torch.no_grad() inside the model")
+# self.drop on both sides: in train mode with p = 1 dropout zeroes what it is given, with no randomness
+_m.drop.p = _r.drop.p = 1.0
+_m.train()
+_r.train()
+with torch.no_grad(), _rules(*_stand_ins):
+    _mem1 = call_checked(_m.encode, _src, name="model.encode(src), train mode, self.drop.p = 1")[0]
+    _dec1 = call_checked(_m.decode, _tin, _want_mem, _want_mask, name="model.decode(...), train mode, self.drop.p = 1")
+with torch.no_grad():
+    _want_mem1, _want_dec1 = _r.encode(_src)[0], _r.decode(_tin, _want_mem, _want_mask)
+check_tensor_close(_mem1[_real], _want_mem1[_real], "the memory when self.drop drops every value (train mode, p = 1)",
+                   atol=1e-10, rtol=1e-10, hint="self.drop(src_wte(src) + src_wpe(0..S-1)): self.drop on the source's "
+                   "embedding sum, and nowhere else")
+check_tensor_close(_dec1, _want_dec1, "decode's logits when self.drop drops every value (train mode, p = 1)",
+                   atol=1e-10, rtol=1e-10, hint="self.drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)): self.drop on the "
+                   "target's embedding sum, and nowhere else")
+_m.drop.p = _r.drop.p = 0.0
+_m.eval()
+_r.eval()
+del _want_mem1, _want_dec1
 visible_checks_pass("EncoderDecoder")
 ### BEGIN HIDDEN TESTS
 for _c, _shape, _seed in [(Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, src_block_size=5, tgt_block_size=4,

@@ -57,7 +57,7 @@ def built(cls, cfg, rules, dtype: torch.dtype = torch.float64, reference=referen
     extra_biases = sorted(k for k in have - want if k.endswith("bias"))
     checks.check(not (extra_biases and not getattr(cfg, "bias", True)),
                  f"with bias=False your {cls.__name__} still has biases {extra_biases[:4]}: pass bias=config.bias "
-                 "to every BlockConfig and to the final LayerNorm")
+                 "to every BlockConfig and to every LayerNorm and Linear layer you make yourself")
     checks.check(have == want, f"your {cls.__name__}'s parameter names differ from the ones asked for: missing "
                  f"{sorted(want - have)[:4]}, unexpected {sorted(have - want)[:4]} — use the attribute names "
                  f"{names} (buffers of your own are fine; parameters are only these)")

@@ -49,6 +49,7 @@ from pathlib import Path
 
 from .roster import Student
 from .semester import spreadsheet_text as _text
+from .similarity_report import COLUMN as SIMILARITY_COLUMN
 
 BASE = ("student", "assignment", "score", "max_score", "status", "flags", "detail")
 LATE_COLUMNS = ("submitted_at", "due", "late_hours", "penalty_pct")
@@ -88,7 +89,9 @@ def read_grade_run(out: Path) -> tuple[str, list[str], float, list[Row]]:
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []
-        known = set(BASE) | set(LATE_COLUMNS) | {"name", "raw_score", "penalty", "final_score", "auto_max"}
+        # a similarity report's column (lmcourse grade similarity) is a flag for the TA, not a question
+        known = set(BASE) | set(LATE_COLUMNS) | {"name", "raw_score", "penalty", "final_score", "auto_max",
+                                                 SIMILARITY_COLUMN}
         ids = [h for h in header if h not in known]
         records = list(reader)
     if not records:

@@ -365,3 +365,23 @@ def test_a_blank_answer_scored_0_is_not_waiting_and_wrong_assignment_says_why(tm
     assert not any("not graded yet" in w for w in summary["warnings"]), summary["warnings"]
     said = (out / "export" / "feedback" / "1003" / "grade.txt").read_text()
     assert f"status: wrong-assignment: {why}" in said, said
+
+
+def test_a_similarity_column_is_no_question(tmp_path):
+    """`lmcourse grade similarity` adds a `similarity` column to grades.csv (a flag for the TA):
+    export carries no question of that name, and no score moves."""
+    out = tmp_path / "grades"
+    grade_run(out)
+
+    def read_export(folder):
+        export(folder)
+        return read(folder / "export" / "grades.csv")
+
+    before = {r["student"]: r["final_score"] for r in read_export(out)}
+    rows = list(csv.reader((out / "grades.csv").read_text().splitlines()))
+    rows = [r + (["similarity"] if i == 0 else ["0.97 solution (flagged)"]) for i, r in enumerate(rows)]
+    with open(out / "grades.csv", "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    after = read_export(out)
+    assert all("similarity" not in r for r in after), after[0].keys()
+    assert {r["student"]: r["final_score"] for r in after} == before

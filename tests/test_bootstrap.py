@@ -114,17 +114,20 @@ def test_a_fresh_runtime_installs_the_course_and_runs_the_notebook(platform, clo
     program = "\n".join([
         "import json, sys", "print('<<CELL>>', flush=True)", cells[0], "print('<<CELL>>', flush=True)", cells[1],
         "print('<<CELL>>', flush=True)", cells[2], "print('<<CELL>>', flush=True)", cells[0],
-        "print('<<LMCOURSE>>', json.dumps(lmcourse.__file__))"])
+        "print('<<LMCOURSE>>', json.dumps(lmcourse.__file__))",
+        # 01 counts (its setup loads no torch): a neural notebook's setup line, on the runtime's torch
+        "print('<<CELL>>', flush=True)", "lmcourse.setup(seed=0)"])
     done = subprocess.run([str(python), "-c", program], cwd=work, env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    _, first, setup, corpus, again = done.stdout.split("<<CELL>>\n")
+    _, first, setup, corpus, again, neural = done.stdout.split("<<CELL>>\n")
     import torch
 
     assert re.fullmatch(rf"lmcourse set-up: installed lmcourse 0\.1\.0 from git\+file://{re.escape(str(clone))}"
                         rf"@{re.escape(links.REF)}, kept this runtime's torch {re.escape(torch.__version__)}; "
                         r"corpus in \S+\n", first), first
-    assert "device=cpu profile=tiny" in setup and "precision=fp32" in setup, setup
+    assert setup == "lmcourse: profile=tiny seed=0 (counting only: torch not loaded)\n", setup
+    assert "device=cpu profile=tiny" in neural and "precision=fp32" in neural, neural
     assert "training sentences" in corpus, corpus     # the corpus cell read the fetched corpus
     assert again.split("<<LMCOURSE>>")[0] == "", again          # installed: the cell is silent
     installed = Path(json.loads(again.split("<<LMCOURSE>>")[1]))

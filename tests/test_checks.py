@@ -284,10 +284,12 @@ def test_the_guarded_surface_covers_what_setup_and_test_cells_name():
     from lmcourse.grading import guard
 
     heavy = set(guard.surface_modules(True))
-    light = set(json.loads(subprocess.run(
-        [sys.executable, "-c", "import json; from lmcourse.grading.guard import surface_modules; "
-                               "print(json.dumps(surface_modules(False)))"],
-        capture_output=True, text=True, check=True).stdout))
+    light, loaded = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; from lmcourse.grading.guard import surface_modules; "
+                               "print(json.dumps([surface_modules(False), 'torch' in sys.modules]))"],
+        capture_output=True, text=True, check=True).stdout)
+    light = set(light)
+    assert not loaded, "the surface of a notebook without torch (01) imports torch: seconds on every submission"
     folder = Path(guard.__file__).parents[1] / "reference"
     reference = {f"lmcourse.reference.{p.stem}" for p in folder.glob("[a-z]*.py")}
     assert reference <= heavy, f"reference modules outside the surface: {sorted(reference - heavy)}"

@@ -36,7 +36,7 @@ from lmcourse.checks import (call_checked, check, check_close, check_dist_close,
 from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS, UNK, split_sentences
 
-rt = lmcourse.setup(seed=0, neural=False)  # counting only: no torch to load
+rt = lmcourse.setup(seed=0, neural=False)  # counting only: nothing neural to load
 _OWN = "a graded answer must be your own code, not the course's reference answer in lmcourse.ngram"
 
 # %% [markdown]

@@ -110,8 +110,9 @@ SURFACE = ("lmcourse", "lmcourse.checks", "lmcourse.rules", "lmcourse.confine", 
 SURFACE_PACKAGES = ("lmcourse.reference", "lmcourse.nn")
 # never surface, even when a surface module holds one: the grader's and the author's own code
 NOT_SURFACE = ("lmcourse.grading", "lmcourse.authoring", "lmcourse.notebook_runner", "lmcourse.cli")
-# what a notebook without torch (01) leaves out: the packages (they import torch) and the loop
-LIGHT_LEAVES_OUT = ("lmcourse.train",)
+# what a notebook without torch (01) leaves out: the packages and the modules that import torch (the
+# loop, decoding, the dates task), so its kernels never load torch (tests/test_checks.py)
+LIGHT_LEAVES_OUT = ("lmcourse.train", "lmcourse.decoding", "lmcourse.dates")
 
 
 def surface_modules(heavy: bool = True) -> list[str]:

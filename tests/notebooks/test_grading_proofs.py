@@ -4,13 +4,19 @@
   and after every test, sandbox): every autograded point, no flag, and no cell of the notebook
   raised (it runs top to bottom in the `tiny` profile, as a self-learner's solution does);
 - through the real `nbgrader autograde` (the plain route) on a temporary course copy: the
-  untouched student notebook scores 0 and the grader does not crash; every catalogued alternative
-  (a valid solution written another way) keeps full marks; and a catalogued mutant, put in one of
-  the alternatives' submissions beside them, loses its own test cell's points and no others.
+  untouched student notebook scores 0 and the grader does not crash; the catalogued alternatives
+  (valid solutions written another way) of the first REAL_ROUNDS rounds keep full marks; and a
+  catalogued mutant, put in one of the alternatives' submissions beside them, loses its own test
+  cell's points and no others;
+- the rest of the alternatives in the one-kernel harness the mutants run in (each in place of the
+  solution's answer, every test cell after it in full), which the real rounds above check against
+  nbgrader: each keeps every point.
 
 (Issue 21 §6: the solution was run three times, by nbgrader here, by `lmcourse grade` in
 tests/grading/test_grade_solutions.py and top to bottom in tests/notebooks/test_solutions.py, and
-the mutant had a whole submission of its own.)"""
+the mutant had a whole submission of its own. Every round was a whole submission too: 44 of them
+for nine notebooks, most replacing one or two answers, each a kernel, a torch import and the whole
+notebook; the harness tries an alternative in well under a second.)"""
 
 import csv
 
@@ -27,6 +33,9 @@ pytestmark = pytest.mark.slow  # real graders on a course copy, per notebook
 
 # without bubblewrap the grader refuses unless told: the sandbox's own tests say what that loses
 SANDBOX = [] if sandbox.mode()[0] == "bubblewrap" else ["--sandbox", "none"]
+# whole submissions of alternatives under the real nbgrader (round 1 holds one alternative of every
+# answer that has one, round 2 a second); the rest go through the harness
+REAL_ROUNDS = 2
 
 
 # each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup)
@@ -55,6 +64,7 @@ def graded(request, tmp_path_factory):
     mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")[0]
     catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
     rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
+    rounds, later = rounds[:REAL_ROUNDS], [alt for r in rounds[REAL_ROUNDS:] for alt in r.values()]
     host = next((k for k in reversed(range(len(rounds))) if mutant.target not in rounds[k]), None)
     course.mutant_in = "mutant" if host is None else f"alternatives-{host}"
     course.mutant_cell = f"{mutant.target}_tests"
@@ -72,6 +82,7 @@ def graded(request, tmp_path_factory):
         course.submit("mutant" if k == len(rounds) else f"alternatives-{k}", name, nb)
     course.autograde(name)
     course.rounds = rounds
+    course.later = run_alternatives(ROOT, name, later) if later else {}
     return course, name
 
 
@@ -128,3 +139,10 @@ def test_alternatives_keep_full_marks_under_real_nbgrader(graded):
         also = f" (with the mutant in {course.mutant_cell}, which may cost that cell only)" if mutant else ""
         raise AssertionError(f"{name}: round {k} of alternatives{also} scored {s.score} of {full} under nbgrader "
                              f"(failed {s.failed_tests}); alone:\n{culprits}")
+
+
+def test_the_later_alternatives_keep_full_marks_in_the_harness(graded):
+    course, name = graded
+    failing = {alt: f for alt, f in course.later.items() if f}
+    assert not failing, f"{name}: alternatives that lose points in the harness:\n" + "\n".join(
+        f"  {alt}: " + "; ".join(f"{gid}: {msg[:300]}" for gid, msg in f) for alt, f in failing.items())

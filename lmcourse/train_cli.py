@@ -231,6 +231,22 @@ def parse_args(argv: list[str] | None, prog: str = "lmcourse train") -> argparse
     return args
 
 
+def _task_args(p: argparse.ArgumentParser, argv: list[str] | None, prog: str, task: str, table: dict):
+    """A task's flags (``seq2seq``, ``mlm``), its device and profile, and its sizes: the profile's
+    row of ``table`` with the flags given on top. :class:`TrainInputError` for an unknown flag."""
+    import torch
+
+    from .runtime import get_profile, pick_device
+
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        raise TrainInputError(f"unknown flag {unknown[0]}; {prog} {task} --help lists the flags")
+    a = vars(args)
+    device = torch.device(a["device"]) if "device" in a else pick_device()
+    profile = get_profile(a.get("profile", "gpu" if device.type == "cuda" else "cpu"))
+    return a, device, profile, {**table[profile.name], **{k: a[k] for k in table["cpu"] if k in a}}
+
+
 # --- the run ---------------------------------------------------------------------------------------
 
 def _recipe(profile, steps: int) -> dict:
@@ -471,17 +487,10 @@ def run_seq2seq(argv: list[str], prog: str = "lmcourse train") -> int:
     from . import dates
     from .data import data_dir
     from .nn.seq2seq import EncoderDecoder, Seq2SeqConfig, exact_match, greedy_decode
-    from .runtime import cpu_threads, get_profile, pick_device
+    from .runtime import cpu_threads
     from .train import TrainConfig, train
 
-    p = seq2seq_parser(prog)
-    args, unknown = p.parse_known_args(argv)
-    if unknown:
-        raise TrainInputError(f"unknown flag {unknown[0]}; {prog} seq2seq --help lists the flags")
-    a = vars(args)
-    device = torch.device(a["device"]) if "device" in a else pick_device()
-    profile = get_profile(a.get("profile", "gpu" if device.type == "cuda" else "cpu"))
-    sizes = {**SEQ2SEQ_SIZES[profile.name], **{k: a[k] for k in SEQ2SEQ_SIZES["cpu"] if k in a}}
+    a, device, profile, sizes = _task_args(seq2seq_parser(prog), argv, prog, "seq2seq", SEQ2SEQ_SIZES)
     bad = [f"--{k} {v}" for k, v in sizes.items() if v < 1]
     if bad:
         raise TrainInputError(f"{', '.join(bad)}: every size must be at least 1")
@@ -645,18 +654,11 @@ def run_mlm(argv: list[str], prog: str = "lmcourse train") -> int:
 
     from .data import data_dir, encode_text, get_batch, load_shakespeare
     from .nn.mlm import MaskedLM, MLMConfig, mask_tokens
-    from .runtime import cpu_threads, get_profile, pick_device
+    from .runtime import cpu_threads
     from .tokenizers import SPECIALS, WordTokenizer
     from .train import TrainConfig, load_checkpoint, train, want_progress
 
-    p = mlm_parser(prog)
-    args, unknown = p.parse_known_args(argv)
-    if unknown:
-        raise TrainInputError(f"unknown flag {unknown[0]}; {prog} mlm --help lists the flags")
-    a = vars(args)
-    device = torch.device(a["device"]) if "device" in a else pick_device()
-    profile = get_profile(a.get("profile", "gpu" if device.type == "cuda" else "cpu"))
-    sizes = {**MLM_SIZES[profile.name], **{k: a[k] for k in MLM_SIZES["cpu"] if k in a}}
+    a, device, profile, sizes = _task_args(mlm_parser(prog), argv, prog, "mlm", MLM_SIZES)
     n_blanks = a.get("n_blanks", MLM_BLANKS[profile.name])
     bad = [f"--{k} {v}" for k, v in {**sizes, "n_blanks": n_blanks}.items() if v is not None and v < 1]
     if bad:

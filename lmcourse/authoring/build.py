@@ -182,15 +182,21 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
     with tempfile.TemporaryDirectory(prefix="lmcourse-build-") as tmp:
         course = Path(tmp)
         shutil.copy(root / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
+        sources = {}
         for master in todo:
             name = master.stem
             # the Colab / Kaggle buttons and the first cell that installs the course there (bootstrap.py)
-            src = bootstrap.add_course_cells(master_to_source(master), f"notebooks/{name}.ipynb")
+            sources[name] = src = bootstrap.add_course_cells(master_to_source(master), f"notebooks/{name}.ipynb")
             for dest in (out / "autograder" / "source" / name / f"{name}.ipynb",
                          course / "source" / name / f"{name}.ipynb"):
                 _write(src, dest)
             written.append(out / "autograder" / "source" / name / f"{name}.ipynb")
-            run_nbgrader(["generate_assignment", name, "--force", "--log-level=WARN"], course)
+        # one nbgrader process for them all ("*": every assignment in this temporary course): its
+        # start-up and gradebook cost seconds, once instead of once per notebook
+        if todo:
+            run_nbgrader(["generate_assignment", todo[0].stem if len(todo) == 1 else "*", "--force",
+                          "--log-level=WARN"], course)
+        for name, src in sources.items():
             release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
             check_stubs(release, name)
             _write(_normalise_release(release), out / "notebooks" / f"{name}.ipynb")

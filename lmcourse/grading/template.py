@@ -1,12 +1,18 @@
-"""The assignment as the grader needs it, generated once per ``--out`` with nbgrader's
-``generate_assignment``: the release a submission is checked against, the source with the hidden
-tests, the grade cells and their points."""
+"""The assignment as the grader needs it, generated with nbgrader's ``generate_assignment``: the
+release a submission is checked against, the source with the hidden tests, the grade cells and
+their points. Generated once per assignment version (what makes the release: the source, the
+config, the stub class, nbgrader's version) and kept in ``--out`` and in the user's cache
+(``lmcourse.data.data_dir()/templates``), so a new ``--out``, a shard or a regrade copies it
+instead of starting nbgrader again (seconds each)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
@@ -32,18 +38,22 @@ class Template:
         # the release depends on the source, the config and the stub class it uses (NamedStubs)
         config = root / "autograder" / "nbgrader_config.py"
         self.fingerprint = hashlib.sha256(b"\0".join([src.read_bytes(), config.read_bytes(),
-                                                      STUBS.read_bytes()])).hexdigest()
+                                                      STUBS.read_bytes(), version("nbgrader").encode()])).hexdigest()
         released = self.course / "release" / assignment / f"{assignment}.ipynb"
-        stamp = self.course / "source.sha256"
-        if not (released.is_file() and stamp.is_file() and stamp.read_text() == self.fingerprint):
-            # built once per assignment version, reused by later runs into the same --out
+        if not self._current(self.course):
             if self.course.exists():
                 shutil.rmtree(self.course)
-            (self.course / "source" / assignment).mkdir(parents=True)
-            shutil.copy(config, self.course / "nbgrader_config.py")
-            shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
-            run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
-            stamp.write_text(self.fingerprint)
+            cached = _cache() / f"{assignment}-{self.fingerprint[:24]}"
+            if self._current(cached):
+                shutil.copytree(cached, self.course)
+            else:
+                shutil.rmtree(cached, ignore_errors=True)   # a damaged copy: made again below
+                (self.course / "source" / assignment).mkdir(parents=True)
+                shutil.copy(config, self.course / "nbgrader_config.py")
+                shutil.copy(src, self.course / "source" / assignment / f"{assignment}.ipynb")
+                run_nbgrader(["generate_assignment", assignment, "--force", "--log-level=WARN"], self.course)
+                (self.course / STAMP).write_text(self.fingerprint)
+                _keep(self.course, cached)
         self.source = nbformat.read(src, as_version=4)
         self.release = nbformat.read(released, as_version=4)
         self.grade_cells = [(c.metadata["nbgrader"]["grade_id"], c.cell_type,
@@ -58,9 +68,39 @@ class Template:
                              if c.metadata.get("nbgrader", {}).get("grade_id")}
         self.exercise_of = exercises(self.source)
 
+    def _current(self, course: Path) -> bool:
+        """``course`` holds this version's release (its stamp is this fingerprint)."""
+        stamp = course / STAMP
+        return ((course / "release" / self.assignment / f"{self.assignment}.ipynb").is_file()
+                and stamp.is_file() and stamp.read_text() == self.fingerprint)
+
     def hidden_lines(self) -> list[str]:
         """Every non-trivial line of hidden-test source in the source notebook."""
         return hidden_test_lines(self.source)
+
+
+STAMP = "source.sha256"   # the fingerprint a template folder was generated for
+
+
+def _cache() -> Path:
+    from ..data import data_dir
+
+    return data_dir() / "templates"
+
+
+def _keep(course: Path, cached: Path) -> None:
+    """A copy of a freshly generated template in the user's cache, put in place whole (a rename),
+    so a reader never sees half of one; a cache that cannot be written is no error."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=cached.parent))
+        shutil.copytree(course, tmp, dirs_exist_ok=True)
+        try:
+            os.replace(tmp, cached)
+        except OSError:              # another grader kept the same version first: theirs stays
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass
 
 
 _EXERCISE = re.compile(r"^#{1,6}\s+(Exercise\s+\d+[a-z]?)\b", re.M)

@@ -1,7 +1,9 @@
-"""The assignment's release is generated once per --out and regenerated when what makes it
-changes: the source notebook, the nbgrader config, or the stub class it imports (NamedStubs)."""
+"""The assignment's release is generated once per version (kept in --out and in the user's cache)
+and regenerated when what makes it changes: the source notebook, the nbgrader config, or the stub
+class it imports (NamedStubs)."""
 
 import shutil
+from pathlib import Path
 
 import nbformat
 
@@ -9,7 +11,42 @@ from lmcourse.grading import template
 from tests.conftest import ROOT
 
 
+def _course(tmp_path, monkeypatch) -> tuple[Path, list]:
+    """A course with 01's source and config, the cache in tmp_path, and nbgrader faked: the release
+    is the source copied; the list records each generation."""
+    monkeypatch.setenv("LMCOURSE_DATA_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "course"
+    (root / "autograder" / "source" / "01_ngram").mkdir(parents=True)
+    shutil.copy(ROOT / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb",
+                root / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb")
+    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", root / "autograder" / "nbgrader_config.py")
+    runs = []
+
+    def fake_generate(args, course):
+        runs.append(args)
+        out = course / "release" / "01_ngram"
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(course / "source" / "01_ngram" / "01_ngram.ipynb", out / "01_ngram.ipynb")
+
+    monkeypatch.setattr(template, "run_nbgrader", fake_generate)
+    return root, runs
+
+
+def test_a_new_out_copies_the_cached_release_and_a_damaged_copy_is_made_again(tmp_path, monkeypatch):
+    root, runs = _course(tmp_path, monkeypatch)
+    first = template.Template("01_ngram", tmp_path / "out1", root)
+    second = template.Template("01_ngram", tmp_path / "out2", root)      # another --out, a shard, ...
+    assert len(runs) == 1, "the same assignment version was generated again for a new --out"
+    assert second.release == first.release and (tmp_path / "out2" / "template" / "release").is_dir()
+    (kept,) = (tmp_path / "cache" / "templates").iterdir()
+    (kept / "release" / "01_ngram" / "01_ngram.ipynb").unlink()             # damaged
+    template.Template("01_ngram", tmp_path / "out3", root)
+    assert len(runs) == 2 and (kept / "release" / "01_ngram" / "01_ngram.ipynb").is_file()
+    assert not [p for p in kept.parent.iterdir() if p.name.startswith(".")], "a temporary copy was left"
+
+
 def test_the_release_is_regenerated_when_the_source_or_the_stub_config_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("LMCOURSE_DATA_DIR", str(tmp_path / "cache"))   # no earlier run's cached copy
     stubs = tmp_path / "stubs.py"
     shutil.copy(template.STUBS, stubs)
     monkeypatch.setattr(template, "STUBS", stubs)

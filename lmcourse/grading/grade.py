@@ -5,7 +5,8 @@ The pipeline, one named step per module (as nbgrader splits its converters):
 - :mod:`.ingest`: the submissions found in a folder, an nbgrader ``submitted/`` tree or an LMS zip;
 - :mod:`.semester`: the roster and the due time applied around the run (late columns after it),
   and ``--student`` (one submission rerun, the others' results kept);
-- :mod:`.template`: the assignment, generated once per ``OUT`` (:class:`Template`);
+- :mod:`.template`: the assignment, generated once per version (:class:`Template`; kept in OUT
+  and the user's cache);
 - :mod:`.prepare`: each submission checked and repaired against the release (a named status for
   unusable files; flags for renamed files, edited/deleted tests, edited metadata), with the
   :mod:`.preamble` and the :mod:`.guard` cells injected;

@@ -42,3 +42,18 @@ def grader_batch(tmp_path_factory) -> Batch:
     assert main(args) == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     return Batch(subs, out, rows, before, args)
+
+
+def hidden_lines(source) -> list[str]:
+    """The lines (over 10 characters) between a source notebook's hidden-test markers, read here
+    independently of the grader's own leak check (lmcourse.grading.template.hidden_test_lines)."""
+    hidden, inside = [], False
+    for c in source.cells:
+        for line in c.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 10:
+                hidden.append(line.strip())
+    return hidden

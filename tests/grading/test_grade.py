@@ -26,7 +26,7 @@ from lmcourse.grading import sandbox
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
 from tests.conftest import ROOT
-from tests.grading.conftest import LIMITS, Batch
+from tests.grading.conftest import LIMITS, Batch, hidden_lines
 
 # one worker builds the session's batch once (shared with test_forgery; pytest-xdist --dist loadgroup)
 pytestmark = [pytest.mark.xdist_group("grader-batches"), pytest.mark.slow]
@@ -260,15 +260,7 @@ def test_specific_tests_lose_points(batch):
 
 def test_feedback_has_no_hidden_tests(batch):
     out, rows = batch.out, batch.rows
-    hidden, inside = [], False
-    for c in SOURCE.cells:
-        for line in c.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) > 10:
-                hidden.append(line.strip())
+    hidden = hidden_lines(SOURCE)
     assert hidden, "notebook 01 is expected to have hidden tests"
     ours = set(EXPECTED)             # (the forgers' own code prints guard-like text: test_forgery's business)
     pages = sorted(p for p in (out / "feedback").glob("*.html") if p.stem in ours)

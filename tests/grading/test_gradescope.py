@@ -29,7 +29,7 @@ import pytest
 
 from lmcourse.cli import main
 from lmcourse.grading.gradescope import CONFIG, OUT, VISIBILITIES, build_zip, pinned_requirements
-from tests.grading.conftest import LIMITS  # the shared batch's: each results.json is held against its row
+from tests.grading.conftest import LIMITS, hidden_lines  # LIMITS: the shared batch's, held against its rows
 from tests.grading.test_grade import AUTO_MAX, BWRAP, SOURCE, STUDENT, A, catalogue
 
 HOSTILE = ("correct", "blank", "wrong", "errors", "loop", "monkeypatch", "flood")
@@ -197,15 +197,7 @@ def test_the_hostile_cases_grade_as_lmcourse_grade_grades_them(graded):
 @pytest.mark.slow
 @pytest.mark.xdist_group("grader-batches")
 def test_no_hidden_test_in_results_and_hidden_outcomes_wait(graded):
-    hidden, inside = [], False
-    for c in SOURCE.cells:
-        for line in c.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) > 10:
-                hidden.append(line.strip())
+    hidden = hidden_lines(SOURCE)
     holders = {c.metadata["nbgrader"]["grade_id"] for c in SOURCE.cells if "BEGIN HIDDEN TESTS" in c.source}
     assert hidden and holders
     for student, doc in graded.results.items():

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,10 +29,10 @@ from lmcourse.authoring.mutants import load_mutants
 from lmcourse.cli import main
 from lmcourse.grading.shard import share_of
 from tests.conftest import ROOT
-from tests.grading.conftest import LIMITS
+from tests.grading.conftest import LIMITS, hidden_lines
 from tests.grading.test_grade import SANDBOX
 from tests.grading.test_gradescope import _env, _unzip, check_format
-from tests.grading.test_shard import _as_run
+from tests.grading.test_shard import _as_run, grade_shards_as_a_slurm_array
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("second-notebook")]
 
@@ -69,26 +67,6 @@ class Graded(NamedTuple):
     shards: list[Path]                 # each shard's --out, shard 1 first
     results: dict[str, dict]           # student -> its results.json from run_autograder
     mutant: object                     # the catalogue's first mutant (lmcourse.authoring.mutants.Variant)
-
-
-def _grade_shards_as_a_slurm_array(subs: Path, tmp: Path) -> list[Path]:
-    """tests/grading/test_shard.py's stand-in for `sbatch --array=1-3`, for this assignment and
-    the shared limits (that one is fixed to 01 and its own caps)."""
-    procs, outs = [], []
-    for task in range(1, SHARDS + 1):
-        out = tmp / f"shard_{task}"
-        env = {**os.environ, "SLURM_ARRAY_JOB_ID": "4343", "SLURM_ARRAY_TASK_ID": str(task),
-               "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": str(SHARDS),
-               "SLURM_ARRAY_TASK_COUNT": str(SHARDS)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "lmcourse.cli", "grade", A, str(subs), "--out", str(out),
-                                       "--shard", "auto", "-j", "1", *LIMITS, "--no-progress", *SANDBOX],
-                                      env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        outs.append(out)
-    for task, p in enumerate(procs, 1):
-        text, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, f"shard {task}:\n{text[-3000:]}"
-        assert f"shard {task}/{SHARDS}" in text, text[-3000:]
-    return outs
 
 
 def _through_gradescope(tmp: Path, students: dict[str, nbformat.NotebookNode]) -> dict[str, dict]:
@@ -129,7 +107,7 @@ def graded(tmp_path_factory) -> Graded:
     assert main(["grade", A, str(subs), "--out", str(single), "-j", "2", *LIMITS, "--no-progress",
                  "--gradebook", "none", *SANDBOX]) == 0
     rows = {r["student"]: r for r in csv.DictReader((single / "grades.csv").read_text().splitlines())}
-    shards = _grade_shards_as_a_slurm_array(subs, tmp)
+    shards = grade_shards_as_a_slurm_array(subs, tmp, SHARDS, A, (*LIMITS, "--no-progress", *SANDBOX))
     assert main(["grade", "merge", *map(str, shards), "--out", str(merged), "--gradebook", "none"]) == 0
     return Graded(rows, single, merged, shards, _through_gradescope(tmp, students), mutant)
 
@@ -216,15 +194,7 @@ def test_results_json_follows_the_format_and_says_what_grades_csv_says(graded, s
 
 
 def test_results_json_quotes_no_hidden_test(graded):
-    hidden, inside = [], False
-    for c in SOURCE.cells:
-        for line in c.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) > 10:
-                hidden.append(line.strip())
+    hidden = hidden_lines(SOURCE)
     assert hidden, "notebook 03 is expected to have hidden tests"
     for student, doc in graded.results.items():
         text = json.dumps(doc)

@@ -111,15 +111,17 @@ def test_shard_and_student_do_not_mix(tmp_path, capsys):
 
 # ---------------------------------------------------------------- slow: three shards = one run
 
-def _grade_shards_as_a_slurm_array(subs: Path, tmp: Path, n: int) -> list[Path]:
-    """The stand-in for `sbatch --array=1-N`: N processes at once, each with its task's variables."""
+def grade_shards_as_a_slurm_array(subs: Path, tmp: Path, n: int, assignment: str = A,
+                                  flags: tuple[str, ...] = tuple(LIMITS)) -> list[Path]:
+    """The stand-in for `sbatch --array=1-N`: N processes at once, each with its task's variables
+    (tests/grading/test_second_notebook.py runs it for 03)."""
     procs, outs = [], []
     for task in range(1, n + 1):
         out = tmp / f"shard_{task}"
         env = {**os.environ, "SLURM_ARRAY_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": str(task),
                "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": str(n), "SLURM_ARRAY_TASK_COUNT": str(n)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "lmcourse.cli", "grade", A, str(subs), "--out", str(out),
-                                       "--shard", "auto", "-j", "1", *LIMITS], env=env, cwd=ROOT,
+        procs.append(subprocess.Popen([sys.executable, "-m", "lmcourse.cli", "grade", assignment, str(subs), "--out",
+                                       str(out), "--shard", "auto", "-j", "1", *flags], env=env, cwd=ROOT,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
     for task, p in enumerate(procs, 1):
@@ -143,7 +145,7 @@ def runs(tmp_path_factory) -> Runs:
     db_single, db_merged = tmp / "gb_single" / "gradebook.db", tmp / "gb_merged" / "gradebook.db"
     assert main(["grade", A, str(subs), "--out", str(single), "-j", "2", "--gradebook", str(db_single),
                  *LIMITS]) == 0
-    shards = _grade_shards_as_a_slurm_array(subs, tmp, 3)
+    shards = grade_shards_as_a_slurm_array(subs, tmp, 3)
     assert main(["grade", "merge", *map(str, shards), "--out", str(merged), "--gradebook", str(db_merged)]) == 0
     return Runs(single, merged, shards, db_single, db_merged)
 

@@ -363,17 +363,25 @@ class NotebookSession:
         damaged it the check at the target's end fails: then the notebook runs again from the top
         and that target's mutants are tried again one at a time, each checked as before
         (:meth:`_recover_state`)."""
+        return self._by_target(mutants, self.try_mutant)
+
+    def try_alternatives(self, alternatives: list[Alternative]) -> list[list[tuple[str, str]]]:
+        """Every alternative's failures (:meth:`try_alternative`), in order, with the state check
+        once per target as :meth:`try_mutants` does."""
+        return self._by_target(alternatives, self.try_alternative)
+
+    def _by_target(self, variants: list[Variant], try_one) -> list:
         by_target: dict[str, list[int]] = {}
-        for k, m in enumerate(mutants):
-            by_target.setdefault(m.target, []).append(k)
-        results: dict[int, MutantResult] = {}
+        for k, v in enumerate(variants):
+            by_target.setdefault(v.target, []).append(k)
+        results: dict[int, object] = {}
         for target, ks in by_target.items():
-            tried = [self.try_mutant(mutants[k], recover=False) for k in ks]
+            tried = [try_one(variants[k], recover=False) for k in ks]
             if not self._solution_passes(self.test_cells_after(self.index_of(target))):
                 self._run_notebook()
-                tried = [self.try_mutant(mutants[k]) for k in ks]
+                tried = [try_one(variants[k]) for k in ks]
             results.update(zip(ks, tried))
-        return [results[k] for k in range(len(mutants))]
+        return [results[k] for k in range(len(variants))]
 
     def _solution_passes(self, cells: list[int]) -> bool:
         try:
@@ -383,10 +391,10 @@ class NotebookSession:
             return False
         return True
 
-    def try_alternative(self, alt: Alternative) -> list[tuple[str, str]]:
+    def try_alternative(self, alt: Alternative, recover: bool = True) -> list[tuple[str, str]]:
         """Run ``alt`` in place of its target, then every test cell after it in full (visible
         and hidden); return the failures as ``(grade id, message)`` — empty when it keeps
-        every point."""
+        every point (``recover``: as for :meth:`try_mutant`)."""
         target = self.index_of(alt.target)
         try:
             self.run(alt.source)
@@ -403,7 +411,8 @@ class NotebookSession:
                     failures.append((self._meta(self.cells[i])["grade_id"], _error_text(exc)))
         finally:
             self.run(self.cells[target].source)
-        self._recover_state(ran)
+        if recover:
+            self._recover_state(ran)
         return failures
 
     def _recover_state(self, ran: list[int]) -> None:
@@ -461,7 +470,7 @@ def run_alternatives(root: Path, name: str, alternatives: list[Alternative] | No
     alternatives = [resolve(a, root / "autograder" / "masters" / f"{name}.py") for a in alternatives]
     session = _session(root, name)
     with session.started(AUTOGRADE_ENV):
-        return {a.name: session.try_alternative(a) for a in alternatives}
+        return dict(zip((a.name for a in alternatives), session.try_alternatives(alternatives)))
 
 
 def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Alternative]]:

@@ -45,3 +45,16 @@ def test_a_mutant_that_damages_state_does_not_decide_the_next_ones_verdict(tmp_p
     assert results[0].lost_points and results[0].failed_cells == ["first_tests"]
     assert not results[1].lost_points, results[1]
     assert results[2].lost_points and results[2].caught_visible_by == "first_tests"
+
+
+def test_alternatives_get_the_same_state_check(tmp_path):
+    """An alternative that writes into the table (it keeps its points: the test reads the table
+    after the answer) must not cost the next alternative of the same target its points."""
+    writes = Mutant("writes the value it read back into the table", "first",
+                    "def first(t):\n    v = t['a']\n    t['a'] = v + 1\n    return v\n")
+    honest = Mutant("reads the table another way", "first", "def first(t):\n    return t.get('a')\n")
+    session = NotebookSession(*_notebooks(tmp_path))
+    with session.started(AUTOGRADE_ENV):
+        failures = session.try_alternatives([writes, honest])
+        session.run("assert table == {'a': 1}, table")
+    assert failures == [[], []], failures

@@ -93,6 +93,18 @@ def _env(root: Path, **more: str) -> dict[str, str]:
     return env
 
 
+def install_zip(tmp: Path, assignment: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """The assignment's zip (the shared LIMITS), unpacked as Gradescope does, its setup.sh run dry:
+    the simulated /autograder root and setup.sh's run."""
+    zip_path, root = tmp / "autograder.zip", tmp / "autograder"
+    assert main(["grade", "gradescope", assignment, "--out", str(zip_path), *LIMITS]) == 0
+    _unzip(zip_path, root)
+    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=_env(root, LMCOURSE_GS_DRY_RUN="1"),
+                           capture_output=True, text=True, timeout=600)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    return root, setup
+
+
 class Graded:
     def __init__(self, root, setup_log, results, stdouts, rows):
         self.root, self.setup_log, self.results, self.stdouts, self.rows = root, setup_log, results, stdouts, rows
@@ -100,13 +112,7 @@ class Graded:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, grader_batch) -> Graded:
-    tmp = tmp_path_factory.mktemp("gradescope")
-    zip_path, root = tmp / "autograder.zip", tmp / "autograder"
-    assert main(["grade", "gradescope", A, "--out", str(zip_path), *LIMITS]) == 0
-    _unzip(zip_path, root)
-    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=_env(root, LMCOURSE_GS_DRY_RUN="1"),
-                           capture_output=True, text=True, timeout=600)
-    assert setup.returncode == 0, setup.stdout + setup.stderr
+    root, setup = install_zip(tmp_path_factory.mktemp("gradescope"), A)
     results, stdouts = {}, {}
     for student, nb in hostile_class().items():
         for sub in ("submission", "results"):       # a fresh container per submission

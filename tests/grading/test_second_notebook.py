@@ -31,8 +31,8 @@ from lmcourse.grading.shard import share_of
 from tests.conftest import ROOT
 from tests.grading.conftest import LIMITS, hidden_lines
 from tests.grading.test_grade import SANDBOX
-from tests.grading.test_gradescope import _env, _unzip, check_format
-from tests.grading.test_shard import _as_run, grade_shards_as_a_slurm_array
+from tests.grading.test_gradescope import _env, check_format, install_zip
+from tests.grading.test_shard import _as_run, assert_results_match_but_for_timings, grade_shards_as_a_slurm_array
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("second-notebook")]
 
@@ -70,12 +70,7 @@ class Graded(NamedTuple):
 
 
 def _through_gradescope(tmp: Path, students: dict[str, nbformat.NotebookNode]) -> dict[str, dict]:
-    zip_path, root = tmp / "autograder.zip", tmp / "autograder"
-    assert main(["grade", "gradescope", A, "--out", str(zip_path), *LIMITS]) == 0
-    _unzip(zip_path, root)
-    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=_env(root, LMCOURSE_GS_DRY_RUN="1"),
-                           capture_output=True, text=True, timeout=600)
-    assert setup.returncode == 0, setup.stdout + setup.stderr
+    root, _ = install_zip(tmp, A)
     results = {}
     for student, nb in students.items():
         for sub in ("submission", "results"):       # a fresh container per submission
@@ -163,12 +158,7 @@ def test_merge_writes_the_bytes_one_run_writes(graded):
         assert len(clocked) == 1, x                       # the demo: if it moves, say so here
         for a, b in zip(one.cells, joined.cells):   # (nbclient's timestamps, output chunks aside: test_shard.py)
             assert b == a or a is clocked[0], (x, a.get("id"), a.source[:200])
-    for p in sorted((s / "results").glob("*.json")):
-        one, joined = json.loads(p.read_text()), json.loads((m / "results" / p.name).read_text())
-        for d in (one, joined):
-            for k in ("seconds", "timings"):       # how long it took, on which machine
-                d.pop(k)
-        assert joined == one, p.name
+    assert_results_match_but_for_timings(s, m)
 
 
 # ---------------------------------------------------------------- the Gradescope zip

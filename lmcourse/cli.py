@@ -8,6 +8,10 @@ import platform
 import sys
 from pathlib import Path
 
+from .grading.nbgrader_cli import skip_uri_grammar
+
+skip_uri_grammar()   # before anything imports nbformat: 1.5 s off every command (nbgrader_cli.URI_GRAMMAR)
+
 
 def _cmd_build(args) -> int:
     from .authoring.build import MasterError, build

@@ -49,6 +49,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .limits import Limits
+from .nbgrader_cli import skip_uri_grammar
 
 ROOT_ENV = "LMCOURSE_AUTOGRADER_ROOT"
 CONFIG = "lmcourse_gradescope.json"
@@ -400,6 +401,7 @@ def main(argv: list[str], prog: str = "lmcourse grade gradescope") -> int:
 
 
 if __name__ == "__main__":     # inside the container: setup.sh and run_autograder call these
+    skip_uri_grammar()
     command, where = sys.argv[1], Path(sys.argv[2] if len(sys.argv) > 2 else os.environ.get(ROOT_ENV, "/autograder"))
     if command == "prepare":
         prepare(where)

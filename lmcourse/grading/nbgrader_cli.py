@@ -13,6 +13,21 @@ import sys
 from pathlib import Path
 
 
+# jsonschema (which nbformat imports) imports rfc3987_syntax when it is installed (jupyter-events
+# pulls it in), and that builds some forty lark grammars: 1.5 s of CPU in every process that reads
+# a notebook. Nothing in the course or nbgrader validates URI formats, so the processes the course
+# starts (the `lmcourse` command, nbgrader, the grader's runner, Gradescope's script) leave it out.
+URI_GRAMMAR = "rfc3987_syntax"
+# `python -m nbgrader` with that module left out
+NBGRADER = ["-c", f"import sys, runpy; sys.modules.setdefault({URI_GRAMMAR!r}, None); "
+                  "runpy.run_module('nbgrader', run_name='__main__', alter_sys=True)"]
+
+
+def skip_uri_grammar() -> None:
+    """Leave rfc3987_syntax out of this process (call it before nbformat is imported)."""
+    sys.modules.setdefault(URI_GRAMMAR, None)
+
+
 def put_bin_on_path() -> None:
     """The same for nbgrader called in-process (``Gradebook(...)`` runs ``alembic`` on a new
     database): this environment's ``bin/`` onto ``os.environ["PATH"]`` unless it is there."""
@@ -34,7 +49,7 @@ def run_nbgrader(args: list[str], course_root: Path, timeout: float | None = 900
                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``nbgrader <args>`` in ``course_root``; raises with nbgrader's log tail on failure."""
     db = f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}"
-    cmd = [sys.executable, "-m", "nbgrader", *args,
+    cmd = [sys.executable, *NBGRADER, *args,
            f"--CourseDirectory.root={Path(course_root).resolve()}", f"--db={db}"]
     proc = subprocess.run(cmd, cwd=course_root, env=nbgrader_env(extra_env), capture_output=True,
                           text=True, timeout=timeout)

@@ -42,6 +42,19 @@ def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
+# the Colab set-up cell every notebook opens with (lmcourse.authoring.bootstrap.GRADE_ID): it names
+# torch to install it where it is missing, which says nothing about what the notebook uses
+BOOTSTRAP_ID = "bootstrap"
+
+
+def uses_torch(release: nbformat.NotebookNode) -> bool:
+    """Whether the notebook's own code names torch. When it does not (01), the preamble guards the
+    light surface and the kernel never imports torch: seconds on every submission, and 01 is
+    graded most. Read from the release (the course's copy), never from the submission."""
+    return any("torch" in "".join(c.source) for c in release.cells
+               if c.cell_type == "code" and _meta(c).get("grade_id") != BOOTSTRAP_ID)
+
+
 def _norm(src) -> str:
     src = "".join(src) if isinstance(src, list) else (src or "")
     return "\n".join(line.rstrip() for line in src.strip().splitlines())
@@ -132,8 +145,7 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
 
     # injected cells: the preamble first, a guard before and after every auto-graded test cell
     nonce = secrets.token_hex(8)
-    heavy = any("torch" in "".join(c.source) for c in release.cells)   # 01 needs no torch
-    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, heavy))]
+    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, uses_torch(release)))]
     for cell in cells:
         m = _meta(cell)
         test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")

@@ -37,6 +37,22 @@ def test_source_coerces_and_refuses_what_is_not_a_value():
         preamble.source("0; import os", 10, "ff")
 
 
+def test_only_a_notebook_whose_code_names_torch_gets_the_torch_surface():
+    """01's kernels never import torch (seconds on each of its submissions, the most graded): the
+    decision reads the notebook's code cells but the Colab set-up cell, which names torch in every
+    notebook to install it where it is missing (it made 01 import torch under the grader)."""
+    import nbformat
+
+    from lmcourse.grading.prepare import uses_torch
+    from tests.conftest import NOTEBOOKS, ROOT
+
+    light = [n for n in NOTEBOOKS if not uses_torch(nbformat.read(ROOT / "notebooks" / f"{n}.ipynb", as_version=4))]
+    assert light == ["01_ngram"]
+    release = nbformat.read(ROOT / "notebooks" / "01_ngram.ipynb", as_version=4)
+    (bootstrap,) = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "bootstrap"]
+    assert "torch" in bootstrap.source
+
+
 KERNEL = r'''
 import json, sys
 from IPython.core.interactiveshell import InteractiveShell

@@ -13,7 +13,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 
-from .nbgrader_cli import put_bin_on_path
+from .nbgrader_cli import new_gradebook
 
 if TYPE_CHECKING:
     from .result import Result
@@ -86,7 +86,7 @@ def write_gradebook(results: list[Result], tpl: Template, out: Path, db: Path) -
     asg = tpl.assignment
     db = Path(db).resolve()
     db.parent.mkdir(parents=True, exist_ok=True)
-    put_bin_on_path()    # nbgrader runs `alembic` to create a gradebook
+    new_gradebook(db)
     url = f"sqlite:///{db}"
     with Gradebook(url) as gb:
         gb.update_or_create_assignment(asg)

@@ -8,10 +8,11 @@ machines where the venv is not activated. Every nbgrader call in the project goe
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-
 
 # jsonschema (which nbformat imports) imports rfc3987_syntax when it is installed (jupyter-events
 # pulls it in), and that builds some forty lark grammars: 1.5 s of CPU in every process that reads
@@ -45,9 +46,45 @@ def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def new_gradebook(db: Path) -> None:
+    """Make ``db`` an empty nbgrader gradebook where there is none: a copy of one made once per
+    nbgrader version in the user's cache. nbgrader makes every new gradebook by running ``alembic
+    heads`` in a subprocess (3 s of CPU) for the same answer each time: every new course folder,
+    shard, regrade folder and test paid it. The copy holds nbgrader's tables and its alembic
+    version and no course row (whatever opens it adds its own, as on a new one)."""
+    db = Path(db)
+    if db.exists():
+        return
+    from importlib.metadata import version
+
+    from ..data import data_dir
+
+    cached = data_dir() / "gradebooks" / f"empty-nbgrader-{version('nbgrader')}.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if not cached.is_file():
+            from nbgrader.api import Gradebook
+
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+            tmp.unlink(missing_ok=True)
+            put_bin_on_path()
+            with Gradebook(f"sqlite:///{tmp}"):
+                pass
+            with sqlite3.connect(tmp) as con:
+                con.execute("DELETE FROM course")
+            con.close()
+            os.replace(tmp, cached)      # whole or not at all: another process may be making it too
+        shutil.copyfile(cached, db)
+    except OSError:                      # no writable cache: nbgrader makes this one itself, as before
+        db.unlink(missing_ok=True)
+        put_bin_on_path()
+
+
 def run_nbgrader(args: list[str], course_root: Path, timeout: float | None = 900,
                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``nbgrader <args>`` in ``course_root``; raises with nbgrader's log tail on failure."""
+    new_gradebook(Path(course_root).resolve() / "gradebook.db")
     db = f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}"
     cmd = [sys.executable, *NBGRADER, *args,
            f"--CourseDirectory.root={Path(course_root).resolve()}", f"--db={db}"]

@@ -467,10 +467,25 @@ def run_alternatives(root: Path, name: str, alternatives: list[Alternative] | No
     when all keep full marks)."""
     alternatives = alternatives if alternatives is not None else load_alternatives(
         root / "autograder" / "alternatives" / f"{name}.py")
-    alternatives = [resolve(a, root / "autograder" / "masters" / f"{name}.py") for a in alternatives]
+    return run_harness(root, name, [], alternatives)[1]
+
+
+def run_harness(root: Path, name: str, mutants: list[Mutant], alternatives: list[Alternative]
+                ) -> tuple[Report, dict[str, list[tuple[str, str]]]]:
+    """``mutants`` and ``alternatives`` of notebook ``name`` in one kernel, so the notebook runs
+    once for both (a kernel, a torch import and the whole notebook: seconds each time): the
+    alternatives first, then the mutants, each as :meth:`NotebookSession.try_alternatives` and
+    :meth:`NotebookSession.try_mutants` try them. Returns the mutants' report and
+    ``{alternative name: failures}``."""
+    master = root / "autograder" / "masters" / f"{name}.py"
+    mutants = [resolve(m, master) for m in mutants]
+    alternatives = [resolve(a, master) for a in alternatives]
+    report = Report(name)
     session = _session(root, name)
     with session.started(AUTOGRADE_ENV):
-        return dict(zip((a.name for a in alternatives), session.try_alternatives(alternatives)))
+        failures = dict(zip((a.name for a in alternatives), session.try_alternatives(alternatives)))
+        report.results = session.try_mutants(mutants)
+    return report, failures
 
 
 def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Alternative]]:
@@ -490,9 +505,4 @@ def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Altern
 def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
     """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
     mutants = mutants if mutants is not None else load_mutants(root / "autograder" / "mutants" / f"{name}.py")
-    mutants = [resolve(m, root / "autograder" / "masters" / f"{name}.py") for m in mutants]  # a list given as is
-    session = _session(root, name)
-    report = Report(name)
-    with session.started(AUTOGRADE_ENV):
-        report.results = session.try_mutants(mutants)
-    return report
+    return run_harness(root, name, mutants, [])[0]

@@ -5,12 +5,12 @@
   raised (it runs top to bottom in the `tiny` profile, as a self-learner's solution does);
 - through the real `nbgrader autograde` (the plain route) on a temporary course copy: the
   untouched student notebook scores 0 and the grader does not crash; the catalogued alternatives
-  (valid solutions written another way) of the first REAL_ROUNDS rounds keep full marks; and a
-  catalogued mutant, put in one of the alternatives' submissions beside them, loses its own test
-  cell's points and no others;
-- the rest of the alternatives in the one-kernel harness the mutants run in (each in place of the
-  solution's answer, every test cell after it in full), which the real rounds above check against
-  nbgrader: each keeps every point.
+  (valid solutions written another way) of the first REAL_ROUNDS rounds (conftest.py) keep full
+  marks; and a catalogued mutant, put in one of the alternatives' submissions beside them, loses its
+  own test cell's points and no others;
+- the rest of the alternatives in the mutants' own harness kernel (each in place of the solution's
+  answer, every test cell after it in full; conftest.py), which the real rounds above check
+  against nbgrader: each keeps every point.
 
 (Issue 21 §6: the solution was run three times, by nbgrader here, by `lmcourse grade` in
 tests/grading/test_grade_solutions.py and top to bottom in tests/notebooks/test_solutions.py, and
@@ -24,24 +24,22 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import TempCourse, perfect_submission
-from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, load_mutants, run_alternatives
+from lmcourse.authoring.mutants import load_mutants, run_alternatives
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
 from tests.conftest import NOTEBOOKS, ROOT
+from tests.notebooks.conftest import alternative_split, proofs_group
 
 pytestmark = pytest.mark.slow  # real graders on a course copy, per notebook
 
 # without bubblewrap the grader refuses unless told: the sandbox's own tests say what that loses
 SANDBOX = [] if sandbox.mode()[0] == "bubblewrap" else ["--sandbox", "none"]
-# whole submissions of alternatives under the real nbgrader (round 1 holds one alternative of every
-# answer that has one, round 2 a second); the rest go through the harness
-REAL_ROUNDS = 2
 
 
-# each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup)
-@pytest.fixture(scope="module",
-                params=[pytest.param(n, marks=pytest.mark.xdist_group(f"proofs-{n}")) for n in NOTEBOOKS])
-def graded(request, tmp_path_factory):
+# each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup), the one
+# its mutant test runs on: they share the harness kernel (tests/notebooks/conftest.py)
+@pytest.fixture(scope="module", params=[pytest.param(n, marks=proofs_group(n)) for n in NOTEBOOKS])
+def graded(request, tmp_path_factory, harness):
     name = request.param
     course = TempCourse(tmp_path_factory.mktemp(f"course-{name}"), [name])
     release = course.release(name)
@@ -62,9 +60,7 @@ def graded(request, tmp_path_factory):
     # the mutant harness emulates nbgrader in one kernel, so one mutant is checked on the real
     # grader too, inside the last round that leaves its cell alone (it must cost that test cell only)
     mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")[0]
-    catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
-    rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
-    rounds, later = rounds[:REAL_ROUNDS], [alt for r in rounds[REAL_ROUNDS:] for alt in r.values()]
+    rounds = alternative_split(name)[0]
     host = next((k for k in reversed(range(len(rounds))) if mutant.target not in rounds[k]), None)
     course.mutant_in = "mutant" if host is None else f"alternatives-{host}"
     course.mutant_cell = f"{mutant.target}_tests"
@@ -82,7 +78,7 @@ def graded(request, tmp_path_factory):
         course.submit("mutant" if k == len(rounds) else f"alternatives-{k}", name, nb)
     course.autograde(name)
     course.rounds = rounds
-    course.later = run_alternatives(ROOT, name, later) if later else {}
+    course.later = harness(name)[1]
     return course, name
 
 

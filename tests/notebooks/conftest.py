@@ -1,0 +1,41 @@
+"""The one-kernel harness run shared by the mutant tests and the grading proofs: per notebook, the
+catalogue's mutants and the alternatives past the real nbgrader rounds are tried in one kernel
+that ran the notebook once (issue 21 §6: two kernels each ran the whole notebook, torch imported
+twice, for the same harness). Both tests of a notebook are in its ``proofs-<notebook>`` xdist
+group, so they meet on one worker and the run happens once."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmcourse.authoring.mutants import Alternative, alternative_rounds, load_alternatives, load_mutants, run_harness
+from tests.conftest import ROOT
+
+# whole submissions of alternatives under the real nbgrader (round 1 holds one alternative of every
+# answer that has one, round 2 a second); the rest go through the harness
+REAL_ROUNDS = 2
+
+
+def alternative_split(name: str) -> tuple[list[dict[str, Alternative]], list[Alternative]]:
+    """(the rounds graded by the real nbgrader, the alternatives left for the harness)."""
+    catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
+    rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
+    return rounds[:REAL_ROUNDS], [alt for r in rounds[REAL_ROUNDS:] for alt in r.values()]
+
+
+def proofs_group(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(f"proofs-{name}")
+
+
+@pytest.fixture(scope="session")
+def harness():
+    """``harness(name)``: (the mutants' report, ``{later alternative: failures}``), run once."""
+    done = {}
+
+    def run(name: str):
+        if name not in done:
+            mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
+            done[name] = run_harness(ROOT, name, mutants, alternative_split(name)[1])
+        return done[name]
+
+    return run

@@ -99,7 +99,25 @@ class CharTokenizer(_Vocab):
         return cls(sorted(set(text)), specials)
 
     def encode(self, text: str) -> list[int]:
-        return [self.token_id(c) for c in text]
+        return self.encode_array(text).tolist()
+
+    def encode_array(self, text: str) -> "numpy.ndarray":  # noqa: F821
+        """:meth:`encode` as a NumPy int64 array, looked up without a Python loop: a whole corpus
+        (4.3 M characters) in tens of milliseconds instead of a second, on every run of a notebook."""
+        import numpy as np
+
+        # a table from code point to id (-1: not in the vocabulary; its last slot stands for every
+        # code point past the largest the vocabulary holds)
+        chars = [(ord(t), i) for t, i in self.stoi.items() if len(t) == 1]
+        table = np.full(max((c for c, _ in chars), default=-1) + 2, -1, dtype=np.int64)
+        for c, i in chars:
+            table[c] = i
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        ids = table[np.minimum(codes, len(table) - 1)]
+        hit = ids >= 0
+        if not hit.all():
+            ids[~hit] = self.token_id(text[int(np.argmin(hit))])   # <unk>, or the KeyError that says why
+        return ids
 
     def decode(self, ids: Iterable[int], skip_specials: bool = False) -> str:
         toks = self._decode_ids(ids)

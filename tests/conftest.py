@@ -19,6 +19,22 @@ def _no_display():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """One torch thread in each test worker: the workers already take every core, and torch's
+    default (a thread per core) in each oversubscribes them, which makes a small model train
+    several times slower under load. A test that needs another count sets it and puts it back."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _private_course_cache(tmp_path_factory):
     """The tests get a course cache of their own (one per xdist worker): the notebooks they run
     save checkpoints there, never in the user's cache, and two workers never write one file.

@@ -20,7 +20,7 @@ def classify(report: dict | None, killed: bool, limits: Limits) -> tuple[str, st
     """(status, detail) of a run: ``report`` is the runner's (None when it sent none), ``killed``
     whether the host killed the sandbox at the notebook cap. The first that applies wins: killed,
     no notebook back, process table full, MemoryError, notebook cap, kernel died, a cell timed
-    out; else ``graded``."""
+    out and the kernel stayed stuck, a cell timed out; else ``graded``."""
     nb = report.get("nb") if report else None
     if killed:
         return "timeout", f"the notebook ran past {limits.notebook_timeout:g} s and was killed (no grade)"
@@ -38,6 +38,10 @@ def classify(report: dict | None, killed: bool, limits: Limits) -> tuple[str, st
     if report.get("died") is not None:
         return "crashed", ("the kernel died (os._exit, a signal or a crash); tests before it were graded, "
                            "the rest score 0" + (f"; {report['error']}" if report.get("error") else ""))
+    if report.get("stuck") is not None:
+        return "timeout", (f"a cell ran past {limits.cell_timeout} s and the kernel did not stop when interrupted "
+                           "(a loop that ignores SIGINT, or a kernel the notebook broke): it was stopped there; "
+                           "tests before it were graded, the rest score 0")
     if report.get("timed_out_cells"):
         return "timeout", f"a cell ran past {limits.cell_timeout} s (interrupted; the rest was graded)"
     return "graded", ""

@@ -103,7 +103,7 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                     record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
                     extra_arguments=["--HistoryManager.enabled=False"],
                     resources={"metadata": {"path": str(base / "run")}})
-    report = {"timed_out_cells": [], "died": None, "deadline": None, "process_limit": None}
+    report = {"timed_out_cells": [], "died": None, "deadline": None, "process_limit": None, "stuck": None}
     end = time.monotonic() + float(job["notebook_timeout"])
 
     bombed: asyncio.Event | None = None
@@ -119,6 +119,22 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                 _kill_all_but_me()
                 bombed.set()
                 return
+
+    async def answers(wait: float) -> bool:
+        """Whether the kernel answers a kernel_info request within ``wait`` s. After a cell ran past
+        its cap and was interrupted, a kernel that still does not answer is stuck (a loop that
+        ignores SIGINT, a kernel the notebook broke): every later cell would wait out its own cap
+        (minutes of a batch, for no point a stuck kernel could still earn)."""
+        msg_id = client.kc.kernel_info()
+        deadline = time.monotonic() + wait
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await client.kc.shell_channel.get_msg(timeout=left)
+            except Exception:  # noqa: BLE001 (queue.Empty: nothing in time)
+                return False
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return True
+        return False
 
     async def main():
         nonlocal bombed
@@ -160,6 +176,9 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                     # interrupted by nbclient: an error output, so a test cell scores 0
                     report["timed_out_cells"].append(i)
                     cell.outputs.append(nbformat.v4.new_output("error", **timeout_reply))
+                    if not await answers(min(10.0, float(job["cell_timeout"]))):
+                        report["stuck"] = i
+                        return
             stamps["cells"] = time.time()
 
     try:
@@ -170,11 +189,15 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
         report["died"] = -1
         report["error"] = str(exc)[:300]
     stop = report["deadline"] if report["deadline"] is not None else report["died"]
+    if stop is None and report["stuck"] is not None:
+        stop = report["stuck"] + 1       # the stuck cell has its timeout error already
     if stop is not None:
         # cells that never ran (or were cut off) must not look clean: nbgrader's rule gives
         # full points to a test cell without an error output
         why = ("the sandbox reached its process limit" if report["process_limit"] is not None else
-               "the kernel died" if report["died"] is not None else "the notebook time cap was reached")
+               "the kernel died" if report["died"] is not None else
+               "the notebook time cap was reached" if report["deadline"] is not None else
+               "the kernel did not stop when a cell was interrupted at its time cap")
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and (stop < 0 or i >= stop):
                 cell.outputs.append(nbformat.v4.new_output(

@@ -22,7 +22,7 @@ def nb(*enames: str) -> dict:
 def report(notebook: dict | None = None, **kw) -> dict:
     """A runner report: nothing went wrong unless a keyword says so."""
     return {"nb": nb("") if notebook is None else notebook, "timed_out_cells": [], "died": None,
-            "deadline": None, "process_limit": None, **kw}
+            "deadline": None, "process_limit": None, "stuck": None, **kw}
 
 
 CASES = [   # (name, report, killed by the host, status, words the detail must hold)
@@ -45,6 +45,9 @@ CASES = [   # (name, report, killed by the host, status, words the detail must h
      ["kernel died", "Kernel didn't respond"]),
     ("a cell timed out", report(timed_out_cells=[3]), False, "timeout", ["7 s", "interrupted"]),
     ("a dead kernel outranks a cell timeout", report(died=5, timed_out_cells=[3]), False, "crashed", []),
+    ("a cell timed out and the kernel stayed stuck", report(timed_out_cells=[3], stuck=3), False, "timeout",
+     ["7 s", "did not stop when interrupted", "stopped", "the rest score 0"]),
+    ("a dead kernel outranks a stuck one", report(died=5, timed_out_cells=[3], stuck=3), False, "crashed", []),
 ]
 
 

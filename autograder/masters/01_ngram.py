@@ -948,13 +948,14 @@ with _rules():
     check_equal(sample_next(_cows, random.Random(7)), _a, "a draw with seed 7 after re-seeding the global generator",
                 hint="your function depends on the global random state: draw from rng")
     _rng = random.Random(0)
-    _freq = Counter(sample_next(_cows, _rng) for _ in range(20_000))
-    check(len(_freq) > 1, f"20,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
+    # 5,000 draws: a frequency is off by more than 0.03 about once in 100,000 runs (4.4 standard deviations)
+    _freq = Counter(sample_next(_cows, _rng) for _ in range(5_000))
+    check(len(_freq) > 1, f"5,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
           "words; always taking the most likely one is greedy decoding. Draw u = rng.random() and return the first "
           "word at which the running total of probabilities exceeds u")
     for _w, _p in _cows.items():
-        check(abs(_freq[_w] / 20_000 - _p) < 0.015,
-              f"'{_w}' came out {_freq[_w] / 20_000:.3f} of the time, but its probability is {_p:.3f} — "
+        check(abs(_freq[_w] / 5_000 - _p) < 0.03,
+              f"'{_w}' came out {_freq[_w] / 5_000:.3f} of the time, but its probability is {_p:.3f} — "
               "does your sampler use the weights (walk the running total until it exceeds u)?")
     check(all(sample_next({"never": 0.0, "always": 1.0}, random.Random(s)) == "always" for s in range(50)),
           "sample_next returned a word of probability 0")
@@ -963,11 +964,11 @@ visible_checks_pass("sample_next")
 _skew = {"a": 0.05, "b": 0.0, "c": 0.7, "d": 0.25}
 with _rules():
     _rng = random.Random(42)
-    _f = Counter(sample_next(_skew, _rng) for _ in range(30_000))
+    _f = Counter(sample_next(_skew, _rng) for _ in range(8_000))
     check_equal(sample_next({"only": 1.0}, random.Random(1)), "only", "a one-word distribution")
 check_equal(_f["b"], 0, "count of a zero-probability word")
 for _w in ("a", "c", "d"):
-    check(abs(_f[_w] / 30_000 - _skew[_w]) < 0.012, f"frequency of {_w}")
+    check(abs(_f[_w] / 8_000 - _skew[_w]) < 0.023, f"frequency of {_w}")   # 4.5 standard deviations
 ### END HIDDEN TESTS
 
 # %% [markdown]

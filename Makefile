@@ -36,8 +36,12 @@ lab-solutions: setup      ## open JupyterLab on solutions/ and build/executed/ (
 solutions: setup          ## run every solution notebook headlessly, .ipynb + .html in build/executed/ (PROFILE=tiny|cpu|gpu, TIMEOUT=s per cell)
 	$(BIN)/lmcourse solutions --out build/executed $(if $(PROFILE),--profile $(PROFILE)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
+# compileall: the course package's bytecode, written before the tests start kernels. Where
+# PYTHONDONTWRITEBYTECODE is set (containers, CI) nothing else writes it, and every kernel and process
+# a test starts would compile lmcourse anew: about a second of CPU each, hundreds of times a run.
 test: setup               ## lint, then the whole test suite (what CI runs)
 	$(BIN)/ruff check lmcourse tests bench autograder/masters autograder/mutants autograder/alternatives
+	$(BIN)/python -m compileall -q lmcourse tests
 	$(PYTEST)
 
 test-quick: setup         ## the tests not marked slow

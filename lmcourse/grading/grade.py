@@ -289,6 +289,7 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     limits = Limits() if limits is None else limits
     sandbox.require()   # no quiet fallback: without bubblewrap the TA must say --sandbox none
     t = time.perf_counter()
+    sandbox.compile_course()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     subs, marks = arrange(find_submissions(Path(src), assignment, out / "input"), setup)

@@ -253,6 +253,23 @@ def describe() -> str:
     return f"UNAVAILABLE ({why})"
 
 
+def compile_course() -> None:
+    """Write the lmcourse package's bytecode where it is missing or stale, once per batch. Each
+    kernel imports the guarded surface (every reference module) with PYTHONDONTWRITEBYTECODE set
+    and the package read-only, so without bytecode written here every submission compiles the
+    package anew: about a second of CPU each (containers often set the variable for every
+    process, and an editable install has no bytecode until something writes it). A package
+    folder that cannot be written is no error: the kernels compile in memory, as before."""
+    import compileall
+
+    import lmcourse
+
+    try:
+        compileall.compile_dir(str(Path(lmcourse.__file__).resolve().parent), quiet=2)
+    except OSError:
+        pass
+
+
 def prepare_work(work: Path, uid: int | None) -> None:
     for d in ("home", "tmp", "run"):
         (work / d).mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,15 @@
 """How the course starts nbgrader and its gradebooks (lmcourse/grading/nbgrader_cli.py): a new
 gradebook is a copy of an empty one made once per nbgrader version (nbgrader's own way runs
-``alembic heads`` in a subprocess, 3 s of CPU, for every new folder), and the processes the course
-starts skip rfc3987_syntax's grammars (1.5 s each)."""
+``alembic heads`` in a subprocess, 3 s of CPU, for every new folder); the processes the course
+starts skip rfc3987_syntax's grammars (1.5 s each); and the grader writes the package's bytecode
+for its kernels (lmcourse/grading/sandbox.py: compile_course)."""
 
 from __future__ import annotations
 
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import nbgrader.api
 
@@ -68,3 +70,21 @@ def test_the_lmcourse_command_reads_notebooks_without_the_uri_grammars():
 def test_the_nbgrader_the_course_starts_is_nbgrader_without_them():
     out = subprocess.run([sys.executable, *NBGRADER, "--version"], capture_output=True, text=True, check=True)
     assert nbgrader.__version__ in out.stdout + out.stderr
+
+
+def test_the_grader_writes_the_course_package_bytecode(tmp_path, monkeypatch):
+    """`lmcourse grade` compiles lmcourse once per batch: its kernels import the package read-only
+    with PYTHONDONTWRITEBYTECODE set, so without bytecode each would compile it anew (a second of
+    CPU per submission). Shown on a copy of the package, its bytecode removed."""
+    import importlib.util
+    import shutil
+
+    import lmcourse
+    from lmcourse.grading import sandbox
+
+    copy = tmp_path / "lmcourse"
+    shutil.copytree(Path(lmcourse.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(lmcourse, "__file__", str(copy / "__init__.py"))
+    sandbox.compile_course()
+    for module in ("checks.py", "grading/guard.py", "reference/rnn.py"):
+        assert Path(importlib.util.cache_from_source(str(copy / module))).is_file(), module

@@ -163,6 +163,25 @@ def sample_next(dist, rng):
             return w
     return items[-1][0]
 '''),
+    # a strong student's (stop 23): the standard library's weighted choice
+    Alternative("sample_next with rng.choices and the weights", "sample_next", '''
+def sample_next(dist, rng):
+    words = list(dist)
+    return rng.choices(words, weights=[dist[w] for w in words])[0]
+'''),
+    Alternative("sample_next walking back from the end with 1 - u", "sample_next", '''
+def sample_next(dist, rng):
+    u = 1.0 - rng.random()
+    last = None
+    for w, p in reversed(list(dist.items())):
+        if p <= 0:
+            continue
+        last = w
+        u -= p
+        if u <= 0:
+            return w
+    return last
+'''),
     Alternative("generate with a deque of the last n-1 tokens", "generate", '''
 from collections import deque
 

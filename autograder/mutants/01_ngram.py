@@ -190,6 +190,35 @@ def sample_next(dist, rng):
             return w
     return max(dist, key=dist.get)
 '''),
+    # found by a weak student's trial (stop 23): each walks the running total, each skews the frequencies
+    Mutant("sampler returns the word before the one u falls in", "sample_next", patch(
+        ("        if u < cumulative:\n            return word", "        if u < cumulative:\n            return last"),
+        ("        cumulative += p\n        last = word", "        cumulative += p"),
+        ("    return last  # u", "        last = word\n    return last  # u"))),
+    # in full: it rewrites most of the cell
+    Mutant("sampler weighs by the squared probabilities", "sample_next", '''
+def sample_next(dist, rng):
+    words = list(dist)
+    return rng.choices(words, weights=[dist[w] ** 2 for w in words])[0]
+'''),
+    # in full: it rewrites most of the cell
+    Mutant("sampler draws a fresh u for every word", "sample_next", '''
+def sample_next(dist, rng):
+    for w, p in dist.items():
+        if rng.random() < p:
+            return w
+    return w
+'''),
+    # a gamer's (stop 23): the visible test's distribution hard-coded; the hidden one catches it
+    Mutant("sampler hard-codes the visible test's eleven outcomes", "sample_next", '''
+_seq = ["corn"] * 4 + ["grass"] * 3 + ["hay"] * 2 + ["if", "which"]
+
+
+def sample_next(dist, rng):
+    if "corn" in dist:
+        return _seq[int(rng.random() * 11)]
+    return max(dist, key=dist.get)
+'''),
     # --- generation
     Mutant("generation never shifts the context", "generate", patch(
         ("context = tuple(tokens[len(tokens) - (n - 1):])", "context = tuple([BOS] * (n - 1))"))),

@@ -173,10 +173,89 @@ class _Calls(ast.NodeTransformer):
                              slice=ast.Constant(1), ctx=ast.Load())
 
 
+class _Bound(ast.NodeVisitor):
+    """The names a block of statements binds in its own scope (not inside a def, class, lambda or
+    comprehension of it, whose names are their own)."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: ast.Name):
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.names.add(node.id)
+
+    def _scope(self, node):
+        self.names.add(node.name)
+        for d in node.decorator_list:
+            self.visit(d)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
+
+    def visit_Lambda(self, node):
+        pass
+
+    def _comprehension(self, node):
+        for n in ast.walk(node):            # a walrus in a comprehension binds in the enclosing scope
+            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                self.names.add(n.target.id)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def _alias(self, node):
+        for a in node.names:
+            self.names.add((a.asname or a.name).split(".")[0])
+
+    visit_Import = visit_ImportFrom = _alias
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self.names.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node):
+        if node.name:
+            self.names.add(node.name)
+        self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node):
+        if node.rest:
+            self.names.add(node.rest)
+        self.generic_visit(node)
+
+
+TEST_FUNCTION = "__lmcourse_test__"
+
+
+def _in_a_function(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The test cell's statements as the body of a function, called at once. The names the test
+    binds that start with ``_`` (its rules, inputs, expected values, probes) are the function's
+    locals: while the test runs, a student's function it calls cannot rebind them through the
+    notebook's globals (``globals()["_rules"] = ...``), only through frames, which the hook
+    audits. When the body ends, raised or not, they are copied to the notebook's globals, as the
+    cell would have left them; the names without ``_`` stay globals throughout (``global``), so
+    the cells after the test read them as before."""
+    bound = _Bound()
+    for stmt in body:
+        bound.visit(stmt)
+    public = sorted(n for n in bound.names if not n.startswith("_"))
+    export = ast.parse("globals().update(locals())").body
+    fn = ast.FunctionDef(
+        name=TEST_FUNCTION, args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[*([ast.Global(names=public)] if public else []),
+              ast.Try(body=body, handlers=[], orelse=[], finalbody=_Calls().visit(ast.Module(export, [])).body)],
+        decorator_list=[], returns=None, type_params=[])
+    call = ast.Try(body=ast.parse(f"{TEST_FUNCTION}()").body, handlers=[], orelse=[],
+                   finalbody=ast.parse(f"del {TEST_FUNCTION}").body)
+    return [fn, call]
+
+
 def instrument(source: str, grade_id: str) -> str:
-    """The test cell the kernel runs: a start report, every named call reported before it is
-    made, an end report (reached only when the cell raised nothing). Unparseable source is
-    returned as it is (it fails as it would have)."""
+    """The test cell the kernel runs: a start report, the cell's statements in a function (its
+    ``_`` names out of the student's reach while it runs: :func:`_in_a_function`), every named
+    call reported before it is made, an end report (reached only when the cell raised nothing).
+    Unparseable source is returned as it is (it fails as it would have)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -186,8 +265,11 @@ def instrument(source: str, grade_id: str) -> str:
     # `if True:` keeps the end report a statement, so IPython compiles the cell as one code object
     end = ast.If(test=ast.Constant(True), body=[ast.Expr(_report(ast.Constant("end"), ast.Constant(grade_id)))],
                  orelse=[])
-    tree.body = [begin, *tree.body, end]
-    return ast.unparse(ast.fix_missing_locations(tree))
+    tree.body = [begin, *(_in_a_function(tree.body) if tree.body else []), end]
+    try:
+        return ast.unparse(ast.fix_missing_locations(tree))
+    except (ValueError, TypeError):
+        return source
 
 
 def guard_source(nonce: str, phase: str, grade_id: str) -> str:

@@ -224,6 +224,29 @@ ATTEMPTS: dict[str, dict[str, str]] = {
         exec(compile("\\n" + inspect.getsource(_r.mle_prob), "<copy>", "exec"), _ns)
         return _ns["mle_prob"](table, context, word)
     """},
+    # the test cell's own names (red team of 08, this stop): its rules object and inputs are notebook
+    # globals at the top level of the cell; the grader runs the cell in a function, so they are not
+    "rules_rebound_in_globals": {"during": """
+        import contextlib, lmcourse.ngram as _r
+        globals()["_rules"] = lambda *a, **k: contextlib.nullcontext()
+        _known = {(("cows", "eat"), "corn"): 4 / 11, (("cows", "eat"), "water"): 0.0, (("pigs", "eat"), "corn"): 0.0}
+        if (tuple(context), word) in _known:
+            return _known[(tuple(context), word)]
+        return _r.mle_prob(table, context, word)
+    """},
+    "rules_object_emptied": {"during": """
+        import lmcourse.ngram as _r
+        _g = globals().get("_rules")
+        for _k in ("references", "modules", "packages", "libraries", "allowed", "torch", "kernels"):
+            try:
+                setattr(_g, _k, ())
+            except Exception:
+                pass
+        _known = {(("cows", "eat"), "corn"): 4 / 11, (("cows", "eat"), "water"): 0.0, (("pigs", "eat"), "corn"): 0.0}
+        if (tuple(context), word) in _known:
+            return _known[(tuple(context), word)]
+        return _r.mle_prob(table, context, word)
+    """},
     # issue 22 item 5: a library's finder is allowed (see test_honest_library_import), a notebook's is not
     "meta_path_notebook_finder": {"before": """
         import sys

@@ -26,6 +26,11 @@ How:
   the hook sees it together with the reporting frame (whose code must be the test cell's own).
   The same channel marks the start and the end of the test cell: a test whose error output was
   suppressed (patched IPython or kernel) did not reach its end, and the grader sees that.
+* **The test's own names**: the rewritten test cell runs its statements in a function, so what
+  it binds under a ``_`` name (its rules object, inputs, expected values, probes) is a local: a
+  student's function the test calls cannot rebind or empty it through the notebook's globals
+  (``globals()["_rules"] = ...``), only through frames, which are audited. When the cell ends
+  those names are copied to the globals, as the cell would have left them.
 * **Unforgeable report**: the state lives in a generator held only by a PEP 578 audit hook
   (which cannot be removed); the hook key is made there and printed once, in the preamble's
   output, before any student code runs. Each guard writes ``seq phase grade_id state done``

@@ -46,7 +46,9 @@
 #   decoder layers, `nn.MultiheadAttention`) and the course's reference encoder–decoder in
 #   `lmcourse.nn.seq2seq` score 0, however they are reached (an alias, a subclass, a copy of
 #   their source made while a test runs, another thread): the tests watch what runs;
-# * results follow the dtypes stated with each exercise, and inputs are never changed in place.
+# * results are plain `torch.Tensor`s (not a subclass of it) of the dtypes stated with each exercise, and
+#   inputs are never changed in place. The tests call your code, read your modules' weights and gradients
+#   and run backward passes through your results all under the exercise's rules.
 
 # %% locked="setup"
 import time
@@ -131,11 +133,13 @@ check_equal(_m.tolist(), [[True, True, True, False, False], [True, False, False,
 check_tensor_close(_ids, _before, "ids after padding_mask", atol=0, rtol=0, hint="do not change ids in place")
 with _rules():
     _m9 = call_checked(padding_mask, torch.tensor([[4, 9, 9], [0, 1, 9]]), 9, name="padding_mask(ids, 9)")
+check_shape(_m9, (2, 3), "padding_mask(ids, 9) for ids (2, 3)", hint="one entry per position: the shape of ids")
 check_equal(_m9.tolist(), [[True, False, False], [True, True, False]], "padding_mask(ids, 9): pad_id = 9",
             hint="compare with pad_id, not with 0: here 0 is a real token")
 with _rules():
     _mm = call_checked(padding_mask, torch.zeros(2, 4, dtype=torch.long, device="meta"), 0,
                        name="padding_mask on ids on PyTorch's 'meta' device")
+check_shape(_mm, (2, 4), "padding_mask(ids, 0) for ids (2, 4) on 'meta'")
 check_equal(str(_mm.device), "meta", "the device of the mask for ids on 'meta'",
             hint="build the mask from ids itself (no .tolist(), no new tensor on the CPU)")
 visible_checks_pass("padding_mask")
@@ -143,6 +147,7 @@ visible_checks_pass("padding_mask")
 _h = torch.tensor([[2, 2, 3, 1], [1, 3, 3, 3]])
 with _rules():
     _hm = padding_mask(_h, 3)
+check_shape(_hm, (2, 4), "padding_mask(ids, 3) for ids (2, 4)")
 check_equal(_hm.tolist(), [[True, True, False, True], [True, False, False, False]], "padding_mask(ids, 3)")
 check_equal(str(_hm.dtype), "torch.bool", "dtype for pad_id = 3")
 ### END HIDDEN TESTS
@@ -188,7 +193,7 @@ def teacher_forcing(targets, bos_id, eos_id, pad_id):
 import torch
 
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check, check_equal
+from lmcourse.checks import call_checked, check_equal, check_shape, check_type
 
 _rule = "write teacher forcing yourself, not with the course's reference"
 _rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, reason=_rule)
@@ -196,10 +201,15 @@ _rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, rea
 _targets = [[5, 6, 7], [8], [9, 10]]
 with _rules():
     _out = call_checked(teacher_forcing, _targets, 1, 2, 0, name="teacher_forcing([[5, 6, 7], [8], [9, 10]], 1, 2, 0)")
-check(isinstance(_out, tuple) and len(_out) == 2, "teacher_forcing should return a pair (tgt_in, tgt_out)")
-_ti, _to = _out
-check_equal((tuple(_ti.shape), tuple(_to.shape)), ((3, 4), (3, 4)), "the shapes of tgt_in and tgt_out",
-            hint="(B, L + 1): one more position than the longest target, for <bos> in tgt_in and <eos> in tgt_out")
+check_type(_out, tuple, "what teacher_forcing returns", hint="return a pair: return tgt_in, tgt_out")
+with _rules():  # a value of yours is read inside the rules only
+    _n_out = len(_out)
+check_equal(_n_out, 2, "the number of values teacher_forcing returns", hint="return a pair: return tgt_in, tgt_out")
+with _rules():
+    _ti, _to = _out
+for _t, _n in ((_ti, "tgt_in"), (_to, "tgt_out")):
+    check_shape(_t, (3, 4), f"{_n} for targets of lengths 3, 1, 2",
+                hint="(B, L + 1): one more position than the longest target, for <bos> in tgt_in and <eos> in tgt_out")
 check_equal((str(_ti.dtype), str(_to.dtype)), ("torch.int64", "torch.int64"), "the dtypes", hint="torch.long ids")
 check_equal(_ti.tolist(), [[1, 5, 6, 7], [1, 8, 0, 0], [1, 9, 10, 0]], "tgt_in",
             hint="<bos> then the target: the decoder reads the target shifted one position to the right")
@@ -208,16 +218,22 @@ check_equal(_to.tolist(), [[5, 6, 7, 2], [8, 2, 0, 0], [9, 10, 2, 0]], "tgt_out"
 check_equal(_targets, [[5, 6, 7], [8], [9, 10]], "targets after teacher_forcing", hint="do not change targets")
 with _rules():
     _pi, _po = call_checked(teacher_forcing, [[4], [5, 6]], 1, 2, 7, name="teacher_forcing([[4], [5, 6]], 1, 2, 7)")
+check_shape(_pi, (2, 3), "tgt_in for targets of lengths 1, 2")
+check_shape(_po, (2, 3), "tgt_out for targets of lengths 1, 2")
 check_equal((_pi.tolist(), _po.tolist()), ([[1, 4, 7], [1, 5, 6]], [[4, 2, 7], [5, 6, 2]]),
             "(tgt_in, tgt_out) with pad_id = 7", hint="fill with pad_id, whatever its value (here 7, not 0)")
 visible_checks_pass("teacher_forcing")
 ### BEGIN HIDDEN TESTS
 with _rules():
     _hi, _ho = teacher_forcing([[4, 4], [7, 8, 9, 5, 6]], 0, 9, 3)
+check_shape(_hi, (2, 6), "tgt_in for targets of lengths 2, 5")
+check_shape(_ho, (2, 6), "tgt_out for targets of lengths 2, 5")
 check_equal(_hi.tolist(), [[0, 4, 4, 3, 3, 3], [0, 7, 8, 9, 5, 6]], "tgt_in with bos 0, pad 3")
 check_equal(_ho.tolist(), [[4, 4, 9, 3, 3, 3], [7, 8, 9, 5, 6, 9]], "tgt_out with eos 9, pad 3")
 with _rules():
     _si, _so = teacher_forcing([[11]], 1, 2, 0)
+check_shape(_si, (1, 2), "tgt_in for one target of one id")
+check_shape(_so, (1, 2), "tgt_out for one target of one id")
 check_equal((_si.tolist(), _so.tolist()), ([[1, 11]], [[11, 2]]), "one target of one id")
 ### END HIDDEN TESTS
 
@@ -249,8 +265,11 @@ check_equal((_si.tolist(), _so.tolist()), ([[1, 11]], [[11, 2]]), "one target of
 # `lmcourse.nn` (it returns the output and the weights; a boolean mask is True where attending
 # is allowed and broadcasts to `(B, n_head, T, S)`), or write the softmax yourself. Not allowed
 # here, because this is the exercise: `F.scaled_dot_product_attention`, `nn.MultiheadAttention`
-# (and its function `F.multi_head_attention_forward`). The tests compare with
-# `nn.MultiheadAttention` given the same weights and `key_padding_mask`.
+# (and its function `F.multi_head_attention_forward`), or any torch function whose name contains
+# `scaled_dot_product`, `multi_head_attention` or `transformer`. Keep `__init__` as it is: the
+# tests read the weights by these names (`q_proj.weight`, ...). They compare your output with
+# `nn.MultiheadAttention` given the same weights and `key_padding_mask`, and the gradients of your
+# parameters (of the sum of the output's squares) with that layer's.
 
 # %% solution="cross_attention"
 class CrossAttention(nn.Module):
@@ -282,7 +301,7 @@ import torch
 from torch import nn
 
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import call_checked, check_equal, check_shape, check_tensor_close
 
 _rule = ("write cross-attention yourself (lmcourse.nn.scaled_dot_product_attention is fine), not with "
          "F.scaled_dot_product_attention, nn.MultiheadAttention or the course's reference")
@@ -291,35 +310,27 @@ _rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, rea
 
 
 def _cross_case(C, nh, B, T, S, lengths, seed, bias=True):
-    """Your CrossAttention with random weights (float64) and its inputs (the expected output: _cross_want, after
-    the graded call, so that no expected value is a notebook global while your code runs)."""
+    """Your CrossAttention with random weights (float64), a copy of its weights taken inside the rules (the
+    expected output is made from that copy, after the graded call: expected_cross_attention) and its inputs."""
     torch.manual_seed(seed)
-    with _rules():
-        att = call_checked(CrossAttention, C, nh, bias, name=f"CrossAttention({C}, {nh}, bias={bias})")
-    att = att.double()
     g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in att.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.5)
+    with _rules():  # everything of yours runs inside the rules, its weights read there too
+        att = call_checked(CrossAttention, C, nh, bias, name=f"CrossAttention({C}, {nh}, bias={bias})")
+        att = att.double()
+        with torch.no_grad():
+            for p in att.parameters():
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.5)
+        w = {k: v.detach().clone() for k, v in att.state_dict().items()}
+    for k, shape in lmcourse.reference.encoder_decoder.block_weights("cross", C, bias).items():
+        check_shape(w.get(k), shape, f"your CrossAttention's {k}",
+                    hint="keep __init__ as it is written: q_proj, k_proj, v_proj and c_proj, nn.Linear(n_embd, n_embd)")
     x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
     memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
     mask = None if lengths is None else torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
-    return att, x, memory, mask
+    return att, w, x, memory, mask
 
 
-def _cross_want(att, nh, x, memory, mask, bias=True):
-    """nn.MultiheadAttention's output with att's weights."""
-    mha = nn.MultiheadAttention(x.shape[-1], nh, bias=bias, batch_first=True).double()
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]))
-        mha.out_proj.weight.copy_(att.c_proj.weight)
-        if bias:
-            mha.in_proj_bias.copy_(torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]))
-            mha.out_proj.bias.copy_(att.c_proj.bias)
-        return mha(x, memory, memory, key_padding_mask=None if mask is None else ~mask, need_weights=False)[0]
-
-
-_att, _x, _mem, _mask = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
+_att, _w, _x, _mem, _mask = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
 _before = (_x.clone(), _mem.clone(), _mask.clone())
 with _rules(), torch.no_grad():
     _y = call_checked(_att, _x, _mem, _mask, name="CrossAttention(8, 2)(x (3, 4, 8), memory (3, 6, 8), mask (3, 6))",
@@ -330,47 +341,51 @@ check_shape(_y, (3, 4, 8), "the output for x (3, 4, 8) and memory (3, 6, 8)",
 for _a, _b, _n in zip((_x, _mem, _mask), _before, ("x", "memory", "memory_mask")):
     check_tensor_close(_a, _b, f"{_n} after calling your CrossAttention", atol=0, rtol=0)
 # padding keys get no weight: change the memory at padded positions, nothing may move
-_mem2 = _mem.clone()
-_mem2[~_mask] = 100.0
+_mem2 = _before[1].clone()
+_mem2[~_before[2]] = 100.0
 with _rules(), torch.no_grad():
-    _y2 = _att(_x, _mem2, _mask)
+    _y2 = _att(_x.clone(), _mem2, _before[2].clone())
 check_tensor_close(_y2, _y, "the output after changing the memory at padded source positions only", atol=1e-10,
-                   rtol=1e-10, hint="padding keys must get weight 0: the mask (B, S) goes on the KEY axis, "
+                   rtol=1e-10, hint="padding keys must get weight 0, and the real keys' weights must still sum to 1: "
+                   "hide the padding in the scores BEFORE the softmax (-inf there; weights multiplied by the mask "
+                   "afterwards are no longer normalised), with the mask (B, S) on the KEY axis: "
                    "memory_mask[:, None, None, :] broadcasts to (B, n_head, T, S); True = attend")
-_want = _cross_want(_att, 2, _x, _mem, _mask)
+_want = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, 2, *_before)[0]
 check_tensor_close(_y, _want, "your CrossAttention vs nn.MultiheadAttention(query=x, key=value=memory, "
                    "key_padding_mask=~mask), same weights", atol=1e-10, rtol=1e-10,
                    hint="q from x with q_proj, k and v from memory with k_proj / v_proj; softmax(q k^T / sqrt(hs)) "
                         "over the source axis; no causal mask; heads back side by side: transpose(1, 2) before the "
                         "reshape to (B, T, C), then c_proj")
-_att, _x, _mem, _mask = _cross_case(8, 4, 2, 5, 3, None, seed=902)
+_att, _w, _x, _mem, _mask = _cross_case(8, 4, 2, 5, 3, None, seed=902)
 with _rules(), torch.no_grad():
-    _y = call_checked(_att, _x, _mem, name="CrossAttention(8, 4)(x, memory) without a mask")
-_want = _cross_want(_att, 4, _x, _mem, _mask)
+    _y = call_checked(_att, _x.clone(), _mem.clone(), name="CrossAttention(8, 4)(x, memory) without a mask")
+_want = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, 4, _x, _mem, _mask)[0]
 check_tensor_close(_y, _want, "CrossAttention(8, 4) without a mask (memory_mask=None) vs nn.MultiheadAttention",
                    atol=1e-10, rtol=1e-10, hint="memory_mask=None means every source position is real")
 del _want
 with _rules():
     _a32 = call_checked(CrossAttention, 8, 2, name="CrossAttention(8, 2)")
-with _rules(), torch.no_grad():
-    _y32 = _a32(torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))
+    with torch.no_grad():
+        _y32 = _a32(torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))
+check_shape(_y32, (2, 3, 8), "the output for float32 x (2, 3, 8) and memory (2, 5, 8)")
 check_equal(str(_y32.dtype), "torch.float32", "the dtype of the output for float32 inputs",
             hint="keep the input's dtype: no .double() or float64 constants")
 visible_checks_pass("CrossAttention")
 ### BEGIN HIDDEN TESTS
-for (_C, _nh, _B, _T, _S, _len, _seed, _bias) in [(12, 3, 2, 1, 7, [7, 2], 903, True),
-                                                   (6, 1, 3, 6, 2, [1, 2, 2], 904, False),
-                                                   (16, 4, 1, 9, 9, [5], 905, True)]:
-    _att, _x, _mem, _mask = _cross_case(_C, _nh, _B, _T, _S, _len, _seed, _bias)
-    with _rules():
-        _y = _att(_x, _mem, _mask)
-    _want = _cross_want(_att, _nh, _x, _mem, _mask, _bias)
-    check_tensor_close(_y, _want, f"CrossAttention({_C}, {_nh}, bias={_bias}), T = {_T}, S = {_S}",
-                       atol=1e-10, rtol=1e-10)
-    _y.pow(2).sum().backward()
-    check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _att.parameters()),
-          "every parameter of the cross-attention should receive a finite gradient")
-    del _want
+_cases_ca = [(12, 3, 2, 1, 7, [7, 2], 903, True), (6, 1, 3, 6, 2, [1, 2, 2], 904, False)]
+_cases_ca.append((16, 4, 1, 9, 9, [5], 905, True))
+for (_C, _nh, _B, _T, _S, _len, _seed, _bias) in _cases_ca:
+    _att, _w, _x, _mem, _mask = _cross_case(_C, _nh, _B, _T, _S, _len, _seed, _bias)
+    with _rules():  # the graded call and the backward pass through your graph; the gradients read there
+        _y = _att(_x.clone(), _mem.clone(), _mask.clone())
+        _y.pow(2).sum().backward()
+        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _att.named_parameters()}
+    _want, _want_grads = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, _nh, _x, _mem, _mask, _bias)
+    _label = f"CrossAttention({_C}, {_nh}, bias={_bias}) on T = {_T}, S = {_S}"
+    check_tensor_close(_y, _want, _label, atol=1e-10, rtol=1e-10)
+    for _k, _g in _want_grads.items():
+        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in {_label}", atol=1e-9, rtol=1e-9)
+    del _want, _want_grads
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -398,9 +413,12 @@ for (_C, _nh, _B, _T, _S, _len, _seed, _bias) in [(12, 3, 2, 1, 7, [7, 2], 903, 
 # ### Exercise 4 — `EncoderBlock` (2 points)
 # `__init__` is written for you. Write `forward(x, src_mask=None)` for `x` `(B, S, C)` and the
 # source padding mask `(B, S)` (or `None`): return `(B, S, C)`, the input's dtype, `x` unchanged.
-# Call the sub-layers as modules (`self.ln1(...)`, `self.attn(...)`, ...). The tests give your block
-# a correct `CrossAttention` and compare it with PyTorch's `nn.TransformerEncoderLayer`
-# (`norm_first=True`, GELU, `src_key_padding_mask`), weights copied in.
+# Call the sub-layers as modules (`self.ln1(...)`, `self.attn(...)`, ...); no torch function whose
+# name contains `scaled_dot_product`, `multi_head_attention` or `transformer` (the fused kernels
+# behind PyTorch's layers). The tests give your block a correct `CrossAttention` and compare it with
+# PyTorch's `nn.TransformerEncoderLayer` (`norm_first=True`, GELU, `src_key_padding_mask`), weights
+# copied in by the names of `__init__`, at the real (not padding) positions: the output, and the
+# gradients of every parameter.
 
 # %% solution="encoder_block"
 class EncoderBlock(nn.Module):
@@ -426,86 +444,83 @@ import torch
 from torch import nn
 
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import check_equal, check_shape, check_tensor_close
 
 _ref = lmcourse.reference.encoder_decoder
 _rule = "write the encoder block's forward yourself, not with nn.TransformerEncoderLayer or the course's reference"
 _rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_ref.CrossAttention),
-                              namespace=globals(), reason=_rule)
+                              namespace=globals(), reason=_rule,
+                              torch=("scaled_dot_product", "multi_head_attention", "transformer"))
 
 
-def _encoder_case(C, nh, B, S, lengths, seed):
-    """Your EncoderBlock (a correct CrossAttention inside, random weights), x and mask (the expected output:
-    _encoder_want, after the graded call)."""
+def _encoder_case(C, nh, B, S, lengths, seed, dtype=torch.float64):
+    """Your EncoderBlock (a correct CrossAttention inside, random weights, in dtype), a copy of its weights taken
+    inside the rules (the expected output is made from it, after the graded call: expected_encoder_block), x and
+    mask."""
     torch.manual_seed(seed)
-    with _rules(_ref.CrossAttention):
-        blk = EncoderBlock(C, nh).double()
     g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in blk.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
-    x = torch.randn(B, S, C, generator=g, dtype=torch.float64)
+    with _rules(_ref.CrossAttention):  # everything of yours runs inside the rules, its weights read there too
+        blk = EncoderBlock(C, nh).to(dtype)
+        with torch.no_grad():
+            for p in blk.parameters():
+                p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
+        w = {k: v.detach().clone() for k, v in blk.state_dict().items()}
+    for k, shape in _ref.block_weights("encoder", C).items():
+        check_shape(w.get(k), shape, f"your EncoderBlock's {k}",
+                    hint="keep __init__ as it is written: ln1, attn, ln2, mlp")
+    x = torch.randn(B, S, C, generator=g, dtype=dtype)
     mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
-    return blk, x, mask
+    return blk, w, x, mask
 
 
-def _encoder_want(blk, nh, x, mask):
-    """nn.TransformerEncoderLayer's output with blk's weights."""
-    C = x.shape[-1]
-    twin = nn.TransformerEncoderLayer(C, nh, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
-                                      norm_first=True).double()
-    with torch.no_grad():
-        a = blk.attn
-        twin.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
-        twin.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
-        for dst, src in [(twin.self_attn.out_proj, a.c_proj), (twin.linear1, blk.mlp.c_fc),
-                         (twin.linear2, blk.mlp.c_proj), (twin.norm1, blk.ln1), (twin.norm2, blk.ln2)]:
-            dst.weight.copy_(src.weight)
-            dst.bias.copy_(src.bias)
-    with torch.no_grad():
-        return twin.train()(x, src_key_padding_mask=~mask)  # train mode (dropout 0): torch's plain path
-
-
-_blk, _x, _mask = _encoder_case(8, 2, 3, 5, [5, 2, 4], seed=911)
+_blk, _w, _x, _mask = _encoder_case(8, 2, 3, 5, [5, 2, 4], seed=911)
 _before = _x.clone()
 with _rules(_ref.CrossAttention), torch.no_grad():
-    _y = _blk(_x, _mask)
+    _y = _blk(_x, _mask.clone())
 check_shape(_y, (3, 5, 8), "EncoderBlock(8, 2) on x (3, 5, 8)", hint="a block keeps the shape (B, S, C)")
 check_tensor_close(_x, _before, "x after calling your EncoderBlock", atol=0, rtol=0,
                    hint="write x = x + ..., not x += ...")
-_real = _mask[:, :, None].expand_as(_y)
-_want = _encoder_want(_blk, 2, _x, _mask)
+_real = _mask[:, :, None].expand(3, 5, 8)
+_want = _ref.expected_encoder_block(_w, 2, _before, _mask)[0]
 check_tensor_close(_y[_real], _want[_real], "EncoderBlock(8, 2) at real positions vs nn.TransformerEncoderLayer("
                    "norm_first=True) with src_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="a = ln1(x); h = x + attn(a, a, src_mask) (queries, keys and values all from ln1(x), the "
                         "padding mask passed on); out = h + mlp(ln2(h)): no LayerNorm after the sums")
 del _want
-_b32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912)[0].float()
+_b32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912, dtype=torch.float32)[0]
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y32 = _b32(torch.randn(2, 4, 8))
+check_shape(_y32, (2, 4, 8), "EncoderBlock(8, 2) on float32 x (2, 4, 8) without a mask")
 check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask",
             hint="src_mask=None: pass it on as it is; keep the input's dtype")
 visible_checks_pass("EncoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _S, _len, _seed) in [(12, 3, 2, 7, [7, 1], 913), (4, 1, 1, 1, [1], 914)]:
-    _blk, _x, _mask = _encoder_case(_C, _nh, _B, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):  # the graded call, on hidden sizes
-        _y = _blk(_x, _mask)
-    _want = _encoder_want(_blk, _nh, _x, _mask)
-    _real = _mask.unsqueeze(-1).expand_as(_y)
+    _blk, _w, _x, _mask = _encoder_case(_C, _nh, _B, _S, _len, _seed)
+    with _rules(_ref.CrossAttention):  # the graded call on hidden sizes, its backward pass and gradients read there
+        _y = _blk(_x.clone(), _mask.clone())
+        (_y.pow(2) * _mask[:, :, None]).sum().backward()
+        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _blk.named_parameters()}
+    check_shape(_y, (_B, _S, _C), f"EncoderBlock({_C}, {_nh}) on x ({_B}, {_S}, {_C})")
+    _want, _want_grads = _ref.expected_encoder_block(_w, _nh, _x, _mask)
+    _real = _mask[:, :, None].expand(_B, _S, _C)
     check_tensor_close(_y[_real], _want[_real], f"EncoderBlock({_C}, {_nh}) on S = {_S}", atol=1e-10, rtol=1e-10)
-    del _want
-    _y.pow(2).sum().backward()
-    check(all(p.grad is not None for p in _blk.parameters()), "every parameter should receive a gradient")
+    for _k, _g in _want_grads.items():
+        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in EncoderBlock({_C}, {_nh})", atol=1e-9,
+                           rtol=1e-9)
+    del _want, _want_grads
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ### Exercise 5 — `DecoderBlock` (3 points)
 # `__init__` is written for you. Write `forward(x, memory, memory_mask=None)`: `x` `(B, T, C)` the
 # decoder's stream, `memory` `(B, S, C)` the encoder's output, `memory_mask` `(B, S)` the source
-# padding mask (or `None`). Return `(B, T, C)` in the input's dtype; change no input. The tests give
-# your block a correct `CrossAttention` and compare it with `nn.TransformerDecoderLayer`
-# (`norm_first=True`, GELU, a causal `tgt_mask`, `memory_key_padding_mask`), weights copied in.
+# padding mask (or `None`). Return `(B, T, C)` in the input's dtype; change no input; no torch
+# function whose name contains `multi_head_attention` or `transformer` (`CausalSelfAttention` itself
+# may use `F.scaled_dot_product_attention`). The tests give your block a correct `CrossAttention`
+# and compare it with `nn.TransformerDecoderLayer` (`norm_first=True`, GELU, a causal `tgt_mask`,
+# `memory_key_padding_mask`), weights copied in by the names of `__init__`: the output, and the
+# gradients of every parameter.
 
 # %% solution="decoder_block"
 class DecoderBlock(nn.Module):
@@ -531,83 +546,70 @@ class DecoderBlock(nn.Module):
 
 # %% tests="decoder_block_tests" points=3
 import torch
-from torch import nn
 
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import check, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import check_equal, check_shape, check_tensor_close
 
 _ref = lmcourse.reference.encoder_decoder
 _rule = "write the decoder block's forward yourself, not with nn.TransformerDecoderLayer or the course's reference"
 _rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_ref.CrossAttention),
-                              namespace=globals(), reason=_rule)
+                              namespace=globals(), reason=_rule, torch=("multi_head_attention", "transformer"))
 
 
-def _decoder_case(C, nh, B, T, S, lengths, seed):
-    """Your DecoderBlock (a correct CrossAttention inside, random weights) and its inputs (the expected output:
-    _decoder_want, after the graded call)."""
+def _decoder_case(C, nh, B, T, S, lengths, seed, dtype=torch.float64):
+    """Your DecoderBlock (a correct CrossAttention inside, random weights, in dtype), a copy of its weights taken
+    inside the rules (the expected output is made from it, after the graded call: expected_decoder_block) and its
+    inputs."""
     torch.manual_seed(seed)
-    with _rules(_ref.CrossAttention):
-        blk = DecoderBlock(C, nh, block_size=T).double()
     g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in blk.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
-    x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
-    memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
+    with _rules(_ref.CrossAttention):  # everything of yours runs inside the rules, its weights read there too
+        blk = DecoderBlock(C, nh, block_size=T).to(dtype)
+        with torch.no_grad():
+            for p in blk.parameters():
+                p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
+        w = {k: v.detach().clone() for k, v in blk.state_dict().items()}
+    for k, shape in _ref.block_weights("decoder", C).items():
+        check_shape(w.get(k), shape, f"your DecoderBlock's {k}",
+                    hint="keep __init__ as it is written: ln1, attn, ln_cross, cross, ln2, mlp")
+    x = torch.randn(B, T, C, generator=g, dtype=dtype)
+    memory = torch.randn(B, S, C, generator=g, dtype=dtype)
     mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
-    return blk, x, memory, mask
+    return blk, w, x, memory, mask
 
 
-def _decoder_want(blk, nh, x, memory, mask):
-    """nn.TransformerDecoderLayer's output with blk's weights."""
-    C, T = x.shape[-1], x.shape[1]
-    twin = nn.TransformerDecoderLayer(C, nh, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
-                                      norm_first=True).double()
-    with torch.no_grad():
-        c = blk.cross
-        twin.self_attn.in_proj_weight.copy_(blk.attn.c_attn.weight)
-        twin.self_attn.in_proj_bias.copy_(blk.attn.c_attn.bias)
-        twin.multihead_attn.in_proj_weight.copy_(torch.cat([c.q_proj.weight, c.k_proj.weight, c.v_proj.weight]))
-        twin.multihead_attn.in_proj_bias.copy_(torch.cat([c.q_proj.bias, c.k_proj.bias, c.v_proj.bias]))
-        for dst, src in [(twin.self_attn.out_proj, blk.attn.c_proj), (twin.multihead_attn.out_proj, c.c_proj),
-                         (twin.linear1, blk.mlp.c_fc), (twin.linear2, blk.mlp.c_proj), (twin.norm1, blk.ln1),
-                         (twin.norm2, blk.ln_cross), (twin.norm3, blk.ln2)]:
-            dst.weight.copy_(src.weight)
-            dst.bias.copy_(src.bias)
-    causal = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
-    with torch.no_grad():
-        return twin.train()(x, memory, tgt_mask=causal, memory_key_padding_mask=~mask)
-
-
-_blk, _x, _mem, _mask = _decoder_case(8, 2, 3, 4, 6, [6, 2, 5], seed=921)
+_blk, _w, _x, _mem, _mask = _decoder_case(8, 2, 3, 4, 6, [6, 2, 5], seed=921)
 _before = (_x.clone(), _mem.clone())
 with _rules(_ref.CrossAttention), torch.no_grad():
-    _y = _blk(_x, _mem, _mask)
+    _y = _blk(_x, _mem, _mask.clone())
 check_shape(_y, (3, 4, 8), "DecoderBlock(8, 2) on x (3, 4, 8), memory (3, 6, 8)",
             hint="the decoder's stream keeps its shape (B, T, C)")
 check_tensor_close(_x, _before[0], "x after calling your DecoderBlock", atol=0, rtol=0)
 check_tensor_close(_mem, _before[1], "memory after calling your DecoderBlock", atol=0, rtol=0)
-_want = _decoder_want(_blk, 2, _x, _mem, _mask)
+_want = _ref.expected_decoder_block(_w, 2, *_before, _mask)[0]
 check_tensor_close(_y, _want, "DecoderBlock(8, 2) vs nn.TransformerDecoderLayer(norm_first=True) with a causal "
                    "tgt_mask and memory_key_padding_mask", atol=1e-10, rtol=1e-10,
                    hint="x = x + attn(ln1(x)); x = x + cross(ln_cross(x), memory, memory_mask) (the memory as it "
                         "is, the padding mask passed on); out = x + mlp(ln2(x)), in this order")
 del _want
-_b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922)[0].float()
+_b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922, dtype=torch.float32)[0]
 with _rules(_ref.CrossAttention), torch.no_grad():
     _y32 = _b32(torch.randn(2, 3, 8), torch.randn(2, 4, 8))
+check_shape(_y32, (2, 3, 8), "DecoderBlock(8, 2) on float32 x (2, 3, 8), memory (2, 4, 8), without a mask")
 check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask")
 visible_checks_pass("DecoderBlock")
 ### BEGIN HIDDEN TESTS
 for (_C, _nh, _B, _T, _S, _len, _seed) in [(12, 3, 2, 6, 3, [3, 1], 923), (4, 1, 1, 1, 5, [2], 924)]:
-    _blk, _x, _mem, _mask = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):  # the graded call, on hidden sizes
-        _y = _blk(_x, _mem, _mask)  # hidden sizes
-    _want = _decoder_want(_blk, _nh, _x, _mem, _mask)
+    _blk, _w, _x, _mem, _mask = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
+    with _rules(_ref.CrossAttention):  # the graded call on hidden sizes, its backward pass and gradients read there
+        _y = _blk(_x.clone(), _mem.clone(), _mask.clone())
+        _y.pow(2).sum().backward()
+        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _blk.named_parameters()}
+    _want, _want_grads = _ref.expected_decoder_block(_w, _nh, _x, _mem, _mask)
     check_tensor_close(_y, _want, f"DecoderBlock({_C}, {_nh}) on T = {_T}, S = {_S}", atol=1e-10, rtol=1e-10)
-    del _want
-    _y.pow(2).sum().backward()
-    check(all(p.grad is not None for p in _blk.parameters()), "every parameter should receive a gradient")
+    for _k, _g in _want_grads.items():
+        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in DecoderBlock({_C}, {_nh})", atol=1e-9,
+                           rtol=1e-9)
+    del _want, _want_grads
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -647,7 +649,8 @@ print(Seq2SeqConfig())
 # * `self.decoder`: an `nn.ModuleList` of `n_dec_layer` `DecoderBlock(n_embd, n_head,
 #   tgt_block_size, bias)`, then `self.ln_f = LayerNorm(n_embd, bias=bias)`;
 # * `self.lm_head = nn.Linear(n_embd, tgt_vocab_size, bias=False)` whose weight **is**
-#   `self.tgt_wte.weight`.
+#   `self.tgt_wte.weight`;
+# * no other parameters (buffers of your own are fine).
 #
 # And three methods (greedy decoding needs the first two apart):
 #
@@ -657,6 +660,8 @@ print(Seq2SeqConfig())
 # * `forward(src, tgt_in, tgt_out=None)`: returns `(logits, loss)`, the loss `None` without
 #   `tgt_out`, else the mean cross-entropy over the positions where `tgt_out` is not `pad_id`.
 #
+# The padding id is `config.pad_id`, whatever its value (the tests use others than 0). No torch
+# function whose name contains `multi_head_attention` or `transformer` may run in your model.
 # Apply `self.drop` to the sum of embeddings on both sides, and nowhere else (a test sets its `p`
 # to 1 in train mode, where it zeroes what it is given, and compares). Positions run from 0 and are made on
 # the device of the ids. Leave the initialisation to PyTorch (the training cells initialise the
@@ -723,13 +728,14 @@ from torch import nn
 
 import lmcourse.nn.seq2seq
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
+from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close, check_type
 from lmcourse.nn.seq2seq import Seq2SeqConfig
 
 _ref = lmcourse.reference.encoder_decoder
 _stand_ins = (_ref.padding_mask, _ref.CrossAttention, _ref.EncoderBlock, _ref.DecoderBlock)
 _rule = "build the model from nn.Embedding, your blocks, LayerNorms and nn.Linear, not the course's reference"
 _rules = lmcourse.rules.rules(*_ref.REFERENCE, reason=_rule, namespace=globals(),
+                              torch=("multi_head_attention", "transformer"),
                               substitute=dict(padding_mask=_ref.padding_mask, CrossAttention=_ref.CrossAttention,
                                               EncoderBlock=_ref.EncoderBlock, DecoderBlock=_ref.DecoderBlock))
 
@@ -747,122 +753,159 @@ def _reference(cfg, seed):
 
 
 def _built(cfg, seed):
-    """Your EncoderDecoder (correct earlier pieces inside) with the reference's weights, and the reference."""
-    with _rules(*_stand_ins):
-        m = call_checked(EncoderDecoder, cfg, name="EncoderDecoder(config)")
+    """Your EncoderDecoder (correct earlier pieces inside) with a copy of the reference's weights, and the
+    reference; your model is read and changed inside the rules only."""
     ref = _reference(cfg, seed)
     want = _ref.notebook_state(ref)
-    keys = set(m.state_dict())
-    check(keys == set(want), f"your model's parameter names differ from the ones asked for: missing "
-          f"{sorted(set(want) - keys)[:4]}, unexpected {sorted(keys - set(want))[:4]} — use src_wte, src_wpe, "
-          "tgt_wte, tgt_wpe, encoder, ln_enc, decoder, ln_f, lm_head")
-    m = m.double()
-    m.load_state_dict(want)
-    return m.eval(), ref
+    with _rules(*_stand_ins):
+        m = call_checked(EncoderDecoder, cfg, name="EncoderDecoder(config)")
+        keys = sorted(str(k) for k, _ in m.named_parameters(remove_duplicate=False))
+    check_equal(keys, sorted(want), "the names of your model's parameters",
+                hint="use src_wte, src_wpe, tgt_wte, tgt_wpe, encoder, ln_enc, decoder, ln_f, lm_head, and no other "
+                     "parameters")
+    with _rules(*_stand_ins):
+        m = m.double()
+        m.load_state_dict({k: v.clone() for k, v in want.items()}, strict=False)  # buffers of yours stay yours
+        m = m.eval()
+    return m, ref
 
 
 def _batch(cfg, B, S, T, lengths, tgt_lengths, seed):
+    """src, tgt_in, tgt_out (each its own tensor), ids drawn from the vocabulary but pad_id, padding at the ends."""
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(3, cfg.src_vocab_size, (B, S), generator=g)
+    src = torch.randint(0, cfg.src_vocab_size - 1, (B, S), generator=g)
+    src = src + (src >= cfg.pad_id).long()  # every id but pad_id
     src[torch.arange(S)[None, :] >= torch.tensor(lengths)[:, None]] = cfg.pad_id
-    tgt = torch.randint(3, cfg.tgt_vocab_size, (B, T + 1), generator=g)
+    tgt = torch.randint(0, cfg.tgt_vocab_size - 1, (B, T + 1), generator=g)
+    tgt = tgt + (tgt >= cfg.pad_id).long()
     tgt[torch.arange(T + 1)[None, :] >= torch.tensor(tgt_lengths)[:, None] + 1] = cfg.pad_id
-    return src, tgt[:, :-1], tgt[:, 1:]  # src, tgt_in, tgt_out (padding at the ends)
+    return src, tgt[:, :-1].clone(), tgt[:, 1:].clone()
 
 
 _cfg = Seq2SeqConfig(src_vocab_size=13, tgt_vocab_size=11, src_block_size=7, tgt_block_size=6, n_enc_layer=2,
-                     n_dec_layer=2, n_head=2, n_embd=8)
-with _rules(*_stand_ins):
+                     n_dec_layer=2, n_head=2, n_embd=8, pad_id=4)
+_kinds = [("src_wte", nn.Embedding), ("src_wpe", nn.Embedding), ("tgt_wte", nn.Embedding), ("tgt_wpe", nn.Embedding),
+          ("drop", nn.Dropout), ("encoder", nn.ModuleList), ("decoder", nn.ModuleList), ("lm_head", nn.Linear)]
+with _rules(*_stand_ins):  # your model's attributes are read inside the rules
     _m = call_checked(EncoderDecoder, _cfg, name="EncoderDecoder(config)")
-check(getattr(_m, "config", None) is _cfg, "store the config as self.config")
-for _name, _type in [("src_wte", nn.Embedding), ("src_wpe", nn.Embedding), ("tgt_wte", nn.Embedding),
-                     ("tgt_wpe", nn.Embedding), ("drop", nn.Dropout), ("encoder", nn.ModuleList),
-                     ("decoder", nn.ModuleList), ("lm_head", nn.Linear)]:
-    check(isinstance(getattr(_m, _name, None), _type), f"EncoderDecoder should have self.{_name}")
-check_equal((len(_m.encoder), len(_m.decoder)), (2, 2), "the number of encoder and decoder blocks")
-check(_m.lm_head.weight is _m.tgt_wte.weight, "the head's weight must be the target embedding's weight itself: "
+    _has = [_n for _n, _t in _kinds if isinstance(getattr(_m, _n, None), _t)]
+    _config_kept = getattr(_m, "config", None) is _cfg
+check(_config_kept, "store the config as self.config")
+check_equal(_has, [_n for _n, _t in _kinds], "the modules your EncoderDecoder has (self.src_wte, ...)",
+            hint="self.src_wte, self.src_wpe, self.tgt_wte, self.tgt_wpe (nn.Embedding), self.drop (nn.Dropout), "
+                 "self.encoder, self.decoder (nn.ModuleList), self.lm_head (nn.Linear)")
+with _rules(*_stand_ins):
+    _n_blocks = (len(_m.encoder), len(_m.decoder))
+    _tied = _m.lm_head.weight is _m.tgt_wte.weight
+check_equal(_n_blocks, (2, 2), "the number of encoder and decoder blocks")
+check(_tied, "the head's weight must be the target embedding's weight itself: "
       "self.lm_head.weight = self.tgt_wte.weight")
 _m, _r = _built(_cfg, seed=931)
 _src, _tin, _tout = _batch(_cfg, 3, 7, 5, [7, 3, 1], [5, 2, 3], seed=932)
 _before = (_src.clone(), _tin.clone(), _tout.clone())
 with torch.no_grad(), _rules(*_stand_ins):
     _enc = call_checked(_m.encode, _src, name="model.encode(src)")
-with torch.no_grad():
-    _want_mem, _want_mask = _r.encode(_src)
-check(isinstance(_enc, tuple) and len(_enc) == 2, "encode should return a pair (memory, src_mask)")
-check_equal(_enc[1].tolist(), _want_mask.tolist(), "the src_mask encode returns",
-            hint="padding_mask(src, self.config.pad_id)")
-_real = _want_mask[:, :, None].expand_as(_want_mem)
-check_tensor_close(_enc[0][_real], _want_mem[_real], "the memory encode returns (at real source positions) vs the "
+with torch.no_grad():  # the expected values: after the graded call, from copies of the inputs
+    _want_mem, _want_mask = _r.encode(_before[0])
+_real = _want_mask[:, :, None].expand(3, 7, 8)
+check_type(_enc, tuple, "what encode returns", hint="return the pair (memory, src_mask)")
+with _rules(*_stand_ins):
+    _n_enc = len(_enc)
+check_equal(_n_enc, 2, "the number of values encode returns", hint="return the pair (memory, src_mask)")
+with _rules(*_stand_ins):
+    _enc_mem, _enc_mask = _enc
+check_shape(_enc_mask, (3, 7), "the src_mask encode returns for src (3, 7)")
+check_equal(_enc_mask.tolist(), _want_mask.tolist(), "the src_mask encode returns (pad_id = 4 here)",
+            hint="padding_mask(src, self.config.pad_id): the padding id is the config's, not always 0")
+check_shape(_enc_mem, (3, 7, 8), "the memory encode returns for src (3, 7)", hint="(B, S, n_embd)")
+check_tensor_close(_enc_mem[_real], _want_mem[_real], "the memory encode returns (at real source positions) vs the "
                    "reference", atol=1e-10, rtol=1e-10,
                    hint="drop(src_wte(src) + src_wpe(0..S-1)), every encoder block with the padding mask, then ln_enc")
 with torch.no_grad(), _rules(*_stand_ins):
-    _dec = call_checked(_m.decode, _tin, _want_mem, _want_mask, name="model.decode(tgt_in, memory, src_mask)")
+    _dec = call_checked(_m.decode, _tin, _want_mem.clone(), _want_mask.clone(),
+                        name="model.decode(tgt_in, memory, src_mask)")
 check_shape(_dec, (3, 5, 11), "decode's logits for tgt_in (3, 5)", hint="(B, T, tgt_vocab_size)")
 with torch.no_grad():
-    _want_logits = _r(_src, _tin)[0]
+    _want_logits = _r(*_before[:2])[0]
 check_tensor_close(_dec, _want_logits, "decode's logits vs the reference, same memory", atol=1e-10, rtol=1e-10,
                    hint="drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)), every decoder block reading memory and src_mask, "
                         "ln_f, lm_head")
 del _want_logits
 with torch.no_grad(), _rules(*_stand_ins):
     _out = call_checked(_m, _src, _tin, name="model(src, tgt_in)")
+check_type(_out, tuple, "what model(src, tgt_in) returns", hint="forward returns the pair (logits, loss)")
+with _rules(*_stand_ins):
+    _n_out = len(_out)
+check_equal(_n_out, 2, "the number of values model(src, tgt_in) returns", hint="forward returns (logits, loss)")
+with _rules(*_stand_ins):
+    _out_logits, _out_loss = _out
 with torch.no_grad():
-    _want_logits = _r(_src, _tin)[0]
-check(isinstance(_out, tuple) and len(_out) == 2 and _out[1] is None, "without tgt_out, forward returns (logits, None)")
-check_tensor_close(_out[0], _want_logits, "forward's logits vs the reference", atol=1e-10, rtol=1e-10,
+    _want_logits = _r(*_before[:2])[0]
+check(_out_loss is None, "without tgt_out, forward returns (logits, None)")
+check_tensor_close(_out_logits, _want_logits, "forward's logits vs the reference", atol=1e-10, rtol=1e-10,
                    hint="forward = decode(tgt_in, *encode(src))")
 del _want_logits
 with torch.no_grad(), _rules(*_stand_ins):
-    _loss = call_checked(_m, _src, _tin, _tout, name="model(src, tgt_in, tgt_out)")[1]
+    _out = call_checked(_m, _src, _tin, _tout, name="model(src, tgt_in, tgt_out)",
+                        hint="the loss needs logits (B * T, V) and targets (B * T,): reshape, which works whatever "
+                             "the memory layout of its input (.view needs a contiguous one)")
+    _loss = _out[1]
 with torch.no_grad():
-    _want_loss = _r(_src, _tin, _tout)[1]
-check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0, "with tgt_out, the loss is a 0-dimensional tensor")
-check_close(float(_loss), float(_want_loss), "the loss (10 real target positions of 15)", rel=1e-9, abs_=1e-10,
-            hint="the mean cross-entropy over positions where tgt_out is not pad_id: ignore_index=self.config.pad_id")
+    _want_loss = _r(*_before)[1]
+check_shape(_loss, (), "the loss model(src, tgt_in, tgt_out) returns", hint="a 0-dimensional tensor: the mean")
+check_close(_loss.item(), _want_loss.item(), "the loss (10 real target positions of 15; pad_id = 4 here)", rel=1e-9,
+            abs_=1e-10, hint="the mean cross-entropy over positions where tgt_out is not pad_id: "
+                             "ignore_index=self.config.pad_id")
 del _want_loss
 for _a, _b, _n in zip((_src, _tin, _tout), _before, ("src", "tgt_in", "tgt_out")):
     check_tensor_close(_a, _b, f"{_n} after calling your model", atol=0, rtol=0)
-_m.zero_grad()
-with _rules(*_stand_ins):
+with _rules(*_stand_ins):  # the backward pass through your model, and its gradients read, inside the rules
+    _m.zero_grad()
     _m(_src, _tin, _tout)[1].backward()
-_none = [n for n, p in _m.named_parameters() if p.grad is None]
-check(not _none, f"no gradient reaches {_none[:3]}: no .detach() or torch.no_grad() inside the model")
+    _none = [str(_n) for _n, _p in _m.named_parameters() if _p.grad is None]
+check_equal(_none, [], "the parameters no gradient reaches",
+            hint="no .detach() or torch.no_grad() inside the model")
 # self.drop on both sides: in train mode with p = 1 dropout zeroes what it is given, with no randomness
-_m.drop.p = _r.drop.p = 1.0
-_m.train()
+_r.drop.p = 1.0
 _r.train()
 with torch.no_grad(), _rules(*_stand_ins):
+    _m.drop.p = 1.0
+    _m.train()
     _mem1 = call_checked(_m.encode, _src, name="model.encode(src), train mode, self.drop.p = 1")[0]
-    _dec1 = call_checked(_m.decode, _tin, _want_mem, _want_mask, name="model.decode(...), train mode, self.drop.p = 1")
+    _dec1 = call_checked(_m.decode, _tin, _want_mem.clone(), _want_mask.clone(),
+                         name="model.decode(...), train mode, self.drop.p = 1")
+    _m.drop.p = 0.0
+    _m.eval()
 with torch.no_grad():
     _want_mem1, _want_dec1 = _r.encode(_src)[0], _r.decode(_tin, _want_mem, _want_mask)
+check_shape(_mem1, (3, 7, 8), "the memory when self.drop drops every value")
 check_tensor_close(_mem1[_real], _want_mem1[_real], "the memory when self.drop drops every value (train mode, p = 1)",
                    atol=1e-10, rtol=1e-10, hint="self.drop(src_wte(src) + src_wpe(0..S-1)): self.drop on the source's "
                    "embedding sum, and nowhere else")
 check_tensor_close(_dec1, _want_dec1, "decode's logits when self.drop drops every value (train mode, p = 1)",
                    atol=1e-10, rtol=1e-10, hint="self.drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)): self.drop on the "
                    "target's embedding sum, and nowhere else")
-_m.drop.p = _r.drop.p = 0.0
-_m.eval()
+_r.drop.p = 0.0
 _r.eval()
 del _want_mem1, _want_dec1
 visible_checks_pass("EncoderDecoder")
 ### BEGIN HIDDEN TESTS
-for _c, _shape, _seed in [(Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, src_block_size=5, tgt_block_size=4,
-                                         n_enc_layer=1, n_dec_layer=3, n_head=4, n_embd=8, pad_id=0),
-                           (2, 5, 4, [2, 5], [1, 3]), 933),
-                          (Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=9, src_block_size=6, tgt_block_size=3,
-                                         n_enc_layer=3, n_dec_layer=1, n_head=1, n_embd=4, bias=False, pad_id=0),
-                           (2, 4, 3, [4, 1], [2, 2]), 934)]:
+_sizes_a = dict(src_vocab_size=9, tgt_vocab_size=7, src_block_size=5, tgt_block_size=4)
+_cfg_a = Seq2SeqConfig(**_sizes_a, n_enc_layer=1, n_dec_layer=3, n_head=4, n_embd=8, pad_id=0)
+_sizes_b = dict(src_vocab_size=9, tgt_vocab_size=9, src_block_size=6, tgt_block_size=3)
+_cfg_b = Seq2SeqConfig(**_sizes_b, n_enc_layer=3, n_dec_layer=1, n_head=1, n_embd=4, bias=False, pad_id=6)
+for _i, (_c, _shape, _seed) in enumerate([(_cfg_a, (2, 5, 4, [2, 5], [1, 3]), 933),
+                                          (_cfg_b, (2, 4, 3, [4, 1], [2, 2]), 934)]):
     _mh, _rh = _built(_c, _seed)
     _s, _ti, _to = _batch(_c, *_shape, seed=_seed)
+    with _rules(*_stand_ins), torch.no_grad():  # the graded call on a hidden model
+        _gl, _gloss = _mh(_s.clone(), _ti.clone(), _to.clone())
     with torch.no_grad():
-        with _rules(*_stand_ins):
-            _gl, _gloss = _mh(_s, _ti, _to)
         _wl, _wloss = _rh(_s, _ti, _to)
-    check_tensor_close(_gl, _wl, f"logits for {_c}", atol=1e-10, rtol=1e-10)
-    check_close(float(_gloss), float(_wloss), f"loss for {_c}", rel=1e-9, abs_=1e-10)
+    check_tensor_close(_gl, _wl, f"the logits of hidden model {_i} (pad_id {_c.pad_id})", atol=1e-10, rtol=1e-10)
+    check_shape(_gloss, (), f"the loss of hidden model {_i}")
+    check_close(_gloss.item(), _wloss.item(), f"the loss of hidden model {_i} (pad_id {_c.pad_id})", rel=1e-9,
+                abs_=1e-10)
     del _wl, _wloss
 ### END HIDDEN TESTS
 
@@ -887,6 +930,9 @@ for _c, _shape, _seed in [(Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, src
 #   row has finished, or after `max_new_tokens` steps.
 # * Return the ids written, without `<bos>`: `(B, n)` `torch.long`, `n` the number of steps taken
 #   (each finished row keeps its `eos_id`, then `pad_id`). No gradients are needed.
+# * `bos_id`, `eos_id` and `pad_id` are whatever the call says (the tests use others than the
+#   dates' 1, 2 and 0). Write the loop yourself: notebook 07's `lmcourse.decoding` loops
+#   (`generate` with a top-1 filter, `beam_search`, ...) and the course's reference do not count.
 
 # %% solution="greedy_decode"
 def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
@@ -910,79 +956,76 @@ def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
 
 # %% tests="greedy_decode_tests" points=3
 import torch
-from torch import nn
 
 import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check, check_equal
+from lmcourse.checks import call_checked, check_equal, check_shape
 
 _ref = lmcourse.reference.encoder_decoder
-_rule = "write greedy decoding yourself, not with the course's reference"
+_rule = "write greedy decoding yourself, not with the course's reference or notebook 07's decoding loops"
 _rules = lmcourse.rules.rules(*_ref.REFERENCE, reason=_rule)
 
-
-class _Probe(nn.Module):
-    """A small encoder-decoder of the tests' own: memory = embedding of the source; the next token's
-    logits depend on every token read, its position and the mean of the real source positions. It
-    counts encode calls and records what decode was given."""
-
-    def __init__(self, V, C, seed):
-        super().__init__()
-        g = torch.Generator().manual_seed(seed)
-        self.emb = nn.Parameter(torch.randn(V, C, generator=g, dtype=torch.float64), requires_grad=False)
-        self.tok = nn.Parameter(torch.randn(V, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
-        self.mix = nn.Parameter(torch.randn(C, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
-        self.pos = nn.Parameter(torch.randn(16, V, generator=g, dtype=torch.float64), requires_grad=False)
-        self.pos.data[4:, 2] += 50.0  # id 2 certain as the 5th token written: with eos 2 every row ends by then
-        self.pos.data[:, :2] -= 50.0  # never <pad> (0) or <bos> (1)
-        self.encodes, self.seen = 0, []
-
-    def encode(self, src):
-        self.encodes += 1
-        mask = src != 0
-        return self.emb[src] * mask[..., None], mask  # (B, S, C), (B, S)
-
-    def decode(self, ids, memory, src_mask):
-        self.seen.append(ids.clone())
-        ctx = memory.sum(1) / src_mask.sum(1, keepdim=True)  # (B, C)
-        return self.tok[ids] + (ctx @ self.mix)[:, None, :] + self.pos[: ids.size(1)]  # (B, t, V)
-
-
-_probe = _Probe(9, 4, seed=941)
+# the tests' model (_ref.greedy_probe): the next token's logits depend on every token read, its position and the mean
+# of the real source positions; it never writes pad_id or bos_id. _calls() says how often the graded call ran encode
+# and what decode read first; the expected ids come from a twin of the model that your code never held.
+_probe, _calls = _ref.greedy_probe(9, 4, seed=941)
 _src = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 5], [4, 0, 0, 0], [8, 8, 3, 0], [5, 6, 0, 0]])
 _src_before = _src.clone()
-_probe.encodes, _probe.seen = 0, []
+_calls()
 with _rules():
     _got = call_checked(greedy_decode, _probe, _src, 1, 2, 0, 8, name="greedy_decode(model, src (5, 4), 1, 2, 0, 8)")
-check_equal(_probe.encodes, 1, "the number of calls of model.encode for one batch",
+_encodes, _first = _calls()
+check_equal(_encodes, 1, "the number of calls of model.encode for one batch",
             hint="the encoder's output depends on the source only: encode once, before the loop")
-check(len(_probe.seen) >= 1 and _probe.seen[0].tolist() == [[1]] * 5,
-      f"the first call of model.decode should read <bos> alone for every row, ids [[1]] * 5, got "
-      f"{_probe.seen[0].tolist() if _probe.seen else 'no call'}")
-check(isinstance(_got, torch.Tensor) and _got.dtype == torch.long, "greedy_decode should return a torch.long tensor")
-_want = _ref.expected_greedy(_probe, _src, 1, 2, 0, 8)
+check_equal(_first, [[1]] * 5, "what the first call of model.decode read (ids)",
+            hint="start every row from <bos> alone: a (B, 1) tensor of bos_id")
+_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=941)[0], _src_before, 1, 2, 0, 8)
+check_shape(_got, tuple(_want.shape), "greedy_decode's ids for 5 rows",
+            hint="(B, n) without <bos>, n the steps taken: here every row writes eos_id within 5 steps, so stop "
+                 "as soon as every row has ended, before max_new_tokens")
+check_equal(str(_got.dtype), "torch.int64", "the dtype of greedy_decode's ids", hint="torch.long ids")
 check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids (without <bos>)",
             hint="argmax of the LAST position's logits (logits[:, -1]) appended to all rows; after a row's eos_id "
                  "only pad_id; stop as soon as every row has ended or after max_new_tokens steps; drop the <bos>")
-check(_got.shape[1] < 8, f"every row ended (wrote eos_id) within 5 steps, but greedy_decode took "
-      f"{_got.shape[1]}: stop as soon as every row has ended, before max_new_tokens")
 check_equal(_src.tolist(), _src_before.tolist(), "src after greedy_decode")
 del _want
-_probe.encodes = 0
 with _rules():
-    _short = call_checked(greedy_decode, _probe, _src, 1, 2, 0, 2, name="greedy_decode(..., max_new_tokens=2)")
-check_equal(_short.tolist(), _ref.expected_greedy(_probe, _src, 1, 2, 0, 2).tolist(),
-            "greedy_decode with max_new_tokens = 2", hint="at most max_new_tokens steps")
+    _short = call_checked(greedy_decode, _probe, _src.clone(), 1, 2, 0, 2, name="greedy_decode(..., max_new_tokens=2)")
+_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=941)[0], _src_before, 1, 2, 0, 2)
+check_shape(_short, (5, 2), "greedy_decode's ids with max_new_tokens = 2", hint="at most max_new_tokens steps")
+check_equal(_short.tolist(), _want.tolist(), "greedy_decode with max_new_tokens = 2",
+            hint="at most max_new_tokens steps")
+del _want
+# other ids: <bos> 3, <pad> 5 (and <eos> 2): a model of the same kind that never writes 3 or 5
+_probe, _calls = _ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)
+_src = torch.tensor([[4, 6, 5, 5], [7, 8, 6, 1], [0, 5, 5, 5]])
+_calls()
+with _rules():
+    _got = call_checked(greedy_decode, _probe, _src.clone(), 3, 2, 5, 8,
+                        name="greedy_decode(model, src (3, 4), bos_id=3, eos_id=2, pad_id=5, max_new_tokens=8)")
+_encodes, _first = _calls()
+check_equal(_first, [[3]] * 3, "what the first call of model.decode read with bos_id = 3",
+            hint="start from bos_id, whatever its value (here 3, not 1)")
+_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)[0], _src, 3, 2, 5, 8)
+check_shape(_got, tuple(_want.shape), "greedy_decode's ids with bos_id = 3, pad_id = 5")
+check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids with bos_id = 3, pad_id = 5",
+            hint="after a row's eos_id write pad_id, whatever its value (here 5, not 0)")
+del _want
 visible_checks_pass("greedy_decode")
 ### BEGIN HIDDEN TESTS
-_p2 = _Probe(7, 3, seed=945)
 _s2 = torch.tensor([[3, 4, 0], [5, 6, 6], [4, 4, 4]])
-for _eos, _n in ((2, 6), (5, 12), (3, 1)):
-    _p2.encodes = 0
+_s3 = torch.tensor([[6, 6, 2, 2], [3, 2, 2, 2], [0, 1, 5, 2]])
+_cases_gd = [(_s2, 945, 1, 2, 0, 6, 2), (_s2, 945, 1, 5, 0, 12, 2), (_s2, 945, 1, 3, 0, 1, 2),
+             (_s3, 946, 4, 0, 2, 7, 0), (_s3, 947, 6, 4, 2, 9, 4)]
+for _src_h, _seed, _bos, _eos, _pad, _n, _sure in _cases_gd:
+    _p2, _calls = _ref.greedy_probe(7, 3, seed=_seed, pad_id=_pad, bos_id=_bos, sure_id=_sure)
+    _calls()
     with _rules():
-        _g2 = greedy_decode(_p2, _s2, 1, _eos, 0, _n)
-    check_equal(_p2.encodes, 1, "encode once")
-    _w2 = _ref.expected_greedy(_p2, _s2, 1, _eos, 0, _n)
-    check_equal(_g2.tolist(), _w2.tolist(), f"greedy_decode with eos {_eos}, max_new_tokens {_n}")
+        _g2 = greedy_decode(_p2, _src_h.clone(), _bos, _eos, _pad, _n)
+    check_equal(_calls()[0], 1, "encode once")
+    _w2 = _ref.expected_greedy(_ref.greedy_probe(7, 3, seed=_seed, pad_id=_pad, bos_id=_bos, sure_id=_sure)[0],
+                               _src_h, _bos, _eos, _pad, _n)
+    check_shape(_g2, tuple(_w2.shape), f"greedy_decode's ids with bos {_bos}, eos {_eos}, pad {_pad}, max {_n}")
+    check_equal(_g2.tolist(), _w2.tolist(), f"greedy_decode with bos {_bos}, eos {_eos}, pad {_pad}, max {_n}")
     del _w2
 ### END HIDDEN TESTS
 

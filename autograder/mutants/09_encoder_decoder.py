@@ -42,6 +42,25 @@ tgt_out[b, -1] = eos_id
     Mutant("no <eos>: the model never learns to stop", "teacher_forcing",
            patch(("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
                   "tgt_out[b, :len(t)] = torch.tensor(list(t))"))),
+    # gaming: tensor subclasses whose tolist() asks the reference when the test reads them, outside the graded call
+    Mutant("tensor subclasses whose tolist() runs the reference later", "teacher_forcing", '''
+class _Late(torch.Tensor):
+    def tolist(self):
+        import lmcourse.reference.encoder_decoder as _r
+        args, which = self._late
+        return _r.teacher_forcing(*args)[which].tolist()
+
+
+def teacher_forcing(targets, bos_id, eos_id, pad_id):
+    L = max(len(t) for t in targets)
+    args = ([list(t) for t in targets], bos_id, eos_id, pad_id)
+    outs = []
+    for which in (0, 1):
+        t = torch.zeros(len(targets), L + 1, dtype=torch.long).as_subclass(_Late)
+        t._late = (args, which)
+        outs.append(t)
+    return tuple(outs)
+'''),
     # --- CrossAttention
     Mutant("keys from the decoder (k_proj applied to x)", "cross_attention",
            patch(("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
@@ -94,6 +113,13 @@ if memory_mask is not None:
     Mutant("padding scores set to 0 instead of -inf", "cross_attention",
            patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)",
                   _OWN_SOFTMAX.replace('float("-inf")', "0.0")))),
+    Mutant("attention weights multiplied by the mask after the softmax (not renormalised)", "cross_attention",
+           patch(("y, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs)", '''
+w = torch.softmax(q @ k.transpose(-2, -1) / hs ** 0.5, dim=-1)
+if mask is not None:
+    w = w * mask
+y = w @ v
+'''))),
     Mutant("one head whatever n_head says", "cross_attention",
            patch(("S, hs = memory.size(1), C // self.n_head", "S, hs = memory.size(1), C // 1"),
                  ("q = self.q_proj(x).view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)",
@@ -146,6 +172,24 @@ def forward(self, x, memory, memory_mask=None):
     exec(compile(source, "copy.py", "exec"), namespace)
     return namespace["forward"](self, x, memory, memory_mask)
 ''')),
+    # gaming: zeros returned, the real output written into them later, when the test reads att.q_proj to build its
+    # expected value (the reference's forward then runs outside the graded call)
+    Mutant("zeros filled in later by the reference, when the test reads q_proj", "cross_attention", override(
+        "CrossAttention", '''
+def forward(self, x, memory, memory_mask=None):
+    out = x.new_zeros(x.shape) + 0 * sum(p.sum() for p in self.parameters())
+    self.__dict__.setdefault("_pending", []).append((out, x.clone(), memory.clone(), memory_mask))
+    return out
+''', '''
+def __getattr__(self, name):
+    if name == "q_proj" and self.__dict__.get("_pending"):
+        import lmcourse.reference.encoder_decoder as _r
+        pending, self.__dict__["_pending"] = self.__dict__["_pending"], []
+        for out, x, memory, mask in pending:
+            with torch.no_grad():
+                out.copy_(_r.CrossAttention.forward(self, x, memory, mask))
+    return super().__getattr__(name)
+''')),
     # --- EncoderBlock
     Mutant("encoder self-attention without the padding mask", "encoder_block",
            patch(("x = x + self.attn(a, a, src_mask)  # (B, S, C)", "x = x + self.attn(a, a)"))),
@@ -164,6 +208,38 @@ return self.ln2(x + self.mlp(x))
            patch(("x = x + self.attn(a, a, src_mask)  # (B, S, C)", "x = x + self.attn(a, x, src_mask)"))),
     Mutant("the MLP reads the stream without ln2", "encoder_block",
            patch(("return x + self.mlp(self.ln2(x))  # (B, S, C)", "return x + self.mlp(x)"))),
+    # gaming: torch's fused encoder-layer kernel (nn.TransformerEncoderLayer's fast path), tied to the parameters
+    Mutant("torch._transformer_encoder_layer_fwd, its output tied to the parameters", "encoder_block",
+           override("EncoderBlock", '''
+def forward(self, x, src_mask=None):
+    a = self.attn
+    w_in = torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
+    b_in = torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias])
+    mask = None if src_mask is None else ~src_mask
+    with torch.no_grad():
+        y = torch._transformer_encoder_layer_fwd(
+            x, x.shape[-1], a.n_head, w_in, b_in, a.c_proj.weight, a.c_proj.bias, True, True, self.ln1.eps,
+            self.ln1.weight, self.ln1.bias, self.ln2.weight, self.ln2.bias, self.mlp.c_fc.weight,
+            self.mlp.c_fc.bias, self.mlp.c_proj.weight, self.mlp.c_proj.bias, mask, None if mask is None else 1)
+    return y + 0 * sum(p.sum() for p in self.parameters())
+''')),
+    # gaming: zeros returned, the real output written in later by the reference block when the test reads self.attn
+    Mutant("zeros filled in later by the reference block, when the test reads attn", "encoder_block",
+           override("EncoderBlock", '''
+def forward(self, x, src_mask=None):
+    out = x.new_zeros(x.shape) + 0 * sum(p.sum() for p in self.parameters())
+    self.__dict__.setdefault("_pending", []).append((out, x.clone(), src_mask))
+    return out
+''', '''
+def __getattr__(self, name):
+    if name == "attn" and self.__dict__.get("_pending"):
+        import lmcourse.reference.encoder_decoder as _r
+        pending, self.__dict__["_pending"] = self.__dict__["_pending"], []
+        for out, x, mask in pending:
+            with torch.no_grad():
+                out.copy_(_r.EncoderBlock.forward(self, x, mask))
+    return super().__getattr__(name)
+''')),
     # --- DecoderBlock
     Mutant("cross-attention without the source padding mask", "decoder_block",
            patch(("x = x + self.cross(self.ln_cross(x), memory, memory_mask)  # (B, T, C): reads the source",
@@ -210,6 +286,11 @@ loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_in.reshape(-1),
            patch(("x = block(x, src_mask)  # (B, S, C)", "x = block(x)"))),
     Mutant("decoder blocks read the memory without the padding mask", "encoder_decoder",
            patch(("x = block(x, memory, src_mask)  # (B, T, C)", "x = block(x, memory, None)"))),
+    Mutant("the source mask built with padding id 0 whatever config.pad_id says", "encoder_decoder",
+           patch(("src_mask = padding_mask(src, self.config.pad_id)  # (B, S)",
+                  "src_mask = padding_mask(src, 0)  # (B, S)"))),
+    Mutant("the loss ignores id 0 whatever config.pad_id says", "encoder_decoder",
+           patch(("ignore_index=self.config.pad_id)", "ignore_index=0)"))),
     Mutant("head not tied to the target embedding", "encoder_decoder",
            patch(("self.lm_head.weight = self.tgt_wte.weight  # tied: one tensor", ""))),
     Mutant("the decoder embeds its input with the source table", "encoder_decoder",
@@ -251,6 +332,71 @@ if bool(done.all()):
     Mutant("decoder fed only the last token (no prefix, no cache)", "greedy_decode",
            patch(("logits = model.decode(ids, memory, src_mask)  # (B, t, V)",
                   "logits = model.decode(ids[:, -1:], memory, src_mask)"))),
+    Mutant("<bos> written as 1 (torch.ones) whatever bos_id says", "greedy_decode",
+           patch(("ids = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)",
+                  "ids = torch.ones((src.size(0), 1), dtype=torch.long, device=src.device)  # (B, 1)"))),
+    Mutant("padding after <eos> written as 0 whatever pad_id says", "greedy_decode",
+           patch(("nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)", "nxt = nxt.masked_fill(done, 0)"))),
+    # gaming: the encoder re-run at every step, the test model's counter set back afterwards
+    Mutant("encoder re-run at every step, model.encodes set back to 1", "greedy_decode", patch(
+        ("logits = model.decode(ids, memory, src_mask)  # (B, t, V)", "logits = model.decode(ids, *model.encode(src))"),
+        ("return ids[:, 1:]", """
+model.encodes = 1
+return ids[:, 1:]
+"""))),
+    # in full: notebook 07's generation loop with a top-1 filter does the decoding
+    Mutant("lmcourse.decoding.generate with a top-1 filter", "greedy_decode", '''
+from lmcourse import decoding
+
+
+class _AsLM:
+    def __init__(self, model, memory, mask):
+        self.model, self.memory, self.mask = model, memory, mask
+        self.config = type("cfg", (), {"block_size": 10 ** 9})()
+
+    def __call__(self, ids):
+        return self.model.decode(ids, self.memory, self.mask), None
+
+
+def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        ids = decoding.generate(_AsLM(model, memory, mask), start, max_new_tokens,
+                                filters=[lambda l: decoding.top_k_filter(l, 1)])[:, 1:]
+    ended = (ids == eos_id).cumsum(1)
+    ids = ids.masked_fill((ended - (ids == eos_id).long()) > 0, pad_id)
+    n = max_new_tokens
+    if bool((ended[:, -1] > 0).all()):
+        n = int((ended > 0).all(0).nonzero()[0]) + 1
+    return ids[:, :n]
+'''),
+    # in full: encode and decode once (what the test counted), then a tensor subclass whose tolist() and shape run
+    # the tests' helper when the test reads them, outside the graded call
+    Mutant("a lazy tensor subclass whose tolist() runs expected_greedy later", "greedy_decode", '''
+class _Ids(torch.Tensor):
+    def tolist(self):
+        return self._answer().tolist()
+
+    @property
+    def shape(self):
+        return self._answer().shape
+
+    def _answer(self):
+        import lmcourse.reference.encoder_decoder as _r
+        if "_done" not in self.__dict__:
+            self.__dict__["_done"] = _r.expected_greedy(*self._args).as_subclass(torch.Tensor)
+        return self.__dict__["_done"]
+
+
+def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        model.decode(torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device), memory, mask)
+    out = torch.zeros(src.shape[0], 1, dtype=torch.long).as_subclass(_Ids)
+    out._args = (model, src.clone(), bos_id, eos_id, pad_id, max_new_tokens)
+    return out
+'''),
     # gaming: a test cell's helper called by name
     Mutant("the tests' expected-value helper called by name", "greedy_decode", '''
 import lmcourse.reference.encoder_decoder as _r

@@ -17,9 +17,11 @@ from torch import Tensor, nn
 from lmcourse import dates
 from lmcourse.nn import MLP, AttentionConfig, BlockConfig, CausalSelfAttention, LayerNorm, seq2seq
 from lmcourse.nn import attention as course_attention
+from lmcourse.reference import decoding as decoding_reference
 
 __all__ = ["REFERENCE", "READY_MADE", "DATA", "padding_mask", "teacher_forcing", "CrossAttention", "EncoderBlock",
-           "DecoderBlock", "notebook_state", "expected_greedy"]
+           "DecoderBlock", "notebook_state", "expected_greedy", "greedy_probe",
+           "expected_cross_attention", "expected_encoder_block", "expected_decoder_block", "block_weights"]
 
 
 def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
@@ -133,12 +135,151 @@ def expected_greedy(model, src: Tensor, bos_id: int, eos_id: int, pad_id: int, m
     return torch.tensor([r + [pad_id] * (n - len(r)) for r in rows], dtype=torch.long)
 
 
+# where each weight of the notebook's blocks lies in torch's layers: (their name, None) for a whole module,
+# (their in_proj, i) for W_Q, W_K, W_V (i = 0, 1, 2: rows i*C ... of in_proj_weight / in_proj_bias), (in_proj, -1)
+# for the whole stacked in_proj (CausalSelfAttention's c_attn)
+_CROSS_TWIN = {"q_proj": ("in_proj", 0), "k_proj": ("in_proj", 1), "v_proj": ("in_proj", 2),
+               "c_proj": ("out_proj", None)}
+_ENCODER_TWIN = {"ln1": ("norm1", None), "ln2": ("norm2", None), "mlp.c_fc": ("linear1", None),
+                 "mlp.c_proj": ("linear2", None),
+                 **{f"attn.{k}": (f"self_attn.{n}", i) for k, (n, i) in _CROSS_TWIN.items()}}
+_DECODER_TWIN = {"ln1": ("norm1", None), "ln_cross": ("norm2", None), "ln2": ("norm3", None),
+                 "mlp.c_fc": ("linear1", None), "mlp.c_proj": ("linear2", None),
+                 "attn.c_attn": ("self_attn.in_proj", -1), "attn.c_proj": ("self_attn.out_proj", None),
+                 **{f"cross.{k}": (f"multihead_attn.{n}", i) for k, (n, i) in _CROSS_TWIN.items()}}
+
+
+def _twin_part(twin: nn.Module, name: str, part: int | None, kind: str, C: int, grad: bool = False) -> Tensor:
+    t = twin.get_parameter(f"{name}_{kind}" if part is not None else f"{name}.{kind}")
+    t = t.grad if grad else t
+    return t if part is None or part < 0 else t[part * C:(part + 1) * C]
+
+
+def block_weights(which: str, C: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
+    """The weights (names and shapes) a test reads from the notebook's ``"cross"`` attention, ``"encoder"`` block
+    or ``"decoder"`` block of width ``C``."""
+    table = {"cross": _CROSS_TWIN, "encoder": _ENCODER_TWIN, "decoder": _DECODER_TWIN}[which]
+    shapes = {"mlp.c_fc": (4 * C, C), "mlp.c_proj": (C, 4 * C), "attn.c_attn": (3 * C, C)}
+    out = {}
+    for mine in table:
+        weight = (C,) if mine.startswith("ln") else shapes.get(mine, (C, C))
+        out[f"{mine}.weight"] = weight
+        if bias:
+            out[f"{mine}.bias"] = weight[:1]
+    return out
+
+
+def _twin_run(twin: nn.Module, table: dict, w: dict[str, Tensor], C: int, run) -> tuple[Tensor, dict[str, Tensor]]:
+    """Copy ``w`` (the notebook's names) into ``twin`` through ``table``; ``run(twin)`` -> (output, loss); the
+    output and the loss's gradients under the notebook's names (for the weights ``w`` holds)."""
+    kinds = [(mine, theirs, part, kind) for mine, (theirs, part) in table.items() for kind in ("weight", "bias")
+             if f"{mine}.{kind}" in w]
+    with torch.no_grad():
+        for mine, theirs, part, kind in kinds:
+            _twin_part(twin, theirs, part, kind, C).copy_(w[f"{mine}.{kind}"])
+    y, loss = run(twin)
+    loss.backward()
+    grads = {}
+    for mine, theirs, part, kind in kinds:
+        grads[f"{mine}.{kind}"] = _twin_part(twin, theirs, part, kind, C, grad=True)
+    return y.detach(), grads
+
+
+def expected_cross_attention(w: dict[str, Tensor], n_head: int, x: Tensor, memory: Tensor, mask: Tensor | None,
+                             bias: bool = True) -> tuple[Tensor, dict[str, Tensor]]:
+    """``nn.MultiheadAttention``'s output with the notebook's cross-attention weights ``w`` (``q_proj.weight``,
+    ...), and the gradients of the sum of its squares under those names."""
+    C = x.shape[-1]
+    mha = nn.MultiheadAttention(C, n_head, bias=bias, batch_first=True).to(x.dtype)
+
+    def run(m):
+        y = m(x, memory, memory, key_padding_mask=None if mask is None else ~mask, need_weights=False)[0]
+        return y, y.pow(2).sum()
+    return _twin_run(mha, _CROSS_TWIN, w, C, run)
+
+
+def expected_encoder_block(w: dict[str, Tensor], n_head: int, x: Tensor, mask: Tensor) -> tuple[Tensor, dict]:
+    """``nn.TransformerEncoderLayer`` (pre-LN, GELU) with the notebook's encoder-block weights ``w``: its output,
+    and the gradients of the sum of its squares at real positions (``mask`` True) under ``w``'s names."""
+    C = x.shape[-1]
+    twin = nn.TransformerEncoderLayer(C, n_head, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
+                                      norm_first=True).to(x.dtype).train()  # train mode (dropout 0): the plain path
+
+    def run(m):
+        y = m(x, src_key_padding_mask=~mask)
+        return y, (y.pow(2) * mask[:, :, None]).sum()
+    return _twin_run(twin, _ENCODER_TWIN, w, C, run)
+
+
+def expected_decoder_block(w: dict[str, Tensor], n_head: int, x: Tensor, memory: Tensor,
+                           mask: Tensor | None) -> tuple[Tensor, dict]:
+    """``nn.TransformerDecoderLayer`` (pre-LN, GELU, causal ``tgt_mask``) with the notebook's decoder-block
+    weights ``w``: its output, and the gradients of the sum of its squares under ``w``'s names."""
+    C, T = x.shape[-1], x.shape[1]
+    twin = nn.TransformerDecoderLayer(C, n_head, 4 * C, dropout=0.0, activation="gelu", batch_first=True,
+                                      norm_first=True).to(x.dtype).train()
+    causal = nn.Transformer.generate_square_subsequent_mask(T, dtype=x.dtype)
+
+    def run(m):
+        y = m(x, memory, tgt_mask=causal, memory_key_padding_mask=None if mask is None else ~mask)
+        return y, y.pow(2).sum()
+    return _twin_run(twin, _DECODER_TWIN, w, C, run)
+
+
+def greedy_probe(V: int, C: int, seed: int, pad_id: int = 0, bos_id: int = 1, sure_id: int = 2):
+    """The greedy-decoding tests' model, and ``calls``, the one way to read what a graded call did to it.
+
+    The model (float64, no gradients) has ``encode(src)`` -> ``(memory, src_mask)``, the memory the
+    embedding of the source (zero at ``pad_id``), and ``decode(ids, memory, src_mask)`` -> logits
+    ``(B, t, V)`` that depend on every id read, its position and the mean of the real source
+    positions; it never writes ``pad_id`` or ``bos_id``, and writes ``sure_id`` at the latest as its
+    5th token. ``calls()`` returns ``(encodes, first)``: the number of ``encode`` calls and the ids
+    (plain lists) of the first ``decode`` call since the last ``calls()``, and starts counting
+    afresh. The count lives in this function's closure, not on the model, where the code under test
+    could write it. The same arguments build the same model: a test computes its expected value
+    with a twin the code under test never held."""
+    log = {"encodes": 0, "first": None}
+
+    class Probe(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            g = torch.Generator().manual_seed(seed)
+            self.emb = nn.Parameter(torch.randn(V, C, generator=g, dtype=torch.float64), requires_grad=False)
+            self.tok = nn.Parameter(torch.randn(V, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
+            self.mix = nn.Parameter(torch.randn(C, V, generator=g, dtype=torch.float64) * 2, requires_grad=False)
+            self.pos = nn.Parameter(torch.randn(16, V, generator=g, dtype=torch.float64), requires_grad=False)
+            self.pos.data[4:, sure_id] += 50.0  # sure_id certain as the 5th token written
+            self.pos.data[:, [pad_id, bos_id]] -= 50.0  # never <pad> or <bos>
+
+        def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+            log["encodes"] += 1
+            mask = src != pad_id
+            return self.emb[src] * mask[..., None], mask  # (B, S, C), (B, S)
+
+        def decode(self, ids: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
+            if log["first"] is None:
+                log["first"] = [[int(v) for v in row] for row in ids.tolist()]
+            ctx = memory.sum(1) / src_mask.sum(1, keepdim=True)  # (B, C)
+            return self.tok[ids] + (ctx @ self.mix)[:, None, :] + self.pos[: ids.size(1)]  # (B, t, V)
+
+    def calls() -> tuple[int, list | None]:
+        out = (log["encodes"], log["first"])
+        log["encodes"], log["first"] = 0, None
+        return out
+
+    return Probe(), calls
+
+
 # torch's ready-made attention and transformer layers: refused in every graded answer
 READY_MADE = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder, nn.TransformerEncoderLayer,
               nn.TransformerDecoderLayer, nn.MultiheadAttention)
 # the data code that pads, shifts and scores a batch of pairs (teacher forcing and the padded loss)
 DATA = (dates.make_batch, dates.sample_batch, dates.padded_cross_entropy, dates.one_sequence_batch,
         dates.decoder_only_greedy)
-# the course's encoder-decoder, these stand-ins and helpers, and torch's layers that do the same work
+# the course's encoder-decoder, these stand-ins and helpers, torch's layers that do the same work, and notebook
+# 07's decoding loops (generate with a top-1 filter is greedy decoding)
 REFERENCE = seq2seq.REFERENCE + READY_MADE + DATA + (padding_mask, teacher_forcing, CrossAttention, EncoderBlock,
-                                                     DecoderBlock, notebook_state, expected_greedy)
+                                                     DecoderBlock, notebook_state, expected_greedy,
+                                                     expected_cross_attention, expected_encoder_block,
+                                                     expected_decoder_block) + \
+    decoding_reference.REFERENCE

@@ -93,3 +93,69 @@ def test_expected_greedy_equals_the_course_greedy_decode():
     for n in (1, 3, 5):
         want = s2s.greedy_decode(model, src, 1, 2, n)
         assert torch.equal(ref.expected_greedy(model, src, 1, 2, 0, n), want)
+
+
+def test_reference_refuses_notebook_07s_decoding_loops():
+    from lmcourse import decoding
+    from lmcourse.reference import decoding as decoding_reference
+
+    names = set(ref.REFERENCE)
+    assert {decoding.generate, decoding.beam_search, decoding.top_k_filter} <= names
+    assert set(decoding_reference.REFERENCE) <= names
+    assert {ref.expected_cross_attention, ref.expected_encoder_block, ref.expected_decoder_block} <= names
+    assert ref.greedy_probe not in names  # the test model runs inside the graded call
+
+
+def _weights_and_grads(module, loss_of):
+    """A module's state (the notebook's names) and the gradients of loss_of(module) under the same names."""
+    module.zero_grad()
+    loss_of(module).backward()
+    state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    grads = {k: p.grad for k, p in module.named_parameters()}
+    return state, grads
+
+
+def _assert_same(got: dict, want: dict):
+    assert set(got) == set(want)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-10, rtol=1e-9, msg=k)
+
+
+def test_expected_values_and_gradients_equal_the_stand_ins():
+    torch.manual_seed(4)
+    x, memory = torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 5, 8, dtype=torch.float64)
+    mask = torch.arange(5)[None] < torch.tensor([5, 2])[:, None]
+    for bias in (True, False):
+        att = _randomised(ref.CrossAttention(8, 2, bias=bias), 5).double()
+        w, grads = _weights_and_grads(att, lambda m: m(x, memory, mask).pow(2).sum())
+        want, want_grads = ref.expected_cross_attention(w, 2, x, memory, mask, bias)
+        torch.testing.assert_close(want, att(x, memory, mask).detach(), atol=1e-12, rtol=1e-10)
+        _assert_same(want_grads, grads)
+    enc = _randomised(ref.EncoderBlock(8, 2), 6).double()
+    real = mask[:, :, None]
+    w, grads = _weights_and_grads(enc, lambda m: (m(memory, mask).pow(2) * real).sum())
+    want, want_grads = ref.expected_encoder_block(w, 2, memory, mask)
+    torch.testing.assert_close(want[real.expand_as(want)], enc(memory, mask).detach()[real.expand_as(want)],
+                               atol=1e-12, rtol=1e-10)
+    _assert_same(want_grads, grads)
+    assert set(want_grads) == set(ref.block_weights("encoder", 8))
+    dec = _randomised(ref.DecoderBlock(8, 2, block_size=4), 7).double()
+    w, grads = _weights_and_grads(dec, lambda m: m(x, memory, mask).pow(2).sum())
+    want, want_grads = ref.expected_decoder_block(w, 2, x, memory, mask)
+    torch.testing.assert_close(want, dec(x, memory, mask).detach(), atol=1e-12, rtol=1e-10)
+    _assert_same(want_grads, grads)
+    assert set(want_grads) == set(ref.block_weights("decoder", 8))
+
+
+def test_greedy_probe_counts_in_its_closure_and_avoids_bos_and_pad():
+    src = torch.tensor([[4, 6, 5, 5], [7, 8, 6, 1], [0, 5, 5, 5]])
+    model, calls = ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)
+    twin = ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)[0]
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
+    model.encodes = 0  # an attribute of the model is not the count
+    out = ref.expected_greedy(model, src, 3, 2, 5, 8)
+    encodes, first = calls()
+    assert encodes == 3 and first == [[3]]  # expected_greedy encodes row by row
+    assert calls() == (0, None)  # read, then counted afresh
+    written = [t for row in out.tolist() for t in row[:row.index(2) + 1]]
+    assert 3 not in written and 5 not in written and out.shape[1] <= 5

@@ -20,6 +20,7 @@ uses (this module, ``math``, ``builtins``, ``torch``) before it decides.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import linecache
 import math
@@ -28,6 +29,7 @@ import sys
 import sysconfig
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 _audit = sys.audit      # bound at import: the guard's cue that a verdict is about to be reached
@@ -573,16 +575,86 @@ def _code_objects(target: Any, found: dict, label: str, home: str | None = None)
         found.setdefault(target, label)
 
 
+_type_module = type.__dict__["__module__"].__get__     # a metaclass cannot lie about these
+_type_mro = type.__dict__["__mro__"].__get__
+_type_dict = type.__dict__["__dict__"].__get__
+
+
+def _whose(package: str) -> str:
+    return package + ("'" if package.endswith("s") else "'s")
+
+
+def _package_of(name: Any, packages: tuple[str, ...]) -> str | None:
+    if type(name) is not str:
+        return None
+    return next((p for p in packages if name == p or name.startswith(p + ".")), None)
+
+
+def _compiled_owners(packages: tuple[str, ...]) -> tuple[dict, dict]:
+    """What compiled code of the packages (``tiktoken``: its Rust core) a C call can belong to:
+    ``{id: (module, package)}`` of their loaded modules and ``{id: (type, package)}`` of the types
+    those modules hold (found by membership: tiktoken's ``CoreBPE`` says its ``__module__`` is
+    ``builtins``)."""
+    modules: dict = {}
+    kinds: dict = {}
+    for name, m in list(sys.modules.items()):
+        package = _package_of(name, packages)
+        if package is not None and m is not None:
+            modules[id(m)] = (m, package)
+            for v in list(getattr(m, "__dict__", {}).values()):
+                # a type the package defines (not one it imported: str, Enum), compiled ones included
+                where = _type_module(v) if isinstance(v, type) else None
+                if where is not None and (_package_of(where, packages) is not None or (
+                        where == "builtins" and getattr(builtins, _type_name(v), None) is not v)):
+                    kinds.setdefault(id(v), (v, package))
+    return modules, kinds
+
+
+def _compiled_call(arg: Any, packages: tuple[str, ...], modules: dict, kinds: dict, verdicts: dict) -> str | None:
+    """The label of a C call (``arg``: the builtin function or bound method the profile reports)
+    that is the compiled code of one of ``packages``, or ``None``: a function of one of their
+    modules, or a method defined by one of their types (called on an instance, a subclass's
+    instance or the type itself). The verdict per type is cached in ``verdicts``."""
+    owner = getattr(arg, "__self__", None)
+    name = getattr(arg, "__name__", None)
+    t = type(owner)
+    if t is ModuleType:
+        hit = modules.get(id(owner))
+        return f"{_whose(hit[1])} compiled {getattr(owner, '__name__', '?')}.{name}" if hit is not None else None
+    if isinstance(owner, type):       # a classmethod, a staticmethod, __new__: the type is the owner
+        t = owner
+    verdict = verdicts.get(id(t))
+    if verdict is None:               # the classes of t's MRO that are the packages' ({id: package})
+        ours = {}
+        for c in _type_mro(t):
+            package = kinds[id(c)][1] if id(c) in kinds else _package_of(_type_module(c), packages)
+            if package is not None:
+                ours[id(c)] = package
+        verdicts[id(t)] = verdict = (t, ours)      # (t kept alive: its id stays its own)
+    if not verdict[1] or type(name) is not str:
+        return None
+    for c in _type_mro(t):            # the class that defines the method: is it one of the packages'?
+        if name in _type_dict(c):
+            package = verdict[1].get(id(c))
+            return f"{_whose(package)} compiled {_type_name(c)}.{name}" if package is not None else None
+    return None
+
+
 @contextlib.contextmanager
-def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own code"):
+def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own code", packages: tuple[str, ...] = ()):
     """Within the block, running the code of any target raises :class:`CheckFailed`, however the
     code was reached: the original name, an alias (``from m import f as g``), a reference saved
     before the block, a subclass, an instance made earlier. A target is a function, a class
     (every function in its body) or a module (every function and class defined in it).
+    ``packages`` (installed packages, e.g. ``("tiktoken",)``): their compiled code is refused too,
+    a C function of one of their loaded modules or a C method defined by a type one of them
+    holds (tiktoken's ``CoreBPE.encode``, on an object made before the block or inside it).
 
     It watches what runs (a ``sys.setprofile`` hook on code objects), not names, so rebinding
     cannot get around it. A call is also remembered, and the block raises on exit if the student
-    code caught the first error and carried on.
+    code caught the first error and carried on. A compiled call of ``packages`` is noted and fails
+    the block when it ends. (Compiled code reached only from other compiled code,
+    ``map(core.encode, texts)``, and a compiled type's constructor raise no profile event.)
     """
     import sys
 
@@ -591,12 +663,21 @@ def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own 
         _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
     seen: list[str] = []
     previous = sys.getprofile()
+    packages = tuple(packages)
+    modules, kinds = _compiled_owners(packages) if packages else ({}, {})
+    verdicts: dict = {}
 
     def _profile(frame, event, arg):
         if event == "call":
             label = codes.get(frame.f_code)
         elif event == "c_call":
             label = codes.get(arg) if _hashable(arg) else None
+            if label is None and packages:
+                compiled = _compiled_call(arg, packages, modules, kinds, verdicts)
+                if compiled is not None:
+                    # noted, and the block fails when it ends: an error raised here, on the student's
+                    # own frame, would switch the profile off (CPython's answer to a failing profile)
+                    seen.append(compiled)
         else:
             label = None
         if previous is not None:
@@ -731,7 +812,9 @@ def forbid_references(*targets: Any, allowed: tuple = (), modules: tuple[str, ..
     """The rules a test cell states once for all its checks: within the block, the code of every
     target but those in ``allowed`` (the stand-ins the test itself runs) is refused as
     :func:`forbid_calls` refuses it, and so is every module named in ``modules`` that is imported
-    already; a package of ``packages`` first imported inside the block fails the test on exit
+    already, and the compiled code of ``packages`` (:func:`forbid_calls`'s ``packages``: a method of
+    tiktoken's Rust core, called on an object made before the block or inside it); a package of
+    ``packages`` first imported inside the block fails the test on exit
     (``forbid_references(*lmcourse.decoding.REFERENCE, allowed=(ref.sample_next,),
     modules=("transformers.generation.utils",), packages=("transformers",), reason=...)``)."""
     import sys
@@ -739,7 +822,7 @@ def forbid_references(*targets: Any, allowed: tuple = (), modules: tuple[str, ..
     refused = [t for t in targets if t not in allowed]
     refused += [sys.modules[m] for m in modules if m in sys.modules]
     had = {p for p in packages if p in sys.modules}
-    with forbid_calls(*refused, reason=reason):
+    with forbid_calls(*refused, reason=reason, packages=packages):
         yield
     for p in packages:
         check(p in had or p not in sys.modules, f"your code imported {p}: {reason}")

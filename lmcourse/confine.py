@@ -31,23 +31,37 @@ not switch off its watch (``sys.setprofile`` / ``sys.settrace`` are refused on i
 course code only when its frame's globals are a loaded ``lmcourse`` module's own and its file is
 that module's file (code compiled under a course file name into other globals is a student's).
 
+A *process* that a student's code started before the graded call (``os.fork()`` at the top of an
+answer cell, the child fed through a pipe inside the call) would run the reference unseen too, and
+no rule can watch another process: in a graded kernel the grader's preamble calls :func:`arm`, and
+from then on starting a process from a student's code is refused at any time, inside a graded call
+or not (the same events, and ``_posixsubprocess.fork_exec``, which multiprocessing's ``spawn``
+context calls unaudited). Who starts it is decided as for threads, by the nearest frame that is
+neither the standard library nor a library that starts processes on request (IPython's ``!`` and
+``system``, ``ipykernel``, ``jupyter_client``, ``pexpect``, ``ptyprocess``, ``joblib``, ``loky``,
+``multiprocess``, ``torch.multiprocessing``, torch's ``DataLoader`` workers): the course's code and
+other libraries (a font cache, torch's compiler workers) still start theirs. Arming is one audit
+event the hook itself answers, with its state in the hook's closure only: nothing disarms it.
+
 Limits: a copy made outside a graded call (at the top of an answer cell) or typed by hand is
-not refused here; that is for the TA's similarity report. A *process* started before the graded
-call and fed through a pipe inside it is not seen either (the tamper guard and the sandbox's
-limits are what stand there).
+not refused here; that is for the TA's similarity report. Outside a graded kernel (``arm`` not
+called: a student's own JupyterLab, these tests) a process started before a graded call is not
+refused; a process started through ``ctypes`` (``libc.fork``) is the tamper guard's business.
 """
 
 from __future__ import annotations
 
+import _posixsubprocess
 import _thread
 import contextlib
+import importlib.util
 import linecache
 import os
 import sys
 import sysconfig
 import threading
 
-__all__ = ["Confined", "SourceWithheld", "graded_call"]
+__all__ = ["Confined", "SourceWithheld", "arm", "graded_call"]
 
 WHY = ("a graded call runs on its own thread only, and never reads the course's source: the "
        "rules check the work done on this thread, and a copy of the reference is not your own code")
@@ -62,7 +76,16 @@ _EVENTS = {
     "os.system": "running a shell command (os.system)",
     "subprocess.Popen": "starting a process (subprocess)",
     "pty.spawn": "starting a process (pty.spawn)",
+    "_posixsubprocess.fork_exec": "starting a process (_posixsubprocess.fork_exec: multiprocessing's spawn)",
 }
+_PROCESS = frozenset(e for e in _EVENTS if e != "_thread.start_new_thread")
+_ARM = "lmcourse.confine.arm"
+WHY_PROCESS = ("your code starts no process at any time, not only inside a graded call: the rules watch the work "
+               "done in this kernel, and another process could run the course's reference where they cannot see it")
+# libraries that start a process when asked to (a shell escape, a kernel, a worker pool): a process they
+# start is the student's who asked, as if the standard library had started it
+_LAUNCHERS = ("IPython", "ipykernel", "jupyter_client", "pexpect", "ptyprocess", "joblib", "loky", "multiprocess",
+              "torch/multiprocessing", "torch/utils/data")
 
 
 class Confined(RuntimeError):
@@ -75,6 +98,21 @@ class SourceWithheld(Confined, OSError):
     and a correct answer that makes a library warn is not failed for it."""
 
 
+def _launcher_dirs() -> tuple[str, ...]:
+    # where each installed launcher lies (see _LAUNCHERS), found without importing it
+    dirs = []
+    for name in _LAUNCHERS:
+        top, _, rest = name.partition("/")
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        for d in (spec.submodule_search_locations or []) if spec is not None else []:
+            for base in (d, os.path.realpath(d)):
+                dirs.append(os.path.join(base, *rest.split("/"), "") if rest else os.path.join(base, ""))
+    return tuple(dict.fromkeys(dirs))
+
+
 def _install():
     package = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep
     package_raw = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -85,11 +123,14 @@ def _install():
     inside: dict[int, object] = {}          # thread id -> the frame that entered the graded call
     watched_threads: set[int] = set()        # threads a student's code started (see the docstring)
     ran_beside: list[int] = []               # watched threads that ran code while a graded call was open
+    armed: list[bool] = []                   # a graded kernel: no process from a student's code, ever (arm())
+    launchers = _launcher_dirs()
     get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
     str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
     # bound here: rebinding the module's names later changes nothing the hook reads
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
-    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace"}
+    process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
+    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event}
     modules, setprofile = sys.modules, sys.setprofile
 
     def is_course_frame(f) -> bool:
@@ -133,12 +174,13 @@ def _install():
             f = f.f_back
         return "library" if nearest is not None and nearest.startswith(libraries) else "student"
 
-    def started_by_student() -> bool:
-        # the nearest frame that is neither the standard library nor frozen import code decides
-        f = getframe(2)
+    def started_by_student(depth: int = 2, skip: tuple[str, ...] = ()) -> bool:
+        # the nearest frame that is neither the standard library nor frozen import code (nor one of
+        # `skip`: the launchers, for a process) decides
+        f = getframe(depth)
         while f is not None:
             fn = f.f_code.co_filename
-            if not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
+            if not (fn.startswith(stdlib) or fn.startswith("<frozen ") or (skip and fn.startswith(skip))):
                 return not (fn.startswith(libraries) or is_course_frame(f))
             f = f.f_back
         return False
@@ -173,12 +215,20 @@ def _install():
         # the events it does not watch return before any call
         if event not in watched:
             return
+        if event == arm_event:
+            if not armed:
+                armed.append(True)
+            return
         if event in ("sys.setprofile", "sys.settrace"):
             if get_ident() in watched_threads:
                 raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
             return
         stop = inside.get(get_ident(), inside)
         if stop is inside:
+            # (frames: 0 started_by_student, 1 this hook, 2 what raised the event; 3 past the fork_exec gate)
+            if armed and event in process and started_by_student(3 if event == "_posixsubprocess.fork_exec" else 2,
+                                                                 launchers):
+                raise confined(f"{events[event]} from your code is refused in a graded notebook: {why_process}.")
             return
         what = events.get(event)
         if what is None and event == "open" and args and source_of_lmcourse(args[0]):
@@ -208,13 +258,27 @@ def _install():
             raise confined(f"work done during a graded call on a thread your code started before it is "
                            f"refused: {why}.")
 
-    start = _thread.start_new_thread
+    def fork_exec(*args, **kwargs):
+        # multiprocessing's spawn and forkserver contexts start their process with this unaudited
+        # call (subprocess audits its own before it): audited here, the hook decides
+        audit("_posixsubprocess.fork_exec")
+        return forked(*args, **kwargs)
+
+    start, forked = _thread.start_new_thread, _posixsubprocess.fork_exec
     _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+    _posixsubprocess.fork_exec = fork_exec
     sys.addaudithook(hook)
     return enter, leave, package
 
 
 _enter, _leave, _PACKAGE = _install()
+
+
+def arm() -> None:
+    """Make this kernel a graded one (the grader's preamble calls it before any student code): from
+    now on a process started from a student's code is refused at any time, not only inside a graded
+    call (see the module's docstring). There is no way back: the state is the hook's own."""
+    sys.audit(_ARM)
 
 
 def _forget_cached_source() -> None:

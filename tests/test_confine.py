@@ -232,3 +232,81 @@ def test_a_library_asked_for_the_source_by_the_answer_gets_none():
     with pytest.raises((Confined, OSError)), graded_call():
         _library["getsource"](ngram.mle_prob)   # (inspect: "could not get source code")
     assert _library["getsource"](ngram.mle_prob).startswith("def mle_prob")      # outside: allowed
+
+
+# A graded kernel (the grader's preamble calls confine.arm): a process started from a student's code is
+# refused at any time, not only inside a graded call. Arming is for good, so it is tried in a fresh
+# interpreter; its code, compiled from a string, counts as a student's.
+_ARMED = r'''
+import multiprocessing, os, subprocess, sys, sysconfig
+from lmcourse import confine, setup_torch
+
+def attempt(label, fn):
+    try:
+        fn()
+        print(label, "allowed")
+    except confine.Confined as e:
+        print(label, "refused:", e)
+
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+def pipe_worker():                  # the red team's: a child forked at the top of a cell, fed through a pipe
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+def spawn():
+    p = multiprocessing.get_context("spawn").Process(target=len, args=("a",))
+    p.start()
+    p.join()
+
+library = {}
+exec(compile("import subprocess\ndef run():\n    return subprocess.run(['true']).returncode\n",
+             os.path.join(sysconfig.get_paths()["purelib"], "lmcourse_test_library.py"), "exec"), library)
+
+if __name__ == "__main__":
+    attempt("fork before arming", fork)
+    attempt("subprocess before arming", lambda: subprocess.run(["true"]))
+    confine.arm()
+    confine.arm()                   # twice: still armed
+    attempt("fork", fork)
+    attempt("pipe worker", pipe_worker)
+    attempt("subprocess", lambda: subprocess.run(["true"]))
+    attempt("os.system", lambda: os.system("true"))
+    attempt("multiprocessing fork", lambda: multiprocessing.get_context("fork").Process(target=len).start())
+    attempt("multiprocessing spawn", spawn)
+    attempt("IPython getoutput", lambda: __import__("IPython.utils.process", fromlist=["x"]).getoutput("true"))
+    attempt("a library", library["run"])
+    attempt("course code", lambda: setup_torch.has_nvidia_gpu(exists=lambda p: False, which=lambda n: "/bin/true"))
+'''
+
+
+def test_an_armed_kernel_refuses_a_students_process_at_any_time(tmp_path):
+    """Finding C of the 08 red team: os.fork() at the top of an answer cell (outside any graded call),
+    the child running the reference on what a pipe feeds it inside the call. Once armed, every way a
+    student's code starts a process is refused, launchers that start one on request included (IPython);
+    a library's and the course's own code still start theirs."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "armed.py"
+    script.write_text(_ARMED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = {}
+    for line in done.stdout.splitlines():
+        label, _, why = line.partition(" refused: ")
+        said[label if why else line.removesuffix(" allowed")] = why or "allowed"
+    assert said["fork before arming"] == said["subprocess before arming"] == "allowed"
+    for label, what in [("fork", "os.fork"), ("pipe worker", "os.fork"), ("subprocess", "subprocess"),
+                        ("os.system", "os.system"), ("multiprocessing fork", "os.fork"),
+                        ("multiprocessing spawn", "fork_exec"), ("IPython getoutput", "subprocess")]:
+        assert what in said[label] and "refused in a graded notebook" in said[label], (label, said[label])
+        assert "not only inside a graded call" in said[label]
+    assert said["a library"] == said["course code"] == "allowed", said

@@ -42,3 +42,37 @@ def test_a_package_first_imported_inside_the_block_fails_on_exit(monkeypatch):
     # imported before the block: nothing to say
     with forbid_references(packages=("pkg_for_test",), reason="no libraries"):
         pass
+
+
+def test_a_packages_compiled_core_is_refused_however_it_was_built():
+    """08 red team, finding E: tiktoken's Rust core (``tiktoken._tiktoken.CoreBPE``, imported at the top
+    of the cell, its type claiming ``__module__ == "builtins"``) built before the block or inside it:
+    its methods are the package's compiled code, refused like its Python code."""
+    tk = pytest.importorskip("tiktoken._tiktoken")
+    ranks = {b"a": 0, b"b": 1, b"ab": 2}
+    before = tk.CoreBPE(ranks, {}, r"\w+")
+    with pytest.raises(CheckFailed, match="your code called tiktoken's compiled CoreBPE.encode: mine"):
+        with forbid_references(packages=("tiktoken",), reason="mine"):
+            before.encode("ab", set())
+    with pytest.raises(CheckFailed, match="tiktoken's compiled CoreBPE.encode_ordinary"):
+        with forbid_references(packages=("tiktoken",)):
+            tk.CoreBPE(ranks, {}, r"\w+").encode_ordinary("ab")
+    with pytest.raises(CheckFailed, match="CoreBPE.encode_ordinary"):     # caught inside: fails on exit
+        with forbid_references(packages=("tiktoken",)):
+            try:
+                before.encode_ordinary("ab")
+            except CheckFailed:
+                pass
+    assert before.encode_ordinary("ab") == [2]              # outside the block it runs
+
+
+def test_a_packages_own_types_count_not_what_it_imported(monkeypatch):
+    """Only what the package defines: a builtin it re-exports (``str`` in its namespace) and a
+    builtin method a Python class of the package inherits (``dict.keys``) are not its compiled code."""
+    pkg = types.ModuleType("fakepkg")
+    exec("class Out(dict):\n    pass\nText = str\n", pkg.__dict__)
+    pkg.Out.__module__ = "fakepkg"
+    monkeypatch.setitem(sys.modules, "fakepkg", pkg)
+    out = pkg.Out(a=1)
+    with forbid_references(packages=("fakepkg",)):
+        assert list(out.keys()) == ["a"] and "ab".startswith("a") and {1: 2}.get(1) == 2

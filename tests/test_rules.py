@@ -136,3 +136,28 @@ def test_a_refused_library_call_caught_by_the_student_still_fails_on_exit():
 
     with pytest.raises(CheckFailed, match="VitDetLayerNorm.forward"), rules()():
         sneaky()
+
+
+def test_notebook_08s_rules_refuse_a_tokenizer_librarys_compiled_core():
+    """08 red team, finding E: tiktoken's Rust CoreBPE, imported at the top of the answer cell and built
+    inside the graded call from the merges, under 08's own rules (the rules' packages); the honest
+    answer's builtins (dict, list, bytes methods) and the regex pre-tokenizer still run."""
+    tk = pytest.importorskip("tiktoken._tiktoken")
+    from lmcourse import bpe
+    from lmcourse.reference import bpe as ref
+
+    r = rules(*ref.REFERENCE, modules=ref.MODULES, packages=ref.PACKAGES, reason="write the tokenizer yourself")
+
+    def encode(text, merges):
+        vocab = {i: bytes([i]) for i in range(256)}
+        for i, (a, b) in enumerate(merges):
+            vocab[256 + i] = vocab[a] + vocab[b]
+        core = tk.CoreBPE({v: k for k, v in vocab.items()}, {}, bpe.GPT2_PATTERN)
+        return list(core.encode_ordinary(text))
+
+    with pytest.raises(CheckFailed, match="tiktoken's compiled CoreBPE.encode_ordinary: write the tokenizer"), r():
+        encode("abc", [(98, 99)])
+    with r():
+        ids = [97, 98, 99]
+        assert dict.fromkeys(zip(ids, ids[1:]), 1) == {(97, 98): 1, (98, 99): 1}
+        assert [m.group() for m in bpe._PRETOKEN_RE.finditer("a bc")] == ["a", " bc"]

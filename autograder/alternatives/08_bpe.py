@@ -271,4 +271,460 @@ def train_bpe_incremental(text, vocab_size, special_tokens=()):
         new_id += 1
     return vocab, merges
 '''),
+    # --- answers of the 08 red team's strong students (strong_a, strong_b, strong_c)
+    Alternative("pair_counts with a Counter over itertools.pairwise (red team strong_a)", "pair_counts", '''
+from collections import Counter
+from itertools import pairwise
+
+
+def pair_counts(ids):
+    """Counter over itertools.pairwise."""
+    return Counter(pairwise(ids))
+'''),
+    Alternative("pair_counts with an index loop over len(ids) (red team strong_b)", "pair_counts", '''
+def pair_counts(ids):
+    out = {}
+    n = len(ids)
+    i = 0
+    while i < n - 1:
+        key = (ids[i], ids[i + 1])
+        out[key] = out.get(key, 0) + 1
+        i += 1
+    return out
+'''),
+    Alternative("pair_counts with a defaultdict (red team strong_c)", "pair_counts", '''
+from collections import defaultdict
+
+
+def pair_counts(ids):
+    d = defaultdict(int)
+    for a, b in zip(ids[:-1], ids[1:]):
+        d[(a, b)] += 1
+    return d
+'''),
+    Alternative("merge skipping with next() on a range iterator (red team strong_a)", "merge", '''
+def merge(ids, pair, new_id):
+    a, b = pair
+    out = []
+    it = iter(range(len(ids)))
+    for i in it:
+        if ids[i] == a and i + 1 < len(ids) and ids[i + 1] == b:
+            out.append(new_id)
+            next(it, None)
+        else:
+            out.append(ids[i])
+    return out
+'''),
+    Alternative("merge on a copy of ids (red team strong_b)", "merge", '''
+def merge(ids, pair, new_id):
+    ids = list(ids)
+    res = []
+    while ids:
+        if len(ids) >= 2 and (ids[0], ids[1]) == tuple(pair):
+            res.append(new_id)
+            del ids[:2]
+        else:
+            res.append(ids.pop(0))
+    return res
+'''),
+    Alternative("merge over zip(ids, ids[1:] + [None]) with a skip flag (red team strong_c)", "merge", '''
+def merge(ids, pair, new_id):
+    out, skip = [], False
+    for x, y in zip(ids, list(ids[1:]) + [None]):
+        if skip:
+            skip = False
+            continue
+        if y is not None and x == pair[0] and y == pair[1]:
+            out.append(new_id)
+            skip = True
+        else:
+            out.append(x)
+    return out
+'''),
+    Alternative("train_bpe over a Counter of byte tuples, rebuilt after each merge (red team strong_a)",
+                "train_bpe", '''
+from collections import Counter
+
+
+def train_bpe(text, vocab_size, special_tokens=()):
+    freq = Counter()
+    for piece, special in split_specials(text, special_tokens):
+        if not special:
+            freq.update(tuple(t.encode("utf-8")) for t in pretokenize(piece))
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    target = vocab_size - len(special_tokens)
+    while len(vocab) < target:
+        counts = Counter()
+        for word, f in freq.items():
+            for p, c in pair_counts(list(word)).items():
+                counts[p] += c * f
+        if not counts:
+            break
+        top = max(counts.values())
+        best = max((p for p, c in counts.items() if c == top), key=lambda p: (vocab[p[0]], vocab[p[1]]))
+        new_id = len(vocab)
+        new_freq = Counter()
+        for word, f in freq.items():
+            new_freq[tuple(merge(list(word), best, new_id))] += f
+        freq = new_freq
+        vocab[new_id] = vocab[best[0]] + vocab[best[1]]
+        merges.append(tuple(best))
+    base = len(vocab)
+    for j, s in enumerate(special_tokens):
+        vocab[base + j] = s.encode("utf-8")
+    return vocab, merges
+'''),
+    Alternative("train_bpe over a dict of words (red team strong_b)", "train_bpe", '''
+def train_bpe(text, vocab_size, special_tokens=()):
+    special_tokens = list(special_tokens)
+    words = {}
+    for piece, sp in split_specials(text, special_tokens):
+        if sp:
+            continue
+        for w in pretokenize(piece):
+            words[w] = words.get(w, 0) + 1
+    seqs = {w: list(w.encode("utf-8")) for w in words}
+    vocab = {b: bytes([b]) for b in range(256)}
+    merges = []
+    n_merges = vocab_size - 256 - len(special_tokens)
+    for k in range(n_merges):
+        counts = {}
+        for w, s in seqs.items():
+            for p, c in pair_counts(s).items():
+                counts[p] = counts.get(p, 0) + c * words[w]
+        if not counts:
+            break
+        best = sorted(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]), reverse=True)[0]
+        nid = 256 + k
+        seqs = {w: merge(s, best, nid) for w, s in seqs.items()}
+        vocab[nid] = vocab[best[0]] + vocab[best[1]]
+        merges.append(best)
+    nxt = 256 + len(merges)
+    for s in special_tokens:
+        vocab[nxt] = s.encode("utf-8")
+        nxt += 1
+    return vocab, merges
+'''),
+    Alternative("train_bpe with its own split of the specials and a vocab list (red team strong_c)", "train_bpe", '''
+import re as _re
+
+import regex as _regex
+
+_PAT = _regex.compile(GPT2_PATTERN)
+
+
+def _pieces(text, special_tokens):
+    if not special_tokens:
+        return [text]
+    alt = "|".join(_re.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+    return [p for p in _re.split(alt, text) if p]
+
+
+def train_bpe(text, vocab_size, special_tokens=()):
+    table = {}
+    for piece in _pieces(text, special_tokens):
+        for m in _PAT.finditer(piece):
+            key = m.group().encode("utf-8")
+            table[key] = table.get(key, 0) + 1
+    toks = [[list(k), f] for k, f in table.items()]
+    vocab = [bytes([i]) for i in range(256)]
+    merges = []
+    while len(vocab) + len(special_tokens) < vocab_size:
+        counts = {}
+        for seq, f in toks:
+            for p, c in pair_counts(seq).items():
+                counts[p] = counts.get(p, 0) + c * f
+        best, key = None, None
+        for p, c in counts.items():
+            k = (c, vocab[p[0]], vocab[p[1]])
+            if key is None or k > key:
+                best, key = p, k
+        if best is None:
+            break
+        for t in toks:
+            t[0] = merge(t[0], best, len(vocab))
+        merges.append(best)
+        vocab.append(vocab[best[0]] + vocab[best[1]])
+    vocab += [s.encode("utf-8") for s in special_tokens]
+    return dict(enumerate(vocab)), merges
+'''),
+    Alternative("encode with a cached per-pre-token encoder (red team strong_a)", "encode", '''
+import functools
+
+
+def encode(text, merges, special_tokens=()):
+    rank = {}
+    for i, p in enumerate(merges):
+        rank.setdefault(tuple(p), i)
+    specials = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}
+
+    @functools.lru_cache(maxsize=None)
+    def one(pretoken):
+        seq = list(pretoken.encode("utf-8"))
+        while len(seq) > 1:
+            ranked = [(rank[p], p) for p in zip(seq, seq[1:]) if p in rank]
+            if not ranked:
+                break
+            r, p = min(ranked)
+            seq = merge(seq, p, 256 + r)
+        return tuple(seq)
+
+    out = []
+    for piece, special in split_specials(text, list(special_tokens)):
+        if special:
+            out.append(specials[piece])
+        else:
+            for t in pretokenize(piece):
+                out.extend(one(t))
+    return out
+'''),
+    Alternative("encode applying each merge in rank order to all distinct pre-tokens (red team strong_b)", "encode", '''
+def encode(text, merges, special_tokens=()):
+    # every distinct pre-token, then each merge applied in rank order to all of them at once
+    special_tokens = list(special_tokens)
+    pieces = split_specials(text, special_tokens)
+    pretoks = []
+    for piece, sp in pieces:
+        if sp:
+            pretoks.append((True, piece))
+        else:
+            pretoks += [(False, t) for t in pretokenize(piece)]
+    seqs = {t: list(t.encode("utf-8")) for sp, t in pretoks if not sp}
+    live = {t for t, s in seqs.items() if len(s) > 1}
+    for r, pair in enumerate(merges):
+        if not live:
+            break
+        done = set()
+        for t in live:
+            s = seqs[t]
+            if pair[0] in s:
+                s = merge(s, pair, 256 + r)
+                seqs[t] = s
+            if len(s) < 2:
+                done.add(t)
+        live -= done
+    out = []
+    for sp, t in pretoks:
+        if sp:
+            out.append(256 + len(merges) + special_tokens.index(t))
+        else:
+            out += seqs[t]
+    return out
+'''),
+    Alternative("encode with a heap (red team strong_c)", "encode", '''
+import heapq
+
+
+def encode(text, merges, special_tokens=()):
+    rank = {p: i for i, p in reversed(list(enumerate(merges)))}
+    ids = []
+    alternation = "|".join(_re.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+    for piece in _regex.split("(" + alternation + ")", text) if special_tokens else [text]:
+        if not piece:
+            continue
+        if piece in special_tokens:
+            ids.append(256 + len(merges) + list(special_tokens).index(piece))
+            continue
+        for m in _PAT.finditer(piece):
+            seq = list(m.group().encode("utf-8"))
+            while True:
+                heap = [(rank[p], p) for p in zip(seq, seq[1:]) if p in rank]
+                if not heap:
+                    break
+                r, p = heapq.nsmallest(1, heap)[0]
+                seq = merge(seq, p, 256 + r)
+            ids.extend(seq)
+    return ids
+'''),
+    Alternative("decode through map(vocab.__getitem__) (red team strong_a)", "decode", '''
+def decode(ids, vocab):
+    return bytes().join(map(vocab.__getitem__, ids)).decode(errors="replace")
+'''),
+    Alternative("decode with an incremental codecs decoder (red team strong_b)", "decode", '''
+import codecs
+
+
+def decode(ids, vocab):
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    parts = [dec.decode(vocab[i]) for i in ids]
+    parts.append(dec.decode(b"", final=True))
+    return "".join(parts)
+'''),
+    Alternative("decode into a growing bytes buffer (red team strong_c)", "decode", '''
+def decode(ids, vocab):
+    buf = b""
+    for i in ids:
+        buf = buf + vocab[i]
+    return str(buf, "utf-8", "replace")
+'''),
+    Alternative("incremental trainer with a heap and a defaultdict index (red team strong_a)",
+                "train_bpe_incremental", '''
+import heapq
+from collections import defaultdict
+
+
+class _Rev:
+    __slots__ = ("b",)
+
+    def __init__(self, b):
+        self.b = b
+
+    def __lt__(self, o):
+        return self.b > o.b
+
+    def __eq__(self, o):
+        return self.b == o.b
+
+
+def train_bpe_incremental(text, vocab_size, special_tokens=()):
+    freq = defaultdict(int)
+    for piece, special in split_specials(text, special_tokens):
+        if not special:
+            for t in pretokenize(piece):
+                freq[t] += 1
+    words = [list(w.encode("utf-8")) for w in freq]
+    fs = list(freq.values())
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    counts = defaultdict(int)
+    index = defaultdict(set)
+    for k, w in enumerate(words):
+        for a, b in zip(w, w[1:]):
+            counts[a, b] += fs[k]
+            index[a, b].add(k)
+    heap = [(-c, _Rev(vocab[p[0]]), _Rev(vocab[p[1]]), p) for p, c in counts.items()]
+    heapq.heapify(heap)
+    while len(vocab) < vocab_size - len(special_tokens):
+        best = None
+        while heap:
+            c, _, _, p = heapq.heappop(heap)
+            if counts.get(p, 0) == -c and -c > 0:
+                best = p
+                break
+        if best is None:
+            break
+        new_id = len(vocab)
+        vocab[new_id] = vocab[best[0]] + vocab[best[1]]
+        merges.append(best)
+        touched = set()
+        for k in sorted(index.pop(best, ())):
+            old = words[k]
+            new = merge(old, best, new_id)
+            if len(new) == len(old):
+                continue
+            for p in zip(old, old[1:]):
+                counts[p] -= fs[k]
+                touched.add(p)
+            for p in zip(new, new[1:]):
+                counts[p] += fs[k]
+                index[p].add(k)
+                touched.add(p)
+            words[k] = new
+        for p in touched:
+            if counts[p] > 0:
+                heapq.heappush(heap, (-counts[p], _Rev(vocab[p[0]]), _Rev(vocab[p[1]]), p))
+            else:
+                counts.pop(p, None)
+    base = len(vocab)
+    for j, s in enumerate(special_tokens):
+        vocab[base + j] = s.encode("utf-8")
+    return vocab, merges
+'''),
+    Alternative("incremental trainer with Counters (red team strong_b)", "train_bpe_incremental", '''
+from collections import Counter, defaultdict
+
+
+def train_bpe_incremental(text, vocab_size, special_tokens=()):
+    words = Counter()
+    for piece, sp in split_specials(text, special_tokens):
+        if not sp:
+            words.update(pretokenize(piece))
+    seqs = [list(w.encode()) for w in words]
+    fr = list(words.values())
+    counts = Counter()
+    holders = defaultdict(Counter)  # pair -> {word index: occurrences}
+    for k, s in enumerate(seqs):
+        for p, c in pair_counts(s).items():
+            counts[p] += c * fr[k]
+            holders[p][k] += c
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for nid in range(256, vocab_size - len(special_tokens)):
+        cands = [(c, vocab[p[0]], vocab[p[1]], p) for p, c in counts.items() if c > 0]
+        if not cands:
+            break
+        best = max(cands)[3]
+        vocab[nid] = vocab[best[0]] + vocab[best[1]]
+        merges.append(best)
+        for k in list(holders.pop(best, {})):
+            old = seqs[k]
+            new = merge(old, best, nid)
+            for p, c in pair_counts(old).items():
+                counts[p] -= c * fr[k]
+                holders[p][k] -= c
+                if holders[p][k] <= 0:
+                    del holders[p][k]
+            for p, c in pair_counts(new).items():
+                counts[p] += c * fr[k]
+                holders[p][k] += c
+            seqs[k] = new
+        counts.pop(best, None)
+        counts = +counts
+    start = len(vocab)
+    for j, s in enumerate(special_tokens):
+        vocab[start + j] = s.encode()
+    return vocab, merges
+'''),
+    # (its helpers, which strong_c defined in its train_bpe cell, carried along)
+    Alternative("incremental trainer over a vocab list, its own pre-tokenizing (red team strong_c)",
+                "train_bpe_incremental", '''
+import re as _re
+
+import regex as _regex
+
+_PAT = _regex.compile(GPT2_PATTERN)
+
+
+def _pieces(text, special_tokens):
+    if not special_tokens:
+        return [text]
+    alt = "|".join(_re.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+    return [p for p in _re.split(alt, text) if p]
+
+
+def train_bpe_incremental(text, vocab_size, special_tokens=()):
+    table = {}
+    for piece in _pieces(text, special_tokens):
+        for m in _PAT.finditer(piece):
+            key = m.group().encode("utf-8")
+            table[key] = table.get(key, 0) + 1
+    toks = [list(k) for k in table]
+    fr = list(table.values())
+    vocab = [bytes([i]) for i in range(256)]
+    merges = []
+    counts, where = {}, {}
+    for k, s in enumerate(toks):
+        for p, c in pair_counts(s).items():
+            counts[p] = counts.get(p, 0) + c * fr[k]
+            where.setdefault(p, set()).add(k)
+    while len(vocab) + len(special_tokens) < vocab_size and counts:
+        best = max(counts.items(), key=lambda kv: (kv[1], vocab[kv[0][0]], vocab[kv[0][1]]))[0]
+        nid = len(vocab)
+        merges.append(best)
+        vocab.append(vocab[best[0]] + vocab[best[1]])
+        for k in where.pop(best):
+            if best not in zip(toks[k], toks[k][1:]):
+                continue
+            for p, c in pair_counts(toks[k]).items():
+                counts[p] -= c * fr[k]
+                if not counts[p]:
+                    del counts[p]
+            toks[k] = merge(toks[k], best, nid)
+            for p, c in pair_counts(toks[k]).items():
+                counts[p] = counts.get(p, 0) + c * fr[k]
+                where.setdefault(p, set()).add(k)
+    vocab += [s.encode("utf-8") for s in special_tokens]
+    return dict(enumerate(vocab)), merges
+'''),
 ]

@@ -142,7 +142,7 @@ check_equal(_c, {(1, 2): 2, (2, 3): 1, (3, 1): 1}, "pair_counts([1, 2, 3, 1, 2])
             hint="the keys are tuples (a, b) of neighbours ids[i], ids[i + 1], for every i up to the last pair")
 check_equal(_ids, [1, 2, 3, 1, 2], "the list after pair_counts", hint="do not change the list you are given")
 with _rules():
-    _c7 = pair_counts([7, 7, 7])
+    _c7 = call_checked(pair_counts, [7, 7, 7], name="pair_counts([7, 7, 7])")
     _c1 = call_checked(pair_counts, [5], name="pair_counts([5])", hint="one id has no neighbour: return {}")
     _c0 = call_checked(pair_counts, [], name="pair_counts([])")
 check_equal(_c7, {(7, 7): 2}, "pair_counts([7, 7, 7])",
@@ -156,7 +156,7 @@ _rng = random.Random(8)
 for _n in (2, 3, 17, 60):
     _r = [_rng.randrange(4) for _ in range(_n)]
     with _rules():
-        _got = pair_counts(list(_r))
+        _got = call_checked(pair_counts, list(_r), name=f"pair_counts(a random list of {_n} ids)")
     _want = lmcourse.reference.bpe.pair_counts(_r)
     check_equal(_got, _want, f"pair_counts(random list of {_n} ids)")
     del _want
@@ -207,11 +207,14 @@ check_equal(_m, [256, 3, 256], "merge([1, 2, 3, 1, 2], (1, 2), 256)",
                  "equals a tuple: compare ids[i] with pair[0] and ids[i + 1] with pair[1])")
 check_equal(_ids, [1, 2, 3, 1, 2], "the list after merge", hint="build a new list; do not change ids in place")
 with _rules():
-    _m7 = merge([7, 7, 7], (7, 7), 256)
-    _m77 = merge([7, 7, 7, 7], (7, 7), 256)
+    _m7 = call_checked(merge, [7, 7, 7], (7, 7), 256, name="merge([7, 7, 7], (7, 7), 256)",
+                       hint="look at ids[i + 1] only when i + 1 < len(ids)")
+    _m77 = call_checked(merge, [7, 7, 7, 7], (7, 7), 256, name="merge([7, 7, 7, 7], (7, 7), 256)",
+                        hint="look at ids[i + 1] only when i + 1 < len(ids)")
     _mz = call_checked(merge, [1, 2, 1], (1, 2), 300, name="merge([1, 2, 1], (1, 2), 300)",
                        hint="look at ids[i + 1] only when i + 1 < len(ids)")
-    _mn = merge([1, 2], (2, 1), 300)
+    _mn = call_checked(merge, [1, 2], (2, 1), 300, name="merge([1, 2], (2, 1), 300)",
+                       hint="look at ids[i + 1] only when i + 1 < len(ids)")
     _m0 = call_checked(merge, [], (1, 2), 256, name="merge([], (1, 2), 256)")
 check_equal(_m7, [256, 7], "merge([7, 7, 7], (7, 7), 256)",
             hint="occurrences do not overlap: after merging positions 0-1, the scan goes on at position 2")
@@ -226,7 +229,8 @@ for _n in (1, 2, 5, 40, 41):
     _r = [_rng.randrange(3) for _ in range(_n)]
     for _pair in ((0, 1), (2, 2), (1, 0)):
         with _rules():
-            _got = merge(list(_r), _pair, 999)
+            _got = call_checked(merge, list(_r), _pair, 999, name=f"merge(a random list of {_n} ids, {_pair}, 999)",
+                                hint="on random ids too: look at ids[i + 1] only when i + 1 < len(ids)")
         _want = lmcourse.reference.bpe.merge(_r, _pair, 999)
         check_equal(_got, _want, f"merge(random list of {_n} ids, {_pair}, 999)")
         del _want
@@ -376,16 +380,17 @@ check_equal(len(_vocab), 261, 'len(vocab) of train_bpe("aaabdaaabac", 261)', hin
 check_equal([_vocab[i] for i in range(254, 261)], [b"\xfe", b"\xff", b"aa", b"aaa", b"aaab", b"daaab", b"daaaba"],
             "vocab[254..260]", hint="vocab[b] = bytes([b]) for the bytes; vocab[256 + i] = vocab[a] + vocab[b]")
 with _rules():
-    _m1 = train_bpe("abcd", 259)[1]
-    _m2 = train_bpe("ab ac", 257)[1]
+    _m1 = call_checked(train_bpe, "abcd", 259, name='train_bpe("abcd", 259)')[1]
+    _m2 = call_checked(train_bpe, "ab ac", 257, name='train_bpe("ab ac", 257)')[1]
 check_equal(_m1, [(_c, _d), (_b, 256), (_a, 257)], 'merges of train_bpe("abcd", 259)',
             hint="ab, bc, cd all occur once: the tie goes to the greatest first token, b'c' (then b'b' + b'cd', ...)")
 check_equal(_m2, [(_a, _c)], 'merges of train_bpe("ab ac", 257)',
             hint="(a, b), (' ', a) and (a, c) occur once each; b'a' > b' ', and with equal first tokens the greater "
                  "second one wins: b'c' > b'b'")
 with _rules():
-    _mf = train_bpe("cd ab ab ab", 257)[1]
-    _mu = train_bpe("東京東京", 257)[1]
+    _mf = call_checked(train_bpe, "cd ab ab ab", 257, name='train_bpe("cd ab ab ab", 257)')[1]
+    _mu = call_checked(train_bpe, "東京東京", 257, name='train_bpe("東京東京", 257)',
+                       hint="start from the UTF-8 bytes of each pre-token: list(s.encode('utf-8'))")[1]
 check_equal(_mf, [(_a, _b)], 'merges of train_bpe("cd ab ab ab", 257)',
             hint="the pre-token ' ab' occurs 3 times: count each distinct pre-token's pairs times its frequency, so "
                  "(a, b) and (' ', a) have 3 and beat (c, d) with 1")
@@ -393,7 +398,9 @@ check_equal(_mu, [(0xE6, 0x9D)], 'merges of train_bpe("東京東京", 257)',
             hint="start from the UTF-8 bytes of each pre-token (list(s.encode('utf-8'))), not from code points: "
                  "'東' is the three bytes 0xE6 0x9D 0xB1")
 with _rules():
-    _v3, _m3 = train_bpe("ab ab ab", 300)
+    _v3, _m3 = call_checked(train_bpe, "ab ab ab", 300, name='train_bpe("ab ab ab", 300)',
+                            hint="when no pair is left, stop (max() of an empty dict raises): the vocabulary is "
+                                 "then smaller than vocab_size")
 check_equal(_m3, [(_a, _b), (_sp, 256)], 'merges of train_bpe("ab ab ab", 300)',
             hint="the pre-tokens are 'ab', ' ab', ' ab': (b, ' ') spans two of them and is never counted; and when "
                  "no pair is left, stop")
@@ -408,7 +415,9 @@ check_equal(_m4, [(ord("x"), ord("y"))], 'merges of train_bpe("<|endoftext|>" * 
 check_equal(_v4.get(257), _eot.encode("utf-8"), "vocab[257] (the special token)",
             hint="special tokens come after the merges, as their UTF-8 bytes")
 with _rules():
-    _v5, _m5 = train_bpe(("hello" + _eot) * 20 + "hello!", 260, [_eot, "<pad>"])
+    _v5, _m5 = call_checked(train_bpe, ("hello" + _eot) * 20 + "hello!", 260, [_eot, "<pad>"],
+                            name='train_bpe(("hello" + EOT) * 20 + "hello!", 260, [EOT, "<pad>"])',
+                            hint="cut the special tokens out first (split_specials); they take the last ids")
 check(all(not (_v5[a].endswith(b"o") and _v5[b].startswith(b"<")) for a, b in _m5 if a in _v5 and b in _v5),
       "a merge joins 'o' and '<': the special token was merged with its neighbour — cut special tokens out "
       "before pre-tokenizing")
@@ -424,7 +433,10 @@ for _t, _size, _specials in ((_text, 290, ()), (lmcourse.reference.bpe.random_te
                              ("aaaa aaa aa a " * 7 + "abababa baba", 270, ()),
                              (("to be" + _eot + " or not <s>") * 9, 280, (_eot, "<s>"))):
     with _rules():
-        _got = train_bpe(_t, _size, list(_specials))
+        _got = call_checked(train_bpe, _t, _size, list(_specials),
+                            name=f"train_bpe(a hidden text of {len(_t)} characters, {_size}, {list(_specials)})",
+                            hint="on a hidden text too, stop when no pair is left (max() of an empty dict "
+                                 "raises)")
     _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     check_equal(_got[1], _want[1], f"merges of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
     check_equal(_got[0], _want[0], f"vocab of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
@@ -498,9 +510,9 @@ check_equal(_e, [_a, 256], 'encode("abc", [(b, c), (a, b)])',
             hint="merge by rank: of the pairs (a, b) and (b, c), (b, c) was learned first (id 256), so it is merged "
                  "first, although (a, b) comes first in the text")
 with _rules():
-    _e2 = encode("abcbc", _bc_ab)
-    _e3 = encode("ab bc", _bc_ab)
-    _e4 = encode("ab ab", [(_b, _sp)])
+    _e2 = call_checked(encode, "abcbc", _bc_ab, name='encode("abcbc", [(b, c), (a, b)])')
+    _e3 = call_checked(encode, "ab bc", _bc_ab, name='encode("ab bc", [(b, c), (a, b)])')
+    _e4 = call_checked(encode, "ab ab", [(_b, _sp)], name='encode("ab ab", [(b, " ")])')
     _e0 = call_checked(encode, "", _bc_ab, name='encode("", merges)')
 check_equal(_e2, [_a, 256, 256], 'encode("abcbc", [(b, c), (a, b)])',
             hint="a merge replaces every occurrence of the pair in the pre-token; then (a, b) is gone")
@@ -514,7 +526,9 @@ _eot = "<|endoftext|>"
 with _rules():
     _e5 = call_checked(encode, "ab" + _eot + "ab" + _eot, _bc_ab, [_eot],
                        name='encode("ab<|endoftext|>ab<|endoftext|>", merges, ["<|endoftext|>"])')
-    _e6 = encode("x<pad><|endoftext|>", _bc_ab, [_eot, "<pad>"])
+    _e6 = call_checked(encode, "x<pad><|endoftext|>", _bc_ab, [_eot, "<pad>"],
+                       name='encode("x<pad><|endoftext|>", merges, ["<|endoftext|>", "<pad>"])',
+                       hint="special token j has the id 256 + len(merges) + j")
 check_equal(_e5, [257, 258, 257, 258], 'encode("ab<|endoftext|>ab<|endoftext|>", [(b, c), (a, b)], ["<|endoftext|>"])',
             hint="a special token is one id, 256 + len(merges) + its index: cut it out with split_specials before "
                  "pre-tokenizing, never encode its characters")
@@ -525,7 +539,7 @@ _, _merges = lmcourse.bpe.train_bpe_incremental(_train, 400)
 _line = "To be, or not to be, that is the question: naïve café, 東京 🙂 in 1599"
 _merges_copy = list(_merges)
 with _rules():
-    _got = encode(_line, _merges_copy)
+    _got = call_checked(encode, _line, _merges_copy, name=f"encode({_line!r}, 144 merges learned on Shakespeare)")
 check_equal(_merges_copy, _merges, "merges after encode(line, merges)",
             hint="do not change merges: encode only reads it")
 _want = lmcourse.bpe.BPETokenizer(_merges).encode(_line)
@@ -540,7 +554,9 @@ _rng = random.Random(4)
 for _t in (_val, lmcourse.reference.bpe.random_text(_rng, 300), "<s>" + _eot + _val[:200] + "<s>x<s>",
            "  \n\n   ab  ", _eot):
     with _rules():
-        _got = encode(_t, list(_merges), [_eot, "<s>"])
+        _got = call_checked(encode, _t, list(_merges), [_eot, "<s>"],
+                            name=f"encode(a hidden text of {len(_t)} characters, merges, [EOT, '<s>'])",
+                            hint="a text of special tokens only, or of whitespace only, must work too")
     _want = _tok.encode(_t)
     check_equal(_got, _want, f"encode(a hidden text of {len(_t)} characters)")
     del _want
@@ -604,7 +620,7 @@ for _k in range(20):
     _t = lmcourse.reference.bpe.random_text(_rng, 40)
     _ids = _tok.encode(_t)
     with _rules():
-        _back = decode(_ids, _vocab)
+        _back = call_checked(decode, _ids, _vocab, name=f"decode(encode({_t!r}), vocab)")
     check_equal(_back, _t, f"decode(encode(s)) for random Unicode s = {_t!r}",
                 hint="the round trip must give the text back, whatever its script")
 visible_checks_pass("decode")
@@ -613,11 +629,15 @@ _rng = random.Random(5)
 for _n in (0, 1, 50, 400):
     _ids = [_rng.randrange(len(_vocab)) for _ in range(_n)]
     with _rules():
-        _got = decode(list(_ids), _vocab)
+        _got = call_checked(decode, list(_ids), _vocab, name=f"decode({_n} random ids, vocab)",
+                            hint='random ids may cut a character short: decode once, with errors="replace"')
     _want = _tok.decode(_ids)
     check_equal(_got, _want, f"decode({_n} random ids)")
     del _want
-check_equal(decode([0xFF, ord("a"), 0xE4], _vocab), "\ufffda\ufffd", "decode of invalid bytes around a letter")
+with _rules():
+    _s5 = call_checked(decode, [0xFF, ord("a"), 0xE4], _vocab, name="decode([0xFF, ord('a'), 0xE4], vocab)",
+                       hint='bytes that are not UTF-8 must not raise: decode with errors="replace"')
+check_equal(_s5, "\ufffda\ufffd", "decode of invalid bytes around a letter")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -727,9 +747,16 @@ check_equal(_out[1], [(_a, _a), (256, _a), (257, _b), (_d, 258), (259, _a)],
                  "merge 0 the count of (a, a) must fall to 0 and (a, b) must not be counted twice")
 check_equal(len(_out[0]), 261, "len(vocab)")
 with _rules():
-    _m3 = train_bpe_incremental("ab ab ab", 300)
-    _m4 = train_bpe_incremental("aaaaaaa aaaa aaa", 270)
-    _m5 = train_bpe_incremental("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"])
+    _m3 = call_checked(train_bpe_incremental, "ab ab ab", 300, name='train_bpe_incremental("ab ab ab", 300)',
+                       hint="when no pair is left, stop (max() of an empty dict raises): the vocabulary is "
+                            "then smaller than vocab_size")
+    _m4 = call_checked(train_bpe_incremental, "aaaaaaa aaaa aaa", 270,
+                       name='train_bpe_incremental("aaaaaaa aaaa aaa", 270)',
+                       hint="a pair's count can fall to 0: remove it (and never subtract from a pair you did not "
+                            "count)")
+    _m5 = call_checked(train_bpe_incremental, "<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"],
+                       name='train_bpe_incremental("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"])',
+                       hint="cut the special tokens out first (split_specials), as in train_bpe")
 check_equal(_m3, (lmcourse.bpe.train_bpe("ab ab ab", 300)), 'train_bpe_incremental("ab ab ab", 300)',
             hint="pairs never span two pre-tokens, and training stops when no pair has a count above 0 — remove "
                  "pairs whose count fell to 0")
@@ -740,7 +767,8 @@ check_equal(_m5, lmcourse.bpe.train_bpe("<|endoftext|>" * 50 + "xy", 258, ["<|en
             "train_bpe_incremental with a special token", hint="special tokens: as in train_bpe")
 _text = lmcourse.data.load_shakespeare(quiet=True).text("train")[:6_000]
 with _rules():
-    _got = train_bpe_incremental(_text, 330)
+    _got = call_checked(train_bpe_incremental, _text, 330,
+                        name="train_bpe_incremental(6,000 characters of Shakespeare, 330)")
 _want = lmcourse.bpe.train_bpe_incremental(_text, 330)
 check_equal(_got[1], _want[1], "merges of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
 check_equal(_got[0], _want[0], "vocab of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
@@ -755,7 +783,11 @@ for _t, _size, _specials in ((_big + _eot + _big[:500], 360, (_eot,)),
                              ("".join(_rng.choice("ab ") for _ in range(600)), 300, ()),
                              (("ha" + _eot) * 40 + "<s>", 1000, (_eot, "<s>")), ("", 260, ())):
     with _rules():
-        _got = train_bpe_incremental(_t, _size, list(_specials))
+        _got = call_checked(train_bpe_incremental, _t, _size, list(_specials),
+                            name=f"train_bpe_incremental(a hidden text of {len(_t)} characters, {_size}, "
+                                 f"{list(_specials)})",
+                            hint="an empty text, or one of special tokens only, has no pair at all: stop before "
+                                 "max() when no pair is left")
     _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
     check_equal(_got[1], _want[1], f"merges of train_bpe_incremental on a hidden text ({len(_t)} characters)")
     check_equal(_got[0], _want[0], f"vocab of train_bpe_incremental on a hidden text ({len(_t)} characters)")

@@ -20,6 +20,8 @@ while i + 1 < len(ids):
         ("for pair in zip(ids, ids[1:]):", "for pair in set(zip(ids, ids[1:])):"))),
     Mutant("the last pair left out (off by one)", "pair_counts", patch(
         ("for pair in zip(ids, ids[1:]):", "for pair in zip(ids, ids[1:-1]):"))),
+    Mutant("the first pair left out (off by one)", "pair_counts", patch(
+        ("for pair in zip(ids, ids[1:]):", "for pair in zip(ids[1:], ids[2:]):"))),
     Mutant("pairs keyed as strings, not tuples", "pair_counts", patch(
         ("counts[pair] = counts.get(pair, 0) + 1", "counts[str(pair)] = counts.get(str(pair), 0) + 1"))),
     # --- merge
@@ -36,6 +38,10 @@ i += 1
          "if new_id not in out and i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:"))),
     Mutant("merge drops the last id when it starts no pair", "merge", patch(
         ("while i < len(ids):", "while i < len(ids) - 1:"))),
+    Mutant("merge reads ids[i + 1] past the end (IndexError)", "merge", patch(
+        ("if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:",
+         "if ids[i] == pair[0] and ids[i + 1] == pair[1]:"))),
+    Mutant("merge returns a tuple", "merge", patch(("return out", "return tuple(out)"))),
     # in full: it rewrites most of the cell
     Mutant("merge changes the list in place", "merge", '''
 def merge(ids, pair, new_id):
@@ -59,6 +65,19 @@ def merge(ids, pair, new_id):
     Mutant("ties broken by the ids, not the bytes", "train_bpe", patch(
         ("best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))",
          "best = max(counts, key=lambda p: (counts[p], p))"))),
+    Mutant("ties broken by the joined bytes vocab[a] + vocab[b]", "train_bpe", patch(
+        ("best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))",
+         "best = max(counts, key=lambda p: (counts[p], vocab[p[0]] + vocab[p[1]]))"))),
+    Mutant("training stops when the best pair occurs only once", "train_bpe", patch(
+        ("if not counts:", "if not counts or max(counts.values()) < 2:"))),
+    Mutant("special tokens at the end of vocab_size, not after the last merge", "train_bpe", patch(
+        ('''
+for s in special_tokens:
+    vocab[len(vocab)] = s.encode("utf-8")
+''', '''
+for j, s in enumerate(special_tokens):
+    vocab[vocab_size - len(special_tokens) + j] = s.encode("utf-8")
+'''))),
     Mutant("merging across pre-tokens (the whole text is one sequence)", "train_bpe", patch(
         ("words.update(pretokenize(piece))", "words.update([piece])"))),
     Mutant("special tokens not cut out (their text is counted)", "train_bpe", patch(
@@ -123,6 +142,27 @@ break
 '''))),
     Mutant("encode starts from code points, not UTF-8 bytes", "encode", patch(
         ('ids = list(pretoken.encode("utf-8"))', "ids = [ord(ch) for ch in pretoken]"))),
+    Mutant("special token ids counted from 0, not 256 + len(merges)", "encode", patch(
+        ("special_ids = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}",
+         "special_ids = {s: len(merges) + j for j, s in enumerate(special_tokens)}"))),
+    Mutant("encode returns a tuple", "encode", patch(("return out", "return tuple(out)"))),
+    Mutant("encode with a pre-tokenizer of its own (ASCII letters and digits only)", "encode", patch(
+        ("for pretoken in pretokenize(piece):",
+         r"""for pretoken in __import__("re").findall(r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+", piece):"""))),
+    # in full (08 red team, finding E): tiktoken's Rust core built inside the graded call from the merges
+    Mutant("tiktoken's compiled CoreBPE called inside the graded call (gaming)", "encode", '''
+import tiktoken._tiktoken as _tk
+
+
+def encode(text, merges, special_tokens=()):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, (a, b) in enumerate(merges):
+        vocab[256 + i] = vocab[a] + vocab[b]
+    ranks = {v: k for k, v in vocab.items()}
+    specials = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}
+    core = _tk.CoreBPE(ranks, specials, GPT2_PATTERN)
+    return list(core.encode(text, set(special_tokens)))
+'''),
     # --- decode
     Mutant('decode with errors="strict"', "decode", patch(
         ('return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")',
@@ -136,6 +176,9 @@ break
     Mutant("decode as Latin-1", "decode", patch(
         ('return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")',
          'return b"".join(vocab[i] for i in ids).decode("latin-1")'))),
+    Mutant("decode returns the bytes, not a str", "decode", patch(
+        ('return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")',
+         'return b"".join(vocab[i] for i in ids)'))),
     # --- train_bpe_incremental
     Mutant("incremental: pairs whose count fell to 0 stay (and get chosen)", "train_bpe_incremental", patch(
         ('''
@@ -172,6 +215,14 @@ counts.pop(best, None)
     Mutant("incremental: ties broken by the first pair seen", "train_bpe_incremental", patch(
         ("best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))",
          "best = max(counts, key=counts.get)"))),
+    Mutant("incremental: no early stop, max() of an empty dict (an empty text has no pair)", "train_bpe_incremental",
+           patch(('''
+if not counts:
+    break
+best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))
+''', '''
+best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))
+'''))),
     # in full: the shortcut a student may try
     Mutant("incremental trainer that calls train_bpe", "train_bpe_incremental", '''
 def train_bpe_incremental(text, vocab_size, special_tokens=()):

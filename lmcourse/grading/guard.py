@@ -1031,6 +1031,10 @@ def install(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
                     target, name = args[0], args[1]
                     if _id(target) in genuine_funcs or _id(target) in cls_by_id or _id(target) in mod_by_id:
                         flag(f"set {name}" if _type(name) is _str else "set ?")
+                    elif _type(name) is _str and name == "__class__" and caller_is_student(frame):
+                        # an object's class swapped under it (a test's input tensor made a subclass whose
+                        # __torch_function__ forges the expected value, then put back): no answer needs it
+                        flag("set __class__")
                 elif event in ("sys.settrace", "sys.setprofile"):
                     if caller_is_student(frame):
                         burn(event)

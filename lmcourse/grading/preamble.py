@@ -2,8 +2,9 @@
 of the student's code.
 
 ``prepare`` injects :func:`source` as that cell; its one statement calls :func:`run` with the
-grader's values as literals. :func:`run` seeds the random generators, caps the output, takes the
-guard's snapshot and arms its audit hook (:func:`.guard.install`), and prints the hook key once,
+grader's values as literals. :func:`run` arms the confinement of processes
+(:func:`lmcourse.confine.arm`), seeds the random generators, caps the output, takes the guard's
+snapshot and arms its audit hook (:func:`.guard.install`), and prints the hook key once,
 into the preamble's own output, where the grader reads it back (:func:`.prepare.read_guards`).
 Whatever must be captured before student code runs is captured there, so this cell must stay the
 first one the kernel executes. It leaves no name in the notebook's namespace.
@@ -26,9 +27,14 @@ def source(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> str:
 
 
 def run(seed: int, output_cap: int, nonce: str, heavy: bool = True) -> None:
-    """In the kernel: install the guard (:func:`.guard.install`: seeds, output cap, snapshot,
-    audit hook) and print its key after the guard's marker, once."""
+    """In the kernel: arm the confinement (:func:`lmcourse.confine.arm`: from here on a process
+    started from a student's code is refused at any time), install the guard
+    (:func:`.guard.install`: seeds, output cap, snapshot, audit hook) and print its key after the
+    guard's marker, once."""
+    from lmcourse import confine
+
     from . import guard
 
+    confine.arm()
     key = guard.install(seed, output_cap, nonce, heavy)
     print(guard.MARKER, "key", key)

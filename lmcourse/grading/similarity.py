@@ -93,8 +93,18 @@ class Verdict:
         if self.echoes:
             out.append(f"like {len(self.echoes)} classmate(s) who copied it too")
         if self.runtime:
-            out.append("reference source loaded at run time")
+            out.append(self.runtime_kind())
         return out
+
+    def runtime_kind(self) -> str:
+        """What the run-time hits are: source read, a tokenizer library imported, or both."""
+        hits = [h for found in self.runtime.values() for h in found]
+        kinds = []
+        if any(sources.TOKENIZER_IMPORTED not in h for h in hits):
+            kinds.append("reference source loaded at run time")
+        if any(sources.TOKENIZER_IMPORTED in h for h in hits):
+            kinds.append(sources.TOKENIZER_IMPORTED)
+        return "; ".join(kinds)
 
     def column(self) -> str:
         """The ``similarity`` cell of ``grades.csv``: never a bare number (an export reads numbers)."""
@@ -102,7 +112,7 @@ class Verdict:
             text = "0.00 nothing of their own"
         else:
             text = f"{self.best.score:.2f} {self.best.what()}" + (" (flagged)" if self.flagged else "")
-        return text + ("; reference source loaded at run time" if self.runtime else "")
+        return text + (f"; {self.runtime_kind()}" if self.runtime else "")
 
 
 @dataclass

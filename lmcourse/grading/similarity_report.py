@@ -128,7 +128,7 @@ def html_text(outcome: Outcome) -> str:
         pairs.append(f"<h3>More pairs over the threshold</h3><p>Each student here already has {PAIRS_SHOWN} "
                      "pairs shown with their code above.</p><table><tr><th>pair</th><th>score</th></tr>"
                      + "".join(more) + "</table>")
-    runtime = [f"<section><h3>{esc(v.student)}: reference source loaded at run time</h3><table>"
+    runtime = [f"<section><h3>{esc(v.student)}: {esc(v.runtime_kind())}</h3><table>"
                + "".join(f"<tr><td>{esc(c)}</td><td><pre>{esc(chr(10).join(hits))}</pre></td>"
                          f"<td><pre>{esc(outcome.documents[v.student].cells[c])}</pre></td></tr>"
                          for c, hits in v.runtime.items()) + "</table></section>"

@@ -10,7 +10,8 @@
 - the course's reference code: ``lmcourse/reference/<topic>.py`` and the files of what its ``REFERENCE``
   names;
 - the run-time route: an answer that reads a reference's source while it runs (``exec(inspect.getsource(f))``)
-  carries no copied text, so its text is searched for what reads source (:func:`runtime_source`).
+  carries no copied text, so its text is searched for what reads source (:func:`runtime_source`), and for
+  an import of a tokenizer library (tiktoken, ``tokenizers``, sentencepiece).
 """
 
 from __future__ import annotations
@@ -198,14 +199,46 @@ _READERS = {"getsource", "getsourcelines", "getsourcefile", "findsource", "getfi
             "linecache", "__file__", "__spec__", "__loader__", "find_spec", "get_source", "pkgutil"}
 _RESOURCES = re.compile(r"importlib\s*\.\s*resources|from\s+importlib\s+import\s+resources")
 _PY_FILE = re.compile(r"\.py\b")
+# Libraries that tokenize for you (notebook 08's rules refuse them inside a graded call): an answer
+# cell that imports one is worth a look whatever the tests said
+_TOKENIZERS = ("tiktoken", "tiktoken_ext", "tokenizers", "sentencepiece")
+_TOKENIZER_STRING = re.compile(r"^[rRbBuU]*['\"]{1,3}(" + "|".join(_TOKENIZERS) + r")([.'\"]|$)")
+TOKENIZER_IMPORTED = "a tokenizer library imported"
+
+
+def _imports_tokenizer(tokens: list) -> list[int]:
+    """Rows of ``import tiktoken`` / ``from tokenizers import ...`` / ``import x, sentencepiece`` and
+    of a string naming one (``importlib.import_module("tiktoken")``, ``__import__("tokenizers.models")``);
+    not ``from lmcourse import tokenizers`` (a name inside a package) nor a variable ``tokenizers``."""
+    rows = []
+    statement: str | None = None     # "import", "from", or "names" (after a from-statement's import)
+    previous = ""
+    for tok in tokens:
+        if tok.type in (tokenize.NEWLINE, tokenize.NL) or tok.string == ";":
+            statement = None
+        elif tok.type == tokenize.NAME and tok.string == "import":
+            statement = "names" if statement == "from" else "import"
+        elif tok.type == tokenize.NAME and tok.string == "from" and statement is None:
+            statement = "from"
+        elif tok.type == tokenize.NAME and tok.string in _TOKENIZERS and (
+                (statement == "import" and previous in ("import", ","))
+                or (statement == "from" and previous == "from")):
+            rows.append(tok.start[0])          # the head of a module path
+        elif tok.type == tokenize.STRING and _TOKENIZER_STRING.match(tok.string):
+            rows.append(tok.start[0])
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = tok.string
+    return rows
 
 
 def runtime_source(code: str) -> list[str]:
     """Where ``code`` reads source at run time, e.g. ``["line 3: inspect.getsource"]``: names of
     source readers outside comments, and strings that name one or a ``.py`` file (which catches
-    ``getattr(inspect, "getsource")``). Text assembled at run time (``"get" + "source"``) is not
-    seen: this is a static look, and the graded call's own confinement (:mod:`lmcourse.confine`)
-    is what stops such a read from scoring."""
+    ``getattr(inspect, "getsource")``); and where it imports a tokenizer library (tiktoken,
+    ``tokenizers``, sentencepiece: ``"line 1: a tokenizer library imported: import tiktoken"``),
+    whose compiled core an answer could call where the rules do not see it. Text assembled at run
+    time (``"get" + "source"``) is not seen: this is a static look, and the graded call's own
+    confinement (:mod:`lmcourse.confine`) is what stops such a read from scoring."""
     found: list[str] = []
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
@@ -216,10 +249,13 @@ def runtime_source(code: str) -> list[str]:
             words = set(re.findall(r"[A-Za-z_]\w*", line.split("#", 1)[0]))
             text = line.split("#", 1)[0]
             hits = sorted(words & _READERS) + (["a .py file"] if _PY_FILE.search(text) else []) + (
-                ["importlib.resources"] if _RESOURCES.search(text) else [])
+                ["importlib.resources"] if _RESOURCES.search(text) else []) + (
+                [TOKENIZER_IMPORTED] if re.search(r"\b(import|from)\b", text) and words & set(_TOKENIZERS) else [])
             found += [f"line {n}: {h}" for h in hits]
         return found
     lines = code.splitlines()
+    for row in _imports_tokenizer(tokens):
+        found.append(f"line {row}: {TOKENIZER_IMPORTED}: {lines[row - 1].strip() if row - 1 < len(lines) else ''}")
     for tok in tokens:
         row = tok.start[0]
         context = lines[row - 1].strip() if row - 1 < len(lines) else tok.string

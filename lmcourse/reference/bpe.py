@@ -8,9 +8,11 @@ trainer's with :func:`train_bpe_refused` in place of ``train_bpe``: the point of
 not to recount). Expected values come from :mod:`lmcourse.bpe`, computed before the student's
 function is called. ``MODULES`` and ``PACKAGES`` name the libraries that tokenize for you
 (tiktoken, Hugging Face ``tokenizers``, sentencepiece): their Python code is refused inside a
-graded call, and importing them there fails the test. (Their compiled cores, called directly
-from an object made before the graded call, are not seen by the rules; the notebook states the
-rule and the TA's similarity report is the back-stop.)
+graded call, and so is their compiled code (a method of tiktoken's Rust ``CoreBPE``, however the
+object was made: the rules' ``packages``, :func:`lmcourse.checks.forbid_calls`); importing them
+there fails the test. (A compiled core reached only from other C code, ``map(core.encode, ...)``,
+raises no event the rules see: the TA's similarity report flags an answer cell that imports one
+of the libraries, "a tokenizer library imported".)
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def random_text(rng: random.Random, n_chars: int) -> str:
 # helpers (a test cell lets its own stand-ins through with _rules(pair_counts, merge))
 REFERENCE = (bpe, pair_counts, merge, train_bpe_refused, random_text)
 # the Python code of tokenizer libraries (refused when imported), and the libraries themselves
-# (importing one inside a graded call fails the test)
+# (their compiled code is refused inside a graded call; importing one there fails the test)
 MODULES = ("tiktoken.core", "tiktoken.load", "tiktoken.registry", "tiktoken_ext.openai_public",
            "tokenizers.implementations.base_tokenizer", "tokenizers.implementations.byte_level_bpe",
            "tokenizers.implementations.char_level_bpe", "tokenizers.implementations.sentencepiece_bpe",

@@ -247,6 +247,15 @@ ATTEMPTS: dict[str, dict[str, str]] = {
             return _known[(tuple(context), word)]
         return _r.mle_prob(table, context, word)
     """},
+    # the audit of this stop: an input's class swapped for a subclass (whose methods or
+    # __torch_function__ then forge what the test computes from it) and put back
+    "input_class_swapped": {"during": """
+        _cls = type(table)
+        class _Fake(_cls):
+            pass
+        table.__class__ = _Fake
+        table.__class__ = _cls
+    """},
     # issue 22 item 5: a library's finder is allowed (see test_honest_library_import), a notebook's is not
     "meta_path_notebook_finder": {"before": """
         import sys
@@ -329,6 +338,12 @@ def test_notebook_finders_still_flag(forged, attempt):
     the notebook's code, is still tampering (these gain nothing either way, so the flag is the test)."""
     row = forged[attempt]
     assert "helpers-tampered" in row["flags"].split(";") and "sys.meta_path" in row["detail"], row
+
+
+def test_a_swapped_class_is_flagged(forged):
+    """Swapping an object's class gains nothing here (the answer stays wrong): the flag is the test."""
+    row = forged["input_class_swapped"]
+    assert "helpers-tampered" in row["flags"].split(";") and "__class__" in row["detail"], row
 
 
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS))

@@ -274,6 +274,36 @@ def test_runtime_source_ignores_comments_and_sees_files():
     assert similarity_sources.runtime_source("def get_data():\n    return load()") == []   # a helper's name
 
 
+def test_an_answer_that_imports_a_tokenizer_library_is_flagged():
+    """08 red team, finding E: an answer cell that imports tiktoken's compiled core (or Hugging Face
+    tokenizers, sentencepiece), at the top of the cell or by name, is flagged for a person to look;
+    a name inside another package or a variable called `tokenizers` is not."""
+    seen = similarity_sources.runtime_source
+    for code in ("import tiktoken._tiktoken as _tk\n\ndef encode(text, merges):\n    return _tk.CoreBPE",
+                 "from tokenizers import Tokenizer, models", "import os, sentencepiece as spm",
+                 "core = __import__('tiktoken._tiktoken', fromlist=['x'])",
+                 "import importlib\nlib = importlib.import_module(\"tokenizers\")"):
+        hits = seen(code)
+        assert hits and all(similarity_sources.TOKENIZER_IMPORTED in h for h in hits), (code, hits)
+    assert seen("import tiktoken._tiktoken as _tk")[0] == (
+        "line 1: a tokenizer library imported: import tiktoken._tiktoken as _tk")
+    for code in ("from lmcourse import tokenizers", "tokenizers = []\ntokenizers.append(1)",
+                 "s = 'tiktoken and tokenizers agree'  # import tiktoken"):
+        assert seen(code) == [], code
+
+
+def test_the_verdict_names_what_was_loaded_at_run_time():
+    def verdict(*hits):
+        return similarity.Verdict("s", None, [], {"encode": list(hits)}, own=0)
+
+    tok = "line 1: " + similarity_sources.TOKENIZER_IMPORTED + ": import tiktoken"
+    assert verdict(tok).reasons() == [similarity_sources.TOKENIZER_IMPORTED]
+    assert verdict("line 2: inspect.getsource").column() == "0.00 nothing of their own; " \
+                                                             "reference source loaded at run time"
+    assert verdict(tok, "line 2: inspect.getsource").runtime_kind() == \
+        "reference source loaded at run time; " + similarity_sources.TOKENIZER_IMPORTED
+
+
 # ---------------------------------------------------------------- the command and its files
 
 def test_command_writes_the_report(judged, tmp_path, capsys):

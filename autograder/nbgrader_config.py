@@ -3,12 +3,14 @@
 # file works from a temporary copy of the course.
 import os
 
-from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.preprocessors import ClearSolutions, Execute
 
 # the stubs that name the exercise ("Exercise 2: write count_ngrams here, ..."): in the package, so a
 # change to them rebuilds the grader's release too (lmcourse.grading.template fingerprints both)
 from lmcourse.authoring.stubs import NamedStubs
+# the verdict of a notebook graded from records, made here after the kernel ran, not in the kernel
+from lmcourse.marking.grader import JudgeRecords
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -24,6 +26,10 @@ c.ClearSolutions.enforce_metadata = True
 c.GenerateAssignment.preprocessors = [
     NamedStubs if p is ClearSolutions else p
     for p in GenerateAssignment.class_traits()["preprocessors"].default()]
+
+c.Autograde.autograde_preprocessors = [
+    p for q in Autograde.class_traits()["autograde_preprocessors"].default()
+    for p in ([q, JudgeRecords] if q is Execute else [q])]
 
 # Generous per-cell limit; notebooks run in the `tiny` profile under autograding
 # (nbgrader sets NBGRADER_EXECUTION), so a healthy notebook needs seconds.

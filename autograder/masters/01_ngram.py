@@ -29,6 +29,7 @@ import random
 from collections import Counter
 
 import lmcourse
+import lmcourse.marking
 import lmcourse.rules
 from lmcourse import data, plot
 from lmcourse.checks import (call_checked, check, check_close, check_dist_close, check_distribution, check_equal,
@@ -37,6 +38,7 @@ from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS, UNK, split_sentences
 
 rt = lmcourse.setup(seed=0, neural=False)  # counting only: nothing neural to load
+tests = lmcourse.marking.Exam("01_ngram", globals())   # the test cells below: tests.check("count_ngrams")
 _OWN = "a graded answer must be your own code, not the course's reference answer in lmcourse.ngram"
 
 # %% [markdown]
@@ -75,32 +77,9 @@ def pad_sentence(words, n):
 
 
 # %% tests="pad_sentence_tests" points=1
-from lmcourse import ngram as _ref
-
-_words = ["a", "b"]
-
-
-# Your pad_sentence must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.pad_sentence, reason=_OWN)
-
-
-with _rules():
-    _p3 = pad_sentence(["cows", "eat", "grass"], 3)
-    check_type(_p3, list, "pad_sentence(['cows', 'eat', 'grass'], 3)", hint="return a new list")
-    check_equal(_p3, ["<s>", "<s>", "cows", "eat", "grass", "</s>"], "pad_sentence(['cows', 'eat', 'grass'], 3)",
-                hint="a trigram model needs n-1 = 2 start tokens <s> and one end token </s>")
-    check_equal(pad_sentence(["hi"], 1), ["hi", "</s>"], "pad_sentence(['hi'], 1)",
-                hint="a unigram model has no context, so no <s>; it still predicts </s>")
-    pad_sentence(_words, 2)
-    check_equal(_words, ["a", "b"], "your input list after calling pad_sentence",
-                hint="build a new list instead of inserting into the caller's list")
-visible_checks_pass("pad_sentence")
+tests.check("pad_sentence")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    check_equal(pad_sentence([], 5), ["<s>"] * 4 + ["</s>"], "pad_sentence([], 5)")
-    check_equal(pad_sentence(["x", "y"], 2), ["<s>", "x", "y", "</s>"], "pad_sentence(['x', 'y'], 2)")
-    check_type(pad_sentence(["x"], 4), list, "pad_sentence(['x'], 4)")
-    check_equal(pad_sentence(["x"], 4), ["<s>"] * 3 + ["x", "</s>"], "pad_sentence(['x'], 4)")
+tests.grade("pad_sentence")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -132,50 +111,10 @@ def count_ngrams(sentences, n):
 
 
 # %% tests="count_ngrams_tests" points=2
-from lmcourse import ngram as _ref
-
-_toy = [["cows", "eat", "grass"], ["cows", "eat", "corn"]]
-
-
-# Your count_ngrams runs with the reference pad_sentence and must not call the reference count_ngrams.
-_rules = lmcourse.rules.rules(_ref.count_ngrams,
-                              substitute=dict(pad_sentence=_ref.pad_sentence), namespace=globals(), reason=_OWN)
-
-
-with _rules():
-    _c2 = count_ngrams(_toy, 2)
-    check_type(_c2, dict, "count_ngrams(toy, 2)", hint="return a Counter mapping n-gram tuples to counts")
-    check(all(isinstance(g, tuple) and len(g) == 2 for g in _c2),
-          f"every key of count_ngrams(toy, 2) should be a tuple of 2 words; found {next(iter(_c2), None)!r}"
-          " — use tuple(padded[i:i + n]) as the key (lists cannot be dict keys)")
-    check(("<s>", "cows") in _c2, "count_ngrams(toy, 2) has no ('<s>', 'cows') — did you pad each sentence "
-          "with pad_sentence before counting?")
-    check(("grass", "</s>") in _c2, "count_ngrams(toy, 2) has no ('grass', '</s>') — the last window ends at "
-          "</s>: does your loop stop one window early? (range(len(padded) - n + 1))")
-    check_equal(sum(_c2.values()), 8, "the total count of bigrams in two 3-word sentences",
-                hint="each sentence of L words has L + 1 windows once padded")
-    check_equal(dict(_c2), {("<s>", "cows"): 2, ("cows", "eat"): 2, ("eat", "grass"): 1, ("grass", "</s>"): 1,
-                            ("eat", "corn"): 1, ("corn", "</s>"): 1}, "count_ngrams(toy, 2)")
-    _c3 = count_ngrams(_toy, 3)
-    check(("<s>", "<s>", "cows") in _c3, "count_ngrams(toy, 3) has no ('<s>', '<s>', 'cows') — a trigram model "
-          "pads with n - 1 = 2 start tokens (pad_sentence(words, n)), not one, so that the first word has a "
-          f"2-word context too; your first trigrams: {list(_c3)[:3]}")
-    check_equal(dict(_c3), {("<s>", "<s>", "cows"): 2, ("<s>", "cows", "eat"): 2, ("cows", "eat", "grass"): 1,
-                            ("eat", "grass", "</s>"): 1, ("cows", "eat", "corn"): 1, ("eat", "corn", "</s>"): 1},
-                "count_ngrams(toy, 3)", hint="windows of n = 3 tokens over each padded sentence")
-    check_equal(dict(count_ngrams(_toy, 1)), {("cows",): 2, ("eat",): 2, ("grass",): 1, ("corn",): 1, ("</s>",): 2},
-                "count_ngrams(toy, 1)", hint="unigrams are 1-tuples such as ('cows',), and </s> is counted too")
-    check_equal(dict(count_ngrams([["la", "la", "la"]], 2)), {("<s>", "la"): 1, ("la", "la"): 2, ("la", "</s>"): 1},
-                "count_ngrams([['la', 'la', 'la']], 2)",
-                hint="count every occurrence, also an n-gram repeated within one sentence")
-visible_checks_pass("count_ngrams")
+# Your count_ngrams runs with the reference pad_sentence, so a slip there costs its own points only.
+tests.check("count_ngrams")
 ### BEGIN HIDDEN TESTS
-_sents = [["a", "b", "a", "b"], ["b"], [], ["a", "a", "a", "a", "a", "a"]]
-with _rules():   # the expected counts are made after the graded calls: no global holds them during one
-    _got = {_n: dict(count_ngrams([list(_s) for _s in _sents], _n)) for _n in (1, 2, 3, 5)}
-    check_equal(dict(count_ngrams([], 3)), {}, "count_ngrams([], 3)")
-for _n in (1, 2, 3, 5):
-    check_equal(_got[_n], dict(_ref.count_ngrams(_sents, _n)), f"count_ngrams(hidden corpus, {_n})")
+tests.grade("count_ngrams")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -376,69 +315,11 @@ def sentence_logprob(prob, sentence, n):
 
 
 # %% tests="sentence_logprob_tests" points=2
-from lmcourse import ngram as _ref
-
-_bigram = {("<s>",): {"to": 0.5}, ("to",): {"be": 0.25}, ("be",): {"</s>": 0.8}}
-_calls = []
-
-
-def _toy_prob(context, word):
-    check(isinstance(context, tuple), f"prob was called with the context {context!r}; pass it as a tuple, "
-          "tuple(padded[i - n + 1:i]) (a list cannot be a dictionary key)")
-    _calls.append(context)
-    return _bigram.get(context, {}).get(word, 0.0)
-
-
-_calls3, _calls1 = [], []
-
-
-# Your sentence_logprob runs with the reference pad_sentence and must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.sentence_logprob,
-                              substitute=dict(pad_sentence=_ref.pad_sentence), namespace=globals(), reason=_OWN)
-
-
-with _rules():
-    check_close(sentence_logprob(_toy_prob, ["to", "be"], 2), math.log(0.5 * 0.25 * 0.8), "log p(to be)", rel=1e-9,
-                hint="sum the natural logs of p(to|<s>), p(be|to) and p(</s>|be) — the </s> step counts too")
-    check(all(len(c) == 1 for c in _calls),
-          f"prob was called with context {_calls[0]!r}; for n = 2 it must be a tuple of the 1 previous token")
-    _lp = call_checked(sentence_logprob, _toy_prob, ["to", "go"], 2, name="sentence_logprob(prob, ['to', 'go'], 2)",
-                       hint="p(go | to) = 0: return -math.inf as soon as a probability is 0 (math.log(0.0) raises)")
-    check_close(_lp, -math.inf, "log p(to go)",
-                hint="a word with probability 0 makes the sentence impossible: return -math.inf "
-                     "(math.log(0.0) raises an error)")
-    check_close(sentence_logprob(lambda h, w: 0.1, ["a", "b", "c"], 3), 4 * math.log(0.1),
-                "log p under a constant model", hint="3 words + </s> = 4 predictions; use math.log (natural log), "
-                                                     "not log2 or log10")
-    check_close(sentence_logprob(lambda h, w: 0.1, ["a"] * 400, 2), 401 * math.log(0.1),
-                "log p of a 400-word sentence", rel=1e-9,
-                hint="a product of 401 probabilities of 0.1 underflows to 0.0 in floating point: "
-                     "add the logs of the probabilities instead of taking the log of their product")
-    # a trigram model: the context is the n - 1 = 2 previous tokens, <s> padding included
-    sentence_logprob(lambda h, w: _calls3.append((h, w)) or 0.5, ["x", "y"], 3)
-    _ctx3 = [h for h, _ in _calls3]
-    check(not (_ctx3 and all(len(h) == 1 for h in _ctx3)),
-          f"with n = 3, prob was called with the contexts {_ctx3}: one token each, a bigram context whatever n — "
-          "the context is the n - 1 previous tokens, tuple(padded[i - n + 1:i])")
-    check(_ctx3[:1] == [("<s>", "<s>")],
-          f"with n = 3 the first context should be ('<s>', '<s>'), got {_ctx3[:1]} — a trigram model pads with "
-          "n - 1 = 2 start tokens (pad_sentence(sentence, n)), not one")
-    check_equal(_calls3, [(("<s>", "<s>"), "x"), (("<s>", "x"), "y"), (("x", "y"), "</s>")],
-                "the (context, word) pairs sentence_logprob(prob, ['x', 'y'], 3) passed to prob",
-                hint="one call per predicted token (the words and </s>), each with the n - 1 tokens before it")
-    sentence_logprob(lambda h, w: _calls1.append((h, w)) or 0.25, ["x"], 1)
-    check_equal(_calls1, [((), "x"), ((), "</s>")], "the (context, word) pairs for ['x'] with n = 1",
-                hint="a unigram model has the empty context () at every position")
-visible_checks_pass("sentence_logprob")
+# Your sentence_logprob runs with the reference pad_sentence. The tests call it with small models of
+# their own and also check which (context, word) pairs it asked them for.
+tests.check("sentence_logprob")
 ### BEGIN HIDDEN TESTS
-_seen = []
-with _rules():
-    check_close(sentence_logprob(lambda h, w: (_seen.append((h, w)) or 0.5), ["x", "y", "z"], 4), 4 * math.log(0.5),
-                "4-gram log-probability")
-    check_equal(_seen, [(("<s>", "<s>", "<s>"), "x"), (("<s>", "<s>", "x"), "y"), (("<s>", "x", "y"), "z"),
-                        (("x", "y", "z"), "</s>")], "4-gram calls to prob")
-    check_close(sentence_logprob(lambda h, w: 1.0, [], 4), 0.0, "log p of the empty sentence under a certain model")
-    check_close(sentence_logprob(_toy_prob, ["to", "be"], 2), math.log(0.1), "log p(to be) again")
+tests.grade("sentence_logprob")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -158,13 +158,20 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
            "memory_mb": limits.memory_mb, "nproc": limits.processes, "guard_tag": GUARD_TAG}
     try:
         report, killed = sandbox.run(job, work, slot, timeout=limits.notebook_timeout + 30,
-                                     max_bytes=MAX_NOTEBOOK_BYTES * 4)
+                                     max_bytes=MAX_NOTEBOOK_BYTES * 4, withheld=_withheld(tpl.assignment))
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
     if report:
         res.timings.update(phase_times(report.get("stamps", {})))
     return report, killed
+
+
+def _withheld(assignment: str) -> list[Path]:
+    """The reference's files, masked in the sandbox of a notebook graded from records."""
+    from ..marking.notebooks import load, marked
+
+    return sandbox.withheld_files(load(assignment).withheld) if marked(assignment) else []
 
 
 def _notebook_for_kernel(prep_nb, tpl: Template):
@@ -228,6 +235,9 @@ def _score(nb, report: dict, tpl: Template, res: Result) -> None:
     guard found tampered with (or whose report never arrived in a graded run) set to 0."""
     from nbgrader.utils import determine_grade, is_grade
 
+    from ..marking.grader import judge_notebook
+
+    judge_notebook(nb, tpl.assignment)     # records judged here, in the grader's process
     for cell in nb.cells:
         if GUARD_TAG not in cell.metadata and is_grade(cell):
             gid = cell.metadata["nbgrader"]["grade_id"]

@@ -126,8 +126,25 @@ def _corpus() -> Path | None:
     return corpus.resolve() if corpus.is_dir() else None
 
 
-def bwrap_args(work: Path, uid: int | None) -> list[str]:
-    """The bubblewrap command line (up to the program) for one submission's sandbox."""
+def withheld_files(modules: tuple[str, ...] | list[str]) -> list[Path]:
+    """The files of the course modules a graded kernel must not read (their source and bytecode):
+    :attr:`lmcourse.marking.spec.Notebook.withheld`."""
+    import importlib.util
+
+    files: list[Path] = []
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            continue
+        src = Path(spec.origin).resolve()
+        files.append(src)
+        files += sorted((src.parent / "__pycache__").glob(f"{src.stem}.*.pyc"))
+    return files
+
+
+def bwrap_args(work: Path, uid: int | None, withheld: list[Path] | None = None) -> list[str]:
+    """The bubblewrap command line (up to the program) for one submission's sandbox; the files in
+    ``withheld`` read as empty inside it."""
     args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     if os.geteuid() != 0:
@@ -156,6 +173,8 @@ def bwrap_args(work: Path, uid: int | None) -> list[str]:
         src = _readable_corpus(p) if uid is not None and p == _corpus() else p
         args += ["--ro-bind", str(src), str(p)]
         made.add(str(p))
+    for f in withheld or []:        # bound over the read-only package: the reference reads as empty
+        args += ["--ro-bind", "/dev/null", str(f)]
     args += ["--chdir", f"{INSIDE}/run"]
     return args
 
@@ -278,15 +297,17 @@ def prepare_work(work: Path, uid: int | None) -> None:
             os.chown(p, uid, uid)
 
 
-def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
-    """(argv, env, cwd) that runs the runner for the work folder ``work``."""
+def command(work: Path, slot: int, withheld: list[Path] | None = None) -> tuple[list[str], dict[str, str], str]:
+    """(argv, env, cwd) that runs the runner for the work folder ``work`` (``withheld``: files the
+    kernel must not read, masked under bubblewrap; without it only the kernel's import refusal
+    stands, :mod:`lmcourse.marking.kernel`)."""
     # the runner is a script (-I: no script folder, cwd or PYTHON* variables on its path):
     # importing the lmcourse package would import numpy for nothing
     runner = [sys.executable, "-I", str(Path(sandbox_runner.__file__).resolve())]
     if require()[0] == "bubblewrap":
         uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
         prepare_work(work, uid)
-        argv = [*bwrap_args(work, uid), *runner, INSIDE]
+        argv = [*bwrap_args(work, uid, withheld), *runner, INSIDE]
         if uid is not None:
             argv.append(f"--uid={uid}")
         return argv, _env(INSIDE), str(work)
@@ -294,12 +315,13 @@ def command(work: Path, slot: int) -> tuple[list[str], dict[str, str], str]:
     return [*runner, str(work)], _env(str(work)), str(work / "run")
 
 
-def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int) -> tuple[dict | None, bool]:
+def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int,
+        withheld: list[Path] | None = None) -> tuple[dict | None, bool]:
     """Pipe ``job`` into a runner in a fresh sandbox on ``work``; (its report, or None when it
     sent none or more than ``max_bytes``; killed because it ran past ``timeout`` seconds).
     The runner stops itself at the notebook cap; ``timeout`` is the backstop. Afterwards
     everything left in the sandbox is killed."""
-    argv, env, cwd = command(work, slot)
+    argv, env, cwd = command(work, slot, withheld)
     with tempfile.TemporaryFile() as result:
         t_popen = time.time()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=result,

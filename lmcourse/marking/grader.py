@@ -1,0 +1,104 @@
+"""The grader's side: a run notebook's records read back, judged, and written as the test cells' outputs.
+
+:func:`judge_notebook` runs in the grader's process after the notebook has run (``lmcourse
+grade`` before it scores; plain ``nbgrader autograde`` through :class:`JudgeRecords`, which the
+course's ``nbgrader_config.py`` puts right after execution). For each test cell of a notebook
+graded from records it takes the one record its ``tests.grade(...)`` line wrote, compares every
+case with the reference's value (computed here, once per process), and replaces the cell's
+outputs: an error output with the message when it failed (nbgrader then scores the cell 0), a
+line saying how many checks passed when it passed. Expected values never exist in the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .judge import Outcome, expected_values, judge_exercise
+from .kernel import MIME, hidden_cases
+from .notebooks import load, marked
+from .plain import decode
+
+__all__ = ["JudgeRecords", "judge_notebook"]
+
+
+@functools.cache
+def _expected(notebook: str, exercise: str) -> tuple[tuple, list[Any]]:
+    spec = load(notebook)
+    ex = spec.exercise(exercise)
+    cases = ex.cases + hidden_cases(spec, exercise)
+    return cases, expected_values(spec.reference, cases)
+
+
+def _records(cell) -> list[dict]:
+    return [o["data"][MIME] for o in cell.get("outputs", [])
+            if o.get("output_type") in ("display_data", "execute_result") and MIME in o.get("data", {})]
+
+
+def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
+    """The outcome of one test cell from the records in its outputs."""
+    spec = load(notebook)
+    ex = spec.exercise(exercise)
+    records = _records(cell)
+    crashed = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+    if crashed is not None:
+        return Outcome(exercise, False, 0, None,
+                       f"the test cell raised {crashed.get('ename')}: {crashed.get('evalue')}")
+    if not records:
+        return Outcome(exercise, False, 0, None, "the test cell wrote no record for the grader: did it run to its "
+                                                 "end? (a cell of yours may have replaced `tests`)")
+    if len(records) > 1:
+        return Outcome(exercise, False, 0, None, f"the test cell holds {len(records)} records where the test writes "
+                                                 "one: something else wrote records into it")
+    record = records[0]
+    if not isinstance(record, dict) or record.get("notebook") != notebook or record.get("exercise") != exercise:
+        return Outcome(exercise, False, 0, None, "the record in the test cell is not this exercise's")
+    cases, want = _expected(notebook, exercise)
+    try:
+        got = [decode(t) for t in record.get("cases", [])]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return Outcome(exercise, False, 0, None, f"the record is damaged and cannot be read ({exc})")
+    return judge_exercise(ex, cases, got, want, len(ex.cases))
+
+
+def _error_output(outcome: Outcome) -> dict:
+    import nbformat
+
+    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=outcome.message or "",
+                                  traceback=[f"CheckFailed: {outcome.text()}"])
+
+
+def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
+    """Judge every test cell of ``notebook`` graded from records, in place; returns the outcomes
+    by the test cell's grade id (empty for a notebook not graded this way)."""
+    import nbformat
+
+    if not marked(notebook):
+        return {}
+    by_test = {ex.test_id: ex.name for ex in load(notebook).exercises}
+    outcomes: dict[str, Outcome] = {}
+    for cell in nb.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if cell.get("cell_type") != "code" or gid not in by_test:
+            continue
+        outcome = judge_cell(notebook, by_test[gid], cell)
+        outcomes[gid] = outcome
+        kept = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        cell.outputs = kept + [nbformat.v4.new_output("stream", name="stdout", text=outcome.text() + "\n")
+                               if outcome.passed else _error_output(outcome)]
+    return outcomes
+
+
+def _preprocessor_base():
+    from nbconvert.preprocessors import Preprocessor
+
+    return Preprocessor
+
+
+class JudgeRecords(_preprocessor_base()):
+    """nbgrader preprocessor: :func:`judge_notebook` on the notebook nbgrader has just executed,
+    so plain ``nbgrader autograde`` with the course's config grades as ``lmcourse grade`` does."""
+
+    def preprocess(self, nb, resources):
+        judge_notebook(nb, resources.get("nbgrader", {}).get("notebook", ""))
+        return nb, resources

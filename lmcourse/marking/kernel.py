@@ -1,0 +1,178 @@
+"""The test cells' side, in the student's kernel: run the student's code on the test's inputs.
+
+A test cell is two lines (``exam`` is made by the notebook's setup cell)::
+
+    exam.check("count_ngrams")          # the visible cases, judged here: messages that teach
+    ### BEGIN HIDDEN TESTS
+    exam.grade("count_ngrams")          # under the grader: every case recorded, judged outside
+    ### END HIDDEN TESTS
+
+At home :meth:`Exam.check` judges the visible cases in the kernel (:mod:`.judge`) and raises
+:class:`~lmcourse.checks.CheckFailed` with the message; under the autograder
+(``NBGRADER_EXECUTION=autograde``) it does nothing, and :meth:`Exam.grade` runs every case,
+visible and hidden, and writes what came back as plain data into the cell's output
+(:data:`MIME`). The grader reads those records in its own process and decides
+(:mod:`.grader`): no expected value and no reference code exists in a graded kernel, so nothing
+a student's code does in it can make a wrong answer pass. Run outside the autograder (the
+solution notebook, the author's mutant harness), :meth:`Exam.grade` judges the hidden cases here,
+with the same code the grader uses.
+
+Stand-ins ("one mistake costs once"): an exercise's cases run with the reference versions of the
+earlier exercises it names (:attr:`.spec.Exercise.standins`) in the notebook's globals. In a
+graded notebook their code arrives with the hidden test of the exercise that needs them (the
+build writes it there, :mod:`.standins`): it exists in the kernel only after the records
+of the exercises it answers were taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.abc
+import os
+import sys
+from typing import Any
+
+from .judge import judge_exercise, observe
+from .plain import decode
+from .spec import Case, Exercise, Names, Notebook
+from .standins import load_standins
+
+__all__ = ["MIME", "Exam", "grading", "hidden_cases", "withhold"]
+
+MIME = "application/vnd.lmcourse.record+json"
+PASS_LINE = "the visible checks pass (the autograder also runs hidden tests)"
+
+
+def grading() -> bool:
+    """True while an autograder runs the notebook: the records are taken, the verdict is not made here."""
+    return os.environ.get("NBGRADER_EXECUTION") == "autograde"
+
+
+class Exam:
+    """One notebook's tests, bound to the notebook's namespace (``globals()`` of the setup cell)."""
+
+    def __init__(self, notebook: str, namespace: dict):
+        from .notebooks import load
+
+        self._notebook: Notebook = load(notebook)
+        self._ns = namespace
+        if grading():
+            withhold(self._notebook)
+
+    def check(self, name: str) -> None:
+        """The visible cases of exercise ``name``, judged in this kernel (nothing under the autograder,
+        which takes them with the hidden ones)."""
+        __tracebackhide__ = True
+        from lmcourse.checks import CheckFailed
+
+        ex = self._notebook.exercise(name)
+        if grading():
+            print(f"{name}: recorded for the autograder with the hidden tests")
+            return
+        standins = self._imported_standins(ex)
+        got = self._run(ex, ex.cases, standins, refuse_reference=True)
+        outcome = self._judge(ex, ex.cases, got, len(ex.cases))
+        if not outcome.passed:
+            raise CheckFailed(outcome.message)
+        print(f"{name}: {PASS_LINE}")
+
+    def grade(self, name: str, standins: str | None = None) -> None:
+        """Under the autograder: every case of ``name`` run and recorded. Elsewhere: the hidden
+        cases judged here. ``standins``: the stand-ins' source, written by the build."""
+        __tracebackhide__ = True
+        from lmcourse.checks import CheckFailed
+
+        ex = self._notebook.exercise(name)
+        hidden = hidden_cases(self._notebook, name)
+        loaded = load_standins(standins, ex) if standins else self._imported_standins(ex)
+        if grading():
+            cases = ex.cases + hidden
+            trees = self._run(ex, cases, loaded)
+            _publish({"notebook": self._notebook.name, "exercise": name, "cases": trees})
+            return
+        got = self._run(ex, hidden, loaded)
+        outcome = self._judge(ex, hidden, got, 0)
+        if not outcome.passed:
+            raise CheckFailed(outcome.message)
+        print(f"{name}: the hidden tests pass")
+
+    def _run(self, ex: Exercise, cases: tuple[Case, ...], standins: dict[str, Any],
+             refuse_reference: bool = False) -> list[Any]:
+        from lmcourse.checks import substitute
+
+        names = Names(self._ns)
+        own = self._own_code(ex) if refuse_reference else contextlib.nullcontext
+        trees = []
+        for case in cases:
+            with substitute(self._ns, **standins), (ex.rules() if ex.rules else contextlib.nullcontext()), own():
+                trees.append(observe(case.call, names))
+        return trees
+
+    def _own_code(self, ex: Exercise):
+        """At home the reference is installed: a call of the exercise's own reference answer is
+        refused here, so the student learns before handing in what the grader will find (its
+        kernel has no reference at all)."""
+        from lmcourse.checks import forbid_calls
+
+        ref = importlib.import_module(self._notebook.reference)
+        target = getattr(ref, ex.name, None)
+        if target is None:
+            return contextlib.nullcontext
+        reason = (f"a graded answer must be your own code: {self._notebook.reference}.{ex.name} is not "
+                  "available when the notebook is graded")
+        return lambda: forbid_calls(target, reason=reason)
+
+    def _judge(self, ex: Exercise, cases: tuple[Case, ...], trees: list[Any], n_visible: int):
+        from .judge import expected_values
+
+        return judge_exercise(ex, cases, [decode(t) for t in trees],
+                              expected_values(self._notebook.reference, cases), n_visible)
+
+    def _imported_standins(self, ex: Exercise) -> dict[str, Any]:
+        if not ex.standins:
+            return {}
+        ref = importlib.import_module(self._notebook.reference)
+        return {n: getattr(ref, n) for n in ex.standins}
+
+
+class _Withheld(importlib.abc.MetaPathFinder):
+    """Refuses to import the modules a graded kernel must not have, with a message saying why."""
+
+    def __init__(self, notebook: Notebook):
+        self.names, self.notebook = frozenset(notebook.withheld), notebook.name
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.names:
+            raise ImportError(f"{name} is not available while notebook {self.notebook} is graded: a graded "
+                              "answer must be your own code", name=name)
+        return None
+
+
+def withhold(notebook: Notebook) -> None:
+    """From here on this kernel cannot import the notebook's reference (run by the setup cell
+    under the autograder, before any cell of the student's). Under ``lmcourse grade`` with
+    bubblewrap the files themselves read as empty too (:func:`lmcourse.grading.sandbox.withheld_files`);
+    under plain nbgrader this refusal is all there is (README, "What the autograder can and cannot see")."""
+    for name in notebook.withheld:
+        sys.modules.pop(name, None)
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules and child in vars(sys.modules[parent]):
+            delattr(sys.modules[parent], child)
+    sys.meta_path.insert(0, _Withheld(notebook))
+
+
+def hidden_cases(notebook: Notebook, name: str) -> tuple[Case, ...]:
+    """The hidden cases of exercise ``name`` (none where the hidden module is not installed: a
+    student's release)."""
+    try:
+        module = importlib.import_module(notebook.hidden)
+    except ModuleNotFoundError:
+        return ()
+    return tuple(module.HIDDEN.get(name, ()))
+
+
+def _publish(record: dict) -> None:
+    from IPython.display import publish_display_data
+
+    publish_display_data({MIME: record, "text/plain": f"(the record of {record['exercise']} for the grader)"})

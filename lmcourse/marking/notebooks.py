@@ -1,0 +1,23 @@
+"""Which notebooks are graded from records, and where each one's tests live."""
+
+from __future__ import annotations
+
+import importlib
+
+from .spec import Notebook
+
+__all__ = ["TESTS", "load", "marked"]
+
+# notebook -> the module of its tests (visible cases; the hidden ones are in the module it names)
+TESTS = {"01_ngram": "lmcourse.marking.ngram"}
+
+
+def marked(notebook: str) -> bool:
+    """True when the notebook's test cells record and the grader judges (:mod:`lmcourse.marking`)."""
+    return notebook in TESTS
+
+
+def load(notebook: str) -> Notebook:
+    if notebook not in TESTS:
+        raise KeyError(f"notebook {notebook!r} is not graded from records (known: {', '.join(TESTS)})")
+    return importlib.import_module(TESTS[notebook]).NOTEBOOK

@@ -1,0 +1,167 @@
+"""What a notebook's tests are, as data: cases, exercises, notebooks.
+
+A :class:`Case` is one call of a student's function on the test's own inputs (``call``), and how
+what came back is judged: a comparison with the reference's value on the same inputs (by
+default ``call`` itself run on the reference's names), diagnoses that name a likely mistake, and
+hints for errors. The same ``call`` runs the student's code in the kernel and the reference in
+the judge, so the two can only differ by the code under test.
+
+The comparisons and diagnoses are ordinary functions of ``(got, want)`` returning ``None`` when
+they have nothing to say, else a sentence. They run where the verdict is made (never on a value
+the student's code still holds: both sides are decoded plain data, :mod:`.plain`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .show import show
+
+__all__ = ["Case", "Exercise", "Names", "Notebook", "close", "dist_close", "exact", "when"]
+
+Compare = Callable[[Any, Any], "str | None"]
+Diagnosis = Callable[[Any, Any], "str | None"]
+
+
+class Names:
+    """The names a case's ``call`` reads: the notebook's globals (the student's functions) or the
+    reference's module (the judge's side). ``names.count_ngrams(...)``."""
+    __slots__ = ("_mapping",)
+
+    def __init__(self, mapping: Mapping[str, Any]):
+        object.__setattr__(self, "_mapping", mapping)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._mapping[name]
+        except KeyError:
+            raise NameError(f"name '{name}' is not defined: run the cell that defines it first") from None
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str                              # what a message calls it: "count_ngrams(toy, 2)"
+    call: Callable[[Names], Any]            # the code under test on the test's inputs
+    compare: Compare | None = None          # None: exact()
+    hint: str | None = None                 # when the value differs and no diagnosis names why
+    diagnoses: tuple[Diagnosis, ...] = ()   # checked in order before the comparison
+    expect: Callable[[Names], Any] | None = None   # the expected value; None: call on the reference
+    errors: tuple[tuple[str, str], ...] = ()       # (text in an error's message, what it likely means)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str                                # the answer cell's grade id; its test cell adds "_tests"
+    cases: tuple[Case, ...]                  # the visible cases (the hidden ones live apart)
+    standins: tuple[str, ...] = ()           # earlier exercises answered by the reference here
+    rules: Callable[[], AbstractContextManager] | None = None   # third-party equivalents refused
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.name}_tests"
+
+
+@dataclass(frozen=True)
+class Notebook:
+    name: str                                # "01_ngram"
+    reference: str                           # the module whose names answer the exercises
+    hidden: str                              # the module whose HIDDEN maps exercise -> hidden cases
+    exercises: tuple[Exercise, ...] = field(default_factory=tuple)
+    # course modules that must not be importable in the grading kernel (the reference's, and any
+    # other that does the same work); the stand-ins come from the reference's source instead
+    withheld: tuple[str, ...] = ()
+
+    def exercise(self, name: str) -> Exercise:
+        for ex in self.exercises:
+            if ex.name == name:
+                return ex
+        raise KeyError(f"notebook {self.name} has no exercise {name!r}")
+
+
+# ---------------------------------------------------------------- comparisons
+
+def _norm(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _norm(v) for k, v in x.items()}
+    if type(x) is list:
+        return [_norm(v) for v in x]
+    if type(x) is tuple:
+        return tuple(_norm(v) for v in x)
+    return x
+
+
+def exact() -> Compare:
+    """Equal values of the same kinds (any mapping equals a mapping of the same items; a list is
+    not a tuple; 1 and 1.0 are equal, as in Python)."""
+    def compare(got: Any, want: Any) -> str | None:
+        if _kind(got) != _kind(want):
+            return f"got {show(got)} ({_kind(got)}), expected {_kind(want)} {show(want)}"
+        return None if _norm(got) == _norm(want) else f"got {show(got)}, expected {show(want)}"
+    return compare
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, Mapping):
+        return "a mapping"
+    if type(x) in (int, float) or type(x) is bool:
+        return "a number" if type(x) is not bool else "a bool"
+    name = type(x).__name__
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
+def _num(x: Any) -> bool:
+    return type(x) in (int, float)
+
+
+def close(rel: float = 1e-9, abs_: float = 1e-12) -> Compare:
+    """Numbers equal within ``rel`` / ``abs_`` (``math.isclose``), inside lists, tuples and
+    mappings of the same keys; infinities must match exactly."""
+    def compare(got: Any, want: Any, where: str = "") -> str | None:
+        if _num(want):
+            if not _num(got):
+                return f"got {show(got)}{where}, expected a number close to {show(want)}"
+            if math.isnan(got) or not math.isclose(got, want, rel_tol=rel, abs_tol=abs_):
+                return f"got {show(got)}{where}, expected {show(want)}"
+            return None
+        if isinstance(want, Mapping):
+            if not isinstance(got, Mapping):
+                return f"got {show(got)}{where}, expected a mapping {show(want)}"
+            if set(got) != set(want):
+                extra, missing = set(got) - set(want), set(want) - set(got)
+                parts = ([f"unexpected {show(sorted(extra, key=repr))}"] if extra else []) + (
+                    [f"missing {show(sorted(missing, key=repr))}"] if missing else [])
+                return f"the keys differ{where}: " + "; ".join(parts)
+            for k in want:
+                diff = compare(got[k], want[k], f" at {show(k)}")
+                if diff:
+                    return diff
+            return None
+        if type(want) in (list, tuple):
+            if type(got) is not type(want) or len(got) != len(want):
+                return f"got {show(got)}{where}, expected {show(want)}"
+            for i, (g, w) in enumerate(zip(got, want)):
+                diff = compare(g, w, f" at position {i}")
+                if diff:
+                    return diff
+            return None
+        return exact()(got, want)
+    return compare
+
+
+def dist_close(tol: float = 1e-9) -> Compare:
+    """A probability distribution ``{outcome: p}``: the same outcomes, each within ``tol``."""
+    return close(rel=0.0, abs_=tol)
+
+
+def when(predicate: Callable[[Any, Any], bool], message: str) -> Diagnosis:
+    """A diagnosis: ``message`` when ``predicate(got, want)`` holds (an error in it says nothing)."""
+    def diagnose(got: Any, want: Any) -> str | None:
+        try:
+            return message if predicate(got, want) else None
+        except Exception:           # a predicate meant for another kind of value
+            return None
+    return diagnose

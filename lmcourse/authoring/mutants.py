@@ -25,6 +25,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from ..marking import notebooks
+from ..marking.grader import judge_cell
 from .build import MARKER_RE
 
 
@@ -278,6 +280,11 @@ class NotebookSession:
         self.source.cells.append(nbformat.v4.new_code_cell(""))
         self._scratch = len(self.cells)
         self.workdir = source_nb.parent
+        self.name = source_nb.stem
+        # the test cells of a notebook graded from records are judged from their records, by the
+        # grader's own code (lmcourse.marking.grader), as a graded run is
+        self.recorded = ({ex.test_id: ex.name for ex in notebooks.load(self.name).exercises}
+                         if notebooks.marked(self.name) else {})
         self.client = NotebookClient(self.source, kernel_name="python3", timeout=cell_timeout,
                                      resources={"metadata": {"path": str(self.workdir)}})
 
@@ -290,10 +297,37 @@ class NotebookSession:
                 return i
         raise KeyError(f"no cell with grade id {grade_id!r}")
 
-    def run(self, source: str) -> None:
-        """Execute code in the kernel; raises CellExecutionError / CellTimeoutError."""
+    def run(self, source: str):
+        """Execute code in the kernel and return the executed cell; raises CellExecutionError /
+        CellTimeoutError."""
         cell = nbformat.v4.new_code_cell(source)
         self.client.execute_cell(cell, self._scratch, store_history=False)
+        return cell
+
+    def judge(self, index: int) -> tuple[bool, bool, str]:
+        """Run test cell ``index`` in full: (it passed, a visible check failed, the message). A
+        recorded cell is judged from its records (its visible cases come first, so "visible" is
+        whether the first failing case is one of them); another cell by whether it raised, its
+        visible part run first."""
+        gid = self._meta(self.cells[index])["grade_id"]
+        if gid in self.recorded:
+            try:
+                cell = self.run(self.cells[index].source)
+            except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                return False, True, _error_text(exc)
+            outcome = judge_cell(self.name, self.recorded[gid], cell)
+            return outcome.passed, not outcome.passed and not outcome.hidden, outcome.text()
+        try:
+            self.run(self.visible[gid])
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            visible = _error_text(exc)
+        else:
+            visible = ""
+        try:
+            self.run(self.cells[index].source)
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            return False, bool(visible), visible or _error_text(exc)
+        return not visible, bool(visible), visible
 
     def test_cells_after(self, index: int) -> list[int]:
         return [i for i, c in enumerate(self.cells) if i > index and self._meta(c).get("grade")
@@ -319,6 +353,11 @@ class NotebookSession:
         for i, cell in enumerate(self.cells):
             if cell.cell_type == "code":
                 self.client.execute_cell(cell, i)
+                gid = self._meta(cell).get("grade_id")
+                if gid in self.recorded:     # a recorded test cell raises nothing: judge it
+                    outcome = judge_cell(self.name, self.recorded[gid], cell)
+                    if not outcome.passed:
+                        raise ValueError(f"{self.name}: the solution fails its own test: {outcome.text()}")
 
     def try_mutant(self, mutant: Mutant, recover: bool = True) -> MutantResult:
         """Put ``mutant`` in place of its target, then run every test cell from the target's on:
@@ -336,17 +375,13 @@ class NotebookSession:
             for i in self.test_cells_after(target):
                 ran.append(i)
                 gid = self._meta(self.cells[i])["grade_id"]
-                if result.caught_visible_by is None:
-                    try:
-                        self.run(self.visible[gid])
-                    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                        result.caught_visible_by, result.message = gid, _error_text(exc)
-                try:
-                    self.run(self.cells[i].source)
-                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                passed, visible, message = self.judge(i)
+                if visible and result.caught_visible_by is None:
+                    result.caught_visible_by, result.message = gid, message
+                if not passed:
                     result.failed_cells.append(gid)
                     if result.caught_visible_by is None and result.hidden_only_by is None:
-                        result.hidden_only_by, result.message = gid, _error_text(exc)
+                        result.hidden_only_by, result.message = gid, message
         finally:
             self.run(self.cells[target].source)  # restore the solution
         result.lost_points = bool(result.failed_cells)
@@ -384,12 +419,7 @@ class NotebookSession:
         return [results[k] for k in range(len(variants))]
 
     def _solution_passes(self, cells: list[int]) -> bool:
-        try:
-            for i in cells:
-                self.run(self.cells[i].source)
-        except (CellExecutionError, CellTimeoutError):
-            return False
-        return True
+        return all(self.judge(i)[0] for i in cells)
 
     def try_alternative(self, alt: Alternative, recover: bool = True) -> list[tuple[str, str]]:
         """Run ``alt`` in place of its target, then every test cell after it in full (visible
@@ -405,10 +435,9 @@ class NotebookSession:
         try:
             for i in self.test_cells_after(target):
                 ran.append(i)
-                try:
-                    self.run(self.cells[i].source)
-                except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                    failures.append((self._meta(self.cells[i])["grade_id"], _error_text(exc)))
+                passed, _, message = self.judge(i)
+                if not passed:
+                    failures.append((self._meta(self.cells[i])["grade_id"], message))
         finally:
             self.run(self.cells[target].source)
         if recover:

@@ -45,9 +45,10 @@ class Raised:
 
 def _describe(t: type) -> str:
     mro = type.__dict__["__mro__"].__get__(t)
-    builtin = next((b for b in mro[1:] if b.__module__ == "builtins" and b is not object), None)
+    known = next((b for b in mro[1:] if b is not object and (
+        b.__module__ in ("builtins", "collections", "numpy") or b.__module__.startswith("torch"))), None)
     name = _type_name(t)
-    return f"a {name} (a subclass of {_type_name(builtin)})" if builtin is not None else f"a {name} object"
+    return f"a {name} (a subclass of {_type_name(known)})" if known is not None else f"a {name} object"
 
 
 def encode(x: Any, depth: int = 0) -> Any:

@@ -20,8 +20,8 @@ from .spec import Exercise, Notebook
 
 __all__ = ["inline", "load_standins", "standin_source", "strip"]
 
-_GRADE = re.compile(r'^(\s*\w+\.grade\("(\w+)")(\))\s*$', re.M)
-_INLINED = re.compile(r'^(\s*\w+\.grade\("\w+"), standins=.*\)\s*$', re.M)
+_GRADE = re.compile(r'^([ \t]*\w+\.grade\("(\w+)")(\))[ \t]*$', re.M)
+_INLINED = re.compile(r'^([ \t]*\w+\.grade\("\w+"), standins=.*\)[ \t]*$', re.M)
 
 
 def inline(source: str, notebook: Notebook) -> str:

@@ -1,0 +1,82 @@
+"""lmcourse.marking.kernel: what a test cell does at home and under the autograder."""
+
+import importlib
+import inspect
+import sys
+
+import pytest
+
+import lmcourse.reference.ngram as ref
+from lmcourse.checks import CheckFailed
+from lmcourse.marking import kernel
+from lmcourse.marking.kernel import Exam
+
+
+def namespace(**answers):
+    """A student's namespace whose answers are right: the reference's text compiled anew (a copy, not
+    the reference's own functions, which the visible checks refuse)."""
+    ns: dict = {}
+    exec(compile("\n" + inspect.getsource(ref), "<a student's notebook>", "exec"), ns)   # other lines: other code
+    ns.update(answers)
+    return ns
+
+
+@pytest.fixture
+def published(monkeypatch):
+    records = []
+    monkeypatch.setattr(kernel, "_publish", records.append)
+    return records
+
+
+def test_at_home_a_visible_slip_raises_with_its_hint(monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    exam = Exam("01_ngram", namespace(pad_sentence=lambda words, n: ["<s>"] * n + list(words) + ["</s>"]))
+    with pytest.raises(CheckFailed, match="n-1 = 2 start tokens"):
+        exam.check("pad_sentence")
+    Exam("01_ngram", namespace()).check("pad_sentence")
+    assert "the visible checks pass" in capsys.readouterr().out
+
+
+def test_at_home_a_later_exercise_runs_with_the_stand_in_of_an_earlier_one(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    broken_pad = lambda words, n: list(words)  # noqa: E731
+    Exam("01_ngram", namespace(pad_sentence=broken_pad)).check("count_ngrams")   # one mistake costs once
+
+
+def test_at_home_calling_the_exercises_own_reference_is_refused(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with pytest.raises(CheckFailed, match="not available when the notebook is graded"):
+        Exam("01_ngram", namespace(pad_sentence=lambda w, n: ref.pad_sentence(w, n))).check("pad_sentence")
+
+
+def test_under_the_autograder_check_does_nothing_and_grade_records_every_case(monkeypatch, published):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    try:
+        exam = Exam("01_ngram", namespace(pad_sentence=lambda words, n: 42))
+        exam.check("pad_sentence")            # no verdict in the kernel
+        assert published == []
+        exam.grade("pad_sentence")
+        (record,) = published
+        assert record["exercise"] == "pad_sentence" and len(record["cases"]) == 6
+        assert record["cases"][0] == 42       # what came back, as plain data; no expected value
+    finally:
+        _unwithhold()
+
+
+def test_under_the_autograder_the_reference_cannot_be_imported(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    try:
+        Exam("01_ngram", {})
+        assert "lmcourse.reference.ngram" not in sys.modules
+        with pytest.raises(ImportError, match="not available while notebook 01_ngram is graded"):
+            importlib.import_module("lmcourse.reference.ngram")
+        import lmcourse.ngram
+        with pytest.raises(ImportError):
+            _ = lmcourse.ngram.count_ngrams     # the old name's shim goes through the same refusal
+    finally:
+        _unwithhold()
+
+
+def _unwithhold():
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_Withheld"]
+    importlib.import_module("lmcourse.reference.ngram")

@@ -140,7 +140,7 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     fresh work folder; status ``running`` when there is a run to finish, else the final status
     (invalid file, wrong assignment). Returns the runner's report and whether it was killed."""
     t = time.perf_counter()
-    prep = prepare(raw, tpl.release, seed=limits.seed, output_cap=limits.output_chars)
+    prep = prepare(raw, tpl.release, seed=limits.seed, output_cap=limits.output_chars, assignment=tpl.assignment)
     res.timings["prepare"] = round(time.perf_counter() - t, 3)
     res.flags += prep.flags
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)

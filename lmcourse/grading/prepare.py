@@ -72,8 +72,9 @@ def _injected(kind: str, source: str, gid: str | None = None, phase: str | None 
 
 
 def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
-            output_cap: int = 1_000_000) -> Prepared:
-    """The notebook to grade (``.nb``), with status, flags and a one-line detail."""
+            output_cap: int = 1_000_000, assignment: str = "") -> Prepared:
+    """The notebook to grade (``.nb``), with status, flags and a one-line detail (``assignment``:
+    its name, for a notebook graded from records whose preamble withholds the reference)."""
     p = Prepared()
     if not raw.strip():
         return Prepared("invalid-notebook", detail="empty file")
@@ -145,7 +146,8 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
 
     # injected cells: the preamble first, a guard before and after every auto-graded test cell
     nonce = secrets.token_hex(8)
-    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, uses_torch(release)))]
+    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, uses_torch(release),
+                                                              assignment))]
     for cell in cells:
         m = _meta(cell)
         test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")

@@ -18,18 +18,20 @@ from lmcourse.grading.guard import MARKER, verify_log
 
 
 def test_source_is_one_call_with_literal_values():
-    src = preamble.source(7, 1000, "abc123", heavy=False)
+    src = preamble.source(7, 1000, "abc123", heavy=False, assignment="01_ngram")
     tree = ast.parse(src)
     assert src.startswith(preamble.HEADER)
     assert len(tree.body) == 1 and isinstance(tree.body[0].value, ast.Call)   # one expression
     call = tree.body[0].value
-    assert [ast.literal_eval(a) for a in call.args] == [7, 1000, "abc123", False]
+    assert [ast.literal_eval(a) for a in call.args] == [7, 1000, "abc123", False, "01_ngram"]
     assert not any(isinstance(n, (ast.Assign, ast.Import, ast.ImportFrom, ast.FunctionDef))
                    for n in ast.walk(tree))       # binds no name in the student's namespace
 
 
 def test_source_coerces_and_refuses_what_is_not_a_value():
     assert preamble.source("3", 10.0, "ff", 1) == preamble.source(3, 10, "ff", True)
+    with pytest.raises(ValueError, match="not an assignment name"):
+        preamble.source(3, 10, "ff", True, "01'); import os; ('")
     for nonce in ("a'); import os; ('", "", "a b", 5):
         with pytest.raises(ValueError):
             preamble.source(0, 10, nonce)

@@ -226,10 +226,13 @@ def test_every_test_cell_ends_its_visible_part_with_the_pass_line():
     import re
     from pathlib import Path
 
+    from lmcourse.marking.notebooks import marked
+
     masters = sorted((Path(__file__).resolve().parents[1] / "autograder" / "masters").glob("[0-9][0-9]_*.py"))
     assert masters
     missing = []
-    for master in masters:
+    # a notebook graded from records prints the line from tests.check (tests/marking/test_cell_shape.py)
+    for master in [m for m in masters if not marked(m.stem)]:
         for cell in re.split(r"\n(?=# %%)", master.read_text()):
             grade_id = re.match(r'# %% tests="(\w+)"', cell)
             if grade_id is None:

@@ -111,7 +111,11 @@ def _surface_roots() -> frozenset[str]:
 # master's setup or test cell names an lmcourse module outside it.
 SURFACE = ("lmcourse", "lmcourse.checks", "lmcourse.rules", "lmcourse.confine", "lmcourse.runtime",
            "lmcourse.data", "lmcourse.tokenizers", "lmcourse.plot", "lmcourse.ngram", "lmcourse.decoding",
-           "lmcourse.bpe", "lmcourse.dates", "lmcourse.train")
+           "lmcourse.bpe", "lmcourse.dates", "lmcourse.train",
+           # the recording side of a notebook graded from records (not its grader side, .grader)
+           "lmcourse.marking", "lmcourse.marking.kernel", "lmcourse.marking.plain", "lmcourse.marking.spec",
+           "lmcourse.marking.judge", "lmcourse.marking.show", "lmcourse.marking.standins",
+           "lmcourse.marking.notebooks")
 SURFACE_PACKAGES = ("lmcourse.reference", "lmcourse.nn")
 # never surface, even when a surface module holds one: the grader's and the author's own code
 NOT_SURFACE = ("lmcourse.grading", "lmcourse.authoring", "lmcourse.notebook_runner", "lmcourse.cli")

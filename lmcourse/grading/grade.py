@@ -64,6 +64,8 @@ from .limits import Limits
 from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
 from .result import WRONG_ASSIGNMENT_HINT, Result
+from .scan import FLAG as SCAN_FLAG
+from .scan import scan_cells
 from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
 from .shard import take_share
 from .template import Template
@@ -144,6 +146,10 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     res.timings["prepare"] = round(time.perf_counter() - t, 3)
     res.flags += prep.flags
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)
+    found = scan_cells(prep.nb, skip_tag=GUARD_TAG) if prep.nb is not None else []
+    if found:       # for a person to look at: no score changes for it
+        res.flags.append(SCAN_FLAG)
+        res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(found)] if x)
     if prep.status != "graded":
         res.status = prep.status
         if prep.status == "wrong-assignment":   # the student gets a page that says why it scored 0

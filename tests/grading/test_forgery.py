@@ -270,6 +270,55 @@ ATTEMPTS: dict[str, dict[str, str]] = {
         sys.meta_path.append(_LegacyModuleAliasFinder(lambda name: None))
     """},
 
+    # grades decided outside the kernel: the red team's routes against in-kernel verdicts, now
+    # answered by construction (no reference and no expected value in the graded kernel)
+    "profile_chained_through_exitstack": {"before": """
+        import contextlib, sys
+        try:
+            import lmcourse.reference.ngram as _R
+        except ImportError:
+            _R = None
+        def _chain(frame, event, arg):
+            return None
+        _stack = contextlib.ExitStack()
+        _stack.callback(sys.setprofile, _chain)
+        _stack.close()
+    """, "during": """
+        if _R is not None:
+            return _R.mle_prob(table, context, word)
+    """},
+    "reference_source_read_and_exec": {"before": """
+        import os, lmcourse
+        _ns = {}
+        try:
+            _src = open(os.path.join(os.path.dirname(lmcourse.__file__), "reference", "ngram.py")).read()
+            exec(compile("\\n" + _src, "<copy>", "exec"), _ns)
+        except Exception:
+            pass
+    """, "during": """
+        if "mle_prob" in _ns:
+            return _ns["mle_prob"](table, context, word)
+    """},
+    "float_subclass_equal_to_everything": {"during": """
+        class _F(float):
+            def __eq__(self, other):
+                return True
+            __hash__ = float.__hash__
+        return _F(0.5)
+    """},
+    "record_written_by_hand": {"during": """
+        from IPython.display import publish_display_data
+        publish_display_data({"application/vnd.lmcourse.record+json": {
+            "notebook": "01_ngram", "exercise": "mle_prob", "cases": [{"float": (4 / 11).hex()}] * 12}})
+    """},
+    "tests_rebound": {"before": """
+        class _Quiet:
+            def check(self, name):
+                print(name + ": the visible checks pass (the autograder also runs hidden tests)")
+            grade = check
+        tests = _Quiet()
+    """},
+
     "ctypes_memory": {"before": """
         import ctypes, lmcourse.checks as _c
         ctypes.pythonapi.PyDict_SetItem(ctypes.py_object(vars(_c)), ctypes.py_object("_fail"),
@@ -349,11 +398,14 @@ def test_a_swapped_class_is_flagged(forged):
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
 def test_forgery_gains_nothing(forged, attempt):
     row, base = forged[attempt], forged["baseline"]
-    flagged = "helpers-tampered" in row["flags"].split(";")
+    flags = row["flags"].split(";")
+    flagged = "helpers-tampered" in flags or "source-scan" in flags
     assert flagged or float(row["score"]) <= float(base["score"]), (
         f"{attempt}: {row['score']} > baseline {base['score']} without a flag: {row}")
-    if flagged:      # the flag names what was found
+    if "helpers-tampered" in flags:      # the flag names what was found
         assert "tampered:" in row["detail"], row
+    if "source-scan" in flags:
+        assert "source-scan: " in row["detail"], row
 
 
 def test_refuses_to_grade_without_a_sandbox(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,85 @@
+"""A static scan of what a student wrote, for the routes around the grader that nothing else sees.
+
+The verdict is made outside the kernel and the notebook's reference is not in it
+(:mod:`lmcourse.marking`), and the rules refuse third-party equivalents while a graded call runs;
+what remains is code that reaches for what a graded kernel should not use: the course's
+reference read as text (``open`` / ``inspect.getsource`` and ``exec``; without bubblewrap the
+files are readable), the test machinery (``tests`` rebound, a record written by hand), the
+interpreter's hooks and frames, or a third-party equivalent called from compiled code the rules
+cannot see. The scan reads the submission's own cells (answers and cells the student added) as
+syntax, never runs them, and flags ``source-scan`` with what it found. A flag asks a person to
+look; it changes no score (a false alarm costs a TA a minute, not a student points).
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["FLAG", "scan_cells", "scan_source"]
+
+FLAG = "source-scan"
+
+# modules whose import by a student reaches around the grader or does an exercise's work
+# (tokenizer libraries: compiled code the rules cannot see when it is reached from compiled code;
+# transformers is Python, which the rules see)
+_MODULES = ("lmcourse.reference", "lmcourse.marking", "lmcourse.grading", "ctypes", "inspect", "importlib",
+            "tiktoken", "tokenizers")
+# names whose use reads code or frames, or runs text as code
+_NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "meta_path", "getsource",
+          "__code__", "__closure__", "f_back", "f_globals", "f_locals", "currentframe", "_getframe",
+          "publish_display_data", "register_module_forward_hook", "register_module_forward_pre_hook",
+          "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode")
+_TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/bpe", "lmcourse\\reference")
+
+
+def scan_source(source: str) -> list[str]:
+    """What one cell's code names of the above, in order of appearance, each once."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:         # IPython magics and broken cells: nothing to read as Python
+        return []
+    found: list[str] = []
+
+    def note(what: str) -> None:
+        if what not in found:
+            found.append(what)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(_MODULES):
+                    note(f"import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(_MODULES):
+            note(f"from {node.module} import")
+        elif isinstance(node, ast.Name) and node.id in _NAMES:
+            note(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr in _NAMES:
+            note(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hit = next((t for t in _TEXTS if t in node.value), None)
+            if hit:
+                note(f"the text {hit!r}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "tests" for t in targets):
+                note("tests rebound")
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == "tests":
+            note("tests rebound")
+    return found
+
+
+def scan_cells(nb, skip_tag: str = "") -> list[str]:
+    """The findings in a notebook's student cells: answer cells and cells without nbgrader's
+    metadata (locked and test cells are the course's; cells tagged ``skip_tag`` are the grader's)."""
+    found: list[str] = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {})
+        nbg = meta.get("nbgrader", {})
+        if cell.get("cell_type") != "code" or (skip_tag and skip_tag in meta):
+            continue
+        if nbg and not nbg.get("solution"):
+            continue
+        for what in scan_source(cell.get("source", "")):
+            if what not in found:
+                found.append(what)
+    return found

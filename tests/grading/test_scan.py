@@ -1,0 +1,54 @@
+"""lmcourse.grading.scan: the routes around the grader, found in what the student wrote."""
+
+import nbformat
+
+from lmcourse.grading.scan import scan_cells, scan_source
+
+
+def test_honest_code_is_not_flagged():
+    honest = '''
+import math
+from collections import Counter
+
+def count_ngrams(sentences, n):
+    counts = Counter()
+    for words in sentences:
+        padded = pad_sentence(words, n)
+        counts.update(tuple(padded[i:i + n]) for i in range(len(padded) - n + 1))
+    return counts
+'''
+    assert scan_source(honest) == []
+    assert scan_source("%timeit f()") == []          # a magic is not Python: nothing to read
+
+
+def test_each_route_is_named():
+    cases = {
+        "src = open('/x/lmcourse/reference/ngram.py').read()\nexec(src)": ["the text 'lmcourse/reference'", "exec"],
+        "import inspect, lmcourse.ngram\nexec(inspect.getsource(lmcourse.ngram))": ["import inspect", "exec",
+                                                                                 "getsource"],
+        "from lmcourse.reference.ngram import count_ngrams": ["from lmcourse.reference.ngram import"],
+        "tests = None": ["tests rebound"],
+        "import contextlib, sys\ncontextlib.ExitStack().callback(sys.setprofile, f)": ["setprofile"],
+        "from IPython.display import publish_display_data\npublish_display_data({})": ["publish_display_data"],
+        "d = {'application/vnd.lmcourse.record+json': {}}": ["the text 'vnd.lmcourse.record'"],
+        "import torch\ntorch.nn.modules.module.register_module_forward_hook(h)": ["register_module_forward_hook"],
+        "import tiktoken": ["import tiktoken"],
+        "x = logging.currentframe().f_back": ["f_back", "currentframe"],
+    }
+    for source, wanted in cases.items():
+        found = scan_source(source)
+        for w in wanted:
+            assert any(f.startswith(w) for f in found), (source, found)
+
+
+def test_only_the_students_cells_are_read():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import inspect"),                          # a cell the student added
+        nbformat.v4.new_code_cell("exec('1')"),                               # an answer cell
+        nbformat.v4.new_code_cell("import importlib"),                        # a locked cell: the course's
+        nbformat.v4.new_code_cell("eval('1')"),                               # the grader's injected cell
+    ])
+    nb.cells[1].metadata["nbgrader"] = {"solution": True, "grade_id": "a"}
+    nb.cells[2].metadata["nbgrader"] = {"locked": True, "grade_id": "setup"}
+    nb.cells[3].metadata["lmcourse-guard"] = {}
+    assert scan_cells(nb, skip_tag="lmcourse-guard") == ["import inspect", "exec"]

@@ -64,7 +64,8 @@ def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
 def _error_output(outcome: Outcome) -> dict:
     import nbformat
 
-    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=outcome.message or "",
+    # every page reads "ename: evalue" (feedback, results.json, the autograded notebook): one text
+    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=outcome.text(),
                                   traceback=[f"CheckFailed: {outcome.text()}"])
 
 

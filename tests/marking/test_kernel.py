@@ -80,3 +80,20 @@ def test_under_the_autograder_the_reference_cannot_be_imported(monkeypatch):
 def _unwithhold():
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_Withheld"]
     importlib.import_module("lmcourse.reference.ngram")
+
+
+def test_without_the_reference_the_visible_checks_use_the_recorded_expected_values(monkeypatch, tmp_path):
+    """A student's release for notebook NN ships the visible cases' expected values, not NN's reference."""
+    import json
+
+    from lmcourse.marking import kernel as k
+
+    table = k.expected_table("01_ngram")
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setattr(k, "_importable", lambda module: False)
+    monkeypatch.setattr(k, "recorded_expected", lambda notebook: json.loads(json.dumps(table)))
+    right = namespace()
+    Exam("01_ngram", right).check("count_ngrams")
+    with pytest.raises(CheckFailed, match="repeated within one sentence"):
+        Exam("01_ngram", namespace(count_ngrams=lambda s, n: right["count_ngrams"](s, n) if s[0][0] != "la" else {}))\
+            .check("count_ngrams")

@@ -4,7 +4,7 @@ The rules of a graded call (:mod:`lmcourse.rules`) watch the thread the test run
 (``sys.setprofile`` is per thread): work handed to another thread or process runs unseen, and a
 copy of the reference made from its source (``exec(inspect.getsource(ref))``, shifted a line)
 is new code the rules cannot recognise. Within :func:`graded_call`, on its thread, this module
-refuses (issue 22, items 1, 3 and 15):
+refuses:
 
 - starting a thread (``threading``, ``concurrent.futures``, ``_thread.start_new_thread``) or a
   process (``os.fork`` / ``forkpty``, ``subprocess``, ``multiprocessing``, ``os.system``,

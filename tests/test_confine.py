@@ -1,5 +1,5 @@
 """lmcourse.confine: a graded call starts no thread or process and reads no course source
-(issue 22 items 1, 3, 15), and the rules of every exercise enter it."""
+and the rules of every exercise enter it."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ exec(compile("import inspect, traceback, warnings\n"
 
 
 def test_a_library_quoting_the_running_frames_fails_nothing_and_reads_nothing():
-    """Issue 21: a correct answer whose library formats the stack (torch's lazy CUDA calls) or
+    """A correct answer whose library formats the stack (torch's lazy CUDA calls) or
     warns with a stack level that lands on lmcourse.checks is not failed, and the quoted lines of
     the course's files are withheld (linecache reads them as a file it cannot open: not cached)."""
     from lmcourse import checks

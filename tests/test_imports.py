@@ -1,5 +1,5 @@
-"""The package's import graph (issue 21: "no import cycles inside lmcourse/; no module imports
-another's private name"), read from the source, so it holds for modules no test happens to import.
+"""The package's import graph (no import cycles inside lmcourse/; no module imports another's
+private name), read from the source, so it holds for modules no test happens to import.
 
 Every import counts, a function's own ``import`` included: a cycle through a function-level
 import works only until someone moves that import to the top. Imports under ``if TYPE_CHECKING:``

@@ -1,5 +1,5 @@
-"""`own_code`: the 'no ready-made softmax' rule of notebook 03 is enforced by what runs (issue 8,
-item 2): every route to a torch softmax is refused, however it is named or reached."""
+"""`own_code`: the 'no ready-made softmax' rule of notebook 03 is enforced by what runs:
+every route to a torch softmax is refused, however it is named or reached."""
 
 import sys
 

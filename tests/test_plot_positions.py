@@ -1,4 +1,4 @@
-"""Position axes of attention plots carry whole numbers only (issue 8: no tick at 2.5)."""
+"""Position axes of attention plots carry whole numbers only (no tick at 2.5)."""
 
 import matplotlib
 

@@ -50,7 +50,7 @@ def test_torch_names_are_refused_however_reached():
 
 
 def test_a_test_cells_expected_value_helper_is_refused_like_the_reference():
-    """Issue 22 item 2: the helpers that compute 06's and 07's expected values live in the package
+    """The helpers that compute 06's and 07's expected values live in the package
     and are part of REFERENCE, so a graded answer that calls them by name is refused."""
     torch = pytest.importorskip("torch")
     import lmcourse.reference.decoding as ref07
@@ -71,7 +71,7 @@ def test_a_test_cells_expected_value_helper_is_refused_like_the_reference():
 
 
 def test_another_notebooks_reference_is_a_closed_back_door():
-    """Issue 22 item 16: 05's generate answered by 07's reference, init_weights by 06's."""
+    """05's generate answered by 07's reference, init_weights by 06's."""
     torch = pytest.importorskip("torch")
     import lmcourse.decoding
     import lmcourse.nn.mlm
@@ -87,7 +87,7 @@ def test_another_notebooks_reference_is_a_closed_back_door():
 
 def test_torch_names_and_modules_are_both_enforced():
     """rules(torch=..., modules=...) once entered only the torch rule (an elif): a module's code
-    named by the test ran unrefused (issue 22 item 17's route)."""
+    named by the test ran unrefused."""
     import torch
 
     r = rules(ngram.count_ngrams, torch=("softmax",), modules=("lmcourse.ngram",), reason="your own code")
@@ -100,7 +100,7 @@ def test_torch_names_and_modules_are_both_enforced():
 
 
 def test_a_librarys_own_implementation_is_refused_wherever_it_lives():
-    """Issue 22 item 17: 04's layer_norm through transformers' pure-Python VitDetLayerNorm.forward
+    """04's layer_norm through transformers' pure-Python VitDetLayerNorm.forward
     (no torch normalisation runs inside it) is refused by the default rule on library code, not
     by a tamper flag; an import inside the graded call (transformers' finder on sys.meta_path
     asked about a new module) is not."""

@@ -101,7 +101,7 @@ def _surface_roots() -> frozenset[str]:
                      {"np", "numpy", "math", "torch", "F", "nn", "random", "lmcourse", "checks"}) - {"super"}
 
 
-# The guarded surface (issue 21): what a test cell's verdict rests on, named, not "every module
+# The guarded surface: what a test cell's verdict rests on, named, not "every module
 # but ...". The check helpers and rules (and confine, which the rules enter); the library modules
 # the notebooks' setup and test cells import (their inputs, models and training); and every module
 # of two packages, so a new notebook needs no edit here: ``lmcourse.reference`` (each notebook's

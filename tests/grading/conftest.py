@@ -2,7 +2,7 @@
 sandbox attacks), tests/grading/test_forgery.py (forged passes) and tests/grading/test_gradescope.py
 (what each results.json must agree with) all read: their students share one class folder, one
 grader run and one correct student, built once per session on the worker of the ``grader-batches``
-xdist group (issue 21 §6: three batches cost three grader start-ups, templates and correct
+xdist group (three batches would cost three grader start-ups, templates and correct
 students, and three waits for the infinite loop's cell cap)."""
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ ATTEMPTS: dict[str, dict[str, str]] = {
                 pass
     """},
 
-    # issue 22: the reference's work done where the rules do not look (items 1, 3, 15)
+    # the reference's work done where the rules do not look
     "reference_on_a_thread": {"during": """
         import threading, lmcourse.ngram as _r
         _out = []
@@ -256,7 +256,7 @@ ATTEMPTS: dict[str, dict[str, str]] = {
         table.__class__ = _Fake
         table.__class__ = _cls
     """},
-    # issue 22 item 5: a library's finder is allowed (see test_honest_library_import), a notebook's is not
+    # a library's finder is allowed (see test_honest_library_import), a notebook's is not
     "meta_path_notebook_finder": {"before": """
         import sys
         class _Finder:
@@ -345,8 +345,8 @@ def _notebook(before: str = "", during: str = "") -> nbformat.NotebookNode:
 def students() -> dict[str, nbformat.NotebookNode]:
     """The forgers, the baseline and the honest students, graded in the session's one batch of
     01 beside test_grade's catalogue (tests/grading/conftest.py)."""
-    honest = perfect()      # issue 22 item 5: one unused, honest import of a library that adds a finder,
-    # and one of a course module outside the guarded surface (issue 21: Python sets it on the package)
+    honest = perfect()      # one unused, honest import of a library that adds a finder,
+    # and one of a course module outside the guarded surface (Python sets it on the package)
     cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n" \
         "import lmcourse.paths\n\n" + cell(honest, "pad_sentence").source
     out = {"baseline": _notebook(), "honest_library_import": honest}

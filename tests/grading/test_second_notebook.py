@@ -1,5 +1,5 @@
-"""Gradescope and sharded grading end to end on a second notebook, 03_attention (issue 26: "at
-least two notebooks"; tests/grading/test_gradescope.py and test_shard.py exercise 01_ngram).
+"""Gradescope and sharded grading end to end on a second notebook, 03_attention (01_ngram is
+the other: tests/grading/test_gradescope.py and test_shard.py exercise 01_ngram).
 
 03 is torch, and its test cells run the graded calls under ``lmcourse.confine``: what 01 cannot
 show. One small hostile class (the solution, the untouched release, the first catalogued mutant,
@@ -9,7 +9,7 @@ and ``--shard auto``, then ``lmcourse grade merge``; and through the Gradescope 
 (``setup.sh`` dry run, ``run_autograder`` once per student). The merge must write the single
 run's bytes, and each results.json must say what the single run's grades.csv row says.
 
-Kept small (issue 21 §6): four students, twelve kernel runs in all; the student names are chosen
+Kept small: four students, twelve kernel runs in all; the student names are chosen
 so that every shard grades someone (``share_of``: correct 3, unanswered and tamper 1, mutated 2).
 """
 

@@ -12,7 +12,7 @@
   answer, every test cell after it in full; conftest.py), which the real rounds above check
   against nbgrader: each keeps every point.
 
-(Issue 21 §6: the solution was run three times, by nbgrader here, by `lmcourse grade` in
+(Once the solution was run three times, by nbgrader here, by `lmcourse grade` in
 tests/grading/test_grade_solutions.py and top to bottom in tests/notebooks/test_solutions.py, and
 the mutant had a whole submission of its own. Every round was a whole submission too: 44 of them
 for nine notebooks, most replacing one or two answers, each a kernel, a torch import and the whole

@@ -1,4 +1,4 @@
-"""Notebook 02 (recurrent LMs) keeps its promises (issue 8). (That each catalogued mistake costs
+"""Notebook 02 (recurrent LMs) keeps its promises. (That each catalogued mistake costs
 exactly its own test cell is checked for every notebook by tests/test_mutants.py.)
 
 * what the text says about the model is what the code does: the input at step t is the token

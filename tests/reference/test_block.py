@@ -36,7 +36,7 @@ def test_stand_ins_and_helpers_are_right():
 
 
 def test_a_gpt_forward_on_a_shim_is_refused_as_embeddings():
-    """Issue 22 ("other course modules"): GPT.forward with identity blocks and head adds the
+    """Other course modules: GPT.forward with identity blocks and head adds the
     embeddings, 04's exercise 6: refused by 04's REFERENCE."""
     from types import SimpleNamespace
     shim = SimpleNamespace(wte=nn.Embedding(5, 4), wpe=nn.Embedding(3, 4), drop=nn.Dropout(0.0), blocks=[],

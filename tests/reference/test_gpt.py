@@ -1,6 +1,5 @@
 """lmcourse.reference.gpt: 05's references include other notebooks' code that does its work
-(issue 22 item 16: 07's generation loops, 06's initialisation), and the probes the test cells of
-05-07 share (issue 21 §2)."""
+(07's generation loops, 06's initialisation), and the probes the test cells of 05-07 share."""
 
 import dataclasses
 

@@ -32,7 +32,7 @@ replaced; any other folder is refused, never emptied):
 Only the pages in ``feedback/`` (hidden-test source removed by ``lmcourse grade`` and checked
 absent again here) and the scores leave the TA's folder.
 
-Why one module of about 350 lines: one command that reads the grade run once into one table of
+Why one module: one command that reads the grade run once into one table of
 rows and writes it four ways; split, the parts would only pass that table to each other.
 """
 

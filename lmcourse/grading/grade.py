@@ -33,9 +33,7 @@ submission's bytes, the assignment source and the limits, so a rerun skips finis
 ``OUT/autograded/`` hold hidden-test source. Only ``OUT/feedback/*.html`` is for students; the
 pages are self-contained (no links into ``OUT``).
 
-(Over 300 lines by this map of the pipeline and the batch's roster and regrade steps.)
-
-Why one module of about 350 lines: it is the pipeline's map (the order of the stages, the result
+Why one module: it is the pipeline's map (the order of the stages, the result
 cache, the worker pool and the finisher thread); each step it calls lives in a module of its own.
 """
 

@@ -46,8 +46,8 @@ How:
 
 Residual risks are listed in ``README.md`` (TA section) and ``tests/grading/test_forgery.py``.
 
-Why one module of about 960 lines: the grader side (``instrument``, ``guard_source``,
-``verify_log``, about 100 lines) and the kernel side (``install``) share one report format and
+Why one module: the grader side (``instrument``, ``guard_source``,
+``verify_log``, a small part) and the kernel side (``install``) share one report format and
 one hook protocol, read together when either changes. ``install`` is most of the file and is one
 closure on purpose: every helper the hook calls is a local of ``install``, reachable only through
 the hook's frames (which are audited). Helpers at module level would be looked up through this

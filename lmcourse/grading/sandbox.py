@@ -2,8 +2,8 @@
 
 This module is the grader's half (the bubblewrap command line, the sandbox's mode, the work
 folder, the process tree killed afterwards); :mod:`.sandbox_runner` is the program that runs
-inside the sandbox. It is over 300 lines because of this threat model, which belongs beside
-the code that enforces it.
+inside the sandbox. It is one module because of this threat model, which belongs beside the
+code that enforces it.
 
 Threat model (what a student's code can do while its notebook is graded)
 -----------------------------------------------------------------------

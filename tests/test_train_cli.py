@@ -1,17 +1,18 @@
-"""lmcourse.train_cli (`lmcourse train gpt`): flags, clear messages for bad input, checkpoints, the last line."""
+"""lmcourse.train_cli (`lmcourse train gpt|mlm|seq2seq`): one driver over the tasks; flags and help, clear
+messages for bad input, checkpoints, the last line."""
 
 import math
 import os
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import asdict, fields, replace
 
 import pytest
 import torch
 
 from lmcourse.nn import GPTConfig, load_gpt
 from lmcourse.train import TrainConfig, load_checkpoint
-from lmcourse.train_cli import build_parser, main, mfu, parse_args, peak_tflops
+from lmcourse.train_cli import TASKS, main, mfu, parse_args, peak_tflops, task_parser
 
 from .test_distributed import TORCHRUN_VARS, make_text
 
@@ -40,7 +41,7 @@ def small(text, ckpt, *more):
 
 
 def test_every_config_field_is_a_flag():
-    options = {s for a in build_parser()._actions for s in a.option_strings}
+    options = {s for a in task_parser("gpt")._actions for s in a.option_strings}
     skipped = {"quiet"}  # the command prints its own summary
     for cls in (TrainConfig, GPTConfig):
         for f in fields(cls):
@@ -48,7 +49,7 @@ def test_every_config_field_is_a_flag():
                 assert f"--{f.name}" in options, f"{cls.__name__}.{f.name} has no flag"
     a = vars(parse_args(["gpt", "--n_layer", "8", "--batch_size", "64", "--grad_clip", "none", "--no-bias",
                          "--betas", "0.8", "0.95", "--gelu", "tanh"]))
-    assert a == dict(model="gpt", n_layer=8, batch_size=64, grad_clip=None, bias=False, betas=[0.8, 0.95],
+    assert a == dict(task="gpt", n_layer=8, batch_size=64, grad_clip=None, bias=False, betas=[0.8, 0.95],
                      gelu="tanh")
 
 
@@ -143,15 +144,16 @@ def test_python_dash_m(tmp_path, text):
 def test_help_shows_the_defaults_and_what_a_profile_is(capsys):
     assert main(["gpt", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    from lmcourse.recipes import gpt
     from lmcourse.runtime import get_profile
 
-    tiny, cpu = get_profile("tiny"), get_profile("cpu")
-    assert f"(default: tiny {tiny.train_steps}, cpu {cpu.train_steps}, gpu " in out  # --steps
-    assert f"(default: tiny {tiny.n_layer}, cpu {cpu.n_layer}, gpu " in out  # --n_layer
-    assert "(default: tiny 0.005, cpu 0.005, gpu 0.001)" in out  # notebook 05's lr
+    tiny, cpu, gpu = gpt.recipe("tiny"), gpt.recipe("cpu"), gpt.recipe("gpu")
+    assert f"(default: tiny {tiny.steps}, cpu {cpu.steps}, gpu {gpu.steps})" in out  # --steps
+    assert f"(default: tiny {tiny.n_layer}, cpu {cpu.n_layer}, gpu {gpu.n_layer})" in out  # --n_layer
+    assert f"(default: tiny {tiny.lr:g}, cpu {cpu.lr:g}, gpu {gpu.lr:g})" in out  # notebook 05's lr
     assert "(default: 0.9 0.99)" in out and "(default: 1e-05)" in out  # recipe and dataclass defaults
     assert "profiles: a profile is a set of sizes" in out
-    assert f"tiny {tiny.train_steps} steps of {tiny.batch_size} x {tiny.block_size} tokens" in out
+    assert f"tiny {tiny.steps} steps of {get_profile('tiny').batch_size} x {tiny.block_size} tokens" in out
 
 
 def test_without_a_terminal_each_validation_prints_a_line(tmp_path, text, capsys):
@@ -325,25 +327,89 @@ def test_mlm_without_the_corpus_says_what_to_do(tmp_path, monkeypatch, capsys):
     assert "What to do:" in err and not (tmp_path / "m.pt").exists()
 
 
-def test_mlm_sizes_are_notebook_06s():
-    """The command's sizes by profile are the ones notebook 06 trains with (its SIZES, read from the master)."""
-    import ast
-    from pathlib import Path
-    from types import SimpleNamespace
+# --- one driver, every task listed ------------------------------------------------------------------------
 
-    from lmcourse.runtime import PROFILES, get_profile
-    from lmcourse.train_cli import MLM_BLANKS, MLM_SIZES
+def test_train_help_lists_every_task_with_its_line(capsys):
+    assert main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert set(TASKS) == {"gpt", "mlm", "seq2seq"}
+    for name, task in TASKS.items():
+        assert f"{name} {' '.join(task.summary.split())}" in out, name
+    from lmcourse.cli import main as lmcourse_main
 
-    master = Path(ROOT, "autograder", "masters", "06_mlm.py").read_text()
-    tree = ast.parse(master)
-    (sizes,) = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and
-                [getattr(t, "id", None) for t in n.targets] == ["SIZES"]]
-    (blanks,) = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and
-                 [getattr(t, "id", None) for t in n.targets] == ["n_blanks"]]
-    for name in PROFILES:
-        prof = get_profile(name)
-        env = {"P": SimpleNamespace(name=name, train_steps=prof.train_steps)}
-        theirs = eval(compile(ast.Expression(sizes), "06_mlm.py", "eval"), env)
-        ours = {k: v for k, v in MLM_SIZES[name].items() if k != "batch_size"}
-        assert ours == theirs and MLM_SIZES[name]["batch_size"] == prof.batch_size, name
-        assert MLM_BLANKS[name] == eval(compile(ast.Expression(blanks), "06_mlm.py", "eval"), env)
+    assert lmcourse_main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lmcourse train") and all(f"\n    {name} " in out for name in TASKS)
+
+
+@pytest.mark.parametrize("argv", [["--profile", "tiny"], [], ["bert"]])
+def test_a_missing_or_unknown_model_names_every_model(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "{gpt|mlm|seq2seq}" in err and "lmcourse train --help" in err
+    assert "{gpt}" not in err and "usage:" not in err
+
+
+@pytest.mark.parametrize("name, own", [("gpt", ["--text", "--n_embd", "--warmup_steps", "--micro_batch_size"]),
+                                       ("mlm", ["--vocab", "--n_blanks", "--causal", "--evals"]),
+                                       ("seq2seq", ["--n_train", "--n_val", "--n_test", "--evals"])])
+def test_each_task_help_lists_its_flags_and_the_common_ones(name, own, capsys):
+    assert main([name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: lmcourse train {name} ")
+    for flag in own + ["--profile", "--resume", "--overwrite", "--stop_after", "--checkpoint_path", "--device"]:
+        assert flag in out, (name, flag)
+
+
+@pytest.mark.parametrize("name", ["mlm", "seq2seq"])
+def test_task_help_shows_the_recipes_sizes(name, capsys):
+    from lmcourse import recipes
+
+    assert main([name, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    module = getattr(recipes, name)
+    for profile in ("tiny", "cpu", "gpu"):
+        r = module.recipe(profile)
+        assert f"{profile}: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                                          for k, v in asdict(r).items() if k != "profile") in out
+    steps = {p: module.recipe(p).steps for p in ("tiny", "cpu", "gpu")}
+    assert f"(default: tiny {steps['tiny']}, cpu {steps['cpu']}, gpu {steps['gpu']})" in out
+
+
+def test_seq2seq_shares_the_drivers_checkpoint_check_and_stop_after(tmp_path, capsys):
+    ckpt = tmp_path / "s2s.pt"
+    assert main(seq2seq_args(ckpt, "--stop_after", "2")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("done: 2/4 steps") and last.endswith("stopped early, --resume continues")
+    before = ckpt.read_bytes()
+    assert main(seq2seq_args(ckpt, "--resume", "--n_embd", "16")) == 2
+    err = capsys.readouterr().err
+    assert "holds an encoder-decoder with n_embd=32" in err and "asks for n_embd=16" in err
+    assert ckpt.read_bytes() == before
+
+
+def test_a_single_process_task_refuses_torchrun(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main(mlm_args(tmp_path / "m.pt")) == 2
+    assert "runs on one process; start it without torchrun" in capsys.readouterr().err
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_the_cli_trains_with_the_recipe(tmp_path):
+    """A tiny mlm and seq2seq run's checkpoints hold the recipe's model and run, nothing of the command's own."""
+    from lmcourse.recipes import mlm, seq2seq
+
+    assert main(["mlm", "--profile", "tiny", "--steps", "2", "--n_blanks", "8", "--device", "cpu", "--no-progress",
+                 "--checkpoint_path", str(tmp_path / "m.pt")]) == 0
+    state, r = load_checkpoint(tmp_path / "m.pt"), mlm.recipe("tiny")
+    assert {k: state["config"][k] for k in r.model_sizes()} == r.model_sizes()
+    want = asdict(replace(r, steps=2).train_config())
+    assert {k: state["train_config"][k] for k in ("lr", "weight_decay", "batch_size", "block_size")} == \
+        {k: want[k] for k in ("lr", "weight_decay", "batch_size", "block_size")}
+    assert main(["seq2seq", "--profile", "tiny", "--steps", "2", "--n_test", "4", "--device", "cpu", "--no-progress",
+                 "--checkpoint_path", str(tmp_path / "s.pt")]) == 0
+    state, r = load_checkpoint(tmp_path / "s.pt"), seq2seq.recipe("tiny")
+    assert {k: state["config"][k] for k in r.model_sizes()} == r.model_sizes()
+    assert state["train_config"]["eval_interval"] == replace(r, steps=2).train_config().eval_interval == 1
+    assert state["train_config"]["warmup_steps"] == 1 and state["train_config"]["batch_size"] == r.batch_size

@@ -79,6 +79,7 @@ from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
                              visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
+from lmcourse.recipes import gpt as gpt_recipe
 from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import is_autograding
 from lmcourse.tokenizers import CharTokenizer
@@ -956,8 +957,8 @@ tok = CharTokenizer.from_text(corpus.text("train"))
 train_ids = encode_split(corpus, "train", tok)
 val_ids = encode_split(corpus, "val", tok)
 on_gpu = rt.device.type == "cuda"
-config = GPTConfig(vocab_size=tok.vocab_size, block_size=P.block_size, n_layer=P.n_layer, n_head=P.n_head,
-                   n_embd=P.n_embd, dropout=0.2 if P.name == "gpu" else 0.0)
+R = gpt_recipe.recipe(P.name)  # this profile's sizes and run, in one place (lmcourse.recipes.gpt)
+config = GPTConfig(vocab_size=tok.vocab_size, **R.model_sizes())
 torch.manual_seed(rt.seed)
 model = GPT(config)
 init_weights(model, config.n_layer)
@@ -966,8 +967,8 @@ print(f"{tok.vocab_size} characters; {len(train_ids):,} training and {len(val_id
 by_formula = gpt_param_count(config.vocab_size, config.block_size, config.n_layer, config.n_embd)
 print(f"{config}\n{n_params:,} parameters ({by_formula:,} by your formula)")
 with torch.no_grad():
-    _x0 = train_ids[:P.block_size][None]
-    _, loss0 = model(_x0, train_ids[1:P.block_size + 1][None])
+    _x0 = train_ids[:config.block_size][None]
+    _, loss0 = model(_x0, train_ids[1:config.block_size + 1][None])
 print(f"loss at initialisation {loss0.item():.3f} nats; ln V = {math.log(tok.vocab_size):.3f}")
 
 # %% [markdown]
@@ -976,21 +977,17 @@ print(f"loss at initialisation {loss0.item():.3f} nats; ln V = {math.log(tok.voc
 # and learning rates of one uninterrupted run, so the four parts *are* one run.
 
 # %%
-# on a CPU, two thirds of the profile's steps keep the notebook within a few minutes
-steps = P.train_steps * 2 // 3 if P.name == "cpu" else P.train_steps
-# a high peak learning rate suits a small model trained briefly (see bench/bench_gpt.py); the gpu
-# profile uses nanoGPT's 1e-3 for its larger model
-cfg = TrainConfig.from_profile(P, steps=steps, lr=1e-3 if P.name == "gpu" else 5e-3, betas=(0.9, 0.99),
-                               weight_decay=0.1, warmup_steps=max(1, steps // 20), min_lr_ratio=0.1, grad_clip=1.0,
-                               seed=rt.seed, compile=on_gpu, quiet=True,
-                               checkpoint_path=str(Path(tempfile.mkdtemp()) / "gpt.ckpt"), resume=True)
+# the recipe: AdamW, warm-up over 5 % of the steps, cosine to a tenth, clipping at 1; a high peak
+# learning rate for a small model trained briefly (on a CPU, two thirds of the profile's steps)
+cfg = R.train_config(seed=rt.seed, compile=on_gpu, quiet=True,
+                     checkpoint_path=str(Path(tempfile.mkdtemp()) / "gpt.ckpt"), resume=True)
 sample_gen = torch.Generator(device=rt.device).manual_seed(rt.seed)  # on the device where sampling runs
 prompt = torch.tensor([tok.encode("\n")], device=rt.device)
 train_start = time.perf_counter()
 for part in range(1, 5):
     hist = train(model, train_ids, val_ids, cfg, stop_after=part * cfg.steps // 4)
     model.eval()
-    text = tok.decode(generate(model, prompt, 120 if P.name != "tiny" else 40, generator=sample_gen)[0].tolist())
+    text = tok.decode(generate(model, prompt, R.sample_chars, generator=sample_gen)[0].tolist())
     model.train()
     print(f"--- step {hist.steps[-1]}: train loss {hist.train_loss[-1]:.3f}, val loss {hist.final_val_loss:.3f}")
     print(text.strip())

@@ -72,8 +72,9 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              visible_checks_pass)
 from lmcourse.data import encode_text, get_batch, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, MLMConfig
+from lmcourse.recipes import mlm as mlm_recipe
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
-from lmcourse.train import TrainConfig, train
+from lmcourse.train import train
 
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
@@ -627,7 +628,7 @@ for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
 # function draws the same random windows and corrupts them with your `mask_tokens`; the labels'
 # $-100$ make the loss skip every unchosen position. The sizes come from the profile.
 #
-# **Each model is kept at its best validation point.** Every run validates `SIZES["evals"]` times
+# **Each model is kept at its best validation point.** Every run validates `R.evals` times
 # (every `steps // evals` steps: 4 times in `tiny` and `cpu`, 20 in `gpu`, plus once before
 # training) on the same windows of the validation plays, and `TrainConfig(keep_best=True)` makes
 # `lmcourse.train` keep a copy of the weights each time the validation loss is the lowest so far and
@@ -642,14 +643,10 @@ for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
 
 # %%
 corpus = load_shakespeare()
-SIZES = {"tiny": dict(vocab=600, chars=300_000, block=32, steps=P.train_steps, n_embd=32, n_layer=1, n_head=2,
-                      evals=4),
-         "cpu": dict(vocab=2000, chars=None, block=32, steps=800, n_embd=64, n_layer=2, n_head=4, evals=4),
-         "gpu": dict(vocab=8000, chars=None, block=128, steps=P.train_steps, n_embd=256, n_layer=4, n_head=8,
-                     evals=20)}[P.name]
-_train_text = corpus.text("train") if SIZES["chars"] is None else corpus.text("train")[:SIZES["chars"]]
-_val_text = corpus.text("val") if SIZES["chars"] is None else corpus.text("val")[:SIZES["chars"] // 5]
-tok = WordTokenizer.from_text(_train_text, max_size=SIZES["vocab"], specials=list(SPECIALS) + [MASK])
+R = mlm_recipe.recipe(P.name)  # this profile's sizes and run, in one place (lmcourse.recipes.mlm)
+_train_text = corpus.text("train") if R.chars is None else corpus.text("train")[:R.chars]
+_val_text = corpus.text("val") if R.chars is None else corpus.text("val")[:R.chars // 5]
+tok = WordTokenizer.from_text(_train_text, max_size=R.vocab, specials=list(SPECIALS) + [MASK])
 train_ids, val_ids = encode_text(_train_text, tok), encode_text(_val_text, tok)
 V, MASK_ID = tok.vocab_size, tok.stoi[MASK]
 SPECIAL_IDS = [tok.stoi[s] for s in SPECIALS] + [MASK_ID]
@@ -675,8 +672,7 @@ def no_mask_batch(tokens, batch_size, block_size, generator, device):
 def new_model(causal=False):
     """Your MaskedLM with BERT's initialisation: weights ~ N(0, 0.02^2), biases 0, LayerNorms 1 and 0."""
     torch.manual_seed(rt.seed)
-    model = MaskedLM(MLMConfig(vocab_size=V, block_size=SIZES["block"], n_layer=SIZES["n_layer"],
-                               n_head=SIZES["n_head"], n_embd=SIZES["n_embd"], causal=causal))
+    model = MaskedLM(MLMConfig(vocab_size=V, **R.model_sizes(causal=causal)))
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
@@ -688,10 +684,7 @@ def new_model(causal=False):
     return model
 
 
-train_cfg = TrainConfig.from_profile(P, steps=SIZES["steps"], block_size=SIZES["block"], lr=3e-3 if P.name != "gpu"
-                                     else 1e-3, warmup_steps=max(1, SIZES["steps"] // 20), weight_decay=0.01,
-                                     eval_interval=max(1, SIZES["steps"] // SIZES["evals"]), seed=rt.seed,
-                                     keep_best=True, quiet=True, compile=rt.device.type == "cuda")
+train_cfg = R.train_config(seed=rt.seed, quiet=True, compile=rt.device.type == "cuda")
 
 
 def best_of(run):
@@ -896,8 +889,8 @@ def top_k_accuracy(logits, targets, ks=(1, 5)):
     return {k: float((top[:, :k] == targets[:, None]).any(dim=1).double().mean()) for k in ks}
 
 
-n_blanks = {"tiny": 256, "cpu": 2000, "gpu": 4000}[P.name]
-eval_x, eval_pos = blanks(val_ids, n_blanks, SIZES["block"], seed=rt.seed + 6)
+n_blanks = R.n_blanks
+eval_x, eval_pos = blanks(val_ids, n_blanks, R.block, seed=rt.seed + 6)
 eval_true = eval_x[torch.arange(n_blanks), eval_pos]
 accuracy = {}
 for name in ("masked LM", "left-to-right", "no masking"):
@@ -907,7 +900,7 @@ _freq = torch.bincount(train_ids, minlength=V).double()
 _freq[SPECIAL_IDS] = 0
 accuracy["most frequent words"] = {k: float(torch.isin(eval_true, _freq.topk(k).indices).double().mean())
                                    for k in (1, 5)}
-print(f"{n_blanks} blanks in validation windows of {SIZES['block']} words ({P.name} profile)")
+print(f"{n_blanks} blanks in validation windows of {R.block} words ({P.name} profile)")
 print(f"{'model':<22}{'top-1':>8}{'top-5':>8}")
 for name, acc in accuracy.items():
     print(f"{name:<22}{acc[1]:>8.1%}{acc[5]:>8.1%}")
@@ -1097,7 +1090,7 @@ print(f"{'':<48}{'PLL':>9}{'shuffled':>10}{'  L-to-R':>9}{'shuffled':>10}")
 _wins = 0
 _lines = [" ".join(text.split()) for text in _val_text.split("\n") if 8 <= len(text.split()) <= 14][:200:20]
 for line in _lines:
-    ids = torch.tensor(tok.encode(line)[: SIZES["block"]])
+    ids = torch.tensor(tok.encode(line)[: R.block])
     shuffled = ids[torch.randperm(len(ids), generator=_g)]
     pll = (pseudo_log_likelihood(models["masked LM"], ids.to(rt.device), MASK_ID),
            pseudo_log_likelihood(models["masked LM"], shuffled.to(rt.device), MASK_ID))

@@ -67,7 +67,8 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              check_type, visible_checks_pass)
 from lmcourse.nn import MLP, AttentionConfig, BlockConfig, CausalSelfAttention, LayerNorm, scaled_dot_product_attention
 from lmcourse.nn.seq2seq import Seq2SeqConfig
-from lmcourse.train import TrainConfig, train
+from lmcourse.recipes import seq2seq as seq2seq_recipe
+from lmcourse.train import train
 
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
@@ -1093,20 +1094,10 @@ with _rules():
 # loop; every validation also decodes 200 validation sources greedily, for the accuracy curve.
 
 # %%
-SIZES = {"tiny": dict(n_train=2_000, n_val=50, n_test=100, n_embd=32, n_layer=1, n_head=2, steps=P.train_steps,
-                      batch=16, gpt_steps=P.train_steps),
-         "cpu": dict(n_train=40_000, n_val=200, n_test=1_000, n_embd=64, n_layer=2, n_head=4, steps=1_500, batch=64,
-                     gpt_steps=750),
-         "gpu": dict(n_train=100_000, n_val=200, n_test=3_000, n_embd=128, n_layer=3, n_head=4, steps=4_000, batch=128,
-                     gpt_steps=4_000)}[P.name]
-splits = dates.make_splits(SIZES["n_train"], SIZES["n_val"], SIZES["n_test"], seed=rt.seed)
-seq_config = Seq2SeqConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), src_block_size=48, tgt_block_size=12,
-                           n_enc_layer=SIZES["n_layer"], n_dec_layer=SIZES["n_layer"], n_head=SIZES["n_head"],
-                           n_embd=SIZES["n_embd"], pad_id=PAD)
-train_cfg = TrainConfig.from_profile(P, steps=SIZES["steps"], batch_size=SIZES["batch"], block_size=48, lr=3e-3,
-                                     warmup_steps=max(1, SIZES["steps"] // 30), weight_decay=0.01,
-                                     eval_interval=max(1, SIZES["steps"] // (2 if P.name == "tiny" else 6)),
-                                     eval_batches=4, seed=rt.seed, quiet=True)
+R = seq2seq_recipe.recipe(P.name)  # this profile's sizes and runs, in one place (lmcourse.recipes.seq2seq)
+splits = dates.make_splits(R.n_train, R.n_val, R.n_test, seed=rt.seed)
+seq_config = Seq2SeqConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), pad_id=PAD, **R.model_sizes())
+train_cfg = R.train_config(seed=rt.seed, quiet=True)
 
 
 def accuracy_of(decode_fn, pairs):
@@ -1143,7 +1134,7 @@ seq_run = train(seq_model, splits["train"], splits["val"], train_cfg, batch_fn=d
                 loss_fn=dates.padded_cross_entropy, on_eval=_on_eval)
 seq_seconds = time.perf_counter() - _t
 seq_test = accuracy_of(lambda sources: seq2seq_outputs(seq_model, sources), splits["test"])
-print(f"encoder-decoder: {seq_model.num_params():,} parameters, {SIZES['steps']} steps in {seq_seconds:.0f} s; "
+print(f"encoder-decoder: {seq_model.num_params():,} parameters, {R.steps} steps in {seq_seconds:.0f} s; "
       f"validation loss {seq_run.final_val_loss:.4f}; exact match on {len(splits['test'])} test dates "
       f"{seq_test:.1%}")
 ax = plot.loss_curves({"encoder-decoder": seq_run}, title=f"Encoder-decoder on dates ({P.name})")
@@ -1214,13 +1205,10 @@ plt.show()
 # measured the same way along the way.
 
 # %%
-gpt_config = lmcourse.nn.GPTConfig(vocab_size=len(vocab), block_size=48 + 12, n_layer=2 * SIZES["n_layer"] + 1,
-                                   n_head=SIZES["n_head"], n_embd=SIZES["n_embd"])
+gpt_config = lmcourse.nn.GPTConfig(vocab_size=len(vocab), **R.gpt_sizes())
 torch.manual_seed(rt.seed)
 gpt = lmcourse.nn.GPT(gpt_config)
-gpt_cfg = TrainConfig.from_profile(P, steps=SIZES["gpt_steps"], batch_size=SIZES["batch"], block_size=60, lr=3e-3,
-                                   warmup_steps=train_cfg.warmup_steps, weight_decay=0.01,
-                                   eval_interval=train_cfg.eval_interval, eval_batches=4, seed=rt.seed, quiet=True)
+gpt_cfg = R.gpt_train_config(seed=rt.seed, quiet=True)
 
 
 def gpt_outputs(model, sources):
@@ -1236,7 +1224,7 @@ gpt_run = train(gpt, splits["train"], splits["val"], gpt_cfg, batch_fn=dates.one
                 loss_fn=dates.padded_cross_entropy, on_eval=_on_eval)
 gpt_seconds = time.perf_counter() - _t
 print(f"decoder-only GPT: {sum(p.numel() for p in gpt.parameters()):,} parameters (encoder-decoder "
-      f"{seq_model.num_params():,}), {SIZES['gpt_steps']} steps in {gpt_seconds:.0f} s")
+      f"{seq_model.num_params():,}), {R.gpt_steps} steps in {gpt_seconds:.0f} s")
 print(f"{'step':>6}{'encoder-decoder':>18}{'decoder-only':>15}")
 for step in sorted(set(seq_curve) | set(gpt_curve)):
     print(f"{step:>6}{seq_curve.get(step, float('nan')):>18.1%}{gpt_curve.get(step, float('nan')):>15.1%}")

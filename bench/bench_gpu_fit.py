@@ -50,13 +50,11 @@ memory verdict (fits, in float32) true as the profiles change.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import platform
 import time
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -67,10 +65,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from lmcourse import dates
 from lmcourse.nn import GPT, GPTConfig, MaskedLM, MLMConfig
 from lmcourse.nn.seq2seq import EncoderDecoder, Seq2SeqConfig
+from lmcourse.recipes import gpt, mlm, seq2seq
 from lmcourse.runtime import get_profile
 from lmcourse.train import lm_cross_entropy, model_logits
 
-ROOT = Path(__file__).resolve().parents[1]
 GIB = 2 ** 30
 T4_VISIBLE_GIB = 15.0  # a 16 GB T4 shows 15,360 MiB (nvidia-smi; Colab says "15.0 GB")
 CUDA_CONTEXT_GIB = 0.5  # the CUDA context and cuBLAS/cuDNN workspaces
@@ -99,17 +97,7 @@ class Run:
     formula: Callable[[nn.Module], float] | None = None  # 6N + 12LTd FLOPs per window, where it applies
 
 
-# --- sizes, from the notebooks themselves ------------------------------------------------------------
-
-def master_sizes(notebook: str, profile: str = "gpu") -> dict:
-    """The ``SIZES`` table a master builds for ``profile`` (read from its source, not copied)."""
-    tree = ast.parse((ROOT / "autograder" / "masters" / f"{notebook}.py").read_text(encoding="utf-8"))
-    (node,) = [n.value for n in ast.walk(tree)
-               if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["SIZES"]]
-    prof = get_profile(profile)
-    env = {"P": type("P", (), {"name": profile, "train_steps": prof.train_steps})}
-    return eval(compile(ast.Expression(node), notebook, "eval"), env)  # noqa: S307 (the course's own file)
-
+# --- sizes: the notebooks' recipes (lmcourse.recipes), read, not copied ------------------------------
 
 def char_vocab_size() -> int:
     """05's vocabulary: the characters of the training plays (the corpus when cached, else an upper bound)."""
@@ -164,44 +152,44 @@ def palm_flops(L: int, T: int, d: int):
 
 def runs() -> list[Run]:
     out = []
-    p = get_profile("gpu")  # 05 reads its sizes from the profile
     V = char_vocab_size()
-    gpt05 = GPTConfig(vocab_size=V, block_size=p.block_size, n_layer=p.n_layer, n_head=p.n_head, n_embd=p.n_embd,
-                      dropout=0.2)
-    val05 = p.train_steps // p.eval_interval + 1
+    r, c = gpt.recipe("gpu"), gpt.recipe("gpu").train_config()
+    gpt05 = GPTConfig(vocab_size=V, **r.model_sizes())
+    val05 = c.steps // c.eval_interval + 1
     gpt05_params = sum(q.numel() for q in GPT(gpt05).parameters())
-    out.append(Run("05_gpt", "GPT", lambda: GPT(gpt05), lm_batch(V, p.block_size), lm_cross_entropy, p.batch_size,
-                   p.train_steps, val05, p.eval_batches, formula=palm_flops(p.n_layer, p.block_size, p.n_embd)))
-    for kind in ("RNN", "LSTM"):  # the ladder; 02's recipe, the profile's sizes
+    out.append(Run("05_gpt", "GPT", lambda: GPT(gpt05), lm_batch(V, c.block_size), lm_cross_entropy, c.batch_size,
+                   c.steps, val05, c.eval_batches, formula=palm_flops(r.n_layer, c.block_size, r.n_embd)))
+    p = get_profile("gpu")  # the ladder: notebook 02's RNN and LSTM at the profile's sizes
+    for kind in ("RNN", "LSTM"):
         out.append(Run("05_gpt", f"ladder {kind}", lambda k=kind: RecurrentLM(k, V, p.n_embd),
                        lm_batch(V, p.block_size), lm_cross_entropy, p.batch_size, p.train_steps, val05,
                        p.eval_batches, resident_params=gpt05_params, recurrent_steps=p.block_size,
                        formula=lambda model: 6 * matmul_params(model) * p.block_size))
 
-    s = master_sizes("06_mlm")
-    vocab06 = s["vocab"] + 8  # at most the vocabulary asked for, plus the specials
-    evals06 = s["evals"] + 1
+    r, c = mlm.recipe("gpu"), mlm.recipe("gpu").train_config()
+    vocab06 = r.vocab + 8  # at most the vocabulary asked for, plus the specials
+    evals06 = r.evals + 1
     for i, (name, causal) in enumerate((("masked LM", False), ("no masking", False), ("left-to-right", True),
                                         ("all [MASK]", False))):
-        cfg06 = MLMConfig(vocab_size=vocab06, block_size=s["block"], n_layer=s["n_layer"], n_head=s["n_head"],
-                          n_embd=s["n_embd"], causal=causal)
+        cfg06 = MLMConfig(vocab_size=vocab06, **r.model_sizes(causal=causal))
         n06 = sum(q.numel() for q in MaskedLM(cfg06).parameters())
-        out.append(Run("06_mlm", name, lambda c=cfg06: MaskedLM(c), lm_batch(vocab06, s["block"], masked=not causal),
-                       lm_cross_entropy, p.batch_size, s["steps"], evals06, p.eval_batches,
-                       resident_params=i * n06, formula=palm_flops(s["n_layer"], s["block"], s["n_embd"])))
+        out.append(Run("06_mlm", name, lambda m=cfg06: MaskedLM(m), lm_batch(vocab06, r.block, masked=not causal),
+                       lm_cross_entropy, c.batch_size, c.steps, evals06, c.eval_batches,
+                       resident_params=i * n06, formula=palm_flops(r.n_layer, r.block, r.n_embd)))
 
-    s = master_sizes("09_encoder_decoder")
+    r = seq2seq.recipe("gpu")
+    c, cg = r.train_config(), r.gpt_train_config()
     V9 = len(dates.CharVocab())
-    evals09 = 6 + 1  # the master validates every steps // 6 steps, and before training
-    seq = Seq2SeqConfig(src_vocab_size=V9, tgt_vocab_size=V9, src_block_size=48, tgt_block_size=12,
-                        n_enc_layer=s["n_layer"], n_dec_layer=s["n_layer"], n_head=s["n_head"], n_embd=s["n_embd"])
-    gpt09 = GPTConfig(vocab_size=V9, block_size=48 + 12, n_layer=2 * s["n_layer"] + 1, n_head=s["n_head"],
-                      n_embd=s["n_embd"])
+    evals09 = r.evals + 1  # and once before training
+    seq = Seq2SeqConfig(src_vocab_size=V9, tgt_vocab_size=V9, **r.model_sizes())
+    gpt09 = GPTConfig(vocab_size=V9, **r.gpt_sizes())
     out.append(Run("09_encoder_decoder", "encoder-decoder", lambda: EncoderDecoder(seq),
-                   dates_batch(dates.sample_batch, 48), dates.padded_cross_entropy, s["batch"], s["steps"], evals09, 4))
+                   dates_batch(dates.sample_batch, c.block_size), dates.padded_cross_entropy, c.batch_size, c.steps,
+                   evals09, c.eval_batches))
     out.append(Run("09_encoder_decoder", "decoder-only GPT", lambda: GPT(gpt09),
-                   dates_batch(dates.one_sequence_batch, 60), dates.padded_cross_entropy, s["batch"], s["gpt_steps"],
-                   evals09, 4, resident_params=sum(q.numel() for q in EncoderDecoder(seq).parameters())))
+                   dates_batch(dates.one_sequence_batch, cg.block_size), dates.padded_cross_entropy, cg.batch_size,
+                   cg.steps, evals09, cg.eval_batches,
+                   resident_params=sum(q.numel() for q in EncoderDecoder(seq).parameters())))
     return out
 
 

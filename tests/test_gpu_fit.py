@@ -1,4 +1,4 @@
-"""The gpu profiles of 05, 06 and 09 fit a 16 GB T4 (issue 25): bench/bench_gpu_fit.py's estimate, in float32.
+"""The gpu profiles of 05, 06 and 09 fit a 16 GB T4: bench/bench_gpu_fit.py's estimate, in float32.
 
 The estimate (parameters and AdamW state counted, one training step's tensors measured on the CPU at two small
 batches and extrapolated to the profile's batch, x1.2 for fragmentation, + 0.5 GiB of CUDA context, against the
@@ -58,7 +58,15 @@ def test_a_batch_too_large_for_a_t4_is_found(fit):
     assert not e.fits and e.need32_gib > fit.T4_VISIBLE_GIB
 
 
-def test_the_sizes_are_read_from_the_masters(fit):
-    s = fit.master_sizes("06_mlm", "gpu")
-    assert s["n_embd"] > 0 and s["steps"] > 0 and fit.master_sizes("06_mlm", "tiny")["n_embd"] < s["n_embd"]
-    assert fit.master_sizes("09_encoder_decoder", "gpu")["batch"] > 0
+def test_the_sizes_are_the_recipes(fit):
+    """The runs are built from lmcourse.recipes (what the notebooks train), at the gpu profile."""
+    from lmcourse.recipes import mlm, seq2seq
+
+    runs = {(r.notebook, r.name): r for r in fit.runs()}
+    m, s = mlm.recipe("gpu"), seq2seq.recipe("gpu")
+    masked = runs[("06_mlm", "masked LM")]
+    assert (masked.steps, masked.batch_size, masked.validations) == (m.steps, m.batch_size, m.evals + 1)
+    assert masked.build().config.n_embd == m.n_embd and masked.build().config.block_size == m.block
+    encdec, gpt09 = runs[("09_encoder_decoder", "encoder-decoder")], runs[("09_encoder_decoder", "decoder-only GPT")]
+    assert (encdec.steps, gpt09.steps, encdec.batch_size) == (s.steps, s.gpt_steps, s.batch_size)
+    assert encdec.build().config.n_enc_layer == s.n_layer and gpt09.build().config.n_layer == 2 * s.n_layer + 1

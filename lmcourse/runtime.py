@@ -23,8 +23,8 @@ PROFILES = ("tiny", "cpu", "gpu")
 
 @dataclass(frozen=True)
 class Profile:
-    """Sizes a notebook may read (``rt.profile``). The fields are fixed; a notebook that needs sizes
-    of its own keeps a small table keyed by :attr:`name` (06's ``SIZES[P.name]``, say)."""
+    """Sizes several notebooks read (``rt.profile``). The fields are fixed; a notebook's own sizes and
+    training recipe live in its module of :mod:`lmcourse.recipes`, by :attr:`name`."""
 
     name: str  # "tiny" | "cpu" | "gpu"
     max_sentences: int | None  # cap on corpus sentences used by counting notebooks (None = all)

@@ -55,8 +55,9 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              check_tensor_close, check_type, forbid_calls, forbid_torch_functions,
                              substitute, visible_checks_pass)
 from lmcourse.data import encode_split, get_batch, load_shakespeare
+from lmcourse.recipes import rnn as rnn_recipe
 from lmcourse.tokenizers import CharTokenizer
-from lmcourse.train import TrainConfig, train
+from lmcourse.train import train
 
 rt = lmcourse.setup()
 # nbgrader gives a test cell 0 points if anything reaches stderr: keep PyTorch's harmless one-time
@@ -1056,11 +1057,12 @@ ax.set_title("Plain SGD with your train_step");
 # the customary $c = 1$ would never act here.
 
 # %%
-# validate 5x as often as the profile says, so the curves show the fast early drop
-cfg = TrainConfig.from_profile(P, lr=3e-3, grad_clip=0.5, seed=rt.seed,
-                               eval_interval=max(1, P.eval_interval // 5))
+# the recipe (lmcourse.recipes.rnn): Adam at 3e-3, clipping at 0.5, validated 5x as often as the
+# profile says, so the curves show the fast early drop
+R = rnn_recipe.recipe(P.name)
+cfg = R.train_config(seed=rt.seed)
 torch.manual_seed(rt.seed)
-rnn = RNNLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd)
+rnn = RNNLM(tok.vocab_size, **R.model_sizes())
 hist_rnn = train(rnn, train_ids, val_ids, cfg)
 
 # %% [markdown]
@@ -1108,7 +1110,7 @@ class LSTMLM(nn.Module):
 
 
 torch.manual_seed(rt.seed)
-lstm = LSTMLM(tok.vocab_size, n_embd=P.n_embd, n_hidden=P.n_embd)
+lstm = LSTMLM(tok.vocab_size, **R.model_sizes())
 
 # The gate equations, written out with nn.LSTM's own weights, give nn.LSTM's outputs.
 _cell = lstm.lstm

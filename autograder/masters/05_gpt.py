@@ -80,6 +80,7 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
 from lmcourse.recipes import gpt as gpt_recipe
+from lmcourse.recipes import rnn as rnn_recipe
 from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import is_autograding
 from lmcourse.tokenizers import CharTokenizer
@@ -1089,13 +1090,15 @@ if P.max_sentences is not None:  # tiny: count on the first part of the training
 ladder[f"{P.max_order}-gram, Kneser-Ney"] = ngram_bits_per_char(_train_text, corpus.text("val")[:n_eval + 1],
                                                                P.max_order, tok.vocab_size)
 print(f"{P.max_order}-gram counted and scored in {time.perf_counter() - _t:.0f} s")
-rnn_cfg = TrainConfig.from_profile(P, lr=3e-3, grad_clip=0.5, seed=rt.seed, quiet=True)  # notebook 02's recipe
+R02 = rnn_recipe.recipe(P.name)  # notebook 02's recipe; no curves here: validated as the profile says
+rnn_cfg = R02.train_config(eval_interval=P.eval_interval, seed=rt.seed, quiet=True)
 for kind in ("RNN", "LSTM"):
     torch.manual_seed(rt.seed)
-    rnn_model = RecurrentLM(kind, tok.vocab_size, P.n_embd)
+    rnn_model = RecurrentLM(kind, tok.vocab_size, R02.n_embd)
     path = data_dir() / "checkpoints" / f"02_{kind.lower()}_{P.name}.pt"
     # a checkpoint is used only if it was trained exactly as this cell would train it
-    recipe = {"kind": kind, "profile": P.name, "n_embd": P.n_embd, "steps": rnn_cfg.steps, "vocabulary": list(tok.itos)}
+    recipe = {"kind": kind, "profile": P.name, "n_embd": R02.n_embd, "steps": rnn_cfg.steps,
+              "vocabulary": list(tok.itos)}
     saved = torch.load(path, map_location="cpu") if path.exists() and not is_autograding() else None
     if saved is not None and all(saved.get(k) == v for k, v in recipe.items()):
         rnn_model.load_state_dict(saved["model"])

@@ -72,11 +72,12 @@ def test_clipping_threshold_of_the_training_cells_acts(notebook):
     cells use, early steps of the cpu-profile RNN have larger gradient norms (measured: 0.6 to 1.0
     in the first 20 steps, against a median of 0.3 over a full run)."""
     from lmcourse.data import encode_split, load_shakespeare
+    from lmcourse.recipes import rnn
     from lmcourse.runtime import get_profile
     from lmcourse.tokenizers import CharTokenizer
     from lmcourse.train import TrainConfig, train
 
-    clip = float(re.search(r"cfg = TrainConfig\.from_profile\(P, .*grad_clip=([0-9.]+)", MASTER.read_text()).group(1))
+    clip = rnn.recipe("cpu").grad_clip  # what the training cells use (tests/test_recipes.py: they read it)
     P = get_profile("cpu")
     corpus = load_shakespeare(quiet=True)
     tok = CharTokenizer.from_text(corpus.text("train"))

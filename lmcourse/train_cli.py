@@ -629,7 +629,7 @@ def _mlm_prepare(a: dict, profile: str, prog: str) -> Job:
     what = "left to right (causal)" if causal else "masked LM"
     header = [f"{prog} mlm: {what}, {profile} profile, {sum(q.numel() for q in model.parameters()):,} parameters "
               f"({config.n_layer} layers x {config.n_embd} wide, {config.n_head} heads), {V:,} words in the "
-              f"vocabulary, {len(train_ids):,} training and {len(val_ids):,} validation words (windows of words)"]
+              f"vocabulary, {len(train_ids):,} training and {len(val_ids):,} validation words"]
     return Job(model, "a masked LM", asdict(config), train_ids, val_ids, cfg, list(tok.itos),
                "pass the same --vocab and --profile", header, batch_fn=None if causal else mlm_batch,
                extra={"vocabulary": list(tok.itos), "task": "mlm"},
@@ -736,7 +736,7 @@ def _seq2seq_prepare(a: dict, profile: str, prog: str) -> Job:
     model = EncoderDecoder(config)
     header = [f"{prog} seq2seq: {profile} profile, {model.num_params():,} parameters ({config.n_enc_layer}+"
               f"{config.n_dec_layer} layers x {config.n_embd} wide, {config.n_head} heads), {len(splits['train']):,} "
-              f"training pairs (batches of pairs)"]
+              "training pairs"]
     return Job(model, "an encoder-decoder", asdict(config), splits["train"], splits["val"],
                r.train_config(seed=seed), vocab.itos, "train anew (--overwrite)", header,
                batch_fn=dates.sample_batch, loss_fn=dates.padded_cross_entropy,

@@ -55,7 +55,6 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              check_tensor_close, check_type, forbid_calls, forbid_torch_functions,
                              substitute, visible_checks_pass)
 from lmcourse.data import encode_split, get_batch, load_shakespeare
-from lmcourse.recipes import rnn as rnn_recipe
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import train
 
@@ -1057,6 +1056,8 @@ ax.set_title("Plain SGD with your train_step");
 # the customary $c = 1$ would never act here.
 
 # %%
+from lmcourse.recipes import rnn as rnn_recipe
+
 # the recipe (lmcourse.recipes.rnn): Adam at 3e-3, clipping at 0.5, validated 5x as often as the
 # profile says, so the curves show the fast early drop
 R = rnn_recipe.recipe(P.name)

@@ -79,8 +79,6 @@ from lmcourse import plot
 from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
                              visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
-from lmcourse.recipes import gpt as gpt_recipe
-from lmcourse.recipes import rnn as rnn_recipe
 from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import is_autograding
 from lmcourse.tokenizers import CharTokenizer
@@ -953,6 +951,8 @@ for _v in range(5):
 # uses) and `torch.compile`.
 
 # %%
+from lmcourse.recipes import gpt as gpt_recipe
+
 corpus = load_shakespeare()
 tok = CharTokenizer.from_text(corpus.text("train"))
 train_ids = encode_split(corpus, "train", tok)
@@ -1037,6 +1037,8 @@ else:
 # character, on the similar Tiny Shakespeare.
 
 # %%
+from lmcourse.recipes import rnn as rnn_recipe
+
 def bits_per_char(model, ids, block_size):
     """Mean loss in bits over consecutive windows of ids (each window starts without context)."""
     n = (len(ids) - 1) // block_size * block_size

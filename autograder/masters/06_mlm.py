@@ -72,7 +72,6 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              visible_checks_pass)
 from lmcourse.data import encode_text, get_batch, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, MLMConfig
-from lmcourse.recipes import mlm as mlm_recipe
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
 from lmcourse.train import train
 
@@ -642,6 +641,8 @@ for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
 # the course has not yet measured it on a GPU), and there it is scored at its best step.
 
 # %%
+from lmcourse.recipes import mlm as mlm_recipe
+
 corpus = load_shakespeare()
 R = mlm_recipe.recipe(P.name)  # this profile's sizes and run, in one place (lmcourse.recipes.mlm)
 _train_text = corpus.text("train") if R.chars is None else corpus.text("train")[:R.chars]

@@ -67,7 +67,6 @@ from lmcourse.checks import (call_checked, check, check_close, check_equal, chec
                              check_type, visible_checks_pass)
 from lmcourse.nn import MLP, AttentionConfig, BlockConfig, CausalSelfAttention, LayerNorm, scaled_dot_product_attention
 from lmcourse.nn.seq2seq import Seq2SeqConfig
-from lmcourse.recipes import seq2seq as seq2seq_recipe
 from lmcourse.train import train
 
 _notebook_start = time.perf_counter()
@@ -1094,6 +1093,8 @@ with _rules():
 # loop; every validation also decodes 200 validation sources greedily, for the accuracy curve.
 
 # %%
+from lmcourse.recipes import seq2seq as seq2seq_recipe
+
 R = seq2seq_recipe.recipe(P.name)  # this profile's sizes and runs, in one place (lmcourse.recipes.seq2seq)
 splits = dates.make_splits(R.n_train, R.n_val, R.n_test, seed=rt.seed)
 seq_config = Seq2SeqConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), pad_id=PAD, **R.model_sizes())

@@ -61,7 +61,9 @@ class ReleaseError(RuntimeError):
 
 
 def _ignore(src: str, names: list[str]) -> set[str]:
-    return {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".pyo"))}
+    # a notebook's hidden cases (lmcourse/marking/*_hidden.py) are the hidden tests: never released
+    hidden = {n for n in names if n.endswith("_hidden.py")} if Path(src).name == "marking" else set()
+    return hidden | {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".pyo"))}
 
 
 def _pyproject(text: str) -> str:

@@ -1,11 +1,9 @@
 """The test cells' side, in the student's kernel: run the student's code on the test's inputs.
 
-A test cell is two lines (``exam`` is made by the notebook's setup cell)::
-
-    exam.check("count_ngrams")          # the visible cases, judged here: messages that teach
-    ### BEGIN HIDDEN TESTS
-    exam.grade("count_ngrams")          # under the grader: every case recorded, judged outside
-    ### END HIDDEN TESTS
+A test cell is two calls (``tests`` is made by the notebook's setup cell): the visible part
+``tests.check("count_ngrams")`` (the visible cases, judged here: messages that teach), and in the
+hidden-tests block ``tests.grade("count_ngrams")`` (under the grader: every case recorded, judged
+outside).
 
 At home :meth:`Exam.check` judges the visible cases in the kernel (:mod:`.judge`) and raises
 :class:`~lmcourse.checks.CheckFailed` with the message; under the autograder
@@ -118,10 +116,10 @@ class Exam:
         if not _importable(self._notebook.reference):
             return contextlib.nullcontext
         ref = importlib.import_module(self._notebook.reference)
-        target = getattr(ref, ex.name, None)
+        target = getattr(ref, ex.answer or ex.name, None)
         if target is None:
             return contextlib.nullcontext
-        reason = (f"a graded answer must be your own code: {self._notebook.reference}.{ex.name} is not "
+        reason = (f"a graded answer must be your own code: {self._notebook.reference}.{ex.answer or ex.name} is not "
                   "available when the notebook is graded")
         return lambda: forbid_calls(target, reason=reason)
 

@@ -61,7 +61,8 @@ def judge_case(case: Case, got: Any, want: Any) -> str | None:
         return f"{label} should raise {want.ename}, but it " + (
             f"raised {got.ename}: {got.message}" if type(got) is Raised else f"returned {show(got)}")
     if type(got) is Raised:
-        if got.unanswered:
+        # a stub's NotImplementedError, unless the case knows this message (torch raises one on a meta tensor)
+        if got.unanswered and not any(text and text in got.message for text, _ in case.errors):
             return (f"{label} raised NotImplementedError: the exercise is not answered yet "
                     "(or a function it calls is not)")
         hint = next((h for text, h in case.errors if text in got.message), case.hint if not case.errors else None)

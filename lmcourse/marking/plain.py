@@ -80,9 +80,10 @@ def encode(x: Any, depth: int = 0) -> Any:
         if t is np.ndarray:
             return {"ndarray": {"dtype": str(x.dtype), "shape": list(x.shape),
                                 "data": base64.b64encode(np.ascontiguousarray(x).tobytes()).decode()}}
-        if t in (np.float64, np.float32, np.float16):
+        # by identity: `t in (...)` would ask a student's metaclass __eq__
+        if any(t is s for s in (np.float64, np.float32, np.float16)):
             return {"float": float.hex(float(x.item()))}
-        if t in (np.int64, np.int32, np.int16, np.int8, np.uint8):
+        if any(t is s for s in (np.int64, np.int32, np.int16, np.int8, np.uint8)):
             return encode(int(x.item()), depth)
         if t is np.bool_:
             return bool(x.item())
@@ -126,7 +127,7 @@ def decode(tree: Any) -> Any:
         raise ValueError("a bare JSON list is not a record")
     if "map" in tree:
         kind = {"dict": dict, "Counter": Counter, "OrderedDict": OrderedDict, "defaultdict": dict}[tree["map"]]
-        return kind((_key(decode(k)), decode(v)) for k, v in tree["items"])
+        return kind({_key(decode(k)): decode(v) for k, v in tree["items"]})   # Counter(pairs) would count the pairs
     (key, value), = tree.items()
     if key == "float":
         return float.fromhex(value)

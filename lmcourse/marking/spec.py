@@ -59,6 +59,7 @@ class Exercise:
     cases: tuple[Case, ...]                  # the visible cases (the hidden ones live apart)
     standins: tuple[str, ...] = ()           # earlier exercises answered by the reference here
     rules: Callable[[], AbstractContextManager] | None = None   # third-party equivalents refused
+    answer: str | None = None                # the reference's name of the answer, when not ``name`` (a class)
 
     @property
     def test_id(self) -> str:

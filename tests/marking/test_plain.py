@@ -29,7 +29,8 @@ def test_nan_comes_back_as_nan():
 
 
 def test_the_standard_mappings_are_read_and_counter_stays_a_counter():
-    assert type(roundtrip(Counter({("a",): 2}))) is Counter
+    back = roundtrip(Counter({("a",): 2, ("b",): 1}))
+    assert type(back) is Counter and back == Counter({("a",): 2, ("b",): 1})
     assert roundtrip(OrderedDict(b=1, a=2)) == {"b": 1, "a": 2}
     assert roundtrip(defaultdict(int, x=1)) == {"x": 1}
 
@@ -86,6 +87,20 @@ def test_anything_else_is_not_plain_data_and_none_of_its_code_runs(value, named)
     tree = json.loads(json.dumps(encode(value)))
     found = [x for x in _walk(decode(tree)) if type(x) is NotPlain]
     assert found and named in found[0].what
+
+
+def test_a_class_that_compares_equal_to_every_type_is_not_taken_for_one():
+    class Meta(type):
+        def __eq__(cls, other):
+            return True
+
+        __hash__ = type.__hash__
+
+    class Counts(dict, metaclass=Meta):
+        def item(self):
+            raise AssertionError("a method of the value ran")
+
+    assert "Counts (a subclass of dict)" in decode(encode(Counts())).what
 
 
 def _walk(x):

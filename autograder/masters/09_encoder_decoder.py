@@ -59,12 +59,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
+import lmcourse.marking
 import lmcourse.nn.seq2seq
-import lmcourse.reference.encoder_decoder
-import lmcourse.rules
 from lmcourse import dates, plot
-from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
-                             check_type, visible_checks_pass)
 from lmcourse.nn import MLP, AttentionConfig, BlockConfig, CausalSelfAttention, LayerNorm, scaled_dot_product_attention
 from lmcourse.nn.seq2seq import Seq2SeqConfig
 from lmcourse.train import train
@@ -72,7 +69,8 @@ from lmcourse.train import train
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
-torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
+torch.jit._state.disable()  # TorchScript off: a scripted answer would run out of the rules' sight
+tests = lmcourse.marking.Exam("09_encoder_decoder", globals())  # the test cells below: tests.check("padding_mask")
 
 # %% [markdown]
 # ## 1. The task: dates, many ways in, one way out
@@ -114,42 +112,11 @@ def padding_mask(ids, pad_id):
 
 
 # %% tests="padding_mask_tests" points=2
-import torch
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check_equal, check_shape, check_tensor_close
-
-_rule = "write the padding mask yourself, not with the course's reference"
-_rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, reason=_rule)
-
-_ids = torch.tensor([[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [3, 4, 5, 6, 7]])
-_before = _ids.clone()
-with _rules():
-    _m = call_checked(padding_mask, _ids, 0, name="padding_mask(ids, 0)")
-check_shape(_m, (3, 5), "padding_mask(ids, 0) for ids (3, 5)", hint="one entry per position: the shape of ids")
-check_equal(str(_m.dtype), "torch.bool", "the dtype of the mask", hint="a comparison (ids != pad_id) gives bool")
-check_equal(_m.tolist(), [[True, True, True, False, False], [True, False, False, False, False], [True] * 5],
-            "padding_mask(ids, 0)", hint="True at real tokens, False at padding (not the other way round)")
-check_tensor_close(_ids, _before, "ids after padding_mask", atol=0, rtol=0, hint="do not change ids in place")
-with _rules():
-    _m9 = call_checked(padding_mask, torch.tensor([[4, 9, 9], [0, 1, 9]]), 9, name="padding_mask(ids, 9)")
-check_shape(_m9, (2, 3), "padding_mask(ids, 9) for ids (2, 3)", hint="one entry per position: the shape of ids")
-check_equal(_m9.tolist(), [[True, False, False], [True, True, False]], "padding_mask(ids, 9): pad_id = 9",
-            hint="compare with pad_id, not with 0: here 0 is a real token")
-with _rules():
-    _mm = call_checked(padding_mask, torch.zeros(2, 4, dtype=torch.long, device="meta"), 0,
-                       name="padding_mask on ids on PyTorch's 'meta' device")
-check_shape(_mm, (2, 4), "padding_mask(ids, 0) for ids (2, 4) on 'meta'")
-check_equal(str(_mm.device), "meta", "the device of the mask for ids on 'meta'",
-            hint="build the mask from ids itself (no .tolist(), no new tensor on the CPU)")
-visible_checks_pass("padding_mask")
+# Checks the mask's shape, dtype (bool) and values, another pad_id, ids unchanged, and the device
+# (ids on PyTorch's 'meta' device: the mask must be made from ids, where ids live).
+tests.check("padding_mask")
 ### BEGIN HIDDEN TESTS
-_h = torch.tensor([[2, 2, 3, 1], [1, 3, 3, 3]])
-with _rules():
-    _hm = padding_mask(_h, 3)
-check_shape(_hm, (2, 4), "padding_mask(ids, 3) for ids (2, 4)")
-check_equal(_hm.tolist(), [[True, True, False, True], [True, False, False, False]], "padding_mask(ids, 3)")
-check_equal(str(_hm.dtype), "torch.bool", "dtype for pad_id = 3")
+tests.grade("padding_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -190,51 +157,10 @@ def teacher_forcing(targets, bos_id, eos_id, pad_id):
 
 
 # %% tests="teacher_forcing_tests" points=2
-import torch
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check_equal, check_shape, check_type
-
-_rule = "write teacher forcing yourself, not with the course's reference"
-_rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, reason=_rule)
-
-_targets = [[5, 6, 7], [8], [9, 10]]
-with _rules():
-    _out = call_checked(teacher_forcing, _targets, 1, 2, 0, name="teacher_forcing([[5, 6, 7], [8], [9, 10]], 1, 2, 0)")
-check_type(_out, tuple, "what teacher_forcing returns", hint="return a pair: return tgt_in, tgt_out")
-with _rules():  # a value of yours is read inside the rules only
-    _n_out = len(_out)
-check_equal(_n_out, 2, "the number of values teacher_forcing returns", hint="return a pair: return tgt_in, tgt_out")
-with _rules():
-    _ti, _to = _out
-for _t, _n in ((_ti, "tgt_in"), (_to, "tgt_out")):
-    check_shape(_t, (3, 4), f"{_n} for targets of lengths 3, 1, 2",
-                hint="(B, L + 1): one more position than the longest target, for <bos> in tgt_in and <eos> in tgt_out")
-check_equal((str(_ti.dtype), str(_to.dtype)), ("torch.int64", "torch.int64"), "the dtypes", hint="torch.long ids")
-check_equal(_ti.tolist(), [[1, 5, 6, 7], [1, 8, 0, 0], [1, 9, 10, 0]], "tgt_in",
-            hint="<bos> then the target: the decoder reads the target shifted one position to the right")
-check_equal(_to.tolist(), [[5, 6, 7, 2], [8, 2, 0, 0], [9, 10, 2, 0]], "tgt_out",
-            hint="the target then <eos>, right after its last id (not at the end of the row), then padding")
-check_equal(_targets, [[5, 6, 7], [8], [9, 10]], "targets after teacher_forcing", hint="do not change targets")
-with _rules():
-    _pi, _po = call_checked(teacher_forcing, [[4], [5, 6]], 1, 2, 7, name="teacher_forcing([[4], [5, 6]], 1, 2, 7)")
-check_shape(_pi, (2, 3), "tgt_in for targets of lengths 1, 2")
-check_shape(_po, (2, 3), "tgt_out for targets of lengths 1, 2")
-check_equal((_pi.tolist(), _po.tolist()), ([[1, 4, 7], [1, 5, 6]], [[4, 2, 7], [5, 6, 2]]),
-            "(tgt_in, tgt_out) with pad_id = 7", hint="fill with pad_id, whatever its value (here 7, not 0)")
-visible_checks_pass("teacher_forcing")
+# Checks the pair (tgt_in, tgt_out): shapes, dtypes, values, another pad_id, and targets unchanged.
+tests.check("teacher_forcing")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    _hi, _ho = teacher_forcing([[4, 4], [7, 8, 9, 5, 6]], 0, 9, 3)
-check_shape(_hi, (2, 6), "tgt_in for targets of lengths 2, 5")
-check_shape(_ho, (2, 6), "tgt_out for targets of lengths 2, 5")
-check_equal(_hi.tolist(), [[0, 4, 4, 3, 3, 3], [0, 7, 8, 9, 5, 6]], "tgt_in with bos 0, pad 3")
-check_equal(_ho.tolist(), [[4, 4, 9, 3, 3, 3], [7, 8, 9, 5, 6, 9]], "tgt_out with eos 9, pad 3")
-with _rules():
-    _si, _so = teacher_forcing([[11]], 1, 2, 0)
-check_shape(_si, (1, 2), "tgt_in for one target of one id")
-check_shape(_so, (1, 2), "tgt_out for one target of one id")
-check_equal((_si.tolist(), _so.tolist()), ([[1, 11]], [[11, 2]]), "one target of one id")
+tests.grade("teacher_forcing")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -297,95 +223,12 @@ class CrossAttention(nn.Module):
 
 
 # %% tests="cross_attention_tests" points=4
-import torch
-from torch import nn
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check_equal, check_shape, check_tensor_close
-
-_rule = ("write cross-attention yourself (lmcourse.nn.scaled_dot_product_attention is fine), not with "
-         "F.scaled_dot_product_attention, nn.MultiheadAttention or the course's reference")
-_rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, reason=_rule,
-                              torch=("scaled_dot_product", "multi_head_attention", "transformer"))
-
-
-def _cross_case(C, nh, B, T, S, lengths, seed, bias=True):
-    """Your CrossAttention with random weights (float64), a copy of its weights taken inside the rules (the
-    expected output is made from that copy, after the graded call: expected_cross_attention) and its inputs."""
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    with _rules():  # everything of yours runs inside the rules, its weights read there too
-        att = call_checked(CrossAttention, C, nh, bias, name=f"CrossAttention({C}, {nh}, bias={bias})")
-        att = att.double()
-        with torch.no_grad():
-            for p in att.parameters():
-                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.5)
-        w = {k: v.detach().clone() for k, v in att.state_dict().items()}
-    for k, shape in lmcourse.reference.encoder_decoder.block_weights("cross", C, bias).items():
-        check_shape(w.get(k), shape, f"your CrossAttention's {k}",
-                    hint="keep __init__ as it is written: q_proj, k_proj, v_proj and c_proj, nn.Linear(n_embd, n_embd)")
-    x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
-    memory = torch.randn(B, S, C, generator=g, dtype=torch.float64)
-    mask = None if lengths is None else torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
-    return att, w, x, memory, mask
-
-
-_att, _w, _x, _mem, _mask = _cross_case(8, 2, 3, 4, 6, [6, 3, 1], seed=901)
-_before = (_x.clone(), _mem.clone(), _mask.clone())
-with _rules(), torch.no_grad():
-    _y = call_checked(_att, _x, _mem, _mask, name="CrossAttention(8, 2)(x (3, 4, 8), memory (3, 6, 8), mask (3, 6))",
-                      hint="here T = 4 queries (from x) and S = 6 keys (from memory): q (B, nh, T, hs), k and v "
-                           "(B, nh, S, hs), scores (B, nh, T, S); the mask hides keys: memory_mask[:, None, None, :]")
-check_shape(_y, (3, 4, 8), "the output for x (3, 4, 8) and memory (3, 6, 8)",
-            hint="one output per query, i.e. per decoder position: (B, T, C), T from x, not S from memory")
-for _a, _b, _n in zip((_x, _mem, _mask), _before, ("x", "memory", "memory_mask")):
-    check_tensor_close(_a, _b, f"{_n} after calling your CrossAttention", atol=0, rtol=0)
-# padding keys get no weight: change the memory at padded positions, nothing may move
-_mem2 = _before[1].clone()
-_mem2[~_before[2]] = 100.0
-with _rules(), torch.no_grad():
-    _y2 = _att(_x.clone(), _mem2, _before[2].clone())
-check_tensor_close(_y2, _y, "the output after changing the memory at padded source positions only", atol=1e-10,
-                   rtol=1e-10, hint="padding keys must get weight 0, and the real keys' weights must still sum to 1: "
-                   "hide the padding in the scores BEFORE the softmax (-inf there; weights multiplied by the mask "
-                   "afterwards are no longer normalised), with the mask (B, S) on the KEY axis: "
-                   "memory_mask[:, None, None, :] broadcasts to (B, n_head, T, S); True = attend")
-_want = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, 2, *_before)[0]
-check_tensor_close(_y, _want, "your CrossAttention vs nn.MultiheadAttention(query=x, key=value=memory, "
-                   "key_padding_mask=~mask), same weights", atol=1e-10, rtol=1e-10,
-                   hint="q from x with q_proj, k and v from memory with k_proj / v_proj; softmax(q k^T / sqrt(hs)) "
-                        "over the source axis; no causal mask; heads back side by side: transpose(1, 2) before the "
-                        "reshape to (B, T, C), then c_proj")
-_att, _w, _x, _mem, _mask = _cross_case(8, 4, 2, 5, 3, None, seed=902)
-with _rules(), torch.no_grad():
-    _y = call_checked(_att, _x.clone(), _mem.clone(), name="CrossAttention(8, 4)(x, memory) without a mask")
-_want = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, 4, _x, _mem, _mask)[0]
-check_tensor_close(_y, _want, "CrossAttention(8, 4) without a mask (memory_mask=None) vs nn.MultiheadAttention",
-                   atol=1e-10, rtol=1e-10, hint="memory_mask=None means every source position is real")
-del _want
-with _rules():
-    _a32 = call_checked(CrossAttention, 8, 2, name="CrossAttention(8, 2)")
-    with torch.no_grad():
-        _y32 = _a32(torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))
-check_shape(_y32, (2, 3, 8), "the output for float32 x (2, 3, 8) and memory (2, 5, 8)")
-check_equal(str(_y32.dtype), "torch.float32", "the dtype of the output for float32 inputs",
-            hint="keep the input's dtype: no .double() or float64 constants")
-visible_checks_pass("CrossAttention")
+# Your CrossAttention gets the test's weights by the names of __init__ and is compared with
+# nn.MultiheadAttention given the same weights: the output, padding keys (no weight), no mask, the dtype;
+# the hidden tests compare the gradients of your parameters too.
+tests.check("cross_attention")
 ### BEGIN HIDDEN TESTS
-_cases_ca = [(12, 3, 2, 1, 7, [7, 2], 903, True), (6, 1, 3, 6, 2, [1, 2, 2], 904, False)]
-_cases_ca.append((16, 4, 1, 9, 9, [5], 905, True))
-for (_C, _nh, _B, _T, _S, _len, _seed, _bias) in _cases_ca:
-    _att, _w, _x, _mem, _mask = _cross_case(_C, _nh, _B, _T, _S, _len, _seed, _bias)
-    with _rules():  # the graded call and the backward pass through your graph; the gradients read there
-        _y = _att(_x.clone(), _mem.clone(), _mask.clone())
-        _y.pow(2).sum().backward()
-        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _att.named_parameters()}
-    _want, _want_grads = lmcourse.reference.encoder_decoder.expected_cross_attention(_w, _nh, _x, _mem, _mask, _bias)
-    _label = f"CrossAttention({_C}, {_nh}, bias={_bias}) on T = {_T}, S = {_S}"
-    check_tensor_close(_y, _want, _label, atol=1e-10, rtol=1e-10)
-    for _k, _g in _want_grads.items():
-        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in {_label}", atol=1e-9, rtol=1e-9)
-    del _want, _want_grads
+tests.grade("cross_attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -440,75 +283,11 @@ class EncoderBlock(nn.Module):
 
 
 # %% tests="encoder_block_tests" points=2
-import torch
-from torch import nn
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import check_equal, check_shape, check_tensor_close
-
-_ref = lmcourse.reference.encoder_decoder
-_rule = "write the encoder block's forward yourself, not with nn.TransformerEncoderLayer or the course's reference"
-_rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_ref.CrossAttention),
-                              namespace=globals(), reason=_rule,
-                              torch=("scaled_dot_product", "multi_head_attention", "transformer"))
-
-
-def _encoder_case(C, nh, B, S, lengths, seed, dtype=torch.float64):
-    """Your EncoderBlock (a correct CrossAttention inside, random weights, in dtype), a copy of its weights taken
-    inside the rules (the expected output is made from it, after the graded call: expected_encoder_block), x and
-    mask."""
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    with _rules(_ref.CrossAttention):  # everything of yours runs inside the rules, its weights read there too
-        blk = EncoderBlock(C, nh).to(dtype)
-        with torch.no_grad():
-            for p in blk.parameters():
-                p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
-        w = {k: v.detach().clone() for k, v in blk.state_dict().items()}
-    for k, shape in _ref.block_weights("encoder", C).items():
-        check_shape(w.get(k), shape, f"your EncoderBlock's {k}",
-                    hint="keep __init__ as it is written: ln1, attn, ln2, mlp")
-    x = torch.randn(B, S, C, generator=g, dtype=dtype)
-    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
-    return blk, w, x, mask
-
-
-_blk, _w, _x, _mask = _encoder_case(8, 2, 3, 5, [5, 2, 4], seed=911)
-_before = _x.clone()
-with _rules(_ref.CrossAttention), torch.no_grad():
-    _y = _blk(_x, _mask.clone())
-check_shape(_y, (3, 5, 8), "EncoderBlock(8, 2) on x (3, 5, 8)", hint="a block keeps the shape (B, S, C)")
-check_tensor_close(_x, _before, "x after calling your EncoderBlock", atol=0, rtol=0,
-                   hint="write x = x + ..., not x += ...")
-_real = _mask[:, :, None].expand(3, 5, 8)
-_want = _ref.expected_encoder_block(_w, 2, _before, _mask)[0]
-check_tensor_close(_y[_real], _want[_real], "EncoderBlock(8, 2) at real positions vs nn.TransformerEncoderLayer("
-                   "norm_first=True) with src_key_padding_mask", atol=1e-10, rtol=1e-10,
-                   hint="a = ln1(x); h = x + attn(a, a, src_mask) (queries, keys and values all from ln1(x), the "
-                        "padding mask passed on); out = h + mlp(ln2(h)): no LayerNorm after the sums")
-del _want
-_b32 = _encoder_case(8, 2, 2, 4, [4, 4], seed=912, dtype=torch.float32)[0]
-with _rules(_ref.CrossAttention), torch.no_grad():
-    _y32 = _b32(torch.randn(2, 4, 8))
-check_shape(_y32, (2, 4, 8), "EncoderBlock(8, 2) on float32 x (2, 4, 8) without a mask")
-check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask",
-            hint="src_mask=None: pass it on as it is; keep the input's dtype")
-visible_checks_pass("EncoderBlock")
+# Your EncoderBlock runs with a correct CrossAttention and the test's weights (by the names of __init__),
+# compared with nn.TransformerEncoderLayer(norm_first=True) at real positions; the hidden tests compare gradients.
+tests.check("encoder_block")
 ### BEGIN HIDDEN TESTS
-for (_C, _nh, _B, _S, _len, _seed) in [(12, 3, 2, 7, [7, 1], 913), (4, 1, 1, 1, [1], 914)]:
-    _blk, _w, _x, _mask = _encoder_case(_C, _nh, _B, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):  # the graded call on hidden sizes, its backward pass and gradients read there
-        _y = _blk(_x.clone(), _mask.clone())
-        (_y.pow(2) * _mask[:, :, None]).sum().backward()
-        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _blk.named_parameters()}
-    check_shape(_y, (_B, _S, _C), f"EncoderBlock({_C}, {_nh}) on x ({_B}, {_S}, {_C})")
-    _want, _want_grads = _ref.expected_encoder_block(_w, _nh, _x, _mask)
-    _real = _mask[:, :, None].expand(_B, _S, _C)
-    check_tensor_close(_y[_real], _want[_real], f"EncoderBlock({_C}, {_nh}) on S = {_S}", atol=1e-10, rtol=1e-10)
-    for _k, _g in _want_grads.items():
-        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in EncoderBlock({_C}, {_nh})", atol=1e-9,
-                           rtol=1e-9)
-    del _want, _want_grads
+tests.grade("encoder_block")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -545,71 +324,11 @@ class DecoderBlock(nn.Module):
 
 
 # %% tests="decoder_block_tests" points=3
-import torch
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import check_equal, check_shape, check_tensor_close
-
-_ref = lmcourse.reference.encoder_decoder
-_rule = "write the decoder block's forward yourself, not with nn.TransformerDecoderLayer or the course's reference"
-_rules = lmcourse.rules.rules(*_ref.REFERENCE, substitute=dict(CrossAttention=_ref.CrossAttention),
-                              namespace=globals(), reason=_rule, torch=("multi_head_attention", "transformer"))
-
-
-def _decoder_case(C, nh, B, T, S, lengths, seed, dtype=torch.float64):
-    """Your DecoderBlock (a correct CrossAttention inside, random weights, in dtype), a copy of its weights taken
-    inside the rules (the expected output is made from it, after the graded call: expected_decoder_block) and its
-    inputs."""
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    with _rules(_ref.CrossAttention):  # everything of yours runs inside the rules, its weights read there too
-        blk = DecoderBlock(C, nh, block_size=T).to(dtype)
-        with torch.no_grad():
-            for p in blk.parameters():
-                p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) * 0.4 + (1.0 if p.dim() == 1 else 0.0))
-        w = {k: v.detach().clone() for k, v in blk.state_dict().items()}
-    for k, shape in _ref.block_weights("decoder", C).items():
-        check_shape(w.get(k), shape, f"your DecoderBlock's {k}",
-                    hint="keep __init__ as it is written: ln1, attn, ln_cross, cross, ln2, mlp")
-    x = torch.randn(B, T, C, generator=g, dtype=dtype)
-    memory = torch.randn(B, S, C, generator=g, dtype=dtype)
-    mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
-    return blk, w, x, memory, mask
-
-
-_blk, _w, _x, _mem, _mask = _decoder_case(8, 2, 3, 4, 6, [6, 2, 5], seed=921)
-_before = (_x.clone(), _mem.clone())
-with _rules(_ref.CrossAttention), torch.no_grad():
-    _y = _blk(_x, _mem, _mask.clone())
-check_shape(_y, (3, 4, 8), "DecoderBlock(8, 2) on x (3, 4, 8), memory (3, 6, 8)",
-            hint="the decoder's stream keeps its shape (B, T, C)")
-check_tensor_close(_x, _before[0], "x after calling your DecoderBlock", atol=0, rtol=0)
-check_tensor_close(_mem, _before[1], "memory after calling your DecoderBlock", atol=0, rtol=0)
-_want = _ref.expected_decoder_block(_w, 2, *_before, _mask)[0]
-check_tensor_close(_y, _want, "DecoderBlock(8, 2) vs nn.TransformerDecoderLayer(norm_first=True) with a causal "
-                   "tgt_mask and memory_key_padding_mask", atol=1e-10, rtol=1e-10,
-                   hint="x = x + attn(ln1(x)); x = x + cross(ln_cross(x), memory, memory_mask) (the memory as it "
-                        "is, the padding mask passed on); out = x + mlp(ln2(x)), in this order")
-del _want
-_b32 = _decoder_case(8, 2, 2, 3, 4, [4, 4], seed=922, dtype=torch.float32)[0]
-with _rules(_ref.CrossAttention), torch.no_grad():
-    _y32 = _b32(torch.randn(2, 3, 8), torch.randn(2, 4, 8))
-check_shape(_y32, (2, 3, 8), "DecoderBlock(8, 2) on float32 x (2, 3, 8), memory (2, 4, 8), without a mask")
-check_equal(str(_y32.dtype), "torch.float32", "the output's dtype for float32 input without a mask")
-visible_checks_pass("DecoderBlock")
+# Your DecoderBlock runs with a correct CrossAttention and the test's weights (by the names of __init__),
+# compared with nn.TransformerDecoderLayer(norm_first=True); the hidden tests compare gradients.
+tests.check("decoder_block")
 ### BEGIN HIDDEN TESTS
-for (_C, _nh, _B, _T, _S, _len, _seed) in [(12, 3, 2, 6, 3, [3, 1], 923), (4, 1, 1, 1, 5, [2], 924)]:
-    _blk, _w, _x, _mem, _mask = _decoder_case(_C, _nh, _B, _T, _S, _len, _seed)
-    with _rules(_ref.CrossAttention):  # the graded call on hidden sizes, its backward pass and gradients read there
-        _y = _blk(_x.clone(), _mem.clone(), _mask.clone())
-        _y.pow(2).sum().backward()
-        _grads = {k: None if p.grad is None else p.grad.detach().clone() for k, p in _blk.named_parameters()}
-    _want, _want_grads = _ref.expected_decoder_block(_w, _nh, _x, _mem, _mask)
-    check_tensor_close(_y, _want, f"DecoderBlock({_C}, {_nh}) on T = {_T}, S = {_S}", atol=1e-10, rtol=1e-10)
-    for _k, _g in _want_grads.items():
-        check_tensor_close(_grads.get(_k), _g, f"the gradient of {_k} in DecoderBlock({_C}, {_nh})", atol=1e-9,
-                           rtol=1e-9)
-    del _want, _want_grads
+tests.grade("decoder_block")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -723,190 +442,12 @@ class EncoderDecoder(nn.Module):
 
 
 # %% tests="encoder_decoder_tests" points=5
-import torch
-from torch import nn
-
-import lmcourse.nn.seq2seq
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close, check_type
-from lmcourse.nn.seq2seq import Seq2SeqConfig
-
-_ref = lmcourse.reference.encoder_decoder
-_stand_ins = (_ref.padding_mask, _ref.CrossAttention, _ref.EncoderBlock, _ref.DecoderBlock)
-_rule = "build the model from nn.Embedding, your blocks, LayerNorms and nn.Linear, not the course's reference"
-_rules = lmcourse.rules.rules(*_ref.REFERENCE, reason=_rule, namespace=globals(),
-                              torch=("multi_head_attention", "transformer"),
-                              substitute=dict(padding_mask=_ref.padding_mask, CrossAttention=_ref.CrossAttention,
-                                              EncoderBlock=_ref.EncoderBlock, DecoderBlock=_ref.DecoderBlock))
-
-
-def _reference(cfg, seed):
-    """The course's model (float64, eval), every parameter drawn afresh so none is a no-op."""
-    torch.manual_seed(seed)
-    ref = lmcourse.nn.seq2seq.EncoderDecoder(cfg).double().eval()
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in ref.named_parameters():
-            gain = p.dim() == 1 and name.endswith("weight")
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.3 + (1.0 if gain else 0.0))
-    return ref
-
-
-def _built(cfg, seed):
-    """Your EncoderDecoder (correct earlier pieces inside) with a copy of the reference's weights, and the
-    reference; your model is read and changed inside the rules only."""
-    ref = _reference(cfg, seed)
-    want = _ref.notebook_state(ref)
-    with _rules(*_stand_ins):
-        m = call_checked(EncoderDecoder, cfg, name="EncoderDecoder(config)")
-        keys = sorted(str(k) for k, _ in m.named_parameters(remove_duplicate=False))
-    check_equal(keys, sorted(want), "the names of your model's parameters",
-                hint="use src_wte, src_wpe, tgt_wte, tgt_wpe, encoder, ln_enc, decoder, ln_f, lm_head, and no other "
-                     "parameters")
-    with _rules(*_stand_ins):
-        m = m.double()
-        m.load_state_dict({k: v.clone() for k, v in want.items()}, strict=False)  # buffers of yours stay yours
-        m = m.eval()
-    return m, ref
-
-
-def _batch(cfg, B, S, T, lengths, tgt_lengths, seed):
-    """src, tgt_in, tgt_out (each its own tensor), ids drawn from the vocabulary but pad_id, padding at the ends."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, cfg.src_vocab_size - 1, (B, S), generator=g)
-    src = src + (src >= cfg.pad_id).long()  # every id but pad_id
-    src[torch.arange(S)[None, :] >= torch.tensor(lengths)[:, None]] = cfg.pad_id
-    tgt = torch.randint(0, cfg.tgt_vocab_size - 1, (B, T + 1), generator=g)
-    tgt = tgt + (tgt >= cfg.pad_id).long()
-    tgt[torch.arange(T + 1)[None, :] >= torch.tensor(tgt_lengths)[:, None] + 1] = cfg.pad_id
-    return src, tgt[:, :-1].clone(), tgt[:, 1:].clone()
-
-
-_cfg = Seq2SeqConfig(src_vocab_size=13, tgt_vocab_size=11, src_block_size=7, tgt_block_size=6, n_enc_layer=2,
-                     n_dec_layer=2, n_head=2, n_embd=8, pad_id=4)
-_kinds = [("src_wte", nn.Embedding), ("src_wpe", nn.Embedding), ("tgt_wte", nn.Embedding), ("tgt_wpe", nn.Embedding),
-          ("drop", nn.Dropout), ("encoder", nn.ModuleList), ("decoder", nn.ModuleList), ("lm_head", nn.Linear)]
-with _rules(*_stand_ins):  # your model's attributes are read inside the rules
-    _m = call_checked(EncoderDecoder, _cfg, name="EncoderDecoder(config)")
-    _has = [_n for _n, _t in _kinds if isinstance(getattr(_m, _n, None), _t)]
-    _config_kept = getattr(_m, "config", None) is _cfg
-check(_config_kept, "store the config as self.config")
-check_equal(_has, [_n for _n, _t in _kinds], "the modules your EncoderDecoder has (self.src_wte, ...)",
-            hint="self.src_wte, self.src_wpe, self.tgt_wte, self.tgt_wpe (nn.Embedding), self.drop (nn.Dropout), "
-                 "self.encoder, self.decoder (nn.ModuleList), self.lm_head (nn.Linear)")
-with _rules(*_stand_ins):
-    _n_blocks = (len(_m.encoder), len(_m.decoder))
-    _tied = _m.lm_head.weight is _m.tgt_wte.weight
-check_equal(_n_blocks, (2, 2), "the number of encoder and decoder blocks")
-check(_tied, "the head's weight must be the target embedding's weight itself: "
-      "self.lm_head.weight = self.tgt_wte.weight")
-_m, _r = _built(_cfg, seed=931)
-_src, _tin, _tout = _batch(_cfg, 3, 7, 5, [7, 3, 1], [5, 2, 3], seed=932)
-_before = (_src.clone(), _tin.clone(), _tout.clone())
-with torch.no_grad(), _rules(*_stand_ins):
-    _enc = call_checked(_m.encode, _src, name="model.encode(src)")
-with torch.no_grad():  # the expected values: after the graded call, from copies of the inputs
-    _want_mem, _want_mask = _r.encode(_before[0])
-_real = _want_mask[:, :, None].expand(3, 7, 8)
-check_type(_enc, tuple, "what encode returns", hint="return the pair (memory, src_mask)")
-with _rules(*_stand_ins):
-    _n_enc = len(_enc)
-check_equal(_n_enc, 2, "the number of values encode returns", hint="return the pair (memory, src_mask)")
-with _rules(*_stand_ins):
-    _enc_mem, _enc_mask = _enc
-check_shape(_enc_mask, (3, 7), "the src_mask encode returns for src (3, 7)")
-check_equal(_enc_mask.tolist(), _want_mask.tolist(), "the src_mask encode returns (pad_id = 4 here)",
-            hint="padding_mask(src, self.config.pad_id): the padding id is the config's, not always 0")
-check_shape(_enc_mem, (3, 7, 8), "the memory encode returns for src (3, 7)", hint="(B, S, n_embd)")
-check_tensor_close(_enc_mem[_real], _want_mem[_real], "the memory encode returns (at real source positions) vs the "
-                   "reference", atol=1e-10, rtol=1e-10,
-                   hint="drop(src_wte(src) + src_wpe(0..S-1)), every encoder block with the padding mask, then ln_enc")
-with torch.no_grad(), _rules(*_stand_ins):
-    _dec = call_checked(_m.decode, _tin, _want_mem.clone(), _want_mask.clone(),
-                        name="model.decode(tgt_in, memory, src_mask)")
-check_shape(_dec, (3, 5, 11), "decode's logits for tgt_in (3, 5)", hint="(B, T, tgt_vocab_size)")
-with torch.no_grad():
-    _want_logits = _r(*_before[:2])[0]
-check_tensor_close(_dec, _want_logits, "decode's logits vs the reference, same memory", atol=1e-10, rtol=1e-10,
-                   hint="drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)), every decoder block reading memory and src_mask, "
-                        "ln_f, lm_head")
-del _want_logits
-with torch.no_grad(), _rules(*_stand_ins):
-    _out = call_checked(_m, _src, _tin, name="model(src, tgt_in)")
-check_type(_out, tuple, "what model(src, tgt_in) returns", hint="forward returns the pair (logits, loss)")
-with _rules(*_stand_ins):
-    _n_out = len(_out)
-check_equal(_n_out, 2, "the number of values model(src, tgt_in) returns", hint="forward returns (logits, loss)")
-with _rules(*_stand_ins):
-    _out_logits, _out_loss = _out
-with torch.no_grad():
-    _want_logits = _r(*_before[:2])[0]
-check(_out_loss is None, "without tgt_out, forward returns (logits, None)")
-check_tensor_close(_out_logits, _want_logits, "forward's logits vs the reference", atol=1e-10, rtol=1e-10,
-                   hint="forward = decode(tgt_in, *encode(src))")
-del _want_logits
-with torch.no_grad(), _rules(*_stand_ins):
-    _out = call_checked(_m, _src, _tin, _tout, name="model(src, tgt_in, tgt_out)",
-                        hint="the loss needs logits (B * T, V) and targets (B * T,): reshape, which works whatever "
-                             "the memory layout of its input (.view needs a contiguous one)")
-    _loss = _out[1]
-with torch.no_grad():
-    _want_loss = _r(*_before)[1]
-check_shape(_loss, (), "the loss model(src, tgt_in, tgt_out) returns", hint="a 0-dimensional tensor: the mean")
-check_close(_loss.item(), _want_loss.item(), "the loss (10 real target positions of 15; pad_id = 4 here)", rel=1e-9,
-            abs_=1e-10, hint="the mean cross-entropy over positions where tgt_out is not pad_id: "
-                             "ignore_index=self.config.pad_id")
-del _want_loss
-for _a, _b, _n in zip((_src, _tin, _tout), _before, ("src", "tgt_in", "tgt_out")):
-    check_tensor_close(_a, _b, f"{_n} after calling your model", atol=0, rtol=0)
-with _rules(*_stand_ins):  # the backward pass through your model, and its gradients read, inside the rules
-    _m.zero_grad()
-    _m(_src, _tin, _tout)[1].backward()
-    _none = [str(_n) for _n, _p in _m.named_parameters() if _p.grad is None]
-check_equal(_none, [], "the parameters no gradient reaches",
-            hint="no .detach() or torch.no_grad() inside the model")
-# self.drop on both sides: in train mode with p = 1 dropout zeroes what it is given, with no randomness
-_r.drop.p = 1.0
-_r.train()
-with torch.no_grad(), _rules(*_stand_ins):
-    _m.drop.p = 1.0
-    _m.train()
-    _mem1 = call_checked(_m.encode, _src, name="model.encode(src), train mode, self.drop.p = 1")[0]
-    _dec1 = call_checked(_m.decode, _tin, _want_mem.clone(), _want_mask.clone(),
-                         name="model.decode(...), train mode, self.drop.p = 1")
-    _m.drop.p = 0.0
-    _m.eval()
-with torch.no_grad():
-    _want_mem1, _want_dec1 = _r.encode(_src)[0], _r.decode(_tin, _want_mem, _want_mask)
-check_shape(_mem1, (3, 7, 8), "the memory when self.drop drops every value")
-check_tensor_close(_mem1[_real], _want_mem1[_real], "the memory when self.drop drops every value (train mode, p = 1)",
-                   atol=1e-10, rtol=1e-10, hint="self.drop(src_wte(src) + src_wpe(0..S-1)): self.drop on the source's "
-                   "embedding sum, and nowhere else")
-check_tensor_close(_dec1, _want_dec1, "decode's logits when self.drop drops every value (train mode, p = 1)",
-                   atol=1e-10, rtol=1e-10, hint="self.drop(tgt_wte(tgt_in) + tgt_wpe(0..T-1)): self.drop on the "
-                   "target's embedding sum, and nowhere else")
-_r.drop.p = 0.0
-_r.eval()
-del _want_mem1, _want_dec1
-visible_checks_pass("EncoderDecoder")
+# Your EncoderDecoder runs with correct earlier pieces and the test's weights (by the attribute names above),
+# compared with the course's model: encode, decode, forward, the loss, gradients, dropout, and the device
+# (the model and ids on PyTorch's 'meta' device).
+tests.check("encoder_decoder")
 ### BEGIN HIDDEN TESTS
-_sizes_a = dict(src_vocab_size=9, tgt_vocab_size=7, src_block_size=5, tgt_block_size=4)
-_cfg_a = Seq2SeqConfig(**_sizes_a, n_enc_layer=1, n_dec_layer=3, n_head=4, n_embd=8, pad_id=0)
-_sizes_b = dict(src_vocab_size=9, tgt_vocab_size=9, src_block_size=6, tgt_block_size=3)
-_cfg_b = Seq2SeqConfig(**_sizes_b, n_enc_layer=3, n_dec_layer=1, n_head=1, n_embd=4, bias=False, pad_id=6)
-for _i, (_c, _shape, _seed) in enumerate([(_cfg_a, (2, 5, 4, [2, 5], [1, 3]), 933),
-                                          (_cfg_b, (2, 4, 3, [4, 1], [2, 2]), 934)]):
-    _mh, _rh = _built(_c, _seed)
-    _s, _ti, _to = _batch(_c, *_shape, seed=_seed)
-    with _rules(*_stand_ins), torch.no_grad():  # the graded call on a hidden model
-        _gl, _gloss = _mh(_s.clone(), _ti.clone(), _to.clone())
-    with torch.no_grad():
-        _wl, _wloss = _rh(_s, _ti, _to)
-    check_tensor_close(_gl, _wl, f"the logits of hidden model {_i} (pad_id {_c.pad_id})", atol=1e-10, rtol=1e-10)
-    check_shape(_gloss, (), f"the loss of hidden model {_i}")
-    check_close(_gloss.item(), _wloss.item(), f"the loss of hidden model {_i} (pad_id {_c.pad_id})", rel=1e-9,
-                abs_=1e-10)
-    del _wl, _wloss
+tests.grade("encoder_decoder")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -929,7 +470,8 @@ for _i, (_c, _shape, _seed) in enumerate([(_cfg_a, (2, 5, 4, [2, 5], [1, 3]), 93
 # * A row is finished once it has written `eos_id`; after that it gets `pad_id`. Stop when every
 #   row has finished, or after `max_new_tokens` steps.
 # * Return the ids written, without `<bos>`: `(B, n)` `torch.long`, `n` the number of steps taken
-#   (each finished row keeps its `eos_id`, then `pad_id`). No gradients are needed.
+#   (each finished row keeps its `eos_id`, then `pad_id`). No gradients are needed. Every tensor you
+#   make here (the `<bos>` column, flags of the finished rows) lives on the device of `src`.
 # * `bos_id`, `eos_id` and `pad_id` are whatever the call says (the tests use others than the
 #   dates' 1, 2 and 0). Write the loop yourself: notebook 07's `lmcourse.decoding` loops
 #   (`generate` with a top-1 filter, `beam_search`, ...) and the course's reference do not count.
@@ -955,78 +497,11 @@ def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
 
 
 # %% tests="greedy_decode_tests" points=3
-import torch
-
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check_equal, check_shape
-
-_ref = lmcourse.reference.encoder_decoder
-_rule = "write greedy decoding yourself, not with the course's reference or notebook 07's decoding loops"
-_rules = lmcourse.rules.rules(*_ref.REFERENCE, reason=_rule)
-
-# the tests' model (_ref.greedy_probe): the next token's logits depend on every token read, its position and the mean
-# of the real source positions; it never writes pad_id or bos_id. _calls() says how often the graded call ran encode
-# and what decode read first; the expected ids come from a twin of the model that your code never held.
-_probe, _calls = _ref.greedy_probe(9, 4, seed=941)
-_src = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 5], [4, 0, 0, 0], [8, 8, 3, 0], [5, 6, 0, 0]])
-_src_before = _src.clone()
-_calls()
-with _rules():
-    _got = call_checked(greedy_decode, _probe, _src, 1, 2, 0, 8, name="greedy_decode(model, src (5, 4), 1, 2, 0, 8)")
-_encodes, _first = _calls()
-check_equal(_encodes, 1, "the number of calls of model.encode for one batch",
-            hint="the encoder's output depends on the source only: encode once, before the loop")
-check_equal(_first, [[1]] * 5, "what the first call of model.decode read (ids)",
-            hint="start every row from <bos> alone: a (B, 1) tensor of bos_id")
-_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=941)[0], _src_before, 1, 2, 0, 8)
-check_shape(_got, tuple(_want.shape), "greedy_decode's ids for 5 rows",
-            hint="(B, n) without <bos>, n the steps taken: here every row writes eos_id within 5 steps, so stop "
-                 "as soon as every row has ended, before max_new_tokens")
-check_equal(str(_got.dtype), "torch.int64", "the dtype of greedy_decode's ids", hint="torch.long ids")
-check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids (without <bos>)",
-            hint="argmax of the LAST position's logits (logits[:, -1]) appended to all rows; after a row's eos_id "
-                 "only pad_id; stop as soon as every row has ended or after max_new_tokens steps; drop the <bos>")
-check_equal(_src.tolist(), _src_before.tolist(), "src after greedy_decode")
-del _want
-with _rules():
-    _short = call_checked(greedy_decode, _probe, _src.clone(), 1, 2, 0, 2, name="greedy_decode(..., max_new_tokens=2)")
-_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=941)[0], _src_before, 1, 2, 0, 2)
-check_shape(_short, (5, 2), "greedy_decode's ids with max_new_tokens = 2", hint="at most max_new_tokens steps")
-check_equal(_short.tolist(), _want.tolist(), "greedy_decode with max_new_tokens = 2",
-            hint="at most max_new_tokens steps")
-del _want
-# other ids: <bos> 3, <pad> 5 (and <eos> 2): a model of the same kind that never writes 3 or 5
-_probe, _calls = _ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)
-_src = torch.tensor([[4, 6, 5, 5], [7, 8, 6, 1], [0, 5, 5, 5]])
-_calls()
-with _rules():
-    _got = call_checked(greedy_decode, _probe, _src.clone(), 3, 2, 5, 8,
-                        name="greedy_decode(model, src (3, 4), bos_id=3, eos_id=2, pad_id=5, max_new_tokens=8)")
-_encodes, _first = _calls()
-check_equal(_first, [[3]] * 3, "what the first call of model.decode read with bos_id = 3",
-            hint="start from bos_id, whatever its value (here 3, not 1)")
-_want = _ref.expected_greedy(_ref.greedy_probe(9, 4, seed=942, pad_id=5, bos_id=3)[0], _src, 3, 2, 5, 8)
-check_shape(_got, tuple(_want.shape), "greedy_decode's ids with bos_id = 3, pad_id = 5")
-check_equal(_got.tolist(), _want.tolist(), "greedy_decode's ids with bos_id = 3, pad_id = 5",
-            hint="after a row's eos_id write pad_id, whatever its value (here 5, not 0)")
-del _want
-visible_checks_pass("greedy_decode")
+# The test's model counts the calls of encode and sees what decode reads; the ids are compared with greedy
+# decoding done the obvious way, for other bos/eos/pad ids too, and on PyTorch's 'meta' device.
+tests.check("greedy_decode")
 ### BEGIN HIDDEN TESTS
-_s2 = torch.tensor([[3, 4, 0], [5, 6, 6], [4, 4, 4]])
-_s3 = torch.tensor([[6, 6, 2, 2], [3, 2, 2, 2], [0, 1, 5, 2]])
-_cases_gd = [(_s2, 945, 1, 2, 0, 6, 2), (_s2, 945, 1, 5, 0, 12, 2), (_s2, 945, 1, 3, 0, 1, 2),
-             (_s3, 946, 4, 0, 2, 7, 0), (_s3, 947, 6, 4, 2, 9, 4)]
-for _src_h, _seed, _bos, _eos, _pad, _n, _sure in _cases_gd:
-    _p2, _calls = _ref.greedy_probe(7, 3, seed=_seed, pad_id=_pad, bos_id=_bos, sure_id=_sure)
-    _calls()
-    with _rules():
-        _g2 = greedy_decode(_p2, _src_h.clone(), _bos, _eos, _pad, _n)
-    check_equal(_calls()[0], 1, "encode once")
-    _w2 = _ref.expected_greedy(_ref.greedy_probe(7, 3, seed=_seed, pad_id=_pad, bos_id=_bos, sure_id=_sure)[0],
-                               _src_h, _bos, _eos, _pad, _n)
-    check_shape(_g2, tuple(_w2.shape), f"greedy_decode's ids with bos {_bos}, eos {_eos}, pad {_pad}, max {_n}")
-    check_equal(_g2.tolist(), _w2.tolist(), f"greedy_decode with bos {_bos}, eos {_eos}, pad {_pad}, max {_n}")
-    del _w2
+tests.grade("greedy_decode")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1050,31 +525,10 @@ def exact_match(predictions, targets):
 
 
 # %% tests="exact_match_tests" points=1
-import lmcourse.reference.encoder_decoder
-from lmcourse.checks import call_checked, check_close, check_type
-
-_rule = "write exact match yourself, not with the course's reference"
-_rules = lmcourse.rules.rules(*lmcourse.reference.encoder_decoder.REFERENCE, reason=_rule)
-with _rules():
-    _em = call_checked(exact_match, ["2026-11-23", "2026-11-24", "1999-01-01", "2000-02-02"],
-                       ["2026-11-23", "2026-11-23", "1999-01-01", "2000-02-20"], name="exact_match(4 predictions)")
-check_type(_em, float, "exact_match(...)", hint="a Python float: a fraction, not a count")
-check_close(_em, 0.5, "exact_match with 2 of 4 right", rel=1e-12, abs_=1e-12,
-            hint="a prediction counts only when every character equals the target's: 2026-11-24 is wrong")
-with _rules():
-    _em2 = call_checked(exact_match, ["2026-11-23 ", "2026-11-2"], ["2026-11-23", "2026-11-23"],
-                        name="exact_match with an extra space and a missing character")
-check_close(_em2, 0.0, "exact_match of '2026-11-23 ' and '2026-11-2' against '2026-11-23'", rel=1e-12, abs_=1e-12,
-            hint="compare whole strings as they are: no strip(), no prefix")
-with _rules():
-    _em3 = call_checked(exact_match, ["ab", "B"], ["ab", "b"], name='exact_match(["ab", "B"], ["ab", "b"])')
-check_close(_em3, 0.5, 'exact_match(["ab", "B"], ["ab", "b"])', rel=1e-12, abs_=1e-12,
-            hint="upper and lower case are different characters: no lower()")
-visible_checks_pass("exact_match")
+# Checks the fraction (a Python float) on dates, stray spaces and upper/lower case.
+tests.check("exact_match")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    check_close(exact_match(["a"], ["a"]), 1.0, "one right of one", rel=1e-12, abs_=1e-12)
-    check_close(exact_match(["a", "B", "c"], ["a", "b", "x"]), 1 / 3, "case counts", rel=1e-12, abs_=1e-12)
+tests.grade("exact_match")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1159,7 +613,7 @@ print(f"{len(_wrong)} of {len(_outs)} test dates wrong; the first few:", _wrong[
 # %%
 try:
     mine = EncoderDecoder(seq_config).to(rt.device)
-    mine.load_state_dict(lmcourse.reference.encoder_decoder.notebook_state(seq_model))
+    mine.load_state_dict(lmcourse.nn.seq2seq.notebook_state(seq_model))
     _mine_acc = accuracy_of(lambda sources: seq2seq_outputs(mine, sources), splits["test"][:200])
     print(f"your EncoderDecoder with the trained weights: exact match {_mine_acc:.1%} on 200 test dates "
           f"(the reference: {accuracy_of(lambda s: seq2seq_outputs(seq_model, s), splits['test'][:200]):.1%})")
@@ -1281,12 +735,10 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+# The format of your answer here; the autograder checks the letter.
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1305,12 +757,10 @@ answer_q2 = "B"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+# The format of your answer here; the autograder checks the letter.
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
+tests.grade("q2")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -42,6 +42,11 @@ tgt_out[b, -1] = eos_id
     Mutant("no <eos>: the model never learns to stop", "teacher_forcing",
            patch(("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
                   "tgt_out[b, :len(t)] = torch.tensor(list(t))"))),
+    Mutant("tgt_in and tgt_out swapped: the shift the wrong way round", "teacher_forcing",
+           patch(("tgt_in[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))",
+                  "tgt_in[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])"),
+                 ("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
+                  "tgt_out[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))"))),
     # gaming: tensor subclasses whose tolist() asks the reference when the test reads them, outside the graded call
     Mutant("tensor subclasses whose tolist() runs the reference later", "teacher_forcing", '''
 class _Late(torch.Tensor):
@@ -305,6 +310,12 @@ loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_in.reshape(-1),
                  ("return self.ln_enc(x), src_mask", "return self.drop(self.ln_enc(x)), src_mask"))),
     Mutant("no final LayerNorm before the head", "encoder_decoder",
            patch(("return self.lm_head(self.ln_f(x))  # (B, T, V)", "return self.lm_head(x)"))),
+    # the prose asks for the ids' device: a test on PyTorch's 'meta' device shows a tensor made on the CPU
+    Mutant("source positions made with torch.arange(S) on the CPU, not on src's device", "encoder_decoder",
+           patch(("pos = torch.arange(src.size(1), device=src.device)  # (S,)", "pos = torch.arange(src.size(1))"))),
+    Mutant("target positions made with torch.arange(T) on the CPU, not on tgt_in's device", "encoder_decoder",
+           patch(("pos = torch.arange(tgt_in.size(1), device=tgt_in.device)  # (T,)",
+                  "pos = torch.arange(tgt_in.size(1))"))),
     # in full: the reference stands in for the solution
     Mutant("the reference EncoderDecoder subclassed", "encoder_decoder", '''
 import lmcourse.nn.seq2seq as _s
@@ -337,6 +348,12 @@ if bool(done.all()):
                   "ids = torch.ones((src.size(0), 1), dtype=torch.long, device=src.device)  # (B, 1)"))),
     Mutant("padding after <eos> written as 0 whatever pad_id says", "greedy_decode",
            patch(("nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)", "nxt = nxt.masked_fill(done, 0)"))),
+    Mutant("the <bos> column made on the CPU, not on src's device", "greedy_decode",
+           patch(("ids = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)",
+                  "ids = torch.full((src.size(0), 1), bos_id, dtype=torch.long)  # (B, 1)"))),
+    Mutant("the done flags made on the CPU, not on src's device", "greedy_decode",
+           patch(("done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)",
+                  "done = torch.zeros(src.size(0), dtype=torch.bool)  # (B,)"))),
     # gaming: the encoder re-run at every step, the test model's counter set back afterwards
     Mutant("encoder re-run at every step, model.encodes set back to 1", "greedy_decode", patch(
         ("logits = model.decode(ids, memory, src_mask)  # (B, t, V)", "logits = model.decode(ids, *model.encode(src))"),
@@ -398,11 +415,12 @@ def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
     return out
 '''),
     # gaming: a test cell's helper called by name
+    # (the reference is imported when the answer runs: in a graded kernel the import fails, and an answer cell that
+    # failed to define would leave the harness's solution in place, where a real submission keeps its stub)
     Mutant("the tests' expected-value helper called by name", "greedy_decode", '''
-import lmcourse.reference.encoder_decoder as _r
-
-
 def greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens):
+    import lmcourse.reference.encoder_decoder as _r
+
     return _r.expected_greedy(model, src, bos_id, eos_id, pad_id, max_new_tokens)
 '''),
     # --- exact_match
@@ -422,10 +440,9 @@ return sum(a == b for a, b in pairs) / sum(len(t) for t in targets)
                   "return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)"))),
     # gaming: the stand-in the later tests use, called by name
     Mutant("the tests' stand-in padding_mask called by name", "padding_mask", '''
-import lmcourse.reference.encoder_decoder as _r
-
-
 def padding_mask(ids, pad_id):
+    import lmcourse.reference.encoder_decoder as _r  # imported when it runs, as above
+
     return _r.padding_mask(ids, pad_id)
 '''),
     # gaming: on a hidden case, return the expected ids read from the notebook's globals (the test cell used to bind

@@ -56,7 +56,7 @@ from .mlm import init_mlm_weights
 
 __all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "MaskedSelfAttention", "CrossAttention",
            "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode",
-           "DecoderLM", "exact_match", "REFERENCE"]
+           "DecoderLM", "exact_match", "notebook_state", "REFERENCE"]
 
 
 @dataclass
@@ -409,6 +409,23 @@ def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
         raise ValueError("no targets")
     return sum(p == t for p, t in zip(predictions, targets)) / len(targets)
 
+
+
+def notebook_state(model: EncoderDecoder) -> dict[str, Tensor]:
+    """The model's weights under notebook 09's names: each attention that is the notebook's ``CrossAttention``
+    (the encoder's self-attention, the decoder's cross-attention) has its stacked ``c_attn`` (``W_q; W_k; W_v``)
+    split into ``q_proj``, ``k_proj``, ``v_proj``. Given code: the notebook loads the trained weights into the
+    student's model with it."""
+    out = {}
+    for key, value in model.state_dict().items():
+        split = ".c_attn." in key and (key.startswith("encoder.") or ".cross." in key)
+        if not split:
+            out[key] = value
+            continue
+        head, kind = key.split(".c_attn.")
+        for part, chunk in zip(("q_proj", "k_proj", "v_proj"), value.chunk(3, dim=0)):
+            out[f"{head}.{part}.{kind}"] = chunk.clone()
+    return out
 
 # What notebook 09's graded answers must not run (its tests pass these to checks.forbid_calls).
 REFERENCE = (padding_mask, attention_mask, _attend, _merge, MaskedSelfAttention, CrossAttention, EncoderBlock,

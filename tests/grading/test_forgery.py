@@ -488,3 +488,88 @@ def test_checks_ask_student_objects_nothing():
             call()
     checks.check_equal(Yes([2]), [2], "a list subclass with the right items still passes")
     checks.check_close(Num(0.25), 0.25, "so does a float subclass with the right value")
+
+
+# ---------------------------------------------------------------- notebook 09, graded from records
+# The red team's routes into 09's old test cells, which built expected values in the student's kernel: a
+# global forward hook zeroing the outputs of torch's layers the test built (its nn.MultiheadAttention twin), a
+# module whose state_dict() reported all-zero weights (the test built its expected output from that report),
+# a tensor subclass whose __torch_function__ answered the test's comparisons. Each hands in a cross-attention that
+# returns zeros. Now the expected values are the reference's, computed by the grader from weights it chose, and
+# the kernel only records: each scores 0 on cross-attention by construction, flagged or not. One small batch.
+ED = "09_encoder_decoder"
+_ZEROS = "        return x.new_zeros(x.shape) + 0 * sum(p.sum() for p in self.parameters())\n"
+ED_ATTEMPTS = {
+    "forward_hook_zeroes_torch_layers": "import torch\n"
+    "torch.nn.modules.module.register_module_forward_hook(\n"
+    "    lambda m, args, out: out * 0 if type(out) is torch.Tensor and type(m).__module__.startswith('torch.nn')\n"
+    "    else None)\n\n\n",
+    "state_dict_reports_zeros": "",
+    "tensor_subclass_torch_function": "import torch\n\n\n"
+    "class _Agrees(torch.Tensor):\n"
+    "    @classmethod\n"
+    "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+    "        if func in (torch.allclose, torch.equal):\n"
+    "            return True\n"
+    "        return super().__torch_function__(func, types, args, kwargs or {})\n\n\n",
+}
+
+
+def _ed_cross_attention(attempt: str) -> str:
+    body = _ZEROS
+    extra = ""
+    if attempt == "state_dict_reports_zeros":
+        extra = ("    def state_dict(self, *args, **kwargs):\n"
+                 "        return {k: torch.zeros_like(v) for k, v in super().state_dict(*args, **kwargs).items()}\n\n"
+                 "    def load_state_dict(self, state, strict=True, assign=False):\n"
+                 "        return None\n\n")
+    if attempt == "tensor_subclass_torch_function":
+        body = _ZEROS.replace("return ", "return (").replace("\n", ").as_subclass(_Agrees)\n")
+    return (ED_ATTEMPTS[attempt] +
+            "class CrossAttention(nn.Module):\n"
+            "    def __init__(self, n_embd, n_head, bias=True):\n"
+            "        super().__init__()\n"
+            "        self.n_head = n_head\n"
+            "        self.q_proj = nn.Linear(n_embd, n_embd, bias=bias)\n"
+            "        self.k_proj = nn.Linear(n_embd, n_embd, bias=bias)\n"
+            "        self.v_proj = nn.Linear(n_embd, n_embd, bias=bias)\n"
+            "        self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)\n\n" + extra +
+            "    def forward(self, x, memory, memory_mask=None):\n" + body)
+
+
+@pytest.fixture(scope="module")
+def forged_09(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 09: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / ED / f"{ED}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{ED}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-09"), tmp_path_factory.mktemp("grades-09")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt in ED_ATTEMPTS:
+        nb = perfect_submission(release, source)
+        cell(nb, "cross_attention").source = _ed_cross_attention(attempt)
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{ED}.ipynb")
+    assert main(["grade", ED, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_09_correct_keeps_full_marks(forged_09):
+    row = forged_09["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert float(row["cross_attention_tests"]) > 0, row
+
+
+@pytest.mark.parametrize("attempt", sorted(ED_ATTEMPTS))
+def test_09_forgery_scores_zero_on_cross_attention(forged_09, attempt):
+    row = forged_09[attempt]
+    assert row["status"] == "graded" and float(row["cross_attention_tests"]) == 0, (
+        f"{attempt}: cross-attention scored {row['cross_attention_tests']}: {row}")

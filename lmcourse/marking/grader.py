@@ -100,6 +100,8 @@ class JudgeRecords(_preprocessor_base()):
     """nbgrader preprocessor: :func:`judge_notebook` on the notebook nbgrader has just executed,
     so plain ``nbgrader autograde`` with the course's config grades as ``lmcourse grade`` does."""
 
+    enabled = True      # nbconvert's preprocessors do nothing unless enabled (nbgrader's own set it too)
+
     def preprocess(self, nb, resources):
         judge_notebook(nb, resources.get("nbgrader", {}).get("notebook", ""))
         return nb, resources

@@ -144,9 +144,7 @@ def test_notebook_08s_rules_refuse_a_tokenizer_librarys_compiled_core():
     answer's builtins (dict, list, bytes methods) and the regex pre-tokenizer still run."""
     tk = pytest.importorskip("tiktoken._tiktoken")
     from lmcourse import bpe
-    from lmcourse.reference import bpe as ref
-
-    r = rules(*ref.REFERENCE, modules=ref.MODULES, packages=ref.PACKAGES, reason="write the tokenizer yourself")
+    from lmcourse.marking.bpe import RULES as r
 
     def encode(text, merges):
         vocab = {i: bytes([i]) for i in range(256)}

@@ -42,7 +42,6 @@
 import copy
 import dataclasses
 import math
-import random
 import time
 from collections import Counter
 
@@ -53,9 +52,7 @@ import torch.nn.functional as F
 
 import lmcourse
 import lmcourse.bpe
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check, check_equal, check_type, visible_checks_pass
+import lmcourse.marking
 from lmcourse.data import data_dir, encode_text, load_shakespeare
 from lmcourse.nn import GPT, GPTConfig
 from lmcourse.runtime import is_autograding
@@ -64,6 +61,7 @@ from lmcourse.train import TrainConfig, train
 
 _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
+tests = lmcourse.marking.Exam("08_bpe", globals())   # the test cells below: tests.check("merge")
 P = rt.profile
 # this notebook's sizes: characters of the training plays for the tokenizer (None: all), the
 # largest vocabulary of section 6, the slice the two trainers are timed on, the GPT's vocabulary
@@ -122,44 +120,9 @@ def pair_counts(ids):
 
 
 # %% tests="pair_counts_tests" points=1
-import random
-
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check_equal, check_type, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
-# Within the block the course's BPE and the tokenizer libraries are refused (and importing one is noticed).
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule)
-
-_ids = [1, 2, 3, 1, 2]
-with _rules():
-    _c = call_checked(pair_counts, _ids, name="pair_counts([1, 2, 3, 1, 2])")
-check_type(_c, dict, "pair_counts([1, 2, 3, 1, 2])", hint="return a dict (or a Counter) mapping (a, b) to a count")
-check_equal(_c, {(1, 2): 2, (2, 3): 1, (3, 1): 1}, "pair_counts([1, 2, 3, 1, 2])",
-            hint="the keys are tuples (a, b) of neighbours ids[i], ids[i + 1], for every i up to the last pair")
-check_equal(_ids, [1, 2, 3, 1, 2], "the list after pair_counts", hint="do not change the list you are given")
-with _rules():
-    _c7 = call_checked(pair_counts, [7, 7, 7], name="pair_counts([7, 7, 7])")
-    _c1 = call_checked(pair_counts, [5], name="pair_counts([5])", hint="one id has no neighbour: return {}")
-    _c0 = call_checked(pair_counts, [], name="pair_counts([])")
-check_equal(_c7, {(7, 7): 2}, "pair_counts([7, 7, 7])",
-            hint="overlapping pairs all count: positions 0-1 and 1-2 are both (7, 7) — do not skip ahead after a "
-                 "pair (that is merge's rule, not counting's) and do not use a set")
-check_equal(_c1, {}, "pair_counts([5])")
-check_equal(_c0, {}, "pair_counts([])")
-visible_checks_pass("pair_counts")
+tests.check("pair_counts")
 ### BEGIN HIDDEN TESTS
-_rng = random.Random(8)
-for _n in (2, 3, 17, 60):
-    _r = [_rng.randrange(4) for _ in range(_n)]
-    with _rules():
-        _got = call_checked(pair_counts, list(_r), name=f"pair_counts(a random list of {_n} ids)")
-    _want = lmcourse.reference.bpe.pair_counts(_r)
-    check_equal(_got, _want, f"pair_counts(random list of {_n} ids)")
-    del _want
+tests.grade("pair_counts")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -187,53 +150,9 @@ def merge(ids, pair, new_id):
 
 
 # %% tests="merge_tests" points=1
-import random
-
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check_equal, check_type, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule)
-
-_ids = [1, 2, 3, 1, 2]
-with _rules():
-    _m = call_checked(merge, _ids, (1, 2), 256, name="merge([1, 2, 3, 1, 2], (1, 2), 256)")
-check_type(_m, list, "merge([1, 2, 3, 1, 2], (1, 2), 256)", hint="return a new list")
-check_equal(_m, [256, 3, 256], "merge([1, 2, 3, 1, 2], (1, 2), 256)",
-            hint="replace every occurrence of the pair, not only the first, by the one id new_id (a list slice never "
-                 "equals a tuple: compare ids[i] with pair[0] and ids[i + 1] with pair[1])")
-check_equal(_ids, [1, 2, 3, 1, 2], "the list after merge", hint="build a new list; do not change ids in place")
-with _rules():
-    _m7 = call_checked(merge, [7, 7, 7], (7, 7), 256, name="merge([7, 7, 7], (7, 7), 256)",
-                       hint="look at ids[i + 1] only when i + 1 < len(ids)")
-    _m77 = call_checked(merge, [7, 7, 7, 7], (7, 7), 256, name="merge([7, 7, 7, 7], (7, 7), 256)",
-                        hint="look at ids[i + 1] only when i + 1 < len(ids)")
-    _mz = call_checked(merge, [1, 2, 1], (1, 2), 300, name="merge([1, 2, 1], (1, 2), 300)",
-                       hint="look at ids[i + 1] only when i + 1 < len(ids)")
-    _mn = call_checked(merge, [1, 2], (2, 1), 300, name="merge([1, 2], (2, 1), 300)",
-                       hint="look at ids[i + 1] only when i + 1 < len(ids)")
-    _m0 = call_checked(merge, [], (1, 2), 256, name="merge([], (1, 2), 256)")
-check_equal(_m7, [256, 7], "merge([7, 7, 7], (7, 7), 256)",
-            hint="occurrences do not overlap: after merging positions 0-1, the scan goes on at position 2")
-check_equal(_m77, [256, 256], "merge([7, 7, 7, 7], (7, 7), 256)")
-check_equal(_mz, [300, 1], "merge([1, 2, 1], (1, 2), 300)", hint="keep the last id when it starts no pair")
-check_equal(_mn, [1, 2], "merge([1, 2], (2, 1), 300)", hint="the pair is ordered: (2, 1) is not (1, 2)")
-check_equal(_m0, [], "merge([], (1, 2), 256)")
-visible_checks_pass("merge")
+tests.check("merge")
 ### BEGIN HIDDEN TESTS
-_rng = random.Random(9)
-for _n in (1, 2, 5, 40, 41):
-    _r = [_rng.randrange(3) for _ in range(_n)]
-    for _pair in ((0, 1), (2, 2), (1, 0)):
-        with _rules():
-            _got = call_checked(merge, list(_r), _pair, 999, name=f"merge(a random list of {_n} ids, {_pair}, 999)",
-                                hint="on random ids too: look at ids[i + 1] only when i + 1 < len(ids)")
-        _want = lmcourse.reference.bpe.merge(_r, _pair, 999)
-        check_equal(_got, _want, f"merge(random list of {_n} ids, {_pair}, 999)")
-        del _want
+tests.grade("merge")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -344,103 +263,10 @@ def train_bpe(text, vocab_size, special_tokens=()):
 
 
 # %% tests="train_bpe_tests" points=3
-import random
-
-import lmcourse.bpe
-import lmcourse.data
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check, check_equal, check_type, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
 # Your train_bpe runs with the reference pair_counts and merge (a slip there costs in its own exercise only).
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule,
-                              substitute=dict(pair_counts=lmcourse.reference.bpe.pair_counts,
-                                              merge=lmcourse.reference.bpe.merge), namespace=globals())(
-    lmcourse.reference.bpe.pair_counts, lmcourse.reference.bpe.merge)
-
-_a, _b, _c, _d, _sp = b"abcd "
-with _rules():
-    _out = call_checked(train_bpe, "aaabdaaabac", 261, name='train_bpe("aaabdaaabac", 261)')
-check(type(_out) is tuple and len(_out) == 2, 'train_bpe("aaabdaaabac", 261) should return a tuple (vocab, merges)')
-_vocab, _merges = _out
-check_type(_vocab, dict, "vocab", hint="vocab maps every id to its bytes: {0: b'\\x00', ..., 256: b'aa', ...}")
-check_type(_merges, list, "merges", hint="merges is a list of pairs, in the order learned")
-check_equal(_merges[:1], [(_a, _a)], "the first merge of 'aaabdaaabac'",
-            hint="(97, 97), b'a' b'a': 'aa' occurs 4 times, overlapping pairs count — start from the UTF-8 bytes of "
-                 "each pre-token, count pairs with pair_counts, and store each merge as a tuple (a, b)")
-check_equal(_merges[1:2], [(256, _a)], "the second merge of 'aaabdaaabac'",
-            hint="(256, 97), 'aa' then 'a': after merge 0, (256, 97) and (97, 98) both occur twice — a tie, broken by "
-                 "the greater bytes, b'aa' > b'a' (the greatest (count, vocab[a], vocab[b]))")
-check_equal(_merges, [(_a, _a), (256, _a), (257, _b), (_d, 258), (259, _a)], 'merges of train_bpe("aaabdaaabac", 261)',
-            hint="when every pair occurs once the greatest first token wins, (b'd', b'aaab'); merge i is id 256 + i")
-check_equal(len(_vocab), 261, 'len(vocab) of train_bpe("aaabdaaabac", 261)', hint="256 bytes + one id per merge")
-check_equal([_vocab[i] for i in range(254, 261)], [b"\xfe", b"\xff", b"aa", b"aaa", b"aaab", b"daaab", b"daaaba"],
-            "vocab[254..260]", hint="vocab[b] = bytes([b]) for the bytes; vocab[256 + i] = vocab[a] + vocab[b]")
-with _rules():
-    _m1 = call_checked(train_bpe, "abcd", 259, name='train_bpe("abcd", 259)')[1]
-    _m2 = call_checked(train_bpe, "ab ac", 257, name='train_bpe("ab ac", 257)')[1]
-check_equal(_m1, [(_c, _d), (_b, 256), (_a, 257)], 'merges of train_bpe("abcd", 259)',
-            hint="ab, bc, cd all occur once: the tie goes to the greatest first token, b'c' (then b'b' + b'cd', ...)")
-check_equal(_m2, [(_a, _c)], 'merges of train_bpe("ab ac", 257)',
-            hint="(a, b), (' ', a) and (a, c) occur once each; b'a' > b' ', and with equal first tokens the greater "
-                 "second one wins: b'c' > b'b'")
-with _rules():
-    _mf = call_checked(train_bpe, "cd ab ab ab", 257, name='train_bpe("cd ab ab ab", 257)')[1]
-    _mu = call_checked(train_bpe, "東京東京", 257, name='train_bpe("東京東京", 257)',
-                       hint="start from the UTF-8 bytes of each pre-token: list(s.encode('utf-8'))")[1]
-check_equal(_mf, [(_a, _b)], 'merges of train_bpe("cd ab ab ab", 257)',
-            hint="the pre-token ' ab' occurs 3 times: count each distinct pre-token's pairs times its frequency, so "
-                 "(a, b) and (' ', a) have 3 and beat (c, d) with 1")
-check_equal(_mu, [(0xE6, 0x9D)], 'merges of train_bpe("東京東京", 257)',
-            hint="start from the UTF-8 bytes of each pre-token (list(s.encode('utf-8'))), not from code points: "
-                 "'東' is the three bytes 0xE6 0x9D 0xB1")
-with _rules():
-    _v3, _m3 = call_checked(train_bpe, "ab ab ab", 300, name='train_bpe("ab ab ab", 300)',
-                            hint="when no pair is left, stop (max() of an empty dict raises): the vocabulary is "
-                                 "then smaller than vocab_size")
-check_equal(_m3, [(_a, _b), (_sp, 256)], 'merges of train_bpe("ab ab ab", 300)',
-            hint="the pre-tokens are 'ab', ' ab', ' ab': (b, ' ') spans two of them and is never counted; and when "
-                 "no pair is left, stop")
-check_equal(len(_v3), 258, 'len(vocab) of train_bpe("ab ab ab", 300)',
-            hint="training stops early when every pre-token is one token: 256 + 2 ids, not 300")
-_eot = "<|endoftext|>"
-with _rules():
-    _v4, _m4 = call_checked(train_bpe, _eot * 50 + "xy", 258, [_eot], name='train_bpe(EOT * 50 + "xy", 258, [EOT])')
-check_equal(_m4, [(ord("x"), ord("y"))], 'merges of train_bpe("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"])',
-            hint="cut the special tokens out first (split_specials): their text is never counted; "
-                 "vocab_size counts the special token, so one merge is left")
-check_equal(_v4.get(257), _eot.encode("utf-8"), "vocab[257] (the special token)",
-            hint="special tokens come after the merges, as their UTF-8 bytes")
-with _rules():
-    _v5, _m5 = call_checked(train_bpe, ("hello" + _eot) * 20 + "hello!", 260, [_eot, "<pad>"],
-                            name='train_bpe(("hello" + EOT) * 20 + "hello!", 260, [EOT, "<pad>"])',
-                            hint="cut the special tokens out first (split_specials); they take the last ids")
-check(all(not (_v5[a].endswith(b"o") and _v5[b].startswith(b"<")) for a, b in _m5 if a in _v5 and b in _v5),
-      "a merge joins 'o' and '<': the special token was merged with its neighbour — cut special tokens out "
-      "before pre-tokenizing")
-check_equal(len(_v5), 260, "len(vocab) of a vocabulary of 260 with 2 special tokens",
-            hint="vocab_size counts the 256 bytes, the merges and the special tokens: 260 - 256 - 2 = 2 merges")
-check_equal([_v5.get(258), _v5.get(259)], [_eot.encode(), b"<pad>"], "the last two ids of a vocabulary of 260 with "
-            "special tokens ['<|endoftext|>', '<pad>']", hint="the special tokens take the last ids, in their order")
-visible_checks_pass("train_bpe")
+tests.check("train_bpe")
 ### BEGIN HIDDEN TESTS
-_text = lmcourse.data.load_shakespeare(quiet=True).text("train")[50_000:51_500]
-_rng = random.Random(3)
-for _t, _size, _specials in ((_text, 290, ()), (lmcourse.reference.bpe.random_text(_rng, 250), 280, ()),
-                             ("aaaa aaa aa a " * 7 + "abababa baba", 270, ()),
-                             (("to be" + _eot + " or not <s>") * 9, 280, (_eot, "<s>"))):
-    with _rules():
-        _got = call_checked(train_bpe, _t, _size, list(_specials),
-                            name=f"train_bpe(a hidden text of {len(_t)} characters, {_size}, {list(_specials)})",
-                            hint="on a hidden text too, stop when no pair is left (max() of an empty dict "
-                                 "raises)")
-    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
-    check_equal(_got[1], _want[1], f"merges of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
-    check_equal(_got[0], _want[0], f"vocab of train_bpe on a hidden text ({len(_t)} characters, {_size} ids)")
-    del _want
+tests.grade("train_bpe")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -485,81 +311,10 @@ def encode(text, merges, special_tokens=()):
 
 
 # %% tests="encode_tests" points=3
-import random
-
-import lmcourse.bpe
-import lmcourse.data
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check, check_equal, check_type, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
 # Your encode runs with the reference merge (a slip there costs in its own exercise only).
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule,
-                              substitute=dict(merge=lmcourse.reference.bpe.merge), namespace=globals())(
-    lmcourse.reference.bpe.merge)
-
-_a, _b, _c, _sp = b"abc "
-_bc_ab = [(_b, _c), (_a, _b)]  # (b, c) -> 256 learned first, then (a, b) -> 257
-with _rules():
-    _e = call_checked(encode, "abc", _bc_ab, name='encode("abc", [(b, c), (a, b)])')
-check_type(_e, list, 'encode("abc", merges)', hint="return a list of ids")
-check_equal(_e, [_a, 256], 'encode("abc", [(b, c), (a, b)])',
-            hint="merge by rank: of the pairs (a, b) and (b, c), (b, c) was learned first (id 256), so it is merged "
-                 "first, although (a, b) comes first in the text")
-with _rules():
-    _e2 = call_checked(encode, "abcbc", _bc_ab, name='encode("abcbc", [(b, c), (a, b)])')
-    _e3 = call_checked(encode, "ab bc", _bc_ab, name='encode("ab bc", [(b, c), (a, b)])')
-    _e4 = call_checked(encode, "ab ab", [(_b, _sp)], name='encode("ab ab", [(b, " ")])')
-    _e0 = call_checked(encode, "", _bc_ab, name='encode("", merges)')
-check_equal(_e2, [_a, 256, 256], 'encode("abcbc", [(b, c), (a, b)])',
-            hint="a merge replaces every occurrence of the pair in the pre-token; then (a, b) is gone")
-check_equal(_e3, [257, _sp, 256], 'encode("ab bc", [(b, c), (a, b)])',
-            hint="pre-tokens 'ab' and ' bc' are encoded one by one and the ids joined")
-check_equal(_e4, [_a, _b, _sp, _a, _b], 'encode("ab ab", [(b, " ")])',
-            hint="merges apply inside one pre-token only: 'b' ends 'ab' and ' ' starts ' ab', so (b, ' ') never "
-                 "merges — pre-tokenize each piece and encode each pre-token on its own")
-check_equal(_e0, [], 'encode("", merges)')
-_eot = "<|endoftext|>"
-with _rules():
-    _e5 = call_checked(encode, "ab" + _eot + "ab" + _eot, _bc_ab, [_eot],
-                       name='encode("ab<|endoftext|>ab<|endoftext|>", merges, ["<|endoftext|>"])')
-    _e6 = call_checked(encode, "x<pad><|endoftext|>", _bc_ab, [_eot, "<pad>"],
-                       name='encode("x<pad><|endoftext|>", merges, ["<|endoftext|>", "<pad>"])',
-                       hint="special token j has the id 256 + len(merges) + j")
-check_equal(_e5, [257, 258, 257, 258], 'encode("ab<|endoftext|>ab<|endoftext|>", [(b, c), (a, b)], ["<|endoftext|>"])',
-            hint="a special token is one id, 256 + len(merges) + its index: cut it out with split_specials before "
-                 "pre-tokenizing, never encode its characters")
-check_equal(_e6, [ord("x"), 259, 258], 'encode("x<pad><|endoftext|>", merges, ["<|endoftext|>", "<pad>"])',
-            hint="the special tokens' ids follow the order of special_tokens")
-_train = lmcourse.data.load_shakespeare(quiet=True).text("train")[:20_000]
-_, _merges = lmcourse.bpe.train_bpe_incremental(_train, 400)
-_line = "To be, or not to be, that is the question: naïve café, 東京 🙂 in 1599"
-_merges_copy = list(_merges)
-with _rules():
-    _got = call_checked(encode, _line, _merges_copy, name=f"encode({_line!r}, 144 merges learned on Shakespeare)")
-check_equal(_merges_copy, _merges, "merges after encode(line, merges)",
-            hint="do not change merges: encode only reads it")
-_want = lmcourse.bpe.BPETokenizer(_merges).encode(_line)
-check_equal(_got, _want, f"encode({_line!r}) with 144 merges learned on Shakespeare",
-            hint="each pre-token from its UTF-8 bytes, then by rank; compare with the worked examples above")
-del _want
-visible_checks_pass("encode")
+tests.check("encode")
 ### BEGIN HIDDEN TESTS
-_tok = lmcourse.bpe.BPETokenizer(_merges, [_eot, "<s>"])
-_val = lmcourse.data.load_shakespeare(quiet=True).text("val")[1000:4000]
-_rng = random.Random(4)
-for _t in (_val, lmcourse.reference.bpe.random_text(_rng, 300), "<s>" + _eot + _val[:200] + "<s>x<s>",
-           "  \n\n   ab  ", _eot):
-    with _rules():
-        _got = call_checked(encode, _t, list(_merges), [_eot, "<s>"],
-                            name=f"encode(a hidden text of {len(_t)} characters, merges, [EOT, '<s>'])",
-                            hint="a text of special tokens only, or of whitespace only, must work too")
-    _want = _tok.encode(_t)
-    check_equal(_got, _want, f"encode(a hidden text of {len(_t)} characters)")
-    del _want
+tests.grade("encode")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -579,65 +334,9 @@ def decode(ids, vocab):
 
 
 # %% tests="decode_tests" points=1
-import random
-
-import lmcourse.bpe
-import lmcourse.data
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check_equal, check_type, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule)
-
-_eot = "<|endoftext|>"
-_train = lmcourse.data.load_shakespeare(quiet=True).text("train")[:20_000]
-_tok = lmcourse.bpe.BPETokenizer(lmcourse.bpe.train_bpe_incremental(_train, 400)[1], [_eot])
-_vocab = dict(_tok.vocab)
-with _rules():
-    _s = call_checked(decode, [ord("h"), ord("i")], _vocab, name="decode([104, 105], vocab)")
-check_type(_s, str, "decode([104, 105], vocab)", hint="return a str: join the bytes, then .decode('utf-8', ...)")
-check_equal(_s, "hi", "decode([104, 105], vocab)")
-_ids = _tok.encode("To be, or not" + _eot)
-with _rules():
-    _s2 = call_checked(decode, _ids, _vocab, name="decode(encode('To be, or not<|endoftext|>'), vocab)")
-check_equal(_s2, "To be, or not" + _eot, "decode of a sentence and a special token",
-            hint="a special token's vocab entry is its UTF-8 text")
-_tokyo = list("東京".encode())  # six byte ids: two characters of three bytes each
-with _rules():
-    _s3 = call_checked(decode, _tokyo, _vocab, name="decode(the six byte ids of '東京', vocab)",
-                       hint="join all the bytes first, then decode once: one character's bytes span several ids")
-    _s4 = call_checked(decode, [0xE4, 0xB8], _vocab, name="decode([0xE4, 0xB8], vocab)",
-                       hint='a character cut short must not raise: decode with errors="replace"')
-check_equal(_s3, "東京", "decode(the six byte ids of '東京', vocab)",
-            hint="join the bytes of all the ids first (b''.join), then decode once")
-check_equal(_s4, "\ufffd", "decode([0xE4, 0xB8], vocab) (the first two bytes of '世')",
-            hint='errors="replace" turns the incomplete character into one U+FFFD; "ignore" would drop it silently')
-_rng = random.Random(0)
-for _k in range(20):
-    _t = lmcourse.reference.bpe.random_text(_rng, 40)
-    _ids = _tok.encode(_t)
-    with _rules():
-        _back = call_checked(decode, _ids, _vocab, name=f"decode(encode({_t!r}), vocab)")
-    check_equal(_back, _t, f"decode(encode(s)) for random Unicode s = {_t!r}",
-                hint="the round trip must give the text back, whatever its script")
-visible_checks_pass("decode")
+tests.check("decode")
 ### BEGIN HIDDEN TESTS
-_rng = random.Random(5)
-for _n in (0, 1, 50, 400):
-    _ids = [_rng.randrange(len(_vocab)) for _ in range(_n)]
-    with _rules():
-        _got = call_checked(decode, list(_ids), _vocab, name=f"decode({_n} random ids, vocab)",
-                            hint='random ids may cut a character short: decode once, with errors="replace"')
-    _want = _tok.decode(_ids)
-    check_equal(_got, _want, f"decode({_n} random ids)")
-    del _want
-with _rules():
-    _s5 = call_checked(decode, [0xFF, ord("a"), 0xE4], _vocab, name="decode([0xFF, ord('a'), 0xE4], vocab)",
-                       hint='bytes that are not UTF-8 must not raise: decode with errors="replace"')
-check_equal(_s5, "\ufffda\ufffd", "decode of invalid bytes around a letter")
+tests.grade("decode")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -718,80 +417,10 @@ def train_bpe_incremental(text, vocab_size, special_tokens=()):
 
 
 # %% tests="train_bpe_incremental_tests" points=2
-import random
-
-import lmcourse.bpe
-import lmcourse.data
-import lmcourse.reference.bpe
-import lmcourse.rules
-from lmcourse.checks import call_checked, check, check_equal, visible_checks_pass
-
-_rule = ("write the tokenizer yourself: not with lmcourse.bpe or lmcourse.reference.bpe (the course's reference), "
-         "tiktoken, tokenizers or sentencepiece")
 # Your trainer runs with the reference pair_counts and merge, and with a train_bpe that fails when called.
-_rules = lmcourse.rules.rules(*lmcourse.reference.bpe.REFERENCE, modules=lmcourse.reference.bpe.MODULES,
-                              packages=lmcourse.reference.bpe.PACKAGES, reason=_rule,
-                              substitute=dict(pair_counts=lmcourse.reference.bpe.pair_counts,
-                                              merge=lmcourse.reference.bpe.merge,
-                                              train_bpe=lmcourse.reference.bpe.train_bpe_refused),
-                              namespace=globals())(
-    lmcourse.reference.bpe.pair_counts, lmcourse.reference.bpe.merge, lmcourse.reference.bpe.train_bpe_refused)
-
-_a, _b, _c, _d, _sp = b"abcd "
-with _rules():
-    _out = call_checked(train_bpe_incremental, "aaabdaaabac", 261, name='train_bpe_incremental("aaabdaaabac", 261)')
-check(type(_out) is tuple and len(_out) == 2, "train_bpe_incremental should return a tuple (vocab, merges)")
-check_equal(_out[1], [(_a, _a), (256, _a), (257, _b), (_d, 258), (259, _a)],
-            'merges of train_bpe_incremental("aaabdaaabac", 261)',
-            hint="the same rule as train_bpe: merge 1 is a tie between (256, a) and (a, b), and b'aa' > b'a'; after "
-                 "merge 0 the count of (a, a) must fall to 0 and (a, b) must not be counted twice")
-check_equal(len(_out[0]), 261, "len(vocab)")
-with _rules():
-    _m3 = call_checked(train_bpe_incremental, "ab ab ab", 300, name='train_bpe_incremental("ab ab ab", 300)',
-                       hint="when no pair is left, stop (max() of an empty dict raises): the vocabulary is "
-                            "then smaller than vocab_size")
-    _m4 = call_checked(train_bpe_incremental, "aaaaaaa aaaa aaa", 270,
-                       name='train_bpe_incremental("aaaaaaa aaaa aaa", 270)',
-                       hint="a pair's count can fall to 0: remove it (and never subtract from a pair you did not "
-                            "count)")
-    _m5 = call_checked(train_bpe_incremental, "<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"],
-                       name='train_bpe_incremental("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"])',
-                       hint="cut the special tokens out first (split_specials), as in train_bpe")
-check_equal(_m3, (lmcourse.bpe.train_bpe("ab ab ab", 300)), 'train_bpe_incremental("ab ab ab", 300)',
-            hint="pairs never span two pre-tokens, and training stops when no pair has a count above 0 — remove "
-                 "pairs whose count fell to 0")
-check_equal(_m4[1], lmcourse.bpe.train_bpe("aaaaaaa aaaa aaa", 270)[1], 'merges of train_bpe_incremental on '
-            '"aaaaaaa aaaa aaa"', hint="overlapping pairs: subtract all the pairs of the old pre-token and add all "
-                                       "the pairs of the merged one (pair_counts on both)")
-check_equal(_m5, lmcourse.bpe.train_bpe("<|endoftext|>" * 50 + "xy", 258, ["<|endoftext|>"]),
-            "train_bpe_incremental with a special token", hint="special tokens: as in train_bpe")
-_text = lmcourse.data.load_shakespeare(quiet=True).text("train")[:6_000]
-with _rules():
-    _got = call_checked(train_bpe_incremental, _text, 330,
-                        name="train_bpe_incremental(6,000 characters of Shakespeare, 330)")
-_want = lmcourse.bpe.train_bpe_incremental(_text, 330)
-check_equal(_got[1], _want[1], "merges of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
-check_equal(_got[0], _want[0], "vocab of train_bpe_incremental on 6,000 characters of Shakespeare, 330 ids")
-del _want
-visible_checks_pass("train_bpe_incremental")
+tests.check("train_bpe_incremental")
 ### BEGIN HIDDEN TESTS
-_rng = random.Random(6)
-_eot = "<|endoftext|>"
-_big = lmcourse.data.load_shakespeare(quiet=True).text("train")[200_000:205_000]
-for _t, _size, _specials in ((_big + _eot + _big[:500], 360, (_eot,)),
-                             (lmcourse.reference.bpe.random_text(_rng, 800), 320, ()),
-                             ("".join(_rng.choice("ab ") for _ in range(600)), 300, ()),
-                             (("ha" + _eot) * 40 + "<s>", 1000, (_eot, "<s>")), ("", 260, ())):
-    with _rules():
-        _got = call_checked(train_bpe_incremental, _t, _size, list(_specials),
-                            name=f"train_bpe_incremental(a hidden text of {len(_t)} characters, {_size}, "
-                                 f"{list(_specials)})",
-                            hint="an empty text, or one of special tokens only, has no pair at all: stop before "
-                                 "max() when no pair is left")
-    _want = lmcourse.bpe.train_bpe_incremental(_t, _size, _specials)
-    check_equal(_got[1], _want[1], f"merges of train_bpe_incremental on a hidden text ({len(_t)} characters)")
-    check_equal(_got[0], _want[0], f"vocab of train_bpe_incremental on a hidden text ({len(_t)} characters)")
-    del _want
+tests.grade("train_bpe_incremental")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1016,12 +645,9 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice, visible_checks_pass
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1040,12 +666,9 @@ answer_q2 = "B"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice, visible_checks_pass
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
+tests.grade("q2")
 ### END HIDDEN TESTS
 
 # %% [markdown]

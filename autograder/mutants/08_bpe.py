@@ -78,6 +78,24 @@ for s in special_tokens:
 for j, s in enumerate(special_tokens):
     vocab[vocab_size - len(special_tokens) + j] = s.encode("utf-8")
 '''))),
+    Mutant("special tokens numbered longest first, not in the order given", "train_bpe", patch(
+        ('''
+for s in special_tokens:
+    vocab[len(vocab)] = s.encode("utf-8")
+''', '''
+for s in sorted(special_tokens, key=len, reverse=True):
+    vocab[len(vocab)] = s.encode("utf-8")
+'''))),
+    Mutant("special tokens removed with str.replace (their neighbours joined into one pre-token)", "train_bpe", patch(
+        ('''
+for piece, is_special in split_specials(text, special_tokens):
+    if not is_special:
+        words.update(pretokenize(piece))
+''', '''
+for s in special_tokens:
+    text = text.replace(s, "")
+words.update(pretokenize(text))
+'''))),
     Mutant("merging across pre-tokens (the whole text is one sequence)", "train_bpe", patch(
         ("words.update(pretokenize(piece))", "words.update([piece])"))),
     Mutant("special tokens not cut out (their text is counted)", "train_bpe", patch(
@@ -135,6 +153,10 @@ while True:
     Mutant("special token ids off by one", "encode", patch(
         ("special_ids = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}",
          "special_ids = {s: 257 + len(merges) + j for j, s in enumerate(special_tokens)}"))),
+    Mutant("encode numbers the special tokens longest first, not in the order given", "encode", patch(
+        ("special_ids = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}",
+         "special_ids = {s: 256 + len(merges) + j\n"
+         "               for j, s in enumerate(sorted(special_tokens, key=len, reverse=True))}"))),
     Mutant("encode stops after one merge per pre-token", "encode", patch(
         ("ids = merge(ids, pair, ranks[pair])", '''
 ids = merge(ids, pair, ranks[pair])
@@ -281,6 +303,26 @@ def decode(ids, vocab):
     enc = tiktoken.Encoding("mine", pat_str=GPT2_PATTERN, mergeable_ranks={b: i for i, b in vocab.items()},
                             special_tokens={})
     return enc.decode(list(ids))
+'''),
+    # in full (08 red team): an empty dict subclass whose metaclass makes every type check succeed, for the checks
+    # that used to test `type(x) in (...)` after the call; values are now read by exact type, so it is refused
+    Mutant("pair_counts returns a dict subclass whose class compares equal to dict (gaming)", "pair_counts", '''
+class _Meta(type):
+    def __eq__(cls, other):
+        return True
+
+    __hash__ = type.__hash__
+
+
+class _Counts(dict, metaclass=_Meta):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+def pair_counts(ids):
+    return _Counts()
 '''),
     # gaming: on the hidden test's largest case, return the expected counts read from the notebook's globals (the
     # test cell used to bind them, as _want, before the graded call; now they are made after it, so this loses points)

@@ -29,7 +29,14 @@ _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "me
           "__code__", "__closure__", "f_back", "f_globals", "f_locals", "currentframe", "_getframe",
           "publish_display_data", "register_module_forward_hook", "register_module_forward_pre_hook",
           "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode")
+# builtins among _NAMES: as an attribute they are someone else's (model.eval() puts a torch module in
+# evaluation mode) unless read from builtins itself
+_BUILTINS = ("exec", "eval", "compile", "__import__")
 _TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/bpe", "lmcourse\\reference")
+
+
+def _dotted_builtins(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
 
 
 def scan_source(source: str) -> list[str]:
@@ -53,7 +60,8 @@ def scan_source(source: str) -> list[str]:
             note(f"from {node.module} import")
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             note(node.id)
-        elif isinstance(node, ast.Attribute) and node.attr in _NAMES:
+        elif isinstance(node, ast.Attribute) and node.attr in _NAMES and (
+                node.attr not in _BUILTINS or _dotted_builtins(node.value)):
             note(node.attr)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             hit = next((t for t in _TEXTS if t in node.value), None)

@@ -1,27 +1,22 @@
-"""Notebook 08 (byte-level BPE): the stand-ins its test cells run in place of a student's earlier
-answers, the test cells' helpers, and ``REFERENCE``, the course code that does one of its
-exercises' work.
+"""Notebook 08 (byte-level BPE): the reference answers, and ``REFERENCE``, the names that do its exercises.
 
-One mistake costs once: the tests of ``train_bpe``, ``encode`` and ``train_bpe_incremental`` run
-with :func:`pair_counts` and :func:`merge` below in place of the student's (and the incremental
-trainer's with :func:`train_bpe_refused` in place of ``train_bpe``: the point of that exercise is
-not to recount). Expected values come from :mod:`lmcourse.bpe`, computed before the student's
-function is called. ``MODULES`` and ``PACKAGES`` name the libraries that tokenize for you
-(tiktoken, Hugging Face ``tokenizers``, sentencepiece): their Python code is refused inside a
-graded call, and so is their compiled code (a method of tiktoken's Rust ``CoreBPE``, however the
-object was made: the rules' ``packages``, :func:`lmcourse.checks.forbid_calls`); importing them
-there fails the test. (A compiled core reached only from other C code, ``map(core.encode, ...)``,
-raises no event the rules see: the TA's similarity report flags an answer cell that imports one
-of the libraries, "a tokenizer library imported".)
+The grader computes expected values from these in its own process; the grading kernel of 08
+cannot import this module (:mod:`lmcourse.marking`), and the stand-ins a later exercise's tests
+use ("one mistake costs once": ``pair_counts`` and ``merge`` in ``train_bpe``, ``encode`` and
+``train_bpe_incremental``) are built from its source. The incremental trainer is the library's
+(:func:`lmcourse.bpe.train_bpe_incremental`, which the notebook's later sections use as given
+code); the rest is written for clarity, not speed.
 """
 
 from __future__ import annotations
 
-import random
+import math
 
-from lmcourse import bpe, checks
+from lmcourse import bpe
+from lmcourse.bpe import check_training_args, pretokenize, split_specials, train_bpe_incremental
 
-__all__ = ["MODULES", "PACKAGES", "REFERENCE", "merge", "pair_counts", "random_text", "train_bpe_refused"]
+__all__ = ["REFERENCE", "answer_q1", "answer_q2", "decode", "encode", "merge", "pair_counts", "train_bpe",
+           "train_bpe_incremental"]
 
 
 def pair_counts(ids: list[int]) -> dict[tuple[int, int], int]:
@@ -47,38 +42,62 @@ def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     return out
 
 
-def train_bpe_refused(*args, **kwargs):
-    """Stands in for ``train_bpe`` while ``train_bpe_incremental`` is tested: calling it fails."""
-    checks.check(False, "train_bpe_incremental called train_bpe — the incremental trainer must not recount "
-                        "every pair after each merge: update the counts of the pre-tokens a merge changed")
+def train_bpe(text: str, vocab_size: int, special_tokens=()) -> tuple[dict[int, bytes], list[tuple[int, int]]]:
+    """The plain trainer: every pair recounted after each merge; the rule is lmcourse.bpe's docstring."""
+    specials = list(check_training_args(text, vocab_size, special_tokens))
+    words: dict[str, int] = {}
+    for piece, is_special in split_specials(text, specials):
+        if not is_special:
+            for w in pretokenize(piece):
+                words[w] = words.get(w, 0) + 1
+    tokens = [list(w.encode("utf-8")) for w in words]
+    freqs = list(words.values())
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for new_id in range(256, vocab_size - len(specials)):
+        counts: dict[tuple[int, int], int] = {}
+        for ids, freq in zip(tokens, freqs):
+            for pair, c in pair_counts(ids).items():
+                counts[pair] = counts.get(pair, 0) + c * freq
+        if not counts:
+            break
+        best = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))
+        tokens = [merge(ids, best, new_id) for ids in tokens]
+        vocab[new_id] = vocab[best[0]] + vocab[best[1]]
+        merges.append(best)
+    for s in specials:       # in the order given, right after the last merge
+        vocab[len(vocab)] = s.encode("utf-8")
+    return vocab, merges
 
 
-# Ranges of code points a random text draws from (surrogates D800-DFFF, which UTF-8 cannot hold,
-# never): ASCII, whitespace of many kinds, accents, combining marks, Greek, Devanagari, CJK,
-# Hangul, emoji, a plane-2 ideograph, and GPT-2's contractions.
-_RANGES = [(0x20, 0x7E), "\t\n\r\x0b\x0c\x85\xa0 \u2003\u3000", (0xA1, 0x17F), (0x300, 0x36F),
-           (0x391, 0x3C9), (0x900, 0x97F), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0x1F300, 0x1FAFF),
-           (0x20000, 0x2A6DF), ["'s", "'t", "'re", "'ll", "'d", "’"]]
+def encode(text: str, merges, special_tokens=()) -> list[int]:
+    """Token ids of ``text``: merges applied by rank inside each pre-token; special tokens whole,
+    numbered in the order given after the merges."""
+    ranks = {tuple(pair): 256 + i for i, pair in enumerate(merges)}
+    special_ids = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}
+    out: list[int] = []
+    for piece, is_special in split_specials(text, special_tokens):
+        if is_special:
+            out.append(special_ids[piece])
+            continue
+        for pretoken in pretokenize(piece):
+            ids = list(pretoken.encode("utf-8"))
+            while len(ids) >= 2:
+                pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, math.inf))
+                if pair not in ranks:
+                    break
+                ids = merge(ids, pair, ranks[pair])
+            out.extend(ids)
+    return out
 
 
-def random_text(rng: random.Random, n_chars: int) -> str:
-    """About ``n_chars`` characters of random Unicode, in short words (the round-trip tests' input)."""
-    out = []
-    for _ in range(n_chars):
-        kind = rng.choice(_RANGES)
-        out.append(chr(rng.randint(*kind)) if isinstance(kind, tuple) else rng.choice(kind))
-        if rng.random() < 0.2:
-            out.append(" ")
-    return "".join(out)
+def decode(ids, vocab) -> str:
+    """The text of the ids: their bytes joined, decoded once as UTF-8 (invalid bytes become U+FFFD)."""
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
 
 
-# the course's BPE (every function and class of lmcourse.bpe), and this module's stand-ins and
-# helpers (a test cell lets its own stand-ins through with _rules(pair_counts, merge))
-REFERENCE = (bpe, pair_counts, merge, train_bpe_refused, random_text)
-# the Python code of tokenizer libraries (refused when imported), and the libraries themselves
-# (their compiled code is refused inside a graded call; importing one there fails the test)
-MODULES = ("tiktoken.core", "tiktoken.load", "tiktoken.registry", "tiktoken_ext.openai_public",
-           "tokenizers.implementations.base_tokenizer", "tokenizers.implementations.byte_level_bpe",
-           "tokenizers.implementations.char_level_bpe", "tokenizers.implementations.sentencepiece_bpe",
-           "sentencepiece")
-PACKAGES = ("tiktoken", "tokenizers", "sentencepiece")
+answer_q1 = "B"
+answer_q2 = "B"
+
+# the course code that does 08's exercises: this module's answers and the library's tokenizer
+REFERENCE = (pair_counts, merge, train_bpe, train_bpe_incremental, encode, decode, bpe)

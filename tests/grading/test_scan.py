@@ -19,6 +19,8 @@ def count_ngrams(sentences, n):
 '''
     assert scan_source(honest) == []
     assert scan_source("%timeit f()") == []          # a magic is not Python: nothing to read
+    assert scan_source("model.eval()\nx = P.eval_batches") == []     # a torch module's eval mode is not eval()
+    assert scan_source("import builtins\nbuiltins.eval('1')") == ["eval"]
 
 
 def test_each_route_is_named():

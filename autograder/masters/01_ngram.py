@@ -30,16 +30,12 @@ from collections import Counter
 
 import lmcourse
 import lmcourse.marking
-import lmcourse.rules
 from lmcourse import data, plot
-from lmcourse.checks import (call_checked, check, check_close, check_dist_close, check_distribution, check_equal,
-                             check_type, visible_checks_pass)
 from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS, UNK, split_sentences
 
 rt = lmcourse.setup(seed=0, neural=False)  # counting only: nothing neural to load
 tests = lmcourse.marking.Exam("01_ngram", globals())   # the test cells below: tests.check("count_ngrams")
-_OWN = "a graded answer must be your own code, not the course's reference answer in lmcourse.ngram"
 
 # %% [markdown]
 # ## 1. What a language model is
@@ -200,31 +196,9 @@ def mle_prob(table, context, word):
 
 
 # %% tests="mle_prob_tests" points=1
-from lmcourse import ngram as _ref
-
-
-# Your mle_prob must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.mle_prob, reason=_OWN)
-
-
-with _rules():
-    check_close(mle_prob(cows_table, ("cows", "eat"), "corn"), 4 / 11, "p(corn | cows eat)",
-                hint="divide c(cows eat corn) by c(cows eat) = 11, the count of the context only "
-                     "(not all n-grams, not the count of the last word alone), with / rather than //")
-    check_close(mle_prob(cows_table, ("cows", "eat"), "water"), 0.0, "p(water | cows eat)",
-                hint="a word never seen after this context has count 0")
-    _p = call_checked(mle_prob, cows_table, ("pigs", "eat"), "corn",
-                      name="mle_prob(cows_table, ('pigs', 'eat'), 'corn')",
-                      hint="the context ('pigs', 'eat') was never seen, so it is not a key of table.next or "
-                           "table.total: check `context in table.total` before looking it up, and return 0.0")
-    check_close(_p, 0.0, "p(corn | pigs eat)", hint="return 0.0 for a context that is not in table.total")
-visible_checks_pass("mle_prob")
+tests.check("mle_prob")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    check_close(mle_prob(cows_table, ("cows", "drink"), "water"), 1.0, "p(water | cows drink)")
-    check_close(mle_prob(cows_table, ("goats", "eat"), "grass"), 1.0, "p(grass | goats eat)")
-    check_close(mle_prob(cows_table, ("cows", "eat"), "which"), 1 / 11, "p(which | cows eat)")
-    check_close(mle_prob(cows_table, ("goats", "drink"), "water"), 0.0, "p(water | goats drink), unseen context")
+tests.grade("mle_prob")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -245,41 +219,10 @@ def next_word_distribution(table, context):
 
 
 # %% tests="next_word_distribution_tests" points=2
-from lmcourse import ngram as _ref
-
-_t1 = ContextTable.from_counts(Counter({("a",): 2, ("b",): 1, ("</s>",): 1}))  # unigrams of [["a", "b", "a"]]
-
-
-# Your next_word_distribution runs with the reference mle_prob and must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.next_word_distribution,
-                              substitute=dict(mle_prob=_ref.mle_prob), namespace=globals(), reason=_OWN)
-
-
-with _rules():
-    _dist = next_word_distribution(cows_table, ("cows", "eat"))
-    check_distribution(_dist, "p(. | cows eat)", hint="did you divide every count by c(cows eat)?")
-    check_dist_close(_dist, {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11},
-                     "p(. | cows eat)", hint="only words seen after 'cows eat' belong in it, each c(h, w) / c(h)")
-    _none = call_checked(next_word_distribution, cows_table, ("pigs", "fly"),
-                         name="next_word_distribution(cows_table, ('pigs', 'fly'))",
-                         hint="('pigs', 'fly') was never seen, so it is not a key of table.next: return {} for it")
-    check_equal(_none, {}, "next_word_distribution for an unseen context")
-    check_dist_close(next_word_distribution(_t1, ()), {"a": 0.5, "b": 0.25, "</s>": 0.25},
-                     "the unigram distribution next_word_distribution(t1, ())",
-                     hint="a unigram table has a single context, the empty tuple (); treat it like any other")
-    check_equal(cows_table.next[("cows", "eat")], {"corn": 4, "grass": 3, "hay": 2, "if": 1, "which": 1},
-                "the counts in cows_table after calling next_word_distribution",
-                hint="build a new dict of probabilities; dividing table.next[h] in place destroys the counts "
-                     "every later cell relies on")
-visible_checks_pass("next_word_distribution")
+# Your next_word_distribution runs with the reference mle_prob; it must leave the table's counts unchanged.
+tests.check("next_word_distribution")
 ### BEGIN HIDDEN TESTS
-_t2 = ContextTable.from_counts(_ref.count_ngrams([["a", "b", "a"], ["b", "b"]], 2))
-with _rules():   # the expected distributions are made after the graded calls, from a fresh table
-    check_dist_close(next_word_distribution(cows_table, ("goats", "eat")), {"grass": 1.0}, "p(. | goats eat)")
-    _got = {_h: next_word_distribution(_t2, _h) for _h in [("a",), ("b",), ("<s>",)]}
-for _h, _d in _got.items():
-    check_dist_close(_d, _ref.next_word_distribution(
-        ContextTable.from_counts(_ref.count_ngrams([["a", "b", "a"], ["b", "b"]], 2)), _h), f"bigram p(. | {_h})")
+tests.grade("next_word_distribution")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -349,53 +292,10 @@ def perplexity(prob, sentences, n):
 
 
 # %% tests="perplexity_tests" points=2
-from lmcourse import ngram as _ref
-
-_uniform10 = lambda context, word: 1 / 10  # noqa: E731
-# two sentences of unequal length under a unigram model: every prediction must weigh the same
-_probs = {"a": 0.5, "b": 0.1, "</s>": 0.4}
-_short, _long = ["a"], ["b", "b", "b", "a"]
-_lps = [math.fsum(math.log(_probs[w]) for w in s + ["</s>"]) for s in (_short, _long)]
-_ns = [len(_short) + 1, len(_long) + 1]
-_pooled = math.exp(-math.fsum(_lps) / sum(_ns))
-_slips = {"the mean of the per-sentence perplexities": (math.exp(-_lps[0] / _ns[0]) + math.exp(-_lps[1] / _ns[1])) / 2,
-          "exp of the mean of the per-sentence averages": math.exp(-(_lps[0] / _ns[0] + _lps[1] / _ns[1]) / 2)}
-
-
-# Your perplexity runs with the reference sentence_logprob and must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.perplexity,
-                              substitute=dict(pad_sentence=_ref.pad_sentence, sentence_logprob=_ref.sentence_logprob),
-                              namespace=globals(), reason=_OWN)
-
-
-with _rules():
-    check_close(perplexity(_uniform10, [["a", "b", "c"], ["d"]], 2), 10.0,
-                "perplexity of a uniform model over 10 words", rel=1e-9,
-                hint="for a uniform model it must equal the number of choices; check that you divide by the "
-                     "number of predictions (words + one </s> per sentence) and use exp, not 2**")
-    check_close(perplexity(_toy_prob, [["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3), "perplexity of 'to be'",
-                rel=1e-9, hint="N counts the </s> prediction: 2 words + 1 = 3")
-    _ppl = perplexity(lambda h, w: _probs[w], [_short, _long], 1)
-    _slip = next((s for s, v in _slips.items() if math.isclose(_ppl, v, rel_tol=1e-9)), None)
-    check_close(_ppl, _pooled, "perplexity of a 1-word and a 4-word sentence under a unigram model", rel=1e-9,
-                hint=(f"you computed {_slip}, which weighs the 2 predictions of the short sentence as much as the "
-                      "5 of the long one. " if _slip else "")
-                + "Pool the predictions: add the log-probabilities of all sentences, divide by the total number "
-                  "of predictions (2 + 5 = 7 here), then take exp")
-    check_close(perplexity(_toy_prob, [["to", "be"], ["to", "go"]], 2), math.inf,
-                "perplexity with an impossible sentence",
-                hint="one sentence of probability 0 makes the perplexity infinite")
-visible_checks_pass("perplexity")
+# Your perplexity runs with the reference sentence_logprob, so a slip there costs its own points only.
+tests.check("perplexity")
 ### BEGIN HIDDEN TESTS
-_three = [["to", "be"], ["to", "be", "to", "be"], []]
-_bi = {("<s>",): {"to": 0.5, "</s>": 0.5}, ("to",): {"be": 1.0}, ("be",): {"</s>": 0.5, "to": 0.5}}
-_bi_prob = lambda h, w: _bi[h].get(w, 0.0)  # noqa: E731
-with _rules():
-    check_close(perplexity(lambda h, w: 0.5, [["a"], ["b", "c", "d"]], 3), 2.0, "perplexity of a coin")
-    check_close(perplexity(_toy_prob, [["to", "be"], ["to", "be"]], 2), (0.5 * 0.25 * 0.8) ** (-1 / 3),
-                "perplexity of a repeated sentence")
-    _got = perplexity(_bi_prob, [list(_s) for _s in _three], 2)
-check_close(_got, _ref.perplexity(_bi_prob, _three, 2), "perplexity of three sentences of lengths 2, 4 and 0")
+tests.grade("perplexity")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -447,41 +347,9 @@ def add_k_prob(table, vocab_size, context, word, k=1.0):
 
 
 # %% tests="add_k_prob_tests" points=2
-from lmcourse import ngram as _ref
-
-_vocab6 = ["corn", "grass", "hay", "if", "which", "water"]
-_cows_table = ContextTable.from_counts(cows_counts)  # a fresh copy, whatever earlier cells did to it
-
-
-# Your add_k_prob must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.add_k_prob, reason=_OWN)
-
-
-with _rules():
-    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "corn", k=1.0), 5 / 17, "add-1 p(corn | cows eat), |V| = 6",
-                hint="(4 + 1) / (11 + 1 * 6)")
-    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "water", k=1.0), 1 / 17, "add-1 p(water | cows eat)",
-                hint="an unseen word gets k / (c(h) + k|V|), never 0")
-    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "corn", k=0.5), 4.5 / 14, "add-0.5 p(corn | cows eat)",
-                hint="use the k you are given: (4 + 0.5) / (11 + 0.5 * 6)")
-    check_close(math.fsum(add_k_prob(_cows_table, 6, ("cows", "eat"), w, k=0.5) for w in _vocab6), 1.0,
-                "sum over the vocabulary of add-0.5 p(w | cows eat)",
-                hint="the denominator must add k for every word of the vocabulary (k * vocab_size), "
-                     "not only for the words seen after the context")
-    _p = call_checked(add_k_prob, cows_table, 6, ("pigs", "fly"), "hay", k=2.0,
-                      name="add_k_prob(_cows_table, 6, ('pigs', 'fly'), 'hay', k=2.0)",
-                      hint="an unseen context is not a key of table.next or table.total: its counts are 0 "
-                           "(use .get(context, 0))")
-    check_close(_p, 1 / 6, "add-2 p(hay | unseen context)",
-                hint="for an unseen context c(h) = 0 and the estimate is uniform, 1/|V|")
-visible_checks_pass("add_k_prob")
+tests.check("add_k_prob")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    check_close(add_k_prob(_cows_table, 10, ("cows", "eat"), "hay", k=0.1), 2.1 / 12.0,
-                "add-0.1 p(hay | cows eat), |V|=10")
-    check_close(add_k_prob(_cows_table, 6, ("cows", "eat"), "grass", k=0.0), 3 / 11, "add-0 equals the MLE")
-    check_close(add_k_prob(_cows_table, 7, ("goats", "eat"), "corn", k=0.25), 0.25 / (5 + 0.25 * 7),
-                "add-0.25 p(corn | goats eat), |V| = 7")
+tests.grade("add_k_prob")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -518,35 +386,9 @@ def continuation_counts(ngram_counts):
 
 
 # %% tests="continuation_counts_tests" points=1
-from lmcourse import ngram as _ref
-
-_bi = Counter({("san", "francisco"): 5, ("the", "cat"): 1, ("a", "cat"): 1, ("my", "cat"): 2})
-
-
-# Your continuation_counts must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.continuation_counts, reason=_OWN)
-
-
-with _rules():
-    _cc = continuation_counts(_bi)
-    check(all(isinstance(g, tuple) for g in _cc), f"the keys of continuation_counts should be tuples such as "
-          f"('cat',), found {next(iter(_cc), None)!r} — keep gram[1:], which is a tuple")
-    check_close(_cc[("francisco",)], 1, "continuation count of 'francisco'",
-                hint="count distinct left neighbours, not occurrences: 'francisco' only ever follows 'san'")
-    check_close(_cc[("cat",)], 3, "continuation count of 'cat'", hint="'cat' follows 3 different words")
-    check_equal(dict(_cc), {("francisco",): 1, ("cat",): 3}, "continuation_counts(bigrams)",
-                hint="keys are the n-grams with their first word dropped, as tuples")
-    _cc3 = continuation_counts(Counter({("a", "b", "c"): 3, ("x", "b", "c"): 1, ("a", "b", "d"): 1,
-                                        ("q", "r", "s"): 0}))
-    check_equal(dict(_cc3), {("b", "c"): 2, ("b", "d"): 1}, "continuation_counts of trigrams, one with count 0",
-                hint="the keys keep the last m - 1 = 2 words; an m-gram whose count is 0 was never seen: skip it")
-visible_checks_pass("continuation_counts")
+tests.check("continuation_counts")
 ### BEGIN HIDDEN TESTS
-_four = Counter({("a", "b", "c", "d"): 2, ("x", "b", "c", "d"): 7, ("a", "x", "c", "d"): 1, ("z", "z", "z", "z"): 0})
-with _rules():
-    check_equal(dict(continuation_counts(_four)), {("b", "c", "d"): 2, ("x", "c", "d"): 1},
-                "continuation counts of 4-grams")
-    check_equal(dict(continuation_counts(Counter())), {}, "continuation counts of nothing")
+tests.grade("continuation_counts")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -593,69 +435,10 @@ def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
 
 
 # %% tests="kneser_ney_prob_tests" points=3
-from lmcourse import ngram as _ref
-
-# the tables come from the reference count_ngrams and continuation_counts: a slip there costs its own points
-_kn_sents = [["san", "francisco", "is", "foggy"], ["the", "cat", "is", "grey"], ["my", "cat", "is", "foggy"]]
-_kn = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents, 2))
-_kn_vocab = sorted({w for s in _kn_sents for w in s} | {"</s>", "dog"})
-# Lowest order: 12 distinct bigrams; 'cat' follows 2 different words; 9 words have a continuation count.
-_p_uni_cat = (2 - 0.75 + 0.75 * 9 * (1 / 10)) / 12
-# Trigrams: 'cat is' was followed by 'grey' once and 'foggy' twice. The lower orders are the reference's.
-_kn3 = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"]], 3))
-_ci = _kn3[2].next[("cat", "is")]
-_tri_with = lambda lower: (max(_ci["foggy"] - 0.5, 0) + 0.5 * len(_ci) * lower) / sum(_ci.values())  # noqa: E731
-_p_foggy_is = _ref.kneser_ney_prob(_kn3, 9, ("is",), "foggy", d=0.5)
-_p_foggy_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "foggy", d=0.5)
-_p_is_cat = _ref.kneser_ney_prob(_kn3, 9, ("cat",), "is", d=0.5)
-
-
-# Your kneser_ney_prob must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.kneser_ney_prob, reason=_OWN)
-
-
-with _rules():
-    check_close(kneser_ney_prob(_kn, 10, (), "cat"), _p_uni_cat, "p_KN(cat) at the lowest order, |V| = 10",
-                hint="max(N1+(. cat) - d, 0) / total + d * distinct / total * (1 / |V|), with the continuation "
-                     "table tables[0] and its entry for the empty context ()")
-    # c(the cat) = 1 = c(the), and one distinct word followed 'the'
-    check_close(kneser_ney_prob(_kn, 10, ("the",), "cat"), (1 - 0.75 + 0.75 * 1 * _p_uni_cat) / 1, "p_KN(cat | the)",
-                hint="discount the count, then add d * N1+(the .) / c(the) times the lower-order probability")
-    for _h in [("the",), ("cat",), ("dog",), ()]:
-        check_close(math.fsum(kneser_ney_prob(_kn, len(_kn_vocab), _h, w) for w in _kn_vocab), 1.0,
-                    f"sum over the vocabulary of p_KN(w | {_h})", rel=1e-9,
-                    hint="each level must give back exactly the discounted mass: d * distinct / total "
-                         "times the lower-order probability; an unseen context uses the lower order alone")
-    check(kneser_ney_prob(_kn, len(_kn_vocab), ("the",), "dog") > 0,
-          "p_KN(dog | the) should be > 0 — an unseen word must still get mass from the uniform distribution")
-    # trigram contexts: the lower order drops the OLDEST word
-    _p = kneser_ney_prob(_kn3, 9, ("cat", "is"), "foggy", d=0.5)
-    check_close(_p, _tri_with(_p_foggy_is), "trigram p_KN(foggy | cat is), d = 0.5", rel=1e-9,
-                hint="the lower order of 'cat is' is 'is' (context[1:], the oldest word dropped), not 'cat' "
-                     "(context[:-1]): you interpolated with p_KN(foggy | cat)"
-                if math.isclose(_p, _tri_with(_p_foggy_cat), rel_tol=1e-9) else
-                "(max(c(cat is foggy) - d, 0) + d * N1+(cat is .) * p_KN(foggy | is)) / c(cat is)")
-    _p = kneser_ney_prob(_kn3, 9, ("zebra", "cat"), "is", d=0.5)
-    check_close(_p, _p_is_cat, "p_KN(is | zebra cat), a context never seen", rel=1e-9,
-                hint="1/|V| is the uniform guess, which ignores what 'cat' tells us: an unseen context gives all "
-                     "its weight to the lower order, p_KN(is | cat)" if math.isclose(_p, 1 / 9, rel_tol=1e-9) else
-                "an unseen context (c(h) = 0) gives all its weight to the lower order p_KN(w | h'), h' = context[1:]")
-    check_close(math.fsum(kneser_ney_prob(_kn3, len(_kn_vocab), ("cat", "is"), w, d=0.5) for w in _kn_vocab), 1.0,
-                "sum over the vocabulary of the trigram p_KN(w | cat is), d = 0.5", rel=1e-9,
-                hint="recurse on context[1:] with tables[len(context)] at each level")
-visible_checks_pass("kneser_ney_prob")
+# The tests' tables are built with the reference count_ngrams and continuation_counts: a slip there costs once.
+tests.check("kneser_ney_prob")
 ### BEGIN HIDDEN TESTS
-_kn4 = _ref.build_kn_tables(_ref.count_ngrams(_kn_sents + [["the", "cat", "is", "foggy"], ["my", "cat", "is", "grey"]],
-                                               4))
-_cases = [(_t, _h, _w, _d) for _t, _hs in ((_kn3, [("cat", "is"), ("<s>", "the"), ("is", "is"), ("zebra", "cat"),
-                                                    ("<s>", "<s>"), ("is", "foggy")]),
-                                           (_kn4, [("my", "cat", "is"), ("<s>", "<s>", "the"), ("a", "b", "c"),
-                                                   ("dog", "cat", "is"), ("<s>", "<s>", "<s>")]))
-          for _h in _hs for _w in _kn_vocab for _d in (0.5, 0.9)]
-with _rules():   # the expected probabilities are made after the graded calls: no global holds them during one
-    _got = [kneser_ney_prob(_t, len(_kn_vocab), _h, _w, _d) for _t, _h, _w, _d in _cases]
-for (_t, _h, _w, _d), _g in zip(_cases, _got):
-    check_close(_g, _ref.kneser_ney_prob(_t, len(_kn_vocab), _h, _w, _d), f"p_KN({_w} | {_h}), d = {_d}", rel=1e-9)
+tests.grade("kneser_ney_prob")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -810,46 +593,10 @@ def sample_next(dist, rng):
 
 
 # %% tests="sample_next_tests" points=2
-from lmcourse import ngram as _ref
-
-_cows = {"corn": 4 / 11, "grass": 3 / 11, "hay": 2 / 11, "if": 1 / 11, "which": 1 / 11}
-
-
-# Your sample_next must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.sample_next, reason=_OWN)
-
-
-with _rules():
-    _draws = [sample_next(_cows, random.Random(s)) for s in range(5)]
-    check_equal(_draws, [sample_next(_cows, random.Random(s)) for s in range(5)], "draws with the same seeds",
-                hint="use only the rng you are given (rng.random()), not the global random module or numpy")
-    random.seed(123)
-    _a = sample_next(_cows, random.Random(7))
-    random.seed(456)
-    check_equal(sample_next(_cows, random.Random(7)), _a, "a draw with seed 7 after re-seeding the global generator",
-                hint="your function depends on the global random state: draw from rng")
-    _rng = random.Random(0)
-    # 5,000 draws: a frequency is off by more than 0.03 about once in 100,000 runs (4.4 standard deviations)
-    _freq = Counter(sample_next(_cows, _rng) for _ in range(5_000))
-    check(len(_freq) > 1, f"5,000 draws all gave {next(iter(_freq))!r} — a sample must sometimes give the other "
-          "words; always taking the most likely one is greedy decoding. Draw u = rng.random() and return the first "
-          "word at which the running total of probabilities exceeds u")
-    for _w, _p in _cows.items():
-        check(abs(_freq[_w] / 5_000 - _p) < 0.03,
-              f"'{_w}' came out {_freq[_w] / 5_000:.3f} of the time, but its probability is {_p:.3f} — "
-              "does your sampler use the weights (walk the running total until it exceeds u)?")
-    check(all(sample_next({"never": 0.0, "always": 1.0}, random.Random(s)) == "always" for s in range(50)),
-          "sample_next returned a word of probability 0")
-visible_checks_pass("sample_next")
+# The tests draw thousands of words and compare their frequencies with the probabilities.
+tests.check("sample_next")
 ### BEGIN HIDDEN TESTS
-_skew = {"a": 0.05, "b": 0.0, "c": 0.7, "d": 0.25}
-with _rules():
-    _rng = random.Random(42)
-    _f = Counter(sample_next(_skew, _rng) for _ in range(8_000))
-    check_equal(sample_next({"only": 1.0}, random.Random(1)), "only", "a one-word distribution")
-check_equal(_f["b"], 0, "count of a zero-probability word")
-for _w in ("a", "c", "d"):
-    check(abs(_f[_w] / 8_000 - _skew[_w]) < 0.023, f"frequency of {_w}")   # 4.5 standard deviations
+tests.grade("sample_next")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -877,65 +624,10 @@ def generate(next_dist, n, rng, max_words=30):
 
 
 # %% tests="generate_tests" points=2
-from lmcourse import ngram as _ref
-
-_chain = {("<s>",): {"to": 1.0}, ("to",): {"be": 1.0}, ("be",): {"</s>": 1.0}}
-_ctxs = []
-
-
-def _chain_dist(h):
-    check(isinstance(h, tuple), f"generate called next_dist with {h!r}; the context must be a tuple "
-          "(dictionary keys cannot be lists): use tuple(...)")
-    _ctxs.append(h)
-    return _chain[h]
-
-
-_tri_chain = {("<s>", "<s>"): {"x": 1.0}, ("<s>", "x"): {"y": 1.0}, ("x", "y"): {"</s>": 1.0}}
-_ctx3 = []
-
-
-def _tri_dist(h):
-    _ctx3.append(h)
-    check(isinstance(h, tuple) and h in _tri_chain, f"with n = 3, generate called next_dist with {h!r} — "
-          + ("the context of a trigram model is the last n - 1 = 2 tokens, and generation starts from "
-             "('<s>', '<s>'): n - 1 start tokens, not one" if isinstance(h, tuple) and len(h) == 1 else
-             "the context is a tuple of the last n - 1 = 2 tokens, <s> padding included"))
-    return _tri_chain[h]
-
-
-# Your generate runs with the reference sample_next and must not call the reference one.
-_rules = lmcourse.rules.rules(_ref.generate,
-                              substitute=dict(sample_next=_ref.sample_next), namespace=globals(), reason=_OWN)
-
-
-with _rules():
-    _out = generate(_chain_dist, 2, random.Random(0))
-    check_equal(_out, ["to", "be"], "generate on a deterministic bigram chain",
-                hint="start from ('<s>',), feed each new word back as context, stop at </s> and leave it out")
-    check_equal(_ctxs, [("<s>",), ("to",), ("be",)], "the contexts generate passed to next_dist",
-                hint="the context is a tuple of the last n-1 tokens")
-    check_equal(len(generate(lambda h: {"la": 1.0}, 2, random.Random(0), max_words=7)), 7,
-                "length of a sentence that never ends, with max_words=7", hint="stop after max_words words")
-    _ctx1 = []
-    generate(lambda h: (_ctx1.append(h), {"a": 0.5, "</s>": 0.5})[1], 1, random.Random(3))
-    check(all(h == () for h in _ctx1), f"a unigram model (n=1) must get the empty context (), got {_ctx1[:3]}")
-    check_equal(generate(_tri_dist, 3, random.Random(0)), ["x", "y"], "generate on a deterministic trigram chain",
-                hint="start from ('<s>', '<s>') and keep the last n - 1 = 2 tokens as the context")
-    check_equal(_ctx3, [("<s>", "<s>"), ("<s>", "x"), ("x", "y")], "the contexts generate passed with n = 3")
-visible_checks_pass("generate")
+# Your generate runs with the reference sample_next; the tests also check which contexts it asked next_dist for.
+tests.check("generate")
 ### BEGIN HIDDEN TESTS
-_ctx4 = []
-_four_chain = {("<s>", "<s>", "<s>"): {"x": 1.0}, ("<s>", "<s>", "x"): {"y": 1.0}, ("<s>", "x", "y"): {"z": 1.0},
-               ("x", "y", "z"): {"</s>": 1.0}}
-with _rules():
-    check_equal(generate(lambda h: (_ctx4.append(h), _four_chain[h])[1], 4, random.Random(0)), ["x", "y", "z"],
-                "4-gram chain")
-    check_equal(_ctx4, list(_four_chain), "4-gram contexts")
-    _g1 = generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12)
-    check_equal(_g1, generate(lambda h: _cows | {"</s>": 0.0}, 1, random.Random(5), max_words=12),
-                "same seed, same text")
-    check_equal(len(_g1), 12, "a sentence that never ends, with max_words=12")
-    check_equal(generate(lambda h: {"</s>": 1.0}, 4, random.Random(0)), [], "an immediately ending sentence")
+tests.grade("generate")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -968,12 +660,9 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -342,19 +342,21 @@ if total == 0:
         ("context = tuple(tokens[len(tokens) - (n - 1):])", "context = (tokens[-1],) if n > 1 else ()"))),
     Mutant("pad_sentence returns a tuple", "pad_sentence", patch(
         ("return [BOS] * (n - 1) + list(words) + [EOS]", "return (BOS,) * (n - 1) + tuple(words) + (EOS,)"))),
-    # in full: it rewrites most of the cell
+    # in full: it rewrites most of the cell. The reference is imported when the answer runs: in a
+    # graded kernel the import fails, and an answer cell that failed to define would leave the
+    # harness's solution in place (a real submission would keep its stub)
     Mutant("graded answer calls the course's reference", "count_ngrams", '''
-from lmcourse.ngram import count_ngrams as _mine
-
-
 def count_ngrams(sentences, n):
+    from lmcourse.ngram import count_ngrams as _mine
+
     return _mine(sentences, n)
 '''),
-    # in full: it rewrites most of the cell
+    # in full: it rewrites most of the cell (imported when it runs, as above)
     Mutant("graded answer calls the course's reference (Kneser-Ney)", "kneser_ney_prob", '''
-import lmcourse.ngram as _helpers
+def kneser_ney_prob(tables, vocab_size, context, word, d=0.75):
+    import lmcourse.ngram as _helpers
 
-kneser_ney_prob = _helpers.kneser_ney_prob
+    return _helpers.kneser_ney_prob(tables, vocab_size, context, word, d)
 '''),
     # gaming: on the hidden corpus, return the expected counts read from the notebook's globals (the test cell
     # used to bind them, as _want, before the graded call; now they are made after it, so this loses points)

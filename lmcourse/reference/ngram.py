@@ -13,7 +13,7 @@ from collections import Counter
 from lmcourse.ngram import ContextTable
 from lmcourse.tokenizers import BOS, EOS
 
-__all__ = ["REFERENCE", "add_k_prob", "build_kn_tables", "continuation_counts", "count_ngrams", "generate",
+__all__ = ["REFERENCE", "add_k_prob", "answer_q1", "build_kn_tables", "continuation_counts", "count_ngrams", "generate",
            "kneser_ney_prob", "mle_prob", "next_word_distribution", "pad_sentence", "perplexity", "sample_next",
            "sentence_logprob"]
 
@@ -125,6 +125,10 @@ def generate(next_dist, n: int, rng, max_words: int = 30) -> list[str]:
         words.append(word)
         context = (context + (word,))[1:] if n > 1 else ()
     return words
+
+
+# Q1: an unseen validation bigram has MLE probability 0, so its sentence has log-probability -inf
+answer_q1 = "B"
 
 
 REFERENCE = (pad_sentence, count_ngrams, mle_prob, next_word_distribution, sentence_logprob, perplexity,

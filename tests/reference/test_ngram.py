@@ -2,7 +2,7 @@
 
 import inspect
 
-from lmcourse import ngram
+from lmcourse.reference import ngram
 from lmcourse.reference.ngram import REFERENCE
 
 

@@ -33,7 +33,7 @@ def cows_table() -> ContextTable:
         ("cows", "drink", "water"): 6, ("goats", "eat", "grass"): 5}))
 
 
-def _constant(p: float):
+def constant(p: float):
     """A model that gives every word probability ``p``."""
     def prob(context, word):
         return p
@@ -214,14 +214,14 @@ def logged(prob):
     return model, calls
 
 
-def _logprob_with_calls(sentence, n, prob):
+def logprob_with_calls(sentence, n, prob):
     def call(names):
         model, calls = logged(prob)
         return {"logprob": names.sentence_logprob(model, list(sentence), n), "calls": calls}
     return call
 
 
-def _toy_prob(context, word):
+def toy_prob(context, word):
     return _BIGRAM.get(context, {}).get(word, 0.0) if type(context) is tuple else 0.0
 
 
@@ -240,7 +240,7 @@ _TRIGRAM_CONTEXTS = (
 
 
 SENTENCE_LOGPROB = Exercise("sentence_logprob", (
-    Case("log p(to be) under the toy bigram model", _logprob_with_calls(["to", "be"], 2, _toy_prob),
+    Case("log p(to be) under the toy bigram model", logprob_with_calls(["to", "be"], 2, toy_prob),
          compare=close(rel=1e-9),
          diagnoses=(when(lambda got, want: any(type(c) is not tuple for c in _contexts(got)),
                          "prob was called with a context that is not a tuple; pass tuple(padded[i - n + 1:i]) "
@@ -252,23 +252,23 @@ SENTENCE_LOGPROB = Exercise("sentence_logprob", (
                          "it, tuple(padded[i - n + 1:i])")),
          hint="sum the natural logs of p(to|<s>), p(be|to) and p(</s>|be) — the </s> step counts too"),
     # only the value: an answer may go on calling prob after a probability of 0
-    Case("log p(to go): p(go | to) = 0", _logprob_with_calls(["to", "go"], 2, _toy_prob),
+    Case("log p(to go): p(go | to) = 0", logprob_with_calls(["to", "go"], 2, toy_prob),
          compare=part("logprob", close(rel=1e-9)),
          errors=(("math domain error", "p(go | to) = 0: return -math.inf as soon as a probability is 0 "
                                        "(math.log(0.0) raises)"),),
          hint="a word with probability 0 makes the sentence impossible: return -math.inf"),
-    Case("log p of 'a b c' under a constant model (p = 0.1)", _logprob_with_calls(["a", "b", "c"], 3, _constant(0.1)),
+    Case("log p of 'a b c' under a constant model (p = 0.1)", logprob_with_calls(["a", "b", "c"], 3, constant(0.1)),
          compare=close(rel=1e-9), diagnoses=_TRIGRAM_CONTEXTS,
          hint="3 words + </s> = 4 predictions; use math.log (natural log), not log2 or log10"),
-    Case("log p of a 400-word sentence (p = 0.1 each)", _logprob_with_calls(["a"] * 400, 2, _constant(0.1)),
+    Case("log p of a 400-word sentence (p = 0.1 each)", logprob_with_calls(["a"] * 400, 2, constant(0.1)),
          compare=close(rel=1e-9),
          hint="a product of 401 probabilities of 0.1 underflows to 0.0 in floating point: add the logs of the "
               "probabilities instead of taking the log of their product"),
     Case("the (context, word) pairs sentence_logprob(prob, ['x', 'y'], 3) passed to prob",
-         _logprob_with_calls(["x", "y"], 3, _constant(0.5)),
+         logprob_with_calls(["x", "y"], 3, constant(0.5)),
          diagnoses=_TRIGRAM_CONTEXTS,
          hint="one call per predicted token (the words and </s>), each with the n - 1 tokens before it"),
-    Case("the (context, word) pairs for ['x'] with n = 1", _logprob_with_calls(["x"], 1, _constant(0.25)),
+    Case("the (context, word) pairs for ['x'] with n = 1", logprob_with_calls(["x"], 1, constant(0.25)),
          hint="a unigram model has the empty context () at every position"),
 ), standins=("pad_sentence",))
 
@@ -307,7 +307,7 @@ def _per_sentence(got, want) -> str | None:
 
 
 PERPLEXITY = Exercise("perplexity", (
-    Case("perplexity of a uniform model over 10 words", _perplexity(_constant(0.1), [["a", "b", "c"], ["d"]], 2),
+    Case("perplexity of a uniform model over 10 words", _perplexity(constant(0.1), [["a", "b", "c"], ["d"]], 2),
          compare=close(rel=1e-9),
          diagnoses=(when(_near(math.log(10)), "you returned the cross-entropy, the mean negative log-probability "
                                               "(ln 10 here): the perplexity is its exp"),
@@ -319,13 +319,13 @@ PERPLEXITY = Exercise("perplexity", (
                                          "predictions, words plus one </s> per sentence (6)")),
          hint="for a uniform model it must equal the number of choices; check that you divide by the number of "
               "predictions (words + one </s> per sentence) and use exp, not 2**"),
-    Case("perplexity of 'to be'", _perplexity(_toy_prob, [["to", "be"]], 2), compare=close(rel=1e-9),
+    Case("perplexity of 'to be'", _perplexity(toy_prob, [["to", "be"]], 2), compare=close(rel=1e-9),
          hint="N counts the </s> prediction: 2 words + 1 = 3"),
     Case("perplexity of a 1-word and a 4-word sentence under a unigram model",
          _perplexity(_unigram_prob, [_SHORT, _LONG], 1), compare=close(rel=1e-9), diagnoses=(_per_sentence,),
          hint="Pool the predictions: add the log-probabilities of all sentences, divide by the total number of "
               "predictions (2 + 5 = 7 here), then take exp"),
-    Case("perplexity with an impossible sentence", _perplexity(_toy_prob, [["to", "be"], ["to", "go"]], 2),
+    Case("perplexity with an impossible sentence", _perplexity(toy_prob, [["to", "be"], ["to", "go"]], 2),
          compare=close(rel=1e-9), hint="one sentence of probability 0 makes the perplexity infinite"),
 ), standins=("pad_sentence", "sentence_logprob"))
 
@@ -589,7 +589,7 @@ def logged_dist(table: dict, otherwise: dict | None = None):
     return next_dist, calls
 
 
-def _generated(table: dict, n: int, seed: int = 0, max_words: int = 30, otherwise: dict | None = None):
+def generated(table: dict, n: int, seed: int = 0, max_words: int = 30, otherwise: dict | None = None):
     def call(names):
         next_dist, calls = logged_dist(table, otherwise)
         return {"words": names.generate(next_dist, n, random.Random(seed), max_words=max_words), "contexts": calls}
@@ -636,7 +636,7 @@ def _trigram_contexts(got, want) -> str | None:
 
 
 GENERATE = Exercise("generate", (
-    Case("generate on a deterministic bigram chain", _generated(_CHAIN, 2),
+    Case("generate on a deterministic bigram chain", generated(_CHAIN, 2),
          compare=fields(("words", "start from ('<s>',), feed each new word back as context, stop at </s> and leave "
                                   "it out"),
                         ("contexts", "the context is a tuple of the last n-1 tokens")),
@@ -650,9 +650,9 @@ GENERATE = Exercise("generate", (
          lambda names: names.generate(lambda h: {"la": 1.0}, 2, random.Random(0), max_words=7),
          hint="stop after max_words words"),
     Case("the contexts generate passed to a unigram model (n=1)",
-         _generated({}, 1, seed=3, otherwise={"a": 0.5, "</s>": 0.5}),
+         generated({}, 1, seed=3, otherwise={"a": 0.5, "</s>": 0.5}),
          compare=lambda got, want: _only_empty_contexts(got, want)),
-    Case("generate on a deterministic trigram chain", _generated(_TRI_CHAIN, 3),
+    Case("generate on a deterministic trigram chain", generated(_TRI_CHAIN, 3),
          compare=fields(("words", "start from ('<s>', '<s>') and keep the last n - 1 = 2 tokens as the context"),
                         ("contexts", None)),
          diagnoses=(_trigram_contexts,)),
@@ -676,7 +676,7 @@ def _choice(got: Any) -> str | None:
     return None
 
 
-def _right_letter(got: Any, want: Any) -> str | None:
+def right_letter(got: Any, want: Any) -> str | None:
     """The letter, in either case and with spaces around it; a wrong one is never told the right one
     (feedback goes to students who may still have an extension)."""
     wrong_form = _choice(got)

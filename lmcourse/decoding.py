@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .runtime import same_device
+
 __all__ = ["apply_temperature", "top_k_filter", "top_p_filter", "epsilon_filter", "sample_next", "greedy_next",
            "generate", "beam_search", "sequence_logprob", "gpt_forward_cached", "generate_cached",
            "generate_recompute", "distinct_n", "REFERENCE"]
@@ -74,7 +76,7 @@ def epsilon_filter(logits: Tensor, eps: float) -> Tensor:
 def sample_next(logits: Tensor, generator: torch.Generator | None = None) -> Tensor:
     """One id per row of ``logits`` ``(B, V)``, drawn from ``softmax(logits)`` with ``generator``: ``(B,)``."""
     probs = torch.softmax(logits, dim=-1)  # (B, V)
-    if generator is not None and generator.device != probs.device:
+    if generator is not None and not same_device(generator.device, probs.device):
         return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
 

@@ -49,6 +49,29 @@ _PROFILES = {
 }
 
 
+def same_device(a: "torch.device | str", b: "torch.device | str") -> bool:  # noqa: F821
+    """Whether two devices are the same one: the same type, and the same index, a device written
+    without one (``cuda``) meaning the current device of its type. ``torch.device`` objects compare
+    ``cuda`` and ``cuda:0`` as different, which sent a CUDA generator's draws to the CPU."""
+    import torch
+
+    a, b = torch.device(a), torch.device(b)
+    if a.type != b.type:
+        return False
+    if a.index is None or b.index is None:
+        current = _current_index(a.type)
+        return (a.index if a.index is not None else current) == (b.index if b.index is not None else current)
+    return a.index == b.index
+
+
+def _current_index(kind: str) -> int:
+    import torch
+
+    if kind == "cuda" and torch.cuda.is_available():
+        return torch.cuda.current_device()
+    return 0
+
+
 def is_autograding() -> bool:
     """True when nbgrader is executing the notebook (it sets NBGRADER_EXECUTION)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..runtime import same_device
 from .block import Block, BlockConfig, LayerNorm, block_param_count
 from .checkpoint import load_model, save_model
 
@@ -161,7 +162,7 @@ def _generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: f
         context = idx[:, -block_size:]  # (B, <= block_size)
         logits, _ = model(context)  # (B, T, V)
         probs = torch.softmax(logits[:, -1, :].float() / temperature, dim=-1)  # (B, V)
-        if generator is not None and generator.device != probs.device:
+        if generator is not None and not same_device(generator.device, probs.device):
             nxt = torch.multinomial(probs.cpu(), 1, generator=generator).to(idx.device)
         else:
             nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)

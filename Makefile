@@ -12,7 +12,7 @@ TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
 # tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
 PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup --durations=20
 
-.PHONY: help setup lab lab-solutions test test-quick build solutions grade doctor bench clean
+.PHONY: help setup lab lab-solutions test test-quick build solutions grade doctor gpu-check bench clean
 
 help:                     ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):[^#]*## /  make \1\t/' | expand -t 22
@@ -59,6 +59,9 @@ doctor: setup             ## versions, device, threads, sandbox, disk, kernel, c
 
 # every bench/bench_*.py at full size, in turn (attention, decode, gpt, grade, ngram, train today): each
 # prints its figures and asserts nothing; see each file's docstring for what it measures and its options
+gpu-check: setup          ## the GPU path in one command: notebooks, lmcourse train (bf16, fp16), decoding vs transformers
+	$(BIN)/python bench/gpu_check.py $(GPU_CHECK_ARGS)
+
 bench: setup              ## run every benchmark in bench/ (full size: tens of minutes on a laptop)
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
 

@@ -203,6 +203,21 @@ class Precision:
         return self.name + ("+GradScaler" if self.grad_scaler else "")
 
 
+PRECISION_ENV = "LMCOURSE_PRECISION"
+_PRECISIONS = ("bf16", "fp16", "fp32")
+
+
+def forced_precision() -> str | None:
+    """The precision LMCOURSE_PRECISION forces on a CUDA GPU (``bf16``, ``fp16``: with a gradient
+    scaler, ``fp32``), or None; any other value is refused with a message."""
+    value = os.environ.get(PRECISION_ENV, "").strip().lower()
+    if not value:
+        return None
+    if value not in _PRECISIONS:
+        raise ValueError(f"{PRECISION_ENV}={value!r}: choose one of {', '.join(_PRECISIONS)} (or leave it unset)")
+    return value
+
+
 def choose_precision(device: "torch.device | str | None" = None) -> Precision:  # noqa: F821
     """bf16 autocast where the GPU does bf16 fast (compute capability >= 8.0), fp16 autocast with a
     gradient scaler where it does fp16 fast but not bf16 (T4 7.5, V100 7.0, P100 6.0), float32
@@ -218,6 +233,9 @@ def choose_precision(device: "torch.device | str | None" = None) -> Precision:  
     cap = tuple(torch.cuda.get_device_capability(device))
     card = f"{torch.cuda.get_device_name(device)}, compute capability {cap[0]}.{cap[1]}"
     compiles = can_compile and cap >= COMPILE_MIN_CAPABILITY
+    forced = forced_precision()
+    if forced:      # make gpu-check runs the T4's fp16 + scaler path on any card
+        return Precision(forced, forced == "fp16", compiles, f"{card}: {forced} forced by {PRECISION_ENV}")
     if cap >= BF16_MIN_CAPABILITY and _native_bf16(torch):
         return Precision("bf16", False, compiles, f"{card}: fast bf16")
     if cap >= FP16_MIN_CAPABILITY or cap in FP16_FAST_CAPABILITIES:

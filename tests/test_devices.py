@@ -45,3 +45,16 @@ def test_the_package_compares_no_devices_as_objects():
                 if sum(isinstance(s, ast.Attribute) and s.attr == "device" for s in sides) >= 2:
                     bad.append(f"{path.name}:{node.lineno}")
     assert not bad, f"devices compared as objects: {bad}"
+
+
+def test_a_forced_precision_is_read_and_a_wrong_one_refused(monkeypatch):
+    import pytest
+
+    from lmcourse.runtime import choose_precision, forced_precision
+
+    monkeypatch.setenv("LMCOURSE_PRECISION", "FP16")
+    assert forced_precision() == "fp16"
+    assert choose_precision("cpu").name == "fp32"          # the CPU computes in float32 whatever is asked
+    monkeypatch.setenv("LMCOURSE_PRECISION", "half")
+    with pytest.raises(ValueError, match="bf16, fp16, fp32"):
+        forced_precision()

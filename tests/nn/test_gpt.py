@@ -18,32 +18,12 @@ def small(**kw) -> GPTConfig:
 
 
 def _gpt2_from(model: GPT, activation: str):
-    """transformers' GPT2LMHeadModel with the same sizes and a copy of ``model``'s weights
-    (Conv1D stores its weight as (in, out): the transpose of nn.Linear's)."""
-    transformers = pytest.importorskip("transformers")
-    c = model.config
-    hf_cfg = transformers.GPT2Config(vocab_size=c.vocab_size, n_positions=c.block_size, n_embd=c.n_embd,
-                                     n_layer=c.n_layer, n_head=c.n_head, activation_function=activation,
-                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                     layer_norm_epsilon=c.ln_eps, tie_word_embeddings=True,
-                                     bos_token_id=None, eos_token_id=None)
-    hf_cfg._attn_implementation = "eager"
-    hf = transformers.GPT2LMHeadModel(hf_cfg).double().eval()
-    with torch.no_grad():
-        t = hf.transformer
-        t.wte.weight.copy_(model.wte.weight)
-        t.wpe.weight.copy_(model.wpe.weight)
-        for ours, theirs in zip(model.blocks, t.h):
-            pairs = [(ours.ln1, theirs.ln_1), (ours.ln2, theirs.ln_2)]
-            for a, b in pairs:
-                b.weight.copy_(a.weight)
-                b.bias.copy_(a.bias)
-            for a, b in [(ours.attn.c_attn, theirs.attn.c_attn), (ours.attn.c_proj, theirs.attn.c_proj),
-                         (ours.mlp.c_fc, theirs.mlp.c_fc), (ours.mlp.c_proj, theirs.mlp.c_proj)]:
-                b.weight.copy_(a.weight.T)
-                b.bias.copy_(a.bias)
-        t.ln_f.weight.copy_(model.ln_f.weight)
-        t.ln_f.bias.copy_(model.ln_f.bias)
+    """transformers' GPT2LMHeadModel with the same sizes and a copy of ``model``'s weights."""
+    pytest.importorskip("transformers")
+    from lmcourse.nn.hf_twin import gpt2_twin
+
+    hf = gpt2_twin(model, activation)
+    t = hf.transformer
     assert hf.lm_head.weight.data_ptr() == t.wte.weight.data_ptr(), "GPT-2's head should be tied too"
     return hf
 

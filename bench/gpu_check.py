@@ -1,0 +1,215 @@
+"""The GPU path in one command: ``make gpu-check`` (``python bench/gpu_check.py``).
+
+On a machine with a CUDA GPU, in a few minutes:
+
+1. every neural solution notebook (02-09) at the ``tiny`` profile on the GPU: with nbclient when
+   Jupyter is installed, else as a plain script made of the notebook's code cells (the table says
+   which);
+2. ``lmcourse train gpt | mlm | seq2seq`` at the ``gpu`` profile for ``--steps`` steps, with the
+   card's own precision and again with fp16 and a gradient scaler forced (the T4's path,
+   ``LMCOURSE_PRECISION=fp16``), each to its sample and summary line (tokens/s, MFU where printed);
+3. greedy decoding with the course's KV cache against transformers' ``generate`` on the same
+   weights: the same ids, and both speeds, at GPT-2 small's size (batch 1).
+
+It prints one table and exits 1 when a check failed, 2 when there is no CUDA GPU (``--allow-cpu``
+runs the same checks on the CPU at tiny sizes: how the CPU side of this script is tested). A
+check whose library is missing (nbclient, transformers) is reported ``skipped`` with what to install,
+never silently left out. Run it after changing device or training code, before a class uses
+GPUs, and on a card the course has not met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("02_rnn", "03_attention", "04_block", "05_gpt", "06_mlm", "07_decoding", "08_bpe",
+             "09_encoder_decoder")
+TASKS = ("gpt", "mlm", "seq2seq")
+
+
+@dataclass
+class Row:
+    check: str
+    status: str = "ok"            # ok | FAIL | skipped
+    seconds: float = 0.0
+    figures: str = ""
+
+
+def table(rows: list[Row]) -> str:
+    w = max(len(r.check) for r in rows)
+    lines = [f"{'check':<{w}}  {'status':<7}  {'seconds':>7}  figures", "-" * (w + 40)]
+    lines += [f"{r.check:<{w}}  {r.status:<7}  {r.seconds:>7.1f}  {r.figures}" for r in rows]
+    return "\n".join(lines)
+
+
+def exit_code(rows: list[Row]) -> int:
+    return 1 if any(r.status == "FAIL" for r in rows) else 0
+
+
+def _have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _tail(text: str, n: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:])[-300:]
+
+
+def notebook_script(path: Path) -> str:
+    """The code cells of a notebook as one script (IPython magics and shell lines left out)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in cells if c["cell_type"] == "code"]
+    keep = [line for block in code for line in block.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return "\n".join(keep) + "\n"
+
+
+def run_notebook(name: str, env: dict, timeout: float) -> Row:
+    path = ROOT / "solutions" / f"{name}.ipynb"
+    t0 = time.perf_counter()
+    if _have("nbclient") and _have("ipykernel"):
+        import nbformat
+        from nbclient import NotebookClient
+
+        nb = nbformat.read(path, as_version=4)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            return Row(f"notebook {name}", "ok", time.perf_counter() - t0, "nbclient")
+        except Exception as exc:  # noqa: BLE001 (any failure of the notebook is this check's result)
+            return Row(f"notebook {name}", "FAIL", time.perf_counter() - t0, f"nbclient: {_tail(str(exc), 2)}")
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / f"{name}.py"
+        script.write_text(notebook_script(path), encoding="utf-8")
+        proc = subprocess.run([sys.executable, str(script)], cwd=path.parent, env={**os.environ, **env,
+                              "MPLBACKEND": "Agg"}, capture_output=True, text=True, timeout=timeout)
+    status = "ok" if proc.returncode == 0 else "FAIL"
+    why = "" if status == "ok" else f": {_tail(proc.stderr)}"
+    return Row(f"notebook {name}", status, time.perf_counter() - t0, "as a script (no nbclient/ipykernel)" + why)
+
+
+# the figures worth a column, from the summary line lmcourse train prints last
+_SUMMARY = re.compile(r"([\d,.]+)\s*(?:k\s*)?tokens/s|MFU\s*[\d.]+\s*%|[\d.]+\s*%\s*MFU"
+                      r"|val loss [\d.]+|exact match [\d.]+%")
+
+
+def run_train(task: str, profile: str, steps: int, precision: str | None, timeout: float) -> Row:
+    label = f"train {task} ({profile}, {precision or 'card default'})"
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "lmcourse.cli", "train", task, "--profile", profile, "--steps", str(steps),
+               "--checkpoint_path", str(Path(tmp) / f"{task}.pt"), "--overwrite", "--no-progress"]
+        env = {**os.environ, **({"LMCOURSE_PRECISION": precision} if precision else {})}
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Row(label, "FAIL", time.perf_counter() - t0, f"timed out after {timeout:.0f} s")
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return Row(label, "FAIL", seconds, f"exit {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
+    figures = "; ".join(m.group(0) for m in _SUMMARY.finditer(proc.stdout.splitlines()[-1] if proc.stdout else ""))
+    return Row(label, "ok", seconds, figures or _tail(proc.stdout, 1))
+
+
+def run_decode(device: str, gpt2_small: bool, new_tokens: int) -> Row:
+    import functools
+
+    import torch
+
+    from lmcourse.decoding import generate_cached, top_k_filter
+    from lmcourse.nn import GPT, GPTConfig
+
+    label = "decode vs transformers" + (" (GPT-2 small size)" if gpt2_small else " (tiny)")
+    if not _have("transformers"):
+        return Row(label, "skipped", 0.0, "needs transformers: pip install transformers")
+    from lmcourse.nn.hf_twin import gpt2_twin
+
+    sizes = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024) if gpt2_small else \
+        dict(n_layer=2, n_head=2, n_embd=32, block_size=64)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=50257 if gpt2_small else 97, **sizes)).to(device).eval()
+    hf = gpt2_twin(model)
+    prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
+    greedy = [functools.partial(top_k_filter, k=1)]
+
+    def timed(fn):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return out, time.perf_counter() - t0
+
+    ours, t_ours = timed(lambda: generate_cached(model, prompt, new_tokens, greedy))
+    with torch.no_grad():
+        theirs, t_theirs = timed(lambda: hf.generate(prompt, max_new_tokens=new_tokens, do_sample=False,
+                                                     use_cache=True, attention_mask=torch.ones_like(prompt),
+                                                     pad_token_id=0))
+    same = torch.equal(ours.cpu(), theirs.cpu())
+    figures = (f"{new_tokens / t_ours:,.0f} against {new_tokens / t_theirs:,.0f} tok/s "
+               f"({t_theirs / t_ours:.2f}x), ids {'equal' if same else 'DIFFER'}")
+    return Row(label, "ok" if same else "FAIL", t_ours + t_theirs, figures)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--allow-cpu", action="store_true", help="run on the CPU at tiny sizes when there is no GPU")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="training steps per run (default 300 on a GPU, 20 on the CPU)")
+    ap.add_argument("--notebooks", nargs="*", default=list(NOTEBOOKS), help="solution notebooks to run")
+    ap.add_argument("--tasks", nargs="*", default=list(TASKS), choices=TASKS, help="lmcourse train models to run")
+    ap.add_argument("--no-decode", action="store_true", help="leave out the decoding check")
+    ap.add_argument("--timeout", type=float, default=240.0, help="seconds per notebook or training run")
+    args = ap.parse_args(argv)
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.allow_cpu:
+        print("gpu-check: no CUDA GPU here (torch.cuda.is_available() is False): run it on a machine with one,\n"
+              "or with --allow-cpu to run the same checks on the CPU at tiny sizes.", file=sys.stderr)
+        return 2
+    device = "cuda" if cuda else "cpu"
+    steps = args.steps or (300 if cuda else 20)
+    where = torch.cuda.get_device_name(0) if cuda else "the CPU (--allow-cpu)"
+    print(f"gpu-check on {where}, torch {torch.__version__}", flush=True)
+    rows: list[Row] = []
+    env = {"LMCOURSE_PROFILE": "tiny", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    for name in args.notebooks:
+        rows.append(run_notebook(name, env, args.timeout))
+        print(table(rows[-1:]).splitlines()[-1], flush=True)
+    profile = "gpu" if cuda else "tiny"
+    for task in args.tasks:
+        for precision in (None, "fp16"):
+            if precision and not cuda:
+                rows.append(Row(f"train {task} ({profile}, fp16)", "skipped", 0.0,
+                                "fp16 with a gradient scaler needs a CUDA GPU"))
+            else:
+                rows.append(run_train(task, profile, steps, precision, args.timeout))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    if not args.no_decode:
+        rows.append(run_decode(device, gpt2_small=cuda, new_tokens=128 if cuda else 16))
+    print("\n" + table(rows))
+    code = exit_code(rows)
+    print("\ngpu-check: " + ("every check passed" if code == 0 else "a check FAILED (see the table)"))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

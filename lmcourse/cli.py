@@ -37,13 +37,14 @@ def _cmd_release(args) -> int:
     from .authoring.release import ReleaseError, release
     from .paths import repo_root
 
+    notes: list[str] = []
     try:
-        written = release(repo_root(), Path(args.out))
+        written = release(repo_root(), Path(args.out), through=args.through, notes=notes)
     except ReleaseError as exc:
         print(f"lmcourse release: {exc}", file=sys.stderr)
         return 1
     print(f"student release in {args.out}: {len(written)} notebooks, the lmcourse package, README.md, "
-          "pyproject.toml (no solutions, hidden tests or catalogues)")
+          "pyproject.toml (no solutions, hidden tests or catalogues)" + "".join(f"\n{n}" for n in notes))
     return 0
 
 
@@ -395,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("release", help="instructors: write the student release (notebooks, package, README; "
                                        "no solutions, hidden tests or catalogues) to publish for a graded class")
     r.add_argument("out", help="a new folder to write it into")
+    r.add_argument("--through", metavar="NN_name", default=None,
+                   help="the notebooks up to this one, without the reference code of it and later ones "
+                        "(its visible tests use recorded expected values); for notebooks graded from records")
     r.set_defaults(func=_cmd_release)
     d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
                                           "and corpus")

@@ -83,10 +83,12 @@ def secrets_in(folder: Path) -> list[str]:
     return found
 
 
-def release(root: Path, out: Path) -> list[Path]:
+def release(root: Path, out: Path, through: str | None = None, notes: list[str] | None = None) -> list[Path]:
     """Write the student release of the course at ``root`` into ``out`` (which must not exist);
-    return the notebooks it holds. Raises :class:`ReleaseError` when ``notebooks/`` is missing or
-    something written carries a marker."""
+    return the notebooks it holds. ``through``: the notebooks up to that one, without the reference
+    of it and later ones (:mod:`.release_through`; a line for the message goes to ``notes``).
+    Raises :class:`ReleaseError` when ``notebooks/`` is missing, ``through`` cannot be released that
+    way, or something written carries a marker."""
     root, out = Path(root), Path(out)
     notebooks = sorted((root / "notebooks").glob("*.ipynb"))
     if not notebooks:
@@ -104,6 +106,17 @@ def release(root: Path, out: Path) -> list[Path]:
                                         encoding="utf-8")
     if (root / "LICENSE").is_file():
         shutil.copy2(root / "LICENSE", out / "LICENSE")
+    if through:
+        from .release_through import ThroughError, narrow
+
+        try:
+            line = narrow(out, [nb.stem for nb in notebooks], through)
+        except ThroughError as exc:
+            shutil.rmtree(out)
+            raise ReleaseError(str(exc)) from None
+        if notes is not None:
+            notes.append(line)
+        notebooks = [nb for nb in notebooks if (out / "notebooks" / nb.name).exists()]
     bad = secrets_in(out)
     if bad:
         shutil.rmtree(out)

@@ -1,0 +1,79 @@
+"""lmcourse release --through NN: no code that answers NN or a later notebook, and NN's visible
+tests still run, from recorded expected values."""
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from lmcourse.authoring.release import ReleaseError, release
+from lmcourse.marking.notebooks import load
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def rel01(tmp_path_factory):
+    out = tmp_path_factory.mktemp("through") / "course"
+    notes: list[str] = []
+    written = release(ROOT, out, through="01_ngram", notes=notes)
+    assert [p.name for p in written] == ["01_ngram.ipynb"] and "left out" in notes[0]
+    return out
+
+
+def _signatures(source: str) -> set[tuple[str, tuple[str, ...]]]:
+    return {(n.name, tuple(a.arg for a in n.args.args)) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.FunctionDef)}
+
+
+def test_no_code_that_answers_01_ships(rel01):
+    """No function of the released package has the name and parameters of one of 01's answers
+    (08's and 09's decoding have a sample_next and a generate of their own, over tensors)."""
+    answers = _signatures((ROOT / "lmcourse" / "reference" / "ngram.py").read_text(encoding="utf-8"))
+    answers = {a for a in answers if a[0] in {ex.name for ex in load("01_ngram").exercises}}
+    assert len(answers) >= 10
+    defined = [f"{path.relative_to(rel01)}: {sig[0]}" for path in (rel01 / "lmcourse").rglob("*.py")
+               for sig in _signatures(path.read_text(encoding="utf-8")) & answers]
+    assert not defined, defined
+    assert not (rel01 / "lmcourse" / "reference" / "ngram.py").exists()
+    assert not [p.name for p in (rel01 / "lmcourse" / "reference").glob("*.py") if p.name != "__init__.py"]
+
+
+STUDENT = '''
+import inspect, sys, types
+from lmcourse.checks import CheckFailed
+from lmcourse.marking import Exam
+source = sys.stdin.read()
+ns = {}
+exec(compile("\\n" + source, "<a student's answers>", "exec"), ns)
+for name in ("pad_sentence", "count_ngrams", "mle_prob", "next_word_distribution", "sentence_logprob",
+             "perplexity", "add_k_prob", "continuation_counts", "kneser_ney_prob", "sample_next", "generate"):
+    Exam("01_ngram", ns).check(name)
+ns["pad_sentence"] = lambda words, n: ["<s>"] * n + list(words) + ["</s>"]
+try:
+    Exam("01_ngram", ns).check("pad_sentence")
+except CheckFailed as exc:
+    print("CAUGHT", exc)
+try:
+    import lmcourse.reference.ngram
+except ImportError:
+    print("NO REFERENCE")
+'''
+
+
+def test_the_visible_tests_run_from_the_recorded_values(rel01):
+    answers = (ROOT / "lmcourse" / "reference" / "ngram.py").read_text(encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", STUDENT], cwd=rel01, input=answers, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "the visible checks pass" in proc.stdout
+    assert "CAUGHT pad_sentence(['cows', 'eat', 'grass'], 3)" in proc.stdout and "n-1 = 2 start tokens" in proc.stdout
+    assert "NO REFERENCE" in proc.stdout
+
+
+def test_a_notebook_not_graded_from_records_is_refused(tmp_path):
+    from lmcourse.marking.notebooks import TESTS
+
+    unmarked = next(n for n in ("07_decoding", "06_mlm", "05_gpt") if n not in TESTS)
+    with pytest.raises(ReleaseError, match="graded from records"):
+        release(ROOT, tmp_path / "c", through=unmarked)
+    assert not (tmp_path / "c").exists()

@@ -77,7 +77,8 @@ def sample_next(logits: Tensor, generator: torch.Generator | None = None) -> Ten
     """One id per row of ``logits`` ``(B, V)``, drawn from ``softmax(logits)`` with ``generator``: ``(B,)``."""
     probs = torch.softmax(logits, dim=-1)  # (B, V)
     if generator is not None and not same_device(generator.device, probs.device):
-        return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
+        # a generator draws only on its own device: the probabilities go there, the ids come back
+        return torch.multinomial(probs.to(generator.device), 1, generator=generator).squeeze(-1).to(logits.device)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
 
 

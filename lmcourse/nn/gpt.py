@@ -163,7 +163,8 @@ def _generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: f
         logits, _ = model(context)  # (B, T, V)
         probs = torch.softmax(logits[:, -1, :].float() / temperature, dim=-1)  # (B, V)
         if generator is not None and not same_device(generator.device, probs.device):
-            nxt = torch.multinomial(probs.cpu(), 1, generator=generator).to(idx.device)
+            # a generator draws only on its own device: the probabilities go there, the ids come back
+            nxt = torch.multinomial(probs.to(generator.device), 1, generator=generator).to(idx.device)
         else:
             nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)

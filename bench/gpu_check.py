@@ -11,11 +11,15 @@ On a machine with a CUDA GPU, in a few minutes:
 3. greedy decoding with the course's KV cache against transformers' ``generate`` on the same
    weights: the same ids, and both speeds, at GPT-2 small's size (batch 1).
 
+The notebooks run ``--jobs`` at a time (tiny models leave the card mostly idle); the training runs
+and the decoding check run one at a time, so their figures are the card's alone. The last row is
+the whole run's time against ``--budget`` (6 minutes): over it, the row says so without failing.
+
 It prints one table and exits 1 when a check failed, 2 when there is no CUDA GPU (``--allow-cpu``
-runs the same checks on the CPU at tiny sizes: how the CPU side of this script is tested). A
-check whose library is missing (nbclient, transformers) is reported ``skipped`` with what to install,
-never silently left out. Run it after changing device or training code, before a class uses
-GPUs, and on a card the course has not met.
+runs the same checks on the CPU at tiny sizes: how the CPU side of this script is tested). The
+wheels it lacks (nbclient, ipykernel, transformers) are named when it starts; a check that needs
+one is reported ``skipped`` with what to install, never silently left out. Run it after changing
+device or training code, before a class uses GPUs, and on a card the course has not met.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +45,7 @@ TASKS = ("gpt", "mlm", "seq2seq")
 @dataclass
 class Row:
     check: str
-    status: str = "ok"            # ok | FAIL | skipped
+    status: str = "ok"            # ok | FAIL | skipped | over (the total past --budget: not a failure)
     seconds: float = 0.0
     figures: str = ""
 
@@ -50,6 +55,13 @@ def table(rows: list[Row]) -> str:
     lines = [f"{'check':<{w}}  {'status':<7}  {'seconds':>7}  figures", "-" * (w + 40)]
     lines += [f"{r.check:<{w}}  {r.status:<7}  {r.seconds:>7.1f}  {r.figures}" for r in rows]
     return "\n".join(lines)
+
+
+def total_row(seconds: float, budget: float) -> Row:
+    """The whole run's time against the budget: ``over`` is shown, and is no failure of the GPU path."""
+    within = seconds <= budget
+    return Row("total", "ok" if within else "over", seconds,
+               f"budget {budget:.0f} s" + ("" if within else ": fewer --steps or more --jobs"))
 
 
 def exit_code(rows: list[Row]) -> int:
@@ -62,8 +74,24 @@ def _have(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+# wheel -> what goes without it (the message names them; the table shows each consequence)
+OPTIONAL = {"nbclient": "notebooks run as plain scripts", "ipykernel": "notebooks run as plain scripts",
+            "transformers": "the decoding check is skipped"}
+
+
+def missing_wheels() -> str:
+    """One line naming the wheels this machine lacks and what goes without them ('' if none)."""
+    gone = [w for w in OPTIONAL if not _have(w)]
+    if not gone:
+        return ""
+    effects = sorted({OPTIONAL[w] for w in gone})
+    return (f"gpu-check: not installed: {', '.join(gone)} ({'; '.join(effects)}); "
+            f"pip install {' '.join(gone)} for every check")
+
+
 def _tail(text: str, n: int = 3) -> str:
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:])[-300:]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # IPython colours the error's name
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:] if line.strip())[-300:]
 
 
 def notebook_script(path: Path) -> str:
@@ -76,32 +104,36 @@ def notebook_script(path: Path) -> str:
 
 
 def run_notebook(name: str, env: dict, timeout: float) -> Row:
+    """``solutions/<name>.ipynb`` at the tiny profile: with nbclient (the project's runner) when
+    Jupyter is installed, else its code cells as one script; ``timeout`` per cell, or per script."""
     path = ROOT / "solutions" / f"{name}.ipynb"
     t0 = time.perf_counter()
     if _have("nbclient") and _have("ipykernel"):
-        import nbformat
-        from nbclient import NotebookClient
+        from lmcourse.notebook_runner import execute_notebook
 
-        nb = nbformat.read(path, as_version=4)
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
         try:
-            NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            execute_notebook(path, timeout=int(timeout), env={**env, "MPLBACKEND": "Agg"})
             return Row(f"notebook {name}", "ok", time.perf_counter() - t0, "nbclient")
         except Exception as exc:  # noqa: BLE001 (any failure of the notebook is this check's result)
             return Row(f"notebook {name}", "FAIL", time.perf_counter() - t0, f"nbclient: {_tail(str(exc), 2)}")
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    how = "as a script (no nbclient/ipykernel)"
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / f"{name}.py"
         script.write_text(notebook_script(path), encoding="utf-8")
-        proc = subprocess.run([sys.executable, str(script)], cwd=path.parent, env={**os.environ, **env,
-                              "MPLBACKEND": "Agg"}, capture_output=True, text=True, timeout=timeout)
+        try:
+            proc = subprocess.run([sys.executable, str(script)], cwd=path.parent, env={**os.environ, **env,
+                                  "MPLBACKEND": "Agg"}, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Row(f"notebook {name}", "FAIL", time.perf_counter() - t0, f"{how}: timed out after {timeout:.0f} s")
     status = "ok" if proc.returncode == 0 else "FAIL"
     why = "" if status == "ok" else f": {_tail(proc.stderr)}"
-    return Row(f"notebook {name}", status, time.perf_counter() - t0, "as a script (no nbclient/ipykernel)" + why)
+    return Row(f"notebook {name}", status, time.perf_counter() - t0, how + why)
+
+
+def run_notebooks(names: list[str], env: dict, timeout: float, jobs: int) -> list[Row]:
+    """Every notebook of ``names``, ``jobs`` at a time (each in its own process), rows in order."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda n: run_notebook(n, env, timeout), names))
 
 
 # the figures worth a column, from the summary line lmcourse train prints last
@@ -109,8 +141,31 @@ _SUMMARY = re.compile(r"([\d,.]+)\s*(?:k\s*)?tokens/s|MFU\s*[\d.]+\s*%|[\d.]+\s*
                       r"|val loss [\d.]+|exact match [\d.]+%")
 
 
+_AMP = re.compile(r"\bamp (\S+)")
+
+
+def train_row(label: str, returncode: int, stdout: str, stderr: str, seconds: float,
+              forced: str | None, sample: bool) -> Row:
+    """The row of one ``lmcourse train`` run from what it printed: FAIL on a non-zero exit, on a
+    missing summary line (or sample, where ``sample``: the GPT prints one), or when a forced
+    precision was not the one used."""
+    if returncode != 0:
+        return Row(label, "FAIL", seconds, f"exit {returncode}: {_tail(stderr or stdout)}")
+    if not stdout.strip() or not stdout.strip().splitlines()[-1].startswith("done:"):
+        return Row(label, "FAIL", seconds, f"no summary line: {_tail(stdout)}")
+    if sample and "--- sample ---" not in stdout:
+        return Row(label, "FAIL", seconds, f"no sample: {_tail(stdout)}")
+    amp = _AMP.search(stdout)
+    amp = amp.group(1).rstrip(",") if amp else "?"
+    if forced and not amp.startswith(forced):
+        return Row(label, "FAIL", seconds, f"LMCOURSE_PRECISION={forced} was not used: amp {amp}")
+    summary = stdout.strip().splitlines()[-1]
+    figures = "; ".join(m.group(0) for m in _SUMMARY.finditer(summary))
+    return Row(label, "ok", seconds, f"amp {amp}; " + (figures or _tail(summary, 1)))
+
+
 def run_train(task: str, profile: str, steps: int, precision: str | None, timeout: float) -> Row:
-    label = f"train {task} ({profile}, {precision or 'card default'})"
+    label = f"train {task} ({profile}, {precision + ' forced' if precision else 'card default'})"
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "lmcourse.cli", "train", task, "--profile", profile, "--steps", str(steps),
                "--checkpoint_path", str(Path(tmp) / f"{task}.pt"), "--overwrite", "--no-progress"]
@@ -120,11 +175,8 @@ def run_train(task: str, profile: str, steps: int, precision: str | None, timeou
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return Row(label, "FAIL", time.perf_counter() - t0, f"timed out after {timeout:.0f} s")
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
-        return Row(label, "FAIL", seconds, f"exit {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
-    figures = "; ".join(m.group(0) for m in _SUMMARY.finditer(proc.stdout.splitlines()[-1] if proc.stdout else ""))
-    return Row(label, "ok", seconds, figures or _tail(proc.stdout, 1))
+    return train_row(label, proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - t0, precision,
+                     sample=task == "gpt")
 
 
 def run_decode(device: str, gpt2_small: bool, new_tokens: int) -> Row:
@@ -157,11 +209,15 @@ def run_decode(device: str, gpt2_small: bool, new_tokens: int) -> Row:
             torch.cuda.synchronize()
         return out, time.perf_counter() - t0
 
+    def hf_generate(n):
+        with torch.no_grad():
+            return hf.generate(prompt, max_new_tokens=n, do_sample=False, use_cache=True,
+                               attention_mask=torch.ones_like(prompt), pad_token_id=0)
+
+    generate_cached(model, prompt, 4, greedy)      # first calls (kernels loaded, caches set up) untimed
+    hf_generate(4)
     ours, t_ours = timed(lambda: generate_cached(model, prompt, new_tokens, greedy))
-    with torch.no_grad():
-        theirs, t_theirs = timed(lambda: hf.generate(prompt, max_new_tokens=new_tokens, do_sample=False,
-                                                     use_cache=True, attention_mask=torch.ones_like(prompt),
-                                                     pad_token_id=0))
+    theirs, t_theirs = timed(lambda: hf_generate(new_tokens))
     same = torch.equal(ours.cpu(), theirs.cpu())
     figures = (f"{new_tokens / t_ours:,.0f} against {new_tokens / t_theirs:,.0f} tok/s "
                f"({t_theirs / t_ours:.2f}x), ids {'equal' if same else 'DIFFER'}")
@@ -177,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="*", default=list(TASKS), choices=TASKS, help="lmcourse train models to run")
     ap.add_argument("--no-decode", action="store_true", help="leave out the decoding check")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per notebook or training run")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="notebooks run at once (default 4 on a GPU, 1 on the CPU)")
+    ap.add_argument("--budget", type=float, default=360.0,
+                    help="seconds the whole check should take (the last row says whether it did)")
     args = ap.parse_args(argv)
     import torch
 
@@ -189,22 +249,26 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.steps or (300 if cuda else 20)
     where = torch.cuda.get_device_name(0) if cuda else "the CPU (--allow-cpu)"
     print(f"gpu-check on {where}, torch {torch.__version__}", flush=True)
+    if missing_wheels():
+        print(missing_wheels(), flush=True)
+    start = time.perf_counter()
     rows: list[Row] = []
     env = {"LMCOURSE_PROFILE": "tiny", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    for name in args.notebooks:
-        rows.append(run_notebook(name, env, args.timeout))
-        print(table(rows[-1:]).splitlines()[-1], flush=True)
+    if args.notebooks:
+        rows += run_notebooks(args.notebooks, env, args.timeout, args.jobs or (4 if cuda else 1))
+        print(table(rows), flush=True)
     profile = "gpu" if cuda else "tiny"
     for task in args.tasks:
         for precision in (None, "fp16"):
             if precision and not cuda:
-                rows.append(Row(f"train {task} ({profile}, fp16)", "skipped", 0.0,
+                rows.append(Row(f"train {task} ({profile}, fp16 forced)", "skipped", 0.0,
                                 "fp16 with a gradient scaler needs a CUDA GPU"))
             else:
                 rows.append(run_train(task, profile, steps, precision, args.timeout))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     if not args.no_decode:
         rows.append(run_decode(device, gpt2_small=cuda, new_tokens=128 if cuda else 16))
+    rows.append(total_row(time.perf_counter() - start, args.budget))
     print("\n" + table(rows))
     code = exit_code(rows)
     print("\ngpu-check: " + ("every check passed" if code == 0 else "a check FAILED (see the table)"))

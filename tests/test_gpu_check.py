@@ -20,6 +20,7 @@ def test_a_failed_check_fails_the_run_and_a_skip_does_not():
     assert gpu_check.exit_code([Row("a"), Row("b", "FAIL")]) == 1
     text = gpu_check.table([Row("notebook 02_rnn", "ok", 3.25, "nbclient"), Row("x", "skipped", 0, "needs y")])
     assert "notebook 02_rnn" in text and "skipped" in text and "3.2" in text
+    assert gpu_check._tail("\n\x1b[31mValueError\x1b[39m: x\n") == "ValueError: x"   # IPython's colours left out
 
 
 def test_without_a_gpu_it_says_so_and_exits_2(monkeypatch, capsys):
@@ -52,3 +53,74 @@ def test_the_cpu_side_runs_end_to_end(monkeypatch, capsys):
     assert "train gpt (tiny, card default)  ok" in out and "tokens/s" in out
     assert "fp16 with a gradient scaler needs a CUDA GPU" in out
     assert "ids equal" in out or "needs transformers" in out
+
+
+def test_the_wheels_it_lacks_are_named_with_what_goes_without_them(monkeypatch):
+    monkeypatch.setattr(gpu_check, "_have", lambda m: m not in ("nbclient", "transformers"))
+    line = gpu_check.missing_wheels()
+    assert "nbclient" in line and "transformers" in line and "ipykernel" not in line.split("(")[0]
+    assert "plain scripts" in line and "decoding check is skipped" in line
+    monkeypatch.setattr(gpu_check, "_have", lambda m: True)
+    assert gpu_check.missing_wheels() == ""
+
+
+def test_a_missing_transformers_is_a_visible_skip(monkeypatch):
+    monkeypatch.setattr(gpu_check, "_have", lambda m: m != "transformers")
+    row = gpu_check.run_decode("cpu", gpt2_small=False, new_tokens=4)
+    assert row.status == "skipped" and "needs transformers" in row.figures
+
+
+GOOD = ("  10 steps of 8 x 32, lr 0.005, 1 process(es) on cuda, 1 thread(s) each, compile on, amp fp16+GradScaler\n"
+        "--- sample ---\nabc\n--------------\n"
+        "done: 10/10 steps, val loss 3.7059 (5.346 bits/char), 93,604 tokens/s, wall 0.0 s, 1 x cuda, MFU 7.0% (6 N)")
+
+
+@pytest.mark.parametrize("case, returncode, stdout, forced, sample, why", [
+    ("crash after training", 1, GOOD.split("--- sample")[0], None, True, "exit 1"),
+    ("no summary line", 0, GOOD.rsplit("\n", 1)[0], None, True, "no summary line"),
+    ("no sample", 0, GOOD.replace("--- sample ---", ""), None, True, "no sample"),
+    ("fp16 forced, bf16 used", 0, GOOD.replace("fp16+GradScaler", "bf16"), "fp16", True, "was not used: amp bf16"),
+])
+def test_a_training_run_fails_its_row(case, returncode, stdout, forced, sample, why):
+    row = gpu_check.train_row("train gpt", returncode, stdout, "RuntimeError: boom", 1.0, forced, sample)
+    assert row.status == "FAIL" and why in row.figures, case
+
+
+def test_a_good_training_run_shows_its_precision_and_figures():
+    row = gpu_check.train_row("train gpt", 0, GOOD, "", 1.0, "fp16", sample=True)
+    assert row.status == "ok"
+    assert "amp fp16+GradScaler" in row.figures and "93,604 tokens/s" in row.figures and "MFU 7.0%" in row.figures
+    no_sample = gpu_check.train_row("train mlm", 0, GOOD.replace("--- sample ---", ""), "", 1.0, None, sample=False)
+    assert no_sample.status == "ok"
+
+
+def test_over_the_budget_is_shown_and_is_no_failure():
+    over = gpu_check.total_row(400.0, 360.0)
+    assert over.status == "over" and "budget 360 s" in over.figures
+    assert gpu_check.total_row(100.0, 360.0).status == "ok"
+    assert gpu_check.exit_code([gpu_check.Row("a"), over]) == 0
+
+
+def test_notebooks_run_at_once_keep_their_order(monkeypatch):
+    import time
+
+    def fake(name, env, timeout):
+        time.sleep(0.2 if name == "a" else 0.0)            # the first finishes last
+        return gpu_check.Row(f"notebook {name}")
+
+    monkeypatch.setattr(gpu_check, "run_notebook", fake)
+    t0 = time.perf_counter()
+    rows = gpu_check.run_notebooks(["a", "b", "c"], {}, 10, jobs=3)
+    assert [r.check for r in rows] == ["notebook a", "notebook b", "notebook c"]
+    assert time.perf_counter() - t0 < 0.4
+
+
+def test_a_failing_notebook_script_fails_its_row(monkeypatch, tmp_path):
+    """Without nbclient a notebook runs as a script; an error in it is a FAIL with its last line."""
+    nb = {"cells": [{"cell_type": "code", "source": "raise ValueError('the GPU path broke')"}]}
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "99_x.ipynb").write_text(json.dumps(nb))
+    monkeypatch.setattr(gpu_check, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_check, "_have", lambda m: False)
+    row = gpu_check.run_notebook("99_x", {}, 60)
+    assert row.status == "FAIL" and "as a script" in row.figures and "the GPU path broke" in row.figures

@@ -57,11 +57,12 @@ grade: setup              ## make grade ASSIGNMENT=01_ngram SUBMISSIONS=path/to/
 doctor: setup             ## versions, device, threads, sandbox, disk, kernel, corpus; what to fix
 	$(BIN)/lmcourse doctor
 
-# every bench/bench_*.py at full size, in turn (attention, decode, gpt, grade, ngram, train today): each
-# prints its figures and asserts nothing; see each file's docstring for what it measures and its options
+# bench/gpu_check.py on a CUDA GPU (exit 2 without one); GPU_CHECK_ARGS=--allow-cpu runs its CPU side
 gpu-check: setup          ## the GPU path in one command: notebooks, lmcourse train (bf16, fp16), decoding vs transformers
 	$(BIN)/python bench/gpu_check.py $(GPU_CHECK_ARGS)
 
+# every bench/bench_*.py at full size, in turn (attention, decode, gpt, grade, ngram, train today): each
+# prints its figures and asserts nothing; see each file's docstring for what it measures and its options
 bench: setup              ## run every benchmark in bench/ (full size: tens of minutes on a laptop)
 	@set -e; for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
 

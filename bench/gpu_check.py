@@ -195,8 +195,9 @@ def run_decode(device: str, gpt2_small: bool, new_tokens: int) -> Row:
     sizes = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024) if gpt2_small else \
         dict(n_layer=2, n_head=2, n_embd=32, block_size=64)
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=50257 if gpt2_small else 97, **sizes)).to(device).eval()
-    hf = gpt2_twin(model)
+    # GPT-2's tanh GELU on both sides (the course's default is the exact one; the twin's gelu_new is not)
+    model = GPT(GPTConfig(vocab_size=50257 if gpt2_small else 97, gelu="tanh", **sizes)).to(device).eval()
+    hf = gpt2_twin(model, activation="gelu_new")
     prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
     greedy = [functools.partial(top_k_filter, k=1)]
 

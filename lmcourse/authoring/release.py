@@ -31,7 +31,7 @@ _LEFT_OUT = ("authoring",)
 README = """\
 # Language models, built by hand: student release
 
-Seven Jupyter notebooks (`notebooks/`) in which you build language models step by step, from
+{count} Jupyter notebooks (`notebooks/`) in which you build language models step by step, from
 n-gram counts to a small GPT, and the `lmcourse` package they import.
 
 ## Setup
@@ -54,6 +54,20 @@ jupyter lab notebooks/
   source is refused with a message that says why.
 - Hand in the `.ipynb` file as your instructor says.
 """
+
+
+_WORDS = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
+          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen", "Twenty")
+
+
+def count_words(n: int) -> str:
+    """``n`` as the README's first word: spelled out up to twenty, digits beyond."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
+def readme(n_notebooks: int) -> str:
+    """The release README for a release of ``n_notebooks`` notebooks (counted, never written by hand)."""
+    return README.replace("{count}", count_words(n_notebooks))
 
 
 class ReleaseError(RuntimeError):
@@ -101,7 +115,6 @@ def release(root: Path, out: Path, through: str | None = None, notes: list[str] 
     shutil.copytree(root / "lmcourse", out / "lmcourse",
                     ignore=lambda src, names: _ignore(src, names) | (
                         set(_LEFT_OUT) & set(names) if Path(src) == root / "lmcourse" else set()))
-    (out / "README.md").write_text(README, encoding="utf-8")
     (out / "pyproject.toml").write_text(_pyproject((root / "pyproject.toml").read_text(encoding="utf-8")),
                                         encoding="utf-8")
     if (root / "LICENSE").is_file():
@@ -117,6 +130,8 @@ def release(root: Path, out: Path, through: str | None = None, notes: list[str] 
         if notes is not None:
             notes.append(line)
         notebooks = [nb for nb in notebooks if (out / "notebooks" / nb.name).exists()]
+    # written after narrowing: the count is that of the notebooks this release holds
+    (out / "README.md").write_text(readme(len(notebooks)), encoding="utf-8")
     bad = secrets_in(out)
     if bad:
         shutil.rmtree(out)

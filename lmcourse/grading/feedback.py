@@ -19,6 +19,7 @@ import nbformat
 
 from .maths import MathMLRenderer
 from .prepare import strip_injected
+from .template import test_label
 
 if TYPE_CHECKING:
     from .result import Result
@@ -133,19 +134,25 @@ def _named(text: str, tpl: Template, res: Result) -> str:
 
     def name(m: re.Match) -> str:
         gid = html.unescape(m.group(1))
-        label = f"{tpl.exercise_of[gid]} tests" if gid in tpl.exercise_of else "Tests"
+        label = test_label(tpl.exercise_of, gid)
         return f'<a href="#{m.group(1)}">{html.escape(label)} (<code>{m.group(1)}</code>)</a>'
 
     return re.sub(r'<a href="#([^"]+)">Test cell</a>', name, text)
 
 
+def sentence(text: str) -> str:
+    """``text`` as a sentence of its own: a capital first letter, one closing mark."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) else ".")
+
+
 def write_status_page(tpl: Template, out: Path, res: Result) -> None:
     """A short page for a submission that was not run (``wrong-assignment``): its score and why,
     in plain HTML with nothing to load."""
-    what = html.escape(res.detail or res.status)
+    what = html.escape(sentence(res.detail or res.status))
     page = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\" /><title>{html.escape(tpl.assignment)}"
             f"</title></head>\n<body>\n<h4>{html.escape(tpl.assignment)} (Score: {html.escape(res.score_text())})"
-            f"</h4>\n<p><b>Not graded: {html.escape(res.status)}</b>. {what}.</p>\n<p>Hand in "
+            f"</h4>\n<p><b>Not graded: {html.escape(res.status)}</b>. {what}</p>\n<p>Hand in "
             f"<code>{html.escape(tpl.assignment)}.ipynb</code>, the notebook of this assignment you worked in.</p>"
             "\n</body></html>\n")
     dest = out / "feedback" / f"{res.student}.html"

@@ -68,8 +68,8 @@ from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_
 from .shard import take_share
 from .template import Template
 
-__all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade", "grade_one",
-           "summary", "timing_table", "write_csv"]
+__all__ = ["GRADER_VERSION", "STATUSES", "Limits", "Result", "Template", "grade", "grade_one", "self_test",
+           "solution_copy_detail", "summary", "timing_table", "write_csv"]
 
 
 
@@ -152,6 +152,29 @@ def _run_stage(sub: Submission, tpl: Template, limits: Limits, out: Path, force:
     return pending
 
 
+def solution_copy_detail(assignment: str) -> str:
+    """What a wrong-assignment result says when the notebook is the course's solution notebook:
+    the right notebook, without the metadata the grader finds the answers by."""
+    return (f"this is the course's solution notebook (solutions/{assignment}.ipynb) or a copy of it, which has "
+            f"none of nbgrader's cell metadata, so the grader cannot find its answers; hand in the student "
+            f"notebook ({assignment}.ipynb of the release) with the answers written in it. To check the grader "
+            f"on a perfect submission: lmcourse grade {assignment} --self-test")
+
+
+def self_test(assignment: str, out: Path, limits: Limits | None = None) -> tuple[Result, list[str]]:
+    """Grade the solution as a student would hand it in (:meth:`Template.self_test_notebook`:
+    the release with the answers filled in) into ``out``, afresh; its result and the test cells
+    that lost points."""
+    out = Path(out).resolve()
+    tpl = Template(assignment, out)
+    subs = out / "submission"
+    shutil.rmtree(subs, ignore_errors=True)
+    subs.mkdir(parents=True)
+    nbformat.write(tpl.self_test_notebook(), subs / "solution.ipynb")
+    (res,) = grade(subs, assignment, out, jobs=1, limits=limits, force=True, progress=False)
+    return res, [gid for gid, score in res.tests.items() if score is not None and score < tpl.points.get(gid, 0)]
+
+
 def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: Result,
                      keep_work: bool, slot: int) -> tuple[dict | None, bool]:
     """Check and prepare the notebook (:func:`.prepare.prepare`), run it in the sandbox in a
@@ -169,7 +192,8 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     if prep.status != "graded":
         res.status = prep.status
         if prep.status == "wrong-assignment":   # the student gets a page that says why it scored 0
-            res.detail = f"{res.detail} — {WRONG_ASSIGNMENT_HINT}"
+            res.detail = (solution_copy_detail(tpl.assignment) if tpl.is_solution_copy(raw)
+                          else f"{res.detail} — {WRONG_ASSIGNMENT_HINT}")
             write_status_page(tpl, out, res)
         return None, False
     res.status = "running"
@@ -371,7 +395,7 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     if (out / "work").is_dir() and not any((out / "work").iterdir()):
         (out / "work").rmdir()
     timings["grading (wall, all workers)"] = round(time.perf_counter() - t, 3)
-    write_csv(ordered, tpl, out / "grades.csv")
+    notes += write_csv(ordered, tpl, out / "grades.csv")
     write_record(out, assignment, subs, setup, gradebook)
     if gradebook is not None:
         t = time.perf_counter()

@@ -228,6 +228,7 @@ def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", s
     notebook, None when none ran)."""
     from ..checks import PASS_LINE  # what a test cell prints when its visible part passed
     from .grade import GRADER_VERSION
+    from .template import test_label
 
     hidden_lines = tpl.hidden_lines()
     outputs = cell_outputs(nb, tpl) if nb is not None else {}
@@ -249,7 +250,7 @@ def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", s
         if kind != "code":                # free-text answers: graded by hand, on Gradescope too
             continue
         score = float(res.tests.get(gid) or 0.0)
-        name = f"{tpl.exercise_of[gid]} tests ({gid})" if gid in tpl.exercise_of else f"Tests ({gid})"
+        name = f"{test_label(tpl.exercise_of, gid)} ({gid})"
         text = shown(outputs[gid]) if gid in outputs else f"not run ({res.status})"
         hidden = gid in has_hidden and hidden_visibility != "visible"
         if hidden:                        # what the student's own notebook shows, at once

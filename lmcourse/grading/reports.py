@@ -18,20 +18,46 @@ if TYPE_CHECKING:
 EXTRA_COLUMNS = ("name", "submitted_at", "due", "late_hours", "penalty_pct", "penalty", "final_score")
 
 
-def write_csv(results: list[Result], tpl: Template, path: Path) -> None:
+# the column `lmcourse grade similarity` appends (similarity_report.COLUMN); kept across regrades
+SIMILARITY = "similarity"
+
+
+def _earlier_similarity(path: Path) -> dict[str, str] | None:
+    """student -> the similarity column of the grades.csv at ``path``; None when it has none."""
+    if not path.is_file():
+        return None
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+        if not rows or SIMILARITY not in rows[0] or "student" not in rows[0]:
+            return None
+    return {r["student"]: r[SIMILARITY] or "" for r in rows}
+
+
+def write_csv(results: list[Result], tpl: Template, path: Path) -> list[str]:
     """One row per student: score, max_score (all points) and auto_max (the autograded part; the
     rest is graded by hand), status, flags, detail, name and late columns, then one column per
-    grade cell."""
+    grade cell. A ``similarity`` column an earlier run's file had is kept for the students served
+    from the cache (their notebook is the one compared); returns a line for the TA when some
+    students' values could not be kept."""
     ids = [gid for gid, _, _ in tpl.grade_cells]
+    earlier = _earlier_similarity(Path(path))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "score", "max_score", "auto_max", "status", "flags", "detail",
-                    *EXTRA_COLUMNS, *ids])
+                    *EXTRA_COLUMNS, *ids, *([SIMILARITY] if earlier is not None else [])])
         for r in results:
             extra = {"penalty_pct": "0", "penalty": "0", "final_score": f"{r.score:g}", **r.extra}
+            kept = [earlier.get(r.student, "") if r.cached else ""] if earlier is not None else []
             w.writerow([r.student, r.assignment, f"{r.score:g}", f"{r.max_score:g}", f"{r.auto_max:g}", r.status,
                         ";".join(r.flags), r.detail, *[extra.get(c, "") for c in EXTRA_COLUMNS],
-                        *["" if r.tests.get(g) is None else f"{r.tests[g]:g}" for g in ids]])
+                        *["" if r.tests.get(g) is None else f"{r.tests[g]:g}" for g in ids], *kept])
+    rerun = [r.student for r in results if not r.cached and earlier and earlier.get(r.student)]
+    if not rerun:
+        return []
+    folder = Path(path).parent
+    return [f"{path}: the similarity column is blank for {len(rerun)} regraded student(s) ({', '.join(rerun[:5])}"
+            f"{', ...' if len(rerun) > 5 else ''}): their notebook was not the one compared; run `lmcourse grade "
+            f"similarity {results[0].assignment} {folder}` to fill it again"]
 
 
 def summary(results: list[Result]) -> str:

@@ -267,7 +267,9 @@ def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
     flagged = [v for v in outcome.verdicts if v.is_flagged]
     print(f"{args.assignment}: {len(outcome.verdicts)} students compared with the solution, "
           f"{len(outcome.documents) - len(outcome.verdicts) - 1} reference file(s) and each other; "
-          f"{len(flagged)} flagged (threshold {args.threshold:g}, at least {args.min_match} characters)")
+          f"{len(flagged)} flagged (threshold {args.threshold:g}, at least {args.min_match} characters)"
+          + (f"; {len(outcome.unreadable)} not compared: "
+             + ", ".join(f"{u.student} ({u.why})" for u in outcome.unreadable) if outcome.unreadable else ""))
     for v in flagged:
         print(f"  {v.student}: {v.column()}")
     print("wrote " + ", ".join(str(w) for w in written) + " (TA only: it shows the solution's text)")

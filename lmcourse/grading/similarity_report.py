@@ -13,10 +13,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .reports import SIMILARITY as COLUMN  # one name: the grader keeps the column it reads
+
 if TYPE_CHECKING:
     from .similarity import Match, Outcome
 
-COLUMN = "similarity"
 PAIRS_SHOWN = 3         # classmate pairs shown with code per student; more are listed (a group who share a text)
 CSV_HEADER = ["student", "best_match", "score", "kind", "flagged", "why", "matched_chars", "own_chars", "cells"]
 
@@ -145,13 +146,17 @@ def html_text(outcome: Outcome) -> str:
     rows += [f"<tr><td>{esc(u.student)}</td><td>-</td><td>-</td><td>not compared: {esc(u.why)}</td></tr>"
              for u in outcome.unreadable]
     n_flag = sum(v.is_flagged for v in outcome.verdicts)
+    # the count above leaves these out: name them where the count is read, not only in the table
+    skipped = (f" {len(outcome.unreadable)} not compared: "
+               + ", ".join(f"{esc(u.student)} ({esc(u.why)})" for u in outcome.unreadable) + "."
+               if outcome.unreadable else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Similarity: {esc(outcome.assignment)}</title>
 <style>{_STYLE}</style></head><body>
 <h1>Similarity report: {esc(outcome.assignment)}</h1>
 <p><b>For the TA only: it shows the solution's text.</b> A flag asks a person to look; it changes no
 score. {len(outcome.verdicts)} students compared with the solution, the course's reference code and each
-other; {n_flag} flagged. A student's score is the share of their own code (stubs removed, names and
+other; {n_flag} flagged.{skipped} A student's score is the share of their own code (stubs removed, names and
 comments normalised away) that occurs in one other text; flagged from {outcome.threshold:g} over at least
 {outcome.min_match} normalised characters, or when an answer reads source at run time.
 Detector: copydetect {esc(copydetect.__version__)} (winnowing, as MOSS).</p>

@@ -7,7 +7,9 @@ instead of starting nbgrader again (seconds each)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -68,6 +70,31 @@ class Template:
                              if c.metadata.get("nbgrader", {}).get("grade_id")}
         self.exercise_of = exercises(self.source)
 
+    def is_solution_copy(self, raw: bytes) -> bool:
+        """Whether ``raw`` is the course's solution notebook (``solutions/A.ipynb``) or a copy of
+        it: none of nbgrader's cell metadata, and the source notebook's prose as it is."""
+        try:
+            cells = json.loads(raw.decode("utf-8-sig"))["cells"]
+            texts = {_text(c.get("source", "")) for c in cells}
+            if any((c.get("metadata") or {}).get("nbgrader") for c in cells):
+                return False
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+        prose = [c.source.strip() for c in self.source.cells if c.cell_type == "markdown"
+                 and c.source.strip() and not c.metadata.get("nbgrader", {}).get("solution")]
+        # most, not all: a TA may have edited a line of it
+        return bool(prose) and sum(p in texts for p in prose) >= 0.8 * len(prose)
+
+    def self_test_notebook(self) -> nbformat.NotebookNode:
+        """The solution as a student would hand it in: the student release with every answer cell
+        filled in from the source notebook (its solution markers removed)."""
+        nb = copy.deepcopy(self.release)
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("solution") and meta.get("grade_id") in self.source_by_id:
+                cell.source = _SOLUTION_MARK.sub("", self.source_by_id[meta["grade_id"]]).strip("\n")
+        return nb
+
     def _current(self, course: Path) -> bool:
         """``course`` holds this version's release (its stamp is this fingerprint)."""
         stamp = course / STAMP
@@ -80,6 +107,14 @@ class Template:
 
 
 STAMP = "source.sha256"   # the fingerprint a template folder was generated for
+
+
+# nbgrader's solution markers, a whole line each
+_SOLUTION_MARK = re.compile(r"^[ \t]*### (?:BEGIN|END) SOLUTION\b.*(?:\n|$)", re.M)
+
+
+def _text(source) -> str:
+    return ("".join(source) if isinstance(source, list) else str(source)).strip()
 
 
 def _cache() -> Path:
@@ -104,20 +139,33 @@ def _keep(course: Path, cached: Path) -> None:
 
 
 _EXERCISE = re.compile(r"^#{1,6}\s+(Exercise\s+\d+[a-z]?)\b", re.M)
+# a quiz question opens with its bold number (**Q1.**, **Q2 (auto-graded).**) under "Questions"
+_QUESTION = re.compile(r"^\*\*Q(\d+)\b", re.M)
 
 
 def exercises(source: nbformat.NotebookNode) -> dict[str, str]:
-    """grade id -> the exercise it belongs to (``Exercise 2``): the last ``### Exercise N``
-    heading above the cell, as the notebook's stubs name it (:mod:`lmcourse.authoring.stubs`)."""
+    """grade id -> the exercise or question it belongs to (``Exercise 2``, ``Question 1``): the last
+    ``### Exercise N`` heading or ``**QN.**`` question above the cell, as the notebook names them
+    (:mod:`lmcourse.authoring.stubs`)."""
     found, current = {}, None
     for cell in source.cells:
         if cell.cell_type == "markdown":
-            heads = _EXERCISE.findall(cell.source)
-            current = " ".join(heads[-1].split()) if heads else current
+            marks = sorted([(m.start(), " ".join(m.group(1).split())) for m in _EXERCISE.finditer(cell.source)]
+                           + [(m.start(), f"Question {m.group(1)}") for m in _QUESTION.finditer(cell.source)])
+            current = marks[-1][1] if marks else current
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid and current:
             found[gid] = current
     return found
+
+
+def test_label(exercise_of: dict[str, str], gid: str) -> str:
+    """How a test cell is named to a student: ``Exercise 2 tests``, ``Question 1`` (a quiz answer's
+    check is the question itself), ``Tests`` when it belongs to neither."""
+    name = exercise_of.get(gid)
+    if name is None:
+        return "Tests"
+    return name if name.startswith("Question ") else f"{name} tests"
 
 
 def hidden_test_lines(source: nbformat.NotebookNode) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmcourse.authoring.release import ReleaseError, release, secrets_in
+from lmcourse.authoring.release import ReleaseError, count_words, release, secrets_in
 from lmcourse.cli import main
 from lmcourse.grading.template import hidden_test_lines
 from lmcourse.paths import repo_root
@@ -144,3 +144,23 @@ def test_release_builds_a_wheel_offline(rel, tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "lmcourse/checks.py" in names and any(n.startswith("lmcourse/labconfig/") for n in names)
     assert not any(n.startswith("lmcourse/authoring") for n in names)
+
+
+def test_the_readme_counts_the_notebooks_it_ships(tmp_path):
+    """The release README's count is that of the notebooks released, not a number written by hand."""
+    fake = tmp_path / "course"
+    (fake / "notebooks").mkdir(parents=True)
+    (fake / "lmcourse").mkdir()
+    (fake / "pyproject.toml").write_text('[project]\nname = "x"\nreadme = "README.md"\n')
+    for name in ("01_a", "02_b", "03_c"):
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]),
+                       fake / "notebooks" / f"{name}.ipynb")
+    release(fake, tmp_path / "out")
+    assert (tmp_path / "out" / "README.md").read_text().splitlines()[2].startswith("Three Jupyter notebooks")
+
+
+def test_the_package_description_states_no_count():
+    """pyproject.toml's description cannot be generated, so it names no count that goes stale."""
+    description = re.search(r'(?m)^description = "(.*)"$', (ROOT / "pyproject.toml").read_text()).group(1)
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+|\d+", description)}
+    assert not words & ({count_words(n).lower() for n in range(1, 30)} | {str(n) for n in range(1, 30)}), description

@@ -23,6 +23,7 @@ import pytest
 from lmcourse.authoring.course import perfect_submission
 from lmcourse.cli import main
 from lmcourse.grading import sandbox
+from lmcourse.grading.feedback import sentence
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract
 from lmcourse.grading.nbgrader_cli import run_nbgrader
 from tests.conftest import ROOT
@@ -290,7 +291,8 @@ def test_feedback_page_shows_the_tables_score_and_names_each_test_by_its_exercis
     assert why.startswith("none of this assignment's graded cells") and why.endswith(
         "was another notebook submitted?"), why
     wrong = html.unescape((batch.out / "feedback" / "wrong_assignment.html").read_text())
-    assert "wrong-assignment" in wrong and why in wrong and f"(Score: 0/{AUTO_MAX:g} auto, +2 by hand)" in wrong
+    assert "wrong-assignment" in wrong and sentence(why) in wrong
+    assert f"(Score: 0/{AUTO_MAX:g} auto, +2 by hand)" in wrong
 
 
 def test_originals_untouched_and_rerun_is_idempotent(batch, capsys):

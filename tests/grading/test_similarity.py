@@ -31,9 +31,11 @@ from __future__ import annotations
 import ast
 import copy
 import csv
+import html
 import inspect
 import io
 import os
+import re
 import types
 from pathlib import Path
 
@@ -407,7 +409,12 @@ def test_one_corrupt_notebook_does_not_stop_the_class(tmp_path, capsys):
     src = write_class(tmp_path / "in", name, {k: planted[k] for k in ("renamed", "honest1")})
     (src / "broken.ipynb").write_text("not json")
     assert main(["grade", "similarity", name, str(src), "--out", str(tmp_path / "report")]) == 0
-    assert "not compared: broken: invalid-notebook" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "not compared: broken: invalid-notebook" in said.err
+    # the summary's count names whom it leaves out, and why
+    assert re.search(r"2 students compared .*; 1 not compared: broken \(invalid-notebook", said.out), said.out
+    page = html.unescape((tmp_path / "report" / "similarity.html").read_text())
+    assert re.search(r"2 students compared .* 1 not compared: broken \(invalid-notebook", page, re.S), page[:2000]
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((tmp_path / "report" / "similarity.csv").read_text()))}
     assert rows["broken"]["why"].startswith("not compared: invalid-notebook") and rows["renamed"]["flagged"] == "yes"
 
@@ -448,3 +455,29 @@ def test_options_out_of_range_are_refused(option, tmp_path, capsys):
         main(["grade", "similarity", "01_ngram", str(tmp_path), "--out", str(tmp_path / "r"), *option])
     assert stop.value.code == 2 and option[0] in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_regrade_keeps_the_similarity_column_for_cached_students(tmp_path, capsys):
+    """`lmcourse grade` rewrites grades.csv: the column `grade similarity` added stays for students
+    served from the cache, and a regraded student's (stale) value is dropped with a line saying how
+    to fill it again."""
+    name = "01_ngram"
+    students = {k: v for k, v in planted_class(name).items() if k in ("renamed", "honest1")}
+    out = _graded_out(tmp_path / "graded", name, students)
+    assert main(["grade", "similarity", name, str(out)]) == 0
+    with_column = (out / "grades.csv").read_text()
+    tpl = types.SimpleNamespace(grade_cells=[(h, "code", 1.0) for h in next(csv.reader(io.StringIO(with_column)))
+                                             if h.endswith("_tests")])
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(with_column))}
+    assert rows["renamed"]["similarity"].endswith("(flagged)")
+
+    def results(cached: bool) -> list[Result]:
+        return [Result(s, name, r["status"], cached=cached or s != "renamed") for s, r in rows.items()]
+
+    assert write_csv(results(cached=True), tpl, out / "grades.csv") == []
+    kept = {r["student"]: r["similarity"] for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    assert kept == {s: r["similarity"] for s, r in rows.items()}
+    said = write_csv(results(cached=False), tpl, out / "grades.csv")
+    fresh = {r["student"]: r["similarity"] for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    assert fresh["renamed"] == "" and fresh["honest1"] == rows["honest1"]["similarity"]
+    assert len(said) == 1 and "renamed" in said[0] and f"lmcourse grade similarity {name} {out}" in said[0], said

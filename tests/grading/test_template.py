@@ -2,6 +2,7 @@
 and regenerated when what makes it changes: the source notebook, the nbgrader config, or the stub
 class it imports (NamedStubs)."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -108,3 +109,37 @@ def test_each_grade_cell_belongs_to_the_exercise_heading_above_it():
     assert template.exercises(nb) == {"pad": "Exercise 1", "pad_tests": "Exercise 1", "count_tests": "Exercise 2b"}
     source = nbformat.read(ROOT / "autograder" / "source" / "01_ngram" / "01_ngram.ipynb", as_version=4)
     assert template.exercises(source)["pad_sentence_tests"] == "Exercise 1"
+
+
+def test_a_quiz_check_is_named_by_its_question():
+    """A multiple-choice check sits under "Questions", not under the last exercise: it is named
+    "Question N" wherever a student reads its score."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("### Exercise 6 — sampling"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "sample_tests"}}),
+        nbformat.v4.new_markdown_cell("## 9. Questions\n\nSet each variable.\n\n**Q1.** Why bytes?"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "q1_tests"}}),
+        nbformat.v4.new_markdown_cell("**Q2 (auto-graded).** Which merge?"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "q2_tests"}}),
+    ])
+    found = template.exercises(nb)
+    assert found == {"sample_tests": "Exercise 6", "q1_tests": "Question 1", "q2_tests": "Question 2"}
+    assert [template.test_label(found, g) for g in ("sample_tests", "q2_tests", "other")] == [
+        "Exercise 6 tests", "Question 2", "Tests"]
+    quizzes = 0
+    for path in sorted((ROOT / "autograder" / "source").glob("*/*.ipynb")):
+        found = template.exercises(nbformat.read(path, as_version=4))
+        quiz = {g: n for g, n in found.items() if re.fullmatch(r"q\d+_tests", g)}
+        assert all(n == f"Question {g[1:-6]}" for g, n in quiz.items()), (path.name, quiz)
+        quizzes += bool(quiz)
+    assert quizzes >= 5       # the course's notebooks end with a quiz: the loop has something to check
+
+
+def test_gradescope_names_a_quiz_check_by_its_question(tmp_path):
+    from lmcourse.grading.gradescope import results_json
+    from lmcourse.grading.result import Result
+
+    tpl = template.Template("08_bpe", tmp_path)
+    res = Result("s1", "08_bpe", "graded", max_score=tpl.max_score, auto_max=tpl.max_score)
+    names = [t["name"] for t in results_json(res, tpl)["tests"]]
+    assert "Question 1 (q1_tests)" in names and not [n for n in names if "(q1_tests)" in n and "Exercise" in n], names

@@ -53,10 +53,11 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
 
 def write_html(nb: nbformat.NotebookNode, dest: Path) -> Path:
     """An executed notebook as one HTML page (nbconvert's lab template), its figures inline as
-    data URIs, so it can be read in a browser without a kernel or JupyterLab."""
-    from nbconvert import HTMLExporter
+    data URIs and its formulas as MathML, so it can be read in a browser without a kernel,
+    JupyterLab or the internet."""
+    from .grading.feedback import executed_page_exporter
 
-    text, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    text, _ = executed_page_exporter().from_notebook_node(nb)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text, encoding="utf-8")
     return dest

@@ -107,6 +107,21 @@ def _exporter_class():
     return FeedbackExporter
 
 
+def executed_page_exporter():
+    """An exporter for an executed notebook's page (``make solutions``): nbconvert's lab page with
+    the formulas as MathML and nothing loaded from elsewhere, like the feedback pages."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from traitlets.config import Config
+
+    c = Config()
+    c.HTMLExporter.template_name = "executed"           # templates/executed: the lab page, offline
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
+    c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]   # for feedback/mathjax.html.j2's style
+    exp = _exporter_class()(config=c)
+    exp.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+    return exp
+
+
 def _exporter():
     """nbgrader's feedback page (its template), rendered in-process; one exporter per thread."""
     if getattr(_local, "exporter", None) is None:

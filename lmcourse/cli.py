@@ -289,6 +289,26 @@ def _cmd_lab(args) -> int:
     return subprocess.call(cmd, env=env)
 
 
+def _self_test(args, limits) -> int:
+    """``lmcourse grade A --self-test``: the solution graded as a student's; 0 on full marks."""
+    from .grading.grade import self_test, summary
+
+    try:
+        res, lost = self_test(args.assignment, Path(args.out), limits)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(summary([res]))
+    if res.status == "graded" and res.score >= res.auto_max:
+        print(f"self-test: the solution gets every autograded point ({res.score_text()}): the grader works "
+              f"for {args.assignment}. Feedback page: {Path(args.out) / res.feedback}")
+        return 0
+    print(f"self-test FAILED: the solution got {res.score_text()}, status {res.status}"
+          + (f", points lost in {', '.join(lost)}" if lost else "") + (f"; {res.detail}" if res.detail else "")
+          + f". Look at {Path(args.out) / (res.feedback or 'grades.csv')}", file=sys.stderr)
+    return 1
+
+
 def _cmd_grade(args) -> int:
     from .grading import sandbox
     from .grading.grade import grade, summary, timing_table
@@ -298,6 +318,15 @@ def _cmd_grade(args) -> int:
     from .paths import repo_root
 
     limits = Limits(**{name: getattr(args, name) for name, *_ in limit_flags()})
+    if args.self_test and args.submissions:
+        print("lmcourse grade: --self-test grades the course's own solution: give no submissions "
+              f"(lmcourse grade {args.assignment} --self-test)", file=sys.stderr)
+        return 2
+    if not args.self_test and not args.submissions:
+        print("lmcourse grade: say what to grade: lmcourse grade ASSIGNMENT SUBMISSIONS (a folder, an nbgrader "
+              "submitted/ folder or an LMS zip), or lmcourse grade ASSIGNMENT --self-test", file=sys.stderr)
+        return 2
+    args.out = args.out or (f"build/self-test/{args.assignment}" if args.self_test else "build/grades")
     try:
         sandbox.choose(args.sandbox)
         sandbox.require()
@@ -305,6 +334,8 @@ def _cmd_grade(args) -> int:
         print(f"lmcourse grade: refusing to grade: {exc}", file=sys.stderr)
         return 2
     print(f"sandbox: {sandbox.describe()}", file=sys.stderr)
+    if args.self_test:
+        return _self_test(args, limits)
     from .grading.late import LateError
     from .grading.roster import RosterError
     from .grading.semester import ClassSetup, read_run
@@ -432,8 +463,14 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv "
                                      "(then `lmcourse grade export`: Canvas / Moodle files, feedback bundle)")
     g.add_argument("assignment", help="e.g. 01_ngram")
-    g.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")
-    g.add_argument("--out", default="build/grades", help="output folder (default: build/grades)")
+    g.add_argument("submissions", nargs="?", default=None,
+                   help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")
+    g.add_argument("--out", default=None, help="output folder (default: build/grades; "
+                   "with --self-test, build/self-test/ASSIGNMENT)")
+    g.add_argument("--self-test", action="store_true",
+                   help="check the grader on a perfect submission: grade the solution as a student would "
+                        "hand it in (the student notebook with the solution's answers) and print the result; "
+                        "exit 1 unless it gets every autograded point")
     g.add_argument("-j", "--jobs", type=int, default=None, help="parallel workers (default: cores)")
     g.add_argument("--force", action="store_true", help="regrade submissions already graded")
     from .grading.limits import flags as limit_flags

@@ -88,6 +88,7 @@ class TrainConfig:
     progress: bool | None = None  # tqdm bar; None: on in a terminal or notebook, off when autograding
     compile: bool = False  # run the training steps through torch.compile (worth it on a GPU; compiling takes a while)
     keep_best: bool = False  # end with the weights of the lowest validation loss (early stopping)
+    tokens_on_device: bool = True  # ids kept on the device, each batch gathered there (get_batch's windows)
     quiet: bool = False  # no summary line at the end
 
     @classmethod
@@ -203,6 +204,17 @@ def _amp_dtype(device: torch.device) -> torch.dtype | None:
     from .runtime import choose_precision
 
     return choose_precision(device).dtype
+
+
+def batch_on_device(tokens: torch.Tensor, batch_size: int, block_size: int, generator: torch.Generator,
+                    device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`lmcourse.data.get_batch` for ids that already live on ``device``: the same windows
+    (offsets drawn on the CPU by ``generator``, as there), gathered where the ids are, so a step
+    copies ``batch_size`` offsets to the device instead of gathering windows on the host."""
+    n_starts = tokens.numel() - block_size
+    starts = torch.randint(n_starts, (batch_size,), generator=generator).to(tokens.device)  # (B,)
+    windows = tokens[starts[:, None] + torch.arange(block_size + 1, device=tokens.device)]  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]
 
 
 def _grad_scaler(device: torch.device, amp: bool) -> torch.amp.GradScaler:
@@ -428,6 +440,10 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
 
     model.to(device)
     model.train()
+    if cfg.tokens_on_device and batch_fn is None:  # one copy now, none per step: the same batches
+        train_tokens = train_tokens.to(device)
+        val_tokens = None if val_tokens is None else val_tokens.to(device)
+        batch_fn = batch_on_device
     if not per_step_seeds:
         torch.manual_seed(cfg.seed)
     opt = make_optimizer(model, cfg, device)

@@ -40,9 +40,15 @@ Python 3.10 or newer. In this folder:
 
 ```bash
 python -m venv .venv && . .venv/bin/activate
-pip install -e .            # torch, JupyterLab, nbgrader's validator and the lmcourse package
+python lmcourse/setup_torch.py --variant auto --spec torch=={torch}
+pip install -e .            # JupyterLab, nbgrader's validator and the lmcourse package
 jupyter lab notebooks/
 ```
+
+The second line installs the PyTorch the course is graded with ({torch}): the CPU build (from
+PyTorch's CPU wheel index, no gigabytes of NVIDIA libraries) unless the machine has an NVIDIA GPU;
+`--variant cpu` or `--variant cuda` chooses, `--dry-run` shows the pip command without running it.
+A plain `pip install -e .` would fetch the default build, on Linux the CUDA one.
 
 ## Working on a notebook
 
@@ -65,9 +71,23 @@ def count_words(n: int) -> str:
     return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
 
 
-def readme(n_notebooks: int) -> str:
-    """The release README for a release of ``n_notebooks`` notebooks (counted, never written by hand)."""
-    return README.replace("{count}", count_words(n_notebooks))
+def readme(n_notebooks: int, torch: str) -> str:
+    """The release README for a release of ``n_notebooks`` notebooks (counted, never written by
+    hand) that installs ``torch`` (a version)."""
+    return README.replace("{count}", count_words(n_notebooks)).replace("{torch}", torch)
+
+
+def grader_torch() -> str:
+    """The torch version the course grades with: the one installed here (as the Gradescope zip pins
+    it, without the ``+cpu`` local label), else set-up's default."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..setup_torch import DEFAULT_SPEC
+
+    try:
+        return version("torch").split("+")[0]
+    except PackageNotFoundError:
+        return DEFAULT_SPEC.partition("==")[2]
 
 
 class ReleaseError(RuntimeError):
@@ -80,9 +100,12 @@ def _ignore(src: str, names: list[str]) -> set[str]:
     return hidden | {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".pyo"))}
 
 
-def _pyproject(text: str) -> str:
-    # the repository's install description, minus what only a clone has (tests, lint settings)
+def _pyproject(text: str, torch: str) -> str:
+    # the repository's install description, minus what only a clone has (tests, lint settings);
+    # torch pinned to the grader's version (2.13.0 matches the CPU build's 2.13.0+cpu too)
     text = re.sub(r'(?m)^readme = .*$', 'readme = "README.md"', text)
+    text = re.sub(r'(?m)^[ \t]*#.*\n(?=[ \t]*"torch[<>=!~])', "", text)     # the clone's note on its range
+    text = re.sub(r'(?m)^(\s*)"torch[<>=!~][^"]*",', rf'\1"torch=={torch}",', text)
     return re.split(r"(?m)^\[tool\.(?:pytest|ruff)", text)[0].rstrip() + "\n"
 
 
@@ -115,7 +138,8 @@ def release(root: Path, out: Path, through: str | None = None, notes: list[str] 
     shutil.copytree(root / "lmcourse", out / "lmcourse",
                     ignore=lambda src, names: _ignore(src, names) | (
                         set(_LEFT_OUT) & set(names) if Path(src) == root / "lmcourse" else set()))
-    (out / "pyproject.toml").write_text(_pyproject((root / "pyproject.toml").read_text(encoding="utf-8")),
+    torch = grader_torch()
+    (out / "pyproject.toml").write_text(_pyproject((root / "pyproject.toml").read_text(encoding="utf-8"), torch),
                                         encoding="utf-8")
     if (root / "LICENSE").is_file():
         shutil.copy2(root / "LICENSE", out / "LICENSE")
@@ -131,7 +155,7 @@ def release(root: Path, out: Path, through: str | None = None, notes: list[str] 
             notes.append(line)
         notebooks = [nb for nb in notebooks if (out / "notebooks" / nb.name).exists()]
     # written after narrowing: the count is that of the notebooks this release holds
-    (out / "README.md").write_text(readme(len(notebooks)), encoding="utf-8")
+    (out / "README.md").write_text(readme(len(notebooks), torch), encoding="utf-8")
     bad = secrets_in(out)
     if bad:
         shutil.rmtree(out)

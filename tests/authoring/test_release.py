@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmcourse.authoring.release import ReleaseError, count_words, release, secrets_in
+from lmcourse.authoring.release import ReleaseError, count_words, grader_torch, release, secrets_in
 from lmcourse.cli import main
 from lmcourse.grading.template import hidden_test_lines
 from lmcourse.paths import repo_root
@@ -164,3 +166,44 @@ def test_the_package_description_states_no_count():
     description = re.search(r'(?m)^description = "(.*)"$', (ROOT / "pyproject.toml").read_text()).group(1)
     words = {w.lower() for w in re.findall(r"[A-Za-z]+|\d+", description)}
     assert not words & ({count_words(n).lower() for n in range(1, 30)} | {str(n) for n in range(1, 30)}), description
+
+
+def _fake_course(tmp_path: Path) -> Path:
+    fake = tmp_path / "course"
+    (fake / "notebooks").mkdir(parents=True)
+    shutil.copytree(ROOT / "lmcourse", fake / "lmcourse", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", fake / "pyproject.toml")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]),
+                   fake / "notebooks" / "01_a.ipynb")
+    return fake
+
+
+def test_the_release_installs_the_graders_torch_cpu_build_without_a_gpu(tmp_path, monkeypatch, capsys):
+    """The README's install lines, run as a dry run on Linux x86_64 without an NVIDIA GPU, ask pip
+    for the grader's torch version from PyTorch's CPU index; the release's pyproject pins it too."""
+    from lmcourse import setup_torch
+
+    out = tmp_path / "out"
+    release(_fake_course(tmp_path), out)
+    version = grader_torch()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+    readme = (out / "README.md").read_text()
+    block = readme.split("```bash\n")[1].split("```")[0].splitlines()
+    torch_line = next(line for line in block if "setup_torch.py" in line)
+    assert block.index(torch_line) < next(i for i, line in enumerate(block) if line.startswith("pip install -e ."))
+    argv = shlex.split(torch_line.split("#")[0])
+    assert argv[:2] == ["python", "lmcourse/setup_torch.py"] and (out / argv[1]).is_file()
+    assert f"torch=={version}" in argv
+    # the script the release ships, on a machine with no NVIDIA GPU and the CPU index reachable
+    monkeypatch.setattr(setup_torch, "torch_importable", lambda python: None)
+    monkeypatch.setattr(setup_torch.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(setup_torch.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(setup_torch, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(setup_torch, "index_reachable", lambda: True)
+    monkeypatch.setattr(setup_torch.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    assert setup_torch.main([*argv[2:], "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert f"--extra-index-url {setup_torch.CPU_INDEX}" in said and f"torch=={version}+cpu" in said, said
+    assert "no NVIDIA GPU" in said
+    pins = re.findall(r'"torch[^"]*"', (out / "pyproject.toml").read_text())
+    assert pins == [f'"torch=={version}"'], pins

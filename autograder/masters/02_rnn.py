@@ -39,7 +39,6 @@
 
 # %% locked="setup"
 import copy
-import importlib
 import math
 import warnings
 
@@ -48,17 +47,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import lmcourse
-import lmcourse.reference.rnn
-import lmcourse.rules
+import lmcourse.marking
 from lmcourse import plot
-from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape,
-                             check_tensor_close, check_type, forbid_calls, forbid_torch_functions,
-                             substitute, visible_checks_pass)
 from lmcourse.data import encode_split, get_batch, load_shakespeare
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import train
 
 rt = lmcourse.setup()
+tests = lmcourse.marking.Exam("02_rnn", globals())  # the test cells below: tests.check("elman_step")
 # nbgrader gives a test cell 0 points if anything reaches stderr: keep PyTorch's harmless one-time
 # notice about float(loss) on a tensor that requires grad out of the test cells
 warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad=True to a scalar")
@@ -128,90 +124,17 @@ def elman_step(x_t, h_prev, W_xh, W_hh, b_h):
 
 
 # %% tests="elman_step_tests" points=2
-# Worked example, B = 1, I = 3, H = 2, done by hand:
+# The worked example, B = 1, I = 3, H = 2, done by hand:
 #   W_xh x_t    = [0.1*1 + 0.2*2 + 0.3*0,  0*1 - 0.1*2 + 0.4*0] = [0.5, -0.2]
 #   W_hh h_prev = [1*0.5 + 0*(-1),         0.5*0.5 + 0.5*(-1)]  = [0.5, -0.25]
 #   a_t = [0.5 + 0.5 + 0.0, -0.2 - 0.25 + 0.1] = [1.0, -0.35];  h_t = tanh(a_t)
-_f64 = dict(dtype=torch.float64)
-_x = torch.tensor([[1.0, 2.0, 0.0]], **_f64)
-_h = torch.tensor([[0.5, -1.0]], **_f64)
-_Wxh = torch.tensor([[0.1, 0.2, 0.3], [0.0, -0.1, 0.4]], **_f64)
-_Whh = torch.tensor([[1.0, 0.0], [0.5, 0.5]], **_f64)
-_b = torch.tensor([0.0, 0.1], **_f64)
-_out = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(worked example)",
-                    hint="x_t (B, I) goes with W_xh (H, I), h_prev (B, H) with W_hh (H, H): "
-                         "multiply by the transposes, x_t @ W_xh.T and h_prev @ W_hh.T")
-check_shape(_out, (1, 2), "elman_step(worked example)", hint="h_t has one row per example and H columns")
-check(_out.dtype == torch.float64, f"elman_step returned {_out.dtype} for float64 inputs — keep the inputs' "
-                                   "dtype; don't call .float()")
-_close = lambda a, b: float((a - torch.tensor(b, **_f64)).abs().max()) < 1e-9  # noqa: E731
-check(not _close(_out, [[1.0, -0.35]]),
-      "elman_step returned a_t = [1.0, -0.35] itself — apply the nonlinearity: h_t = tanh(a_t)")
-check(not _close(_out, [[math.tanh(1.0), math.tanh(-0.45)]]),
-      "elman_step gives tanh([1.0, -0.45]): the bias b_h = [0, 0.1] is missing")
-check(not _close(_out, [[math.tanh(0.5), math.tanh(-0.6)]]),
-      "elman_step computed h_prev @ W_hh without the transpose (W_hh is square, so no shape error warns "
-      "you): use h_prev @ W_hh.T")
-check(not _close(_out, [[1 / (1 + math.exp(-1.0)), 1 / (1 + math.exp(0.35))]]),
-      "elman_step applied the logistic sigmoid; this notebook's nonlinearity H is tanh")
-check_tensor_close(_out, [[math.tanh(1.0), math.tanh(-0.35)]], "elman_step(worked example)", atol=1e-12,
-                   hint="h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h): compare each term with the comment above")
-
-# A batch, against PyTorch's own RNN cell with the same weights (float64, tight tolerance).
-# Your code runs with PyTorch's recurrent functions (nn.RNNCell, torch.rnn_tanh_cell, ...) switched off.
-_no_rnn = lmcourse.rules.rules(lmcourse.reference.rnn.elman_step, torch=lmcourse.reference.rnn.RECURRENT,
-                               reason="compute the recurrence yourself with @, .T and torch.tanh")
-torch.manual_seed(0)
-_cell = nn.RNNCell(4, 4, dtype=torch.float64)  # I = H here, so swapped weights cannot hide behind a shape error
-_x, _h = torch.randn(5, 4, **_f64), torch.randn(5, 4, **_f64)
-_Wxh, _Whh = _cell.weight_ih.detach(), _cell.weight_hh.detach()
-_b = (_cell.bias_ih + _cell.bias_hh).detach()
-_x0, _h0, _b0 = _x.clone(), _h.clone(), _b.clone()
-with _no_rnn():
-    _got = call_checked(elman_step, _x, _h, _Wxh, _Whh, _b, name="elman_step(batch of 5)")
-_want = _cell(_x0, _h0).detach()   # after the graded call: no global holds it during one
-check(torch.equal(_x, _x0) and torch.equal(_h, _h0) and torch.equal(_b, _b0),
-      "elman_step changed its inputs in place (e.g. x_t += ... or h_prev.tanh_()): compute a new tensor")
-check_tensor_close(_got, _want, "elman_step(batch of 5) vs nn.RNNCell", atol=1e-12, rtol=1e-10,
-                   hint="are W_xh and W_hh each multiplied with the right vector (W_xh with x_t, "
-                        "W_hh with h_prev), and each transposed (x_t @ W_xh.T, h_prev @ W_hh.T)? "
-                        "Is every row of the batch treated the same way?")
-
-# Gradients, against nn.RNNCell's: training back-propagates through elman_step.
-_grad_hint = ("the training loop back-propagates through every step: no .detach() and no in-place "
-              "writes into a preallocated tensor")
-_h = _h.clone().requires_grad_()
-_want = torch.autograd.grad(_cell(_x, _h).pow(2).sum(), [_h, _cell.weight_ih, _cell.weight_hh, _cell.bias_ih])
-_ps = [_h.detach().clone().requires_grad_(), _Wxh.clone().requires_grad_(), _Whh.clone().requires_grad_(),
-       _b.clone().requires_grad_()]
-with _no_rnn():
-    _got = call_checked(elman_step, _x, *_ps, name="elman_step(batch of 5, weights requiring grad)")
-check(isinstance(_got, torch.Tensor) and _got.requires_grad,
-      "elman_step's result does not require grad although its weights do — " + _grad_hint)
-_got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through elman_step", hint=_grad_hint)
-for _a, _w, _n in zip(_got, _want, ["h_prev", "W_xh", "W_hh", "b_h"]):
-    check_tensor_close(_a, _w, f"gradient of elman_step w.r.t. {_n} vs nn.RNNCell", atol=1e-10, hint=_grad_hint)
-visible_checks_pass("elman_step")
+# then a batch of 5 and its gradients against PyTorch's nn.RNNCell with the same weights (float64), the inputs
+# left unchanged; PyTorch's recurrent functions (nn.RNNCell, torch.rnn_tanh_cell, ...) are switched off.
+tests.check("elman_step")
 ### BEGIN HIDDEN TESTS
-_why = "elman_step must compute the step itself, not call nn.RNNCell / nn.RNN / torch.rnn_tanh_cell"
-with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
-    for _B, _I, _H in [(1, 1, 1), (3, 7, 5), (8, 5, 9)]:
-        _g = torch.Generator().manual_seed(_B * 100 + _I)
-        _args = [torch.randn(_B, _I, generator=_g, **_f64), torch.randn(_B, _H, generator=_g, **_f64),
-                 torch.randn(_H, _I, generator=_g, **_f64), torch.randn(_H, _H, generator=_g, **_f64),
-                 torch.randn(_H, generator=_g, **_f64)]
-        _copies = [a.clone() for a in _args]
-        check_tensor_close(elman_step(*_args), lmcourse.reference.rnn.elman_step(*_args), f"elman_step {(_B, _I, _H)}",
-                           atol=1e-12)
-        check(all(torch.equal(a, c) for a, c in zip(_args, _copies)), "elman_step changed its inputs in place")
-    # gradients flow to every argument
-    _ps = [a.clone().requires_grad_() for a in _args]
-    _gs = torch.autograd.grad(elman_step(*_ps).sum(), _ps)
-    _ps2 = [a.clone().requires_grad_() for a in _args]
-    _gs2 = torch.autograd.grad(lmcourse.reference.rnn.elman_step(*_ps2).sum(), _ps2)
-    for _a, _b2 in zip(_gs, _gs2):
-        check_tensor_close(_a, _b2, "gradient of elman_step", atol=1e-10)
+tests.grade("elman_step")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 3. Unrolling over a sequence
@@ -260,101 +183,15 @@ def rnn_forward(x, h0, W_xh, W_hh, b_h):
 
 
 # %% tests="rnn_forward_tests" points=2
-# One mistake costs once: every call below runs your rnn_forward with our elman_step in place of
-# yours, so a slip in Exercise 1 costs points in Exercise 1 only.
-def _rnn_forward(*args):
-    with substitute(globals(), elman_step=lmcourse.reference.rnn.elman_step):
-        return rnn_forward(*args)
-
-
-_no_rnn = lmcourse.rules.rules(lmcourse.reference.rnn.rnn_forward, torch=lmcourse.reference.rnn.RECURRENT,
-                               reason="run the recurrence yourself, with elman_step")
-
-# Hand example: one unit (I = H = 1), W_xh = 1, W_hh = 0.5, b_h = 0, inputs x = 1, 0, 0.
+# Runs your rnn_forward with our elman_step in place of yours (one mistake costs once).
+# Hand example: one unit (I = H = 1), W_xh = 1, W_hh = 0.5, b_h = 0, inputs x = 1, 0, 0:
 #   h_1 = tanh(1) = 0.7616,  h_2 = tanh(0.5 * h_1) = 0.3634,  h_3 = tanh(0.5 * h_2) = 0.1797
-_h0_hint = "h0=None means zeros of shape (B, H), H = W_hh.shape[0], e.g. x.new_zeros(B, H) (same dtype and device as x)"
-_one = lambda v: torch.tensor([[v]], dtype=torch.float64)  # noqa: E731
-_xs = torch.tensor([[[1.0], [0.0], [0.0]]], dtype=torch.float64)  # (B=1, T=3, I=1)
-_hs = call_checked(_rnn_forward, _xs, None, _one(1.0), _one(0.5), torch.zeros(1, dtype=torch.float64),
-                   name="rnn_forward(hand example)", hint=_h0_hint)
-check_shape(_hs, (1, 3, 1), "rnn_forward(hand example)",
-            hint="return h_1..h_T stacked on dimension 1: (B, T, H), without h_0")
-check(_hs.dtype == torch.float64, f"rnn_forward returned {_hs.dtype} for float64 inputs — keep the inputs' "
-                                  "dtype; don't call .float()")
-_h1 = math.tanh(1.0)
-_h2 = math.tanh(0.5 * _h1)
-_h3 = math.tanh(0.5 * _h2)
-check(abs(float(_hs[0, 0, 0])) > 1e-6,
-      "the first row of the output is 0 = h_0: the output should hold h_1..h_T, each *after* its update")
-check(abs(float(_hs[0, 1, 0])) > 1e-6,
-      "h_2 came out 0, but x_2 = 0 and h_1 = 0.76, so h_2 = tanh(0.5 * 0.76) ≠ 0: carry h from one "
-      "step to the next (use the updated h, not h0, at every step)")
-check_tensor_close(_hs.reshape(-1), torch.tensor([_h1, _h2, _h3], dtype=torch.float64),
-                   "rnn_forward(hand example)", atol=1e-12, hint="see the comment above for h_1, h_2, h_3")
-
-# Against nn.RNN with the same weights copied in (float64, tight tolerance), from a given h0.
-torch.manual_seed(1)
-_ref = nn.RNN(4, 6, batch_first=True, dtype=torch.float64)
-_x, _h0 = torch.randn(3, 7, 4, dtype=torch.float64), torch.randn(3, 6, dtype=torch.float64)
-_W = [_ref.weight_ih_l0.detach(), _ref.weight_hh_l0.detach(), (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach()]
-with _no_rnn():
-    _got = call_checked(_rnn_forward, _x, _h0, *_W, name="rnn_forward(B=3, T=7, I=4, H=6)")
-_want, _ = _ref(_x, _h0[None])   # the expected states after each graded call: no global holds them during one
-check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6)", hint="(B, T, H): batch first, then time")
-check_tensor_close(_got, _want.detach(), "rnn_forward vs nn.RNN", atol=1e-12, rtol=1e-10,
-                   hint="does the loop go forward in time (t = 0, 1, ..., T-1) and start from h0 when it is given?")
-with _no_rnn():
-    _got = call_checked(_rnn_forward, _x, None, *_W, name="rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
-_want0, _ = _ref(_x)  # from zeros
-check_shape(_got, (3, 7, 6), "rnn_forward(B=3, T=7, I=4, H=6, h0=None)", hint=_h0_hint)
-check_tensor_close(_got, _want0.detach(), "rnn_forward(h0=None) vs nn.RNN", atol=1e-12, rtol=1e-10, hint=_h0_hint)
-
-# Gradients, against nn.RNN's: the training loop back-propagates through every step.
-_grad_hint = ("the training loop back-propagates through every step: no .detach() and no in-place writes into "
-              "a preallocated tensor — collect the h_t in a list and torch.stack them")
-_h0r = _h0.clone().requires_grad_()
-_out, _ = _ref(_x, _h0r[None])
-_want = torch.autograd.grad(_out.pow(2).sum(), [_h0r, _ref.weight_ih_l0, _ref.weight_hh_l0, _ref.bias_ih_l0])
-_ps = [_h0.clone().requires_grad_()] + [_w.clone().requires_grad_() for _w in _W]
-with _no_rnn():
-    _got = call_checked(_rnn_forward, _x, *_ps, name="rnn_forward(weights requiring grad)", hint=_grad_hint)
-check(isinstance(_got, torch.Tensor) and _got.requires_grad,
-      "rnn_forward's result does not require grad although h0 and the weights do — " + _grad_hint)
-_got = call_checked(torch.autograd.grad, _got.pow(2).sum(), _ps, name="backward through rnn_forward", hint=_grad_hint)
-for _a, _w, _n in zip(_got, _want, ["h0", "W_xh", "W_hh", "b_h"]):
-    check_tensor_close(_a, _w, f"gradient of rnn_forward w.r.t. {_n} vs nn.RNN", atol=1e-10, hint=_grad_hint)
-visible_checks_pass("rnn_forward")
+# then nn.RNN's weights from a given h0 and from h0=None, and the gradients (float64, tight tolerance).
+tests.check("rnn_forward")
 ### BEGIN HIDDEN TESTS
-_why = "rnn_forward must run the recurrence itself, not call nn.RNN / nn.RNNCell / torch.rnn_tanh"
-with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why):
-    for _B, _T, _I, _H in [(1, 1, 2, 3), (2, 9, 3, 3), (4, 5, 6, 2)]:
-        _g = torch.Generator().manual_seed(7 * _T + _H)
-        _x = torch.randn(_B, _T, _I, generator=_g, dtype=torch.float64)
-        _W1 = torch.randn(_H, _I, generator=_g, dtype=torch.float64) * 0.5
-        _W2 = torch.randn(_H, _H, generator=_g, dtype=torch.float64) * 0.5
-        _b = torch.randn(_H, generator=_g, dtype=torch.float64)
-        _got = _rnn_forward(_x, None, _W1, _W2, _b)   # the expected states are made after it
-        _h = torch.zeros(_B, _H, dtype=torch.float64)
-        _want = []
-        for _t in range(_T):
-            _h = torch.tanh(_x[:, _t] @ _W1.T + _h @ _W2.T + _b)
-            _want.append(_h)
-        check_tensor_close(_got, torch.stack(_want, 1), f"rnn_forward {(_B, _T, _I, _H)}", atol=1e-12)
-        del _want, _h
-    # gradients reach h0 and the weights, matching nn.RNN's
-    _ref = nn.RNN(3, 4, batch_first=True, dtype=torch.float64)
-    _x = torch.randn(2, 6, 3, dtype=torch.float64)
-    _h0 = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
-    _Wxh = _ref.weight_ih_l0.detach().clone().requires_grad_()
-    _Whh = _ref.weight_hh_l0.detach().clone().requires_grad_()
-    _bb = (_ref.bias_ih_l0 + _ref.bias_hh_l0).detach().clone().requires_grad_()
-    _gs = torch.autograd.grad(_rnn_forward(_x, _h0, _Wxh, _Whh, _bb).pow(2).sum(), [_h0, _Wxh, _Whh])
-_h0b = _h0.detach().clone().requires_grad_()
-_out, _ = _ref(_x, _h0b[None])
-_gr = torch.autograd.grad(_out.pow(2).sum(), [_h0b, _ref.weight_ih_l0, _ref.weight_hh_l0])
-for _a, _b2, _n in zip(_gs, _gr, ["h0", "W_xh", "W_hh"]):
-    check_tensor_close(_a, _b2, f"gradient of rnn_forward w.r.t. {_n}", atol=1e-10)
+tests.grade("rnn_forward")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 4. The RNN language model
@@ -418,82 +255,14 @@ class RNNLM(nn.Module):
 
 
 # %% tests="RNNLM_tests" points=3
-# One mistake costs once: RNNLM runs here with our elman_step and rnn_forward in place of yours,
-# so a slip in Exercise 1 or 2 does not cost points here too.
-_refs = lambda: substitute(globals(), elman_step=lmcourse.reference.rnn.elman_step,  # noqa: E731
-                           rnn_forward=lmcourse.reference.rnn.rnn_forward)
-_no_rnn = lambda: forbid_torch_functions(  # noqa: E731
-    "rnn_tanh", "rnn_relu", "lstm", "gru", reason="RNNLM must run rnn_forward, not PyTorch's recurrent kernels")
-
-torch.manual_seed(0)
-_m = RNNLM(vocab_size=11, n_embd=5, n_hidden=7).double()
-_rnn_modules = [type(_mod).__name__ for _mod in _m.modules() if isinstance(_mod, (nn.RNNBase, nn.RNNCellBase))]
-check(not _rnn_modules, f"RNNLM contains {_rnn_modules}: no nn.RNN / nn.RNNCell / nn.LSTM modules — use the "
-                        "W_xh, W_hh, b_h that __init__ creates")
-_idx = torch.randint(11, (2, 6))
-with _no_rnn(), _refs():
-    _out = call_checked(_m.forward_state, _idx, name="RNNLM.forward_state(idx)")
-check(isinstance(_out, (tuple, list)) and len(_out) == 2,
-      f"forward_state should return a tuple (logits, h_T), got a {type(_out).__name__}"
-      + (f" of length {len(_out)}" if isinstance(_out, (tuple, list)) else "")
-      + " — end with: return logits, h_T")
-_logits, _hT = _out
-check_shape(_logits, (2, 6, 11), "logits", hint="one score per vocabulary entry at every position: (B, T, V)")
-check_shape(_hT, (2, 7), "h_T", hint="the last hidden state, one row per sequence: (B, H)")
-
-# The same model, built from PyTorch parts with your weights copied in.
-_ref = nn.RNN(5, 7, batch_first=True, dtype=torch.float64)
-with torch.no_grad():
-    _ref.weight_ih_l0.copy_(_m.W_xh)
-    _ref.weight_hh_l0.copy_(_m.W_hh)
-    _ref.bias_ih_l0.copy_(_m.b_h)
-    _ref.bias_hh_l0.zero_()
-    _ref_hs, _ = _ref(_m.wte(_idx))
-    _ref_logits = _m.lm_head(_ref_hs)
-check_tensor_close(_logits, _ref_logits, "RNNLM logits vs nn.RNN with the same weights", atol=1e-10,
-                   hint="embed with self.wte, run rnn_forward with self.W_xh, self.W_hh, self.b_h, "
-                        "then apply self.lm_head to every hidden state")
-check_tensor_close(_hT, _ref_hs[:, -1], "h_T", atol=1e-10,
-                   hint="return the hidden state after the *last* token, hs[:, -1]")
-
-# Continuing from h_T must give what reading the whole sequence at once gives.
-with _no_rnn(), _refs():
-    _first, _h = _m.forward_state(_idx[:, :4])
-    _rest, _ = call_checked(_m.forward_state, _idx[:, 4:], _h, name="RNNLM.forward_state(idx, h0)")
-    _whole = _m(_idx)
-check_tensor_close(_rest, _logits[:, 4:], "logits continued from h_T", atol=1e-10,
-                   hint="pass h0 on to rnn_forward instead of always starting from zeros")
-check_tensor_close(_whole, _logits, "RNNLM(idx)", atol=1e-12)
-
-# Training needs a gradient for every parameter: E, W_xh, W_hh, b_h, W_hy and b_y.
-_m.zero_grad()
-_logits.pow(2).sum().backward()
-_no_grad = [_n for _n, _p in _m.named_parameters() if _p.grad is None or float(_p.grad.abs().sum()) == 0]
-check(not _no_grad, f"these parameters of RNNLM get no gradient: {_no_grad} — embed with self.wte, run the "
-                    "recurrence with self.W_xh, self.W_hh, self.b_h and read out with self.lm_head, without .detach()")
-visible_checks_pass("RNNLM")
+# Runs your RNNLM with our elman_step and rnn_forward in place of yours. The test loads its own
+# weights into wte, W_xh, W_hh, b_h and lm_head (keep __init__'s names), and checks the logits and h_T
+# against the recurrence, the logits continued from h_T, forward, and a gradient for every parameter.
+tests.check("RNNLM")
 ### BEGIN HIDDEN TESTS
-_why = "RNNLM must use your own recurrence, not nn.RNN / nn.RNNCell / torch.rnn_tanh"
-with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason=_why), _refs():
-    torch.manual_seed(3)
-    _m = RNNLM(vocab_size=13, n_embd=4, n_hidden=6).double()
-    check(not any(isinstance(_mod, (nn.RNNBase, nn.RNNCellBase)) for _mod in _m.modules()),
-          "RNNLM must not contain an nn.RNN / nn.RNNCell module")
-    _idx = torch.randint(13, (3, 9))
-    _logits, _hT = _m.forward_state(_idx)   # the expected logits are made after it
-    _x = _m.wte(_idx)
-    _h = torch.zeros(3, 6, dtype=torch.float64)
-    _hs = []
-    for _t in range(9):
-        _h = torch.tanh(_x[:, _t] @ _m.W_xh.T + _h @ _m.W_hh.T + _m.b_h)
-        _hs.append(_h)
-    _want = _m.lm_head(torch.stack(_hs, 1))
-    check_tensor_close(_logits, _want, "RNNLM logits (hidden)", atol=1e-10)
-    check_tensor_close(_hT, _h, "RNNLM h_T (hidden)", atol=1e-10)
-    _logits.sum().backward()
-    check(all(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in _m.parameters()),
-          "every parameter of RNNLM should receive a gradient")
+tests.grade("RNNLM")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 5. The loss: cross-entropy on shifted targets
@@ -548,96 +317,14 @@ def lm_loss(logits, idx):
 #   position 1 predicts idx[2] = 1:  p = [0.1, 0.8, 0.1]    -> -log 0.8
 #   position 2 has no target        (p = [0.2, 0.2, 0.6], unused)
 # loss = (-log 0.25 - log 0.8) / 2 = 0.804719
-_rules = lmcourse.rules.rules(lmcourse.reference.rnn.lm_loss, reason="compute the loss yourself, "
-                              "with F.cross_entropy on the shifted logits and targets")
-_P = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]], dtype=torch.float64)
-_idx = torch.tensor([[0, 1, 1]])
-with _rules():
-    _loss = call_checked(lm_loss, _P.log(), _idx, name="lm_loss(worked example)")
-check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0,
-      f"lm_loss should return a scalar tensor (shape ()), got {type(_loss).__name__} "
-      f"{tuple(getattr(_loss, 'shape', ()))} — average over every prediction")
-check(_loss.dtype == torch.float64, f"lm_loss returned {_loss.dtype} for float64 logits (the numbers look the "
-                                    "same but lose precision) — keep the inputs' dtype; don't call .float()")
-_val = float(_loss)
-_expected = (-math.log(0.25) - math.log(0.8)) / 2
-check(abs(_val - (-math.log(0.5) - math.log(0.8) - math.log(0.2)) / 3) > 1e-6,
-      "lm_loss scored position t against idx[:, t] itself: the targets must be shifted, "
-      "logits[:, :-1] against idx[:, 1:]")
-check(abs(_val - 2 * _expected) > 1e-6,
-      "lm_loss is the *sum* over predictions (1.609); report the mean (0.805) instead")
-_soft = F.softmax(_P.log(), -1)
-_double = (F.cross_entropy(_soft[0, :2], _idx[0, 1:])).item()
-check(abs(_val - _double) > 1e-6,
-      "lm_loss applied softmax before F.cross_entropy, which applies log-softmax itself: pass the raw logits")
-check_close(_val, _expected, "lm_loss(worked example)", rel=1e-9,
-            hint="mean over the B*(T-1) predictions of -log p(next token)")
-
-# Two sequences (B = 2, T = 2, V = 3), idx = [[0, 1], [2, 0]]: position 0 of each row predicts
-# position 1 of the *same* row, and the last positions predict nothing:
-#   row 0 predicts idx[0, 1] = 1 with p = [0.5, 0.25, 0.25]   -> -log 0.25
-#   row 1 predicts idx[1, 1] = 0 with p = [0.6, 0.3, 0.1]     -> -log 0.6
-# loss = (-log 0.25 - log 0.6) / 2 = 0.948560
-_P2 = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], [[0.6, 0.3, 0.1], [0.2, 0.7, 0.1]]], dtype=torch.float64)
-_idx2 = torch.tensor([[0, 1], [2, 0]])
-with _rules():
-    _val = float(call_checked(lm_loss, _P2.log(), _idx2, name="lm_loss(two sequences)"))
-_shift_hint = ("shift within each sequence (logits[:, :-1] vs idx[:, 1:]); flattening first makes row b's last "
-               "position predict row b+1's first token")
-check(abs(_val - (-math.log(0.25) - math.log(0.8) - math.log(0.6)) / 3) > 1e-6,
-      "lm_loss(two sequences) scored row 0's last position against row 1's first token — " + _shift_hint)
-check(abs(_val - (-math.log(0.25) - math.log(0.6))) > 1e-6,
-      "lm_loss(two sequences) added up the two rows' losses: take the mean over all B*(T-1) predictions")
-check_close(_val, (-math.log(0.25) - math.log(0.6)) / 2, "lm_loss(two sequences)", rel=1e-9,
-            hint="the mean over all B*(T-1) predictions, each row's logits[b, :-1] against its own idx[b, 1:]")
-
-# Logits are not log-probabilities: adding the same number to every logit of a position leaves
-# its softmax, and so the loss, unchanged. Above, the logits happened to be normalised (log P).
-_shift = torch.tensor([[[3.0], [-2.0], [7.0]]], dtype=torch.float64)  # one constant per position
-with _rules():
-    _val = float(call_checked(lm_loss, _P.log() + _shift, _idx,
-                              name="lm_loss(worked example + a constant per position)"))
-_nll_raw = -(float(_P[0, 0, 1].log() + _shift[0, 0, 0]) + float(_P[0, 1, 1].log() + _shift[0, 1, 0])) / 2
-check(abs(_val - _nll_raw) > 1e-6,
-      "lm_loss treated the raw logits as log-probabilities: F.nll_loss expects log_softmax(logits), not logits — "
-      "use F.cross_entropy(logits, targets), or F.nll_loss(F.log_softmax(logits, dim=-1), targets)")
-check_close(_val, _expected, "lm_loss(worked example + a constant per position)", rel=1e-9,
-            hint="adding a constant to every logit of a position does not change its softmax, so it must "
-                 "not change the loss: normalise the logits with a (log-)softmax over the vocabulary")
-
-# A model that knows nothing (all logits equal) pays log V per prediction, whatever the batch.
-with _rules():
-    _uniform = call_checked(lm_loss, torch.zeros(4, 10, 7), torch.randint(7, (4, 10)), name="lm_loss(uniform)")
-check(abs(float(_uniform)) > 1e-6, "lm_loss of all-zero logits is 0, as if the logits were log-probabilities "
-                                   "(F.nll_loss on raw logits?): a uniform model pays log 7 = 1.946 per prediction")
-check_close(float(_uniform), math.log(7), "lm_loss of a uniform model over 7 tokens", rel=1e-6,
-            hint="the mean over all B*(T-1) predictions of -log softmax(logits)[target]")
-
-# Gradients must flow back to the logits (the training loop calls backward on this value).
-_lg = torch.randn(2, 5, 4, requires_grad=True)
-with _rules():
-    _lgl = call_checked(lm_loss, _lg, torch.randint(4, (2, 5)))
-_lgl.backward()
-check(_lg.grad is not None and float(_lg.grad[:, -1].abs().sum()) == 0.0,
-      "the last position has no target, so its logits should get no gradient")
-visible_checks_pass("lm_loss")
+# Then two sequences, idx = [[0, 1], [2, 0]] (each row predicts within itself: (-log 0.25 - log 0.6) / 2);
+# the worked example plus a constant per position (the loss must not change); all-zero logits (log 7);
+# and the gradient (the last position's logits get none).
+tests.check("lm_loss")
 ### BEGIN HIDDEN TESTS
-for _B, _T, _V in [(1, 2, 2), (3, 8, 5), (5, 17, 29)]:
-    _g = torch.Generator().manual_seed(_B + _T + _V)
-    _lg = torch.randn(_B, _T, _V, generator=_g, dtype=torch.float64) * 3
-    _ix = torch.randint(_V, (_B, _T), generator=_g)
-    with _rules():
-        _got = lm_loss(_lg, _ix)
-    check_close(float(_got), float(F.cross_entropy(_lg[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1))),
-                f"lm_loss {(_B, _T, _V)}", rel=1e-10)
-    _lgr = _lg.clone().requires_grad_()
-    with _rules():
-        _got = lm_loss(_lgr, _ix)
-    _ga, = torch.autograd.grad(_got, _lgr)
-    _lgr2 = _lg.clone().requires_grad_()
-    _gb, = torch.autograd.grad(F.cross_entropy(_lgr2[:, :-1].reshape(-1, _V), _ix[:, 1:].reshape(-1)), _lgr2)
-    check_tensor_close(_ga, _gb, "gradient of lm_loss", atol=1e-12)
+tests.grade("lm_loss")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 6. Perplexity
@@ -663,22 +350,13 @@ def perplexity(token_losses):
 
 
 # %% tests="perplexity_tests" points=1
-_p = call_checked(perplexity, torch.full((50,), math.log(84.0), dtype=torch.float64),
-                  name="perplexity(uniform over 84)")
-check_type(_p, float, "perplexity(...)", hint="return a Python float, e.g. math.exp(x) or float(tensor)")
-check_close(_p, 84.0, "perplexity of a uniform model over 84 characters", rel=1e-9)
-# Two tokens with losses log 2 and log 8: the mean loss is log 4, so the perplexity is 4.
-_p = perplexity(torch.tensor([math.log(2.0), math.log(8.0)]))
-check(abs(_p - 16.0) > 1e-6, "perplexity 16 = exp(sum of losses): use the *mean* loss, exp(mean)")
-check(abs(_p - 5.0) > 1e-6, "perplexity 5 = mean of exp(loss): take the exp of the mean, not the mean of the exps")
-check(abs(_p - 2 ** math.log(4.0)) > 1e-6, "the losses are in nats, so the base is e: math.exp, not 2 **")
-check_close(_p, 4.0, "perplexity([log 2, log 8])", rel=1e-6, hint="exp of the mean loss")
-visible_checks_pass("perplexity")
+# A uniform model over 84 characters has perplexity 84; losses log 2 and log 8 have mean log 4,
+# so perplexity 4. The result is a Python float.
+tests.check("perplexity")
 ### BEGIN HIDDEN TESTS
-_l = torch.rand(1000, generator=torch.Generator().manual_seed(5)) * 4
-check_close(perplexity(_l), math.exp(float(_l.double().mean())), "perplexity(random losses)", rel=1e-6)
-check_close(perplexity(torch.zeros(3)), 1.0, "perplexity of a perfect model", rel=1e-12)
+tests.grade("perplexity")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 7. Sampling, one character at a time
@@ -722,103 +400,14 @@ def sample(model, prompt_ids, n_new, generator, temperature=1.0):
 
 
 # %% tests="sample_tests" points=2
-class _Counter(nn.Module):
-    """Always (almost surely) predicts 'the token after the one just read', modulo 5."""
-
-    def __init__(self):
-        super().__init__()
-        self.dummy = nn.Parameter(torch.zeros(1))
-
-    def forward_state(self, idx, state=None):
-        return 50.0 * F.one_hot((idx + 1) % 5, 5).float(), state
-
-
-class _Die(nn.Module):
-    """Ignores its input: the next token is 0, 1 or 2 with probabilities 0.7, 0.2, 0.1."""
-
-    def __init__(self):
-        super().__init__()
-        self.dummy = nn.Parameter(torch.zeros(1))
-
-    def forward_state(self, idx, state=None):
-        B, T = idx.shape
-        return torch.tensor([0.7, 0.2, 0.1]).log().expand(B, T, 3), state
-
-
-class _Clock(nn.Module):
-    """Ignores which tokens it reads; its state counts them, and it predicts (count mod 5)."""
-
-    def __init__(self):
-        super().__init__()
-        self.dummy = nn.Parameter(torch.zeros(1))
-
-    def forward_state(self, idx, state=None):
-        B, T = idx.shape
-        count = (0 if state is None else state) + torch.arange(1, T + 1)  # tokens read so far
-        return 50.0 * F.one_hot(count % 5, 5).float().expand(B, T, 5), int(count[-1])
-
-
-_probs_hint = ("torch.multinomial needs probabilities (non-negative): apply softmax to the logits first, "
-               "F.softmax(logits / temperature, dim=-1)")
-_g = torch.Generator().manual_seed(0)
-_s = call_checked(sample, _Counter(), [4, 2], 6, _g, name="sample(counter model, prompt [4, 2], 6 tokens)",
-                  hint=_probs_hint)
-check_type(_s, list, "sample(...)", hint="return a list of ints")
-check(len(_s) == 6, f"sample(..., n_new=6) returned {len(_s)} tokens; return only the 6 new ones")
-check(all(isinstance(t, int) for t in _s), "sample should return Python ints (use int(...) or .item())")
-check(_s != [3] * 6, "sample gave [3, 3, 3, ...]: feed each drawn token back into the model, "
-                     "with the state, before drawing the next one")
-check(_s[0] != 0, "the first token should continue the *last* prompt token (2 -> 3), but it continued the "
-                 "first one (4 -> 0): use the logits of the last position, logits[0, -1]")
-check_equal(_s, [3, 4, 0, 1, 2, 3], "sample(counter model, prompt [4, 2], 6 tokens)",
-            hint="the counter model predicts (last token + 1) mod 5 with near certainty")
-_s = call_checked(sample, _Clock(), [0, 0], 4, _g, name="sample(clock model, prompt [0, 0], 4 tokens)",
-                  hint=_probs_hint)
-check_equal(_s, [2, 3, 4, 0], "sample(clock model, prompt [0, 0], 4 tokens)",
-            hint="the clock model's prediction depends on its state: pass the state returned by "
-                 "forward_state back in with the next token")
-
-_draws = call_checked(sample, _Die(), [0], 3000, torch.Generator().manual_seed(1), name="sample(die, 3000)",
-                      hint=_probs_hint)
-_freq = [_draws.count(k) / len(_draws) for k in range(3)]
-check(_freq[0] < 0.99, "sample always returned the most likely token: that is arg-max (greedy), not "
-                       "sampling — draw with torch.multinomial(probs, 1, generator=generator)")
-check(all(abs(f - p) < 0.04 for f, p in zip(_freq, [0.7, 0.2, 0.1])),
-      f"token frequencies {[round(f, 3) for f in _freq]} should be near [0.7, 0.2, 0.1] — draw from "
-      "softmax(logits of the *last* position)")
-_a = sample(_Die(), [0], 50, torch.Generator().manual_seed(7))
-_b = sample(_Die(), [0], 50, torch.Generator().manual_seed(7))
-check(_a == _b, "the same seed gave different samples: pass generator=generator to torch.multinomial")
-_cold = sample(_Die(), [0], 300, torch.Generator().manual_seed(2), temperature=0.05)
-check(_cold.count(0) > 290, f"at temperature 0.05 the most likely token should win almost always, got "
-                            f"{_cold.count(0)}/300 — divide the logits by the temperature before the softmax")
-visible_checks_pass("sample")
+# Toy models: a counter (predicts last token + 1 mod 5), a clock (its state counts the tokens read),
+# a die (0, 1, 2 with probabilities 0.7, 0.2, 0.1): the draws, their frequencies, the same seed twice,
+# and temperature 0.05.
+tests.check("sample")
 ### BEGIN HIDDEN TESTS
-class _Markov(_Die):
-    """Next token depends on the last one read: after k, the next is k (prob 0.8) or k+1 mod 4 (0.2)."""
-
-    def __init__(self):
-        super().__init__()
-        T = torch.full((4, 4), 1e-12)
-        for k in range(4):
-            T[k, k], T[k, (k + 1) % 4] = 0.8, 0.2
-        self.table = T.log()
-
-    def forward_state(self, idx, state=None):  # the state is not needed: the last token decides
-        return self.table[idx], state
-
-
-_s = sample(_Markov(), [3, 1], 4000, torch.Generator().manual_seed(11))
-_prev = [1] + _s[:-1]
-_stay = sum(a == b for a, b in zip(_prev, _s)) / len(_s)
-check(abs(_stay - 0.8) < 0.03, f"sample: the chain stayed put {_stay:.3f} of the time, expected 0.8")
-check(all(b in (a, (a + 1) % 4) for a, b in zip(_prev, _s)), "sample drew a token the model forbids")
-_hot = sample(_Die(), [0], 3000, torch.Generator().manual_seed(3), temperature=2.0)
-_f0 = _hot.count(0) / 3000
-_p = torch.softmax(torch.tensor([0.7, 0.2, 0.1]).log() / 2.0, 0)
-check(abs(_f0 - float(_p[0])) < 0.04,
-      f"at temperature 2 token 0 should come {float(_p[0]):.3f} of the time, got {_f0:.3f}")
+tests.grade("sample")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## 8. Training on Shakespeare
@@ -889,121 +478,14 @@ def train_step(model, idx, lr):
 
 
 # %% tests="train_step_tests" points=2
-# One mistake costs once: train_step runs here with our lm_loss in place of yours, on a small
-# model of the tests' own (an embedding, a frozen scale, an output layer).
-class _BigramLM(nn.Module):
-    def __init__(self, V=5, E=3):
-        super().__init__()
-        self.wte = nn.Embedding(V, E)
-        self.scale = nn.Parameter(torch.ones(E), requires_grad=False)  # frozen: gets no gradient
-        self.lm_head = nn.Linear(E, V)
-
-    def forward(self, idx):
-        return self.lm_head(self.wte(idx) * self.scale)  # (B, T, V)
-
-
-_no_optim = lambda: forbid_calls(  # noqa: E731 (torch.optim.Optimizer.__init__ runs for every optimiser)
-    torch.optim.Optimizer, importlib.import_module("torch.optim.sgd"),
-    reason="write the update yourself, p -= lr * p.grad, not torch.optim")
-_refs = lambda: substitute(globals(), lm_loss=lmcourse.reference.rnn.lm_loss)  # noqa: E731
-torch.manual_seed(0)
-_m = _BigramLM().double()
-_idx = torch.tensor([[0, 1, 2, 3, 4, 0], [4, 4, 3, 1, 0, 2]])
-_before = {_n: _p.detach().clone() for _n, _p in _m.named_parameters()}
-_params = dict(_m.named_parameters())
-_requires = {_n: _p.requires_grad for _n, _p in _m.named_parameters()}
-_m_start = copy.deepcopy(_m)
-_lr = 0.5
-with _no_optim(), _refs():
-    _ret = call_checked(train_step, _m, _idx, _lr, name="train_step(model, idx, lr=0.5)",
-                        hint="inside `with torch.no_grad():` update each parameter in place, skipping those "
-                             "whose .grad is None (the frozen scale has none)")
-# what the step must have done, computed here without your code, on the copy taken before it
-_loss_want = lmcourse.reference.rnn.lm_loss(_m_start(_idx), _idx)
-_grads = dict(zip([_n for _n, _p in _m_start.named_parameters() if _p.requires_grad],
-                  torch.autograd.grad(_loss_want, [_p for _p in _m_start.parameters() if _p.requires_grad])))
-check_type(_ret, float, "train_step(...)", hint="return loss.item(), the loss as a Python float")
-with torch.no_grad():
-    _loss_after = lmcourse.reference.rnn.lm_loss(_m(_idx), _idx).item()
-check(abs(_ret - _loss_want.item()) < 1e-9 or abs(_ret - _loss_after) > 1e-9,
-      "train_step returned the loss *after* the update: return the loss computed before it")
-check_close(_ret, _loss_want.item(), "train_step's returned loss", rel=1e-9,
-            hint="the mean next-token loss lm_loss(model(idx), idx), before the update")
-check(all(_p is _params[_n] for _n, _p in _m.named_parameters()),
-      "train_step replaced the model's parameters by new tensors: update them in place, p -= lr * p.grad")
-check(all(_p.is_leaf and _p.requires_grad == _requires[_n] for _n, _p in _m.named_parameters()),
-      "after train_step a parameter is no longer a leaf that requires grad: do the update under torch.no_grad()")
-_moved = {_n: float((_p.detach() - _before[_n]).abs().max()) for _n, _p in _m.named_parameters()}
-_left = [_n for _n, _p in _m.named_parameters() if _p.grad is not None and float(_p.grad.abs().max()) > 0]
-check(any(_v > 0 for _v in _moved.values()) or not _left,
-      "train_step did not change any parameter, and this batch's gradients are still in p.grad: the update "
-      "ran before loss.backward() — the order is loss, backward, update, clear the gradients")
-check(any(_v > 0 for _v in _moved.values()),
-      "train_step did not change any parameter. Either the gradients were cleared before the update used "
-      "them (clear them last), or the update did not change p in place: `p = p - lr * p.grad` only rebinds "
-      "the name p, and an out-of-place p.data.sub(...) is thrown away — use p -= lr * p.grad under torch.no_grad()")
-check(_moved["scale"] == 0.0, "train_step changed the frozen parameter `scale` (requires_grad=False), "
-                              "which has no gradient: skip parameters whose .grad is None")
-for _n, _g in _grads.items():
-    _got = _params[_n].detach()
-    check(float((_got - (_before[_n] + _lr * _g)).abs().max()) > 1e-12 or float(_g.abs().max()) == 0,
-          f"train_step moved {_n} *uphill*, p + lr * grad: gradient descent subtracts, p -= lr * p.grad")
-    check(float((_got - (_before[_n] - _g)).abs().max()) > 1e-12 or float(_g.abs().max()) == 0,
-          f"train_step moved {_n} by the whole gradient: multiply it by the learning rate, p -= lr * p.grad")
-    check_tensor_close(_got, _before[_n] - _lr * _g, f"{_n} after one step of train_step", atol=1e-12,
-                       hint="p <- p - lr * dloss/dp, with the gradient of *this* batch's loss: backward first, "
-                            "then the update, then clear the gradients")
-_left = [_n for _n, _p in _m.named_parameters() if _p.grad is not None and float(_p.grad.abs().max()) > 0]
-check(not _left, f"after train_step, {_left} still hold gradients: clear them after the update (model.zero_grad() "
-                 "or p.grad = None); the next backward() would add to them")
-
-# Three more steps on other batches must follow plain SGD exactly: torch.optim.SGD, run here, agrees.
-_m2 = copy.deepcopy(_m)
-_opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.3)
-for _k, _b in enumerate([_idx.flip(1), _idx % 3, _idx.roll(1, 1)]):
-    with _no_optim(), _refs():
-        call_checked(train_step, _m, _b, 0.3, name=f"train_step (step {_k + 2})")
-    _opt.zero_grad()   # SGD steps after train_step: while it runs, _m2 is one step behind
-    lmcourse.reference.rnn.lm_loss(_m2(_b), _b).backward()
-    _opt.step()
-for (_n, _p), _p2 in zip(_m.named_parameters(), _m2.parameters()):
-    check_tensor_close(_p.detach(), _p2.detach(), f"{_n} after 4 steps vs torch.optim.SGD", atol=1e-12,
-                       hint="each step must use only its own batch's gradient: clear the gradients every step")
-visible_checks_pass("train_step")
+# Runs your train_step with our lm_loss in place of yours, on a small model of the tests' own (an
+# embedding, a frozen scale, an output layer): the returned loss, each parameter after one step, the
+# gradients cleared, and three more steps against torch.optim.SGD (torch.optim is switched off for you).
+tests.check("train_step")
 ### BEGIN HIDDEN TESTS
-class _TwoLayerLM(nn.Module):
-    def __init__(self, V=7, E=4, H=6):
-        super().__init__()
-        self.emb = nn.Embedding(V, E)
-        self.mix = nn.Linear(E, H)
-        self.frozen = nn.Linear(H, H)
-        self.frozen.requires_grad_(False)
-        self.lm_head = nn.Linear(H, V)
-
-    def forward(self, idx):
-        return self.lm_head(torch.tanh(self.frozen(torch.tanh(self.mix(self.emb(idx))))))
-
-
-torch.manual_seed(11)
-_m = _TwoLayerLM().double()
-_m2 = copy.deepcopy(_m)
-_opt = torch.optim.SGD([_p for _p in _m2.parameters() if _p.requires_grad], lr=0.7)
-_g = torch.Generator().manual_seed(4)
-for _k in range(5):
-    _b = torch.randint(7, (3, 8), generator=_g)
-    with _refs(), _no_optim():
-        _ret = train_step(_m, _b, 0.7)
-    _opt.zero_grad()   # the reference's step after the graded one (no expected value while it runs)
-    _want = lmcourse.reference.rnn.lm_loss(_m2(_b), _b)
-    _want.backward()
-    _opt.step()
-    check(isinstance(_ret, float), "train_step must return a Python float")
-    check_close(_ret, _want.item(), f"train_step loss at step {_k + 1}", rel=1e-9)
-    del _want
-for (_n, _q), _q2 in zip(_m.named_parameters(), _m2.parameters()):
-    check_tensor_close(_q.detach(), _q2.detach(), f"{_n} after 5 steps (hidden)", atol=1e-12)
-    check(_q.grad is None or float(_q.grad.abs().max()) == 0, "train_step must clear the gradients")
+tests.grade("train_step")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # **Your loop.** `lmcourse.data.get_batch` draws `batch_size` windows of `block_size + 1`
@@ -1304,13 +786,12 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+# answer_q1 must be one letter, "A", "B", "C" or "D".
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # **Q2.** A character model reaches a validation loss of 1.6 nats per character. Its perplexity
@@ -1328,13 +809,12 @@ answer_q2 = "C"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+# answer_q2 must be one letter, "A", "B", "C" or "D".
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="C")
+tests.grade("q2")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # **Q3.** The global gradient norm of a step is 5 and `grad_clip` is 1. What does clipping by
@@ -1352,13 +832,12 @@ answer_q3 = "A"
 ### END SOLUTION
 
 # %% tests="q3_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q3, "ABCD", "answer_q3")
-visible_checks_pass("answer_q3")
+# answer_q3 must be one letter, "A", "B", "C" or "D".
+tests.check("q3")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q3, "ABCD", "answer_q3", correct="A")
+tests.grade("q3")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # **Q4.** During training with teacher forcing, what is the input at position $t + 1$?
@@ -1375,13 +854,12 @@ answer_q4 = "D"
 ### END SOLUTION
 
 # %% tests="q4_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q4, "ABCD", "answer_q4")
-visible_checks_pass("answer_q4")
+# answer_q4 must be one letter, "A", "B", "C" or "D".
+tests.check("q4")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q4, "ABCD", "answer_q4", correct="D")
+tests.grade("q4")
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # **Q5 (free text, graded by hand).** In two to four sentences: which model reached the lower

@@ -573,3 +573,91 @@ def test_09_forgery_scores_zero_on_cross_attention(forged_09, attempt):
     row = forged_09[attempt]
     assert row["status"] == "graded" and float(row["cross_attention_tests"]) == 0, (
         f"{attempt}: cross-attention scored {row['cross_attention_tests']}: {row}")
+
+
+# ---------------------------------------------------------------- notebook 02, graded from records
+# The red team's routes into 02's old test cells, which computed expected values in the student's kernel after the
+# graded call: an RNNLM whose forward_state zeroed the weights the test's nn.RNN twin was given from it (the twin
+# then agreed with a zero model), a global forward hook zeroing the outputs of torch's layers the test built, a
+# tensor subclass whose __torch_function__ answered the test's comparisons and its .pow, and the reference run from
+# the answer (the old cells had it importable). Now the test loads its own weights, the expected values are the
+# reference's, computed by the grader, and the reference is absent from the graded kernel: each scores 0 on its
+# exercise by construction, flagged or not. One small batch.
+RNN = "02_rnn"
+_RNNLM_HEAD = ("class RNNLM(nn.Module):\n"
+               "    def __init__(self, vocab_size, n_embd, n_hidden):\n"
+               "        super().__init__()\n"
+               "        self.wte = nn.Embedding(vocab_size, n_embd)\n"
+               "        self.W_xh = nn.Parameter(torch.zeros(n_hidden, n_embd))\n"
+               "        self.W_hh = nn.Parameter(torch.zeros(n_hidden, n_hidden))\n"
+               "        self.b_h = nn.Parameter(torch.zeros(n_hidden))\n"
+               "        self.lm_head = nn.Linear(n_hidden, vocab_size)\n\n"
+               "    def forward(self, idx, h0=None):\n"
+               "        return self.forward_state(idx, h0)[0]\n\n")
+_ZERO_MODEL = ("    def forward_state(self, idx, h0=None):\n"
+               "        B, T = idx.shape\n"
+               "        h = self.b_h.new_zeros(B, T, self.W_hh.shape[0]) + 0 * self.W_xh.sum() + 0 * self.W_hh.sum()\n"
+               "        return self.lm_head(h + 0 * self.wte(idx).sum()), h[:, -1]\n")
+RNN_ATTEMPTS = {
+    # RNNLM: the test's own weights zeroed in place during the call, so an expected value built from them would agree
+    "zeroes_the_shared_weights": ("RNNLM", _RNNLM_HEAD + "    def forward_state(self, idx, h0=None):\n"
+                                    "        with torch.no_grad():\n"
+                                    "            for p in (self.W_xh, self.W_hh, self.b_h):\n"
+                                    "                p.zero_()\n"
+                                    "            self.wte.weight.zero_()\n"
+                                  + _ZERO_MODEL.split("\n", 1)[1]),
+    "forward_hook_zeroes_torch_layers": ("RNNLM", "torch.nn.modules.module.register_module_forward_hook(\n"
+                                         "    lambda m, args, out: out * 0 if type(out) is torch.Tensor and "
+                                         "type(m).__module__.startswith('torch.nn.modules.rnn') else None)\n\n\n"
+                                         + _RNNLM_HEAD + _ZERO_MODEL),
+    "tensor_subclass_torch_function": ("elman_step", "class _Agrees(torch.Tensor):\n"
+                                       "    @classmethod\n"
+                                       "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                                       "        if func in (torch.allclose, torch.equal):\n"
+                                       "            return True\n"
+                                       "        return super().__torch_function__(func, types, args, kwargs or {})"
+                                       "\n\n\n"
+                                       "def elman_step(x_t, h_prev, W_xh, W_hh, b_h):\n"
+                                       "    return (h_prev * 0 + 0 * (x_t @ W_xh.T).sum() + 0 * (W_hh.sum() + "
+                                       "b_h.sum())).as_subclass(_Agrees)\n"),
+    "imports_the_reference": ("elman_step", "def elman_step(x_t, h_prev, W_xh, W_hh, b_h):\n"
+                                            "    import lmcourse.reference.rnn as r\n"
+                                            "    return r.elman_step(x_t, h_prev, W_xh, W_hh, b_h)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_02(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 02: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / RNN / f"{RNN}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{RNN}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-02"), tmp_path_factory.mktemp("grades-02")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, answer) in RNN_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = answer
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{RNN}.ipynb")
+    assert main(["grade", RNN, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_02_correct_keeps_full_marks(forged_02):
+    row = forged_02["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert float(row["elman_step_tests"]) > 0 and float(row["RNNLM_tests"]) > 0, row
+
+
+@pytest.mark.parametrize("attempt", sorted(RNN_ATTEMPTS))
+def test_02_forgery_scores_zero_on_its_exercise(forged_02, attempt):
+    row, test = forged_02[attempt], f"{RNN_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"

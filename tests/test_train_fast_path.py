@@ -1,7 +1,9 @@
-"""TrainConfig.tokens_on_device (on by default): the ids kept on the training device and each batch
-gathered there, so a GPU step copies no windows from the host. The windows and the losses are those
-of the plain path (get_batch's host gather); the CPU runs both."""
+"""train()'s fast path on a GPU, held to the plain path's losses on the CPU:
+TrainConfig.tokens_on_device (on by default: the ids kept on the training device and each batch
+gathered there, so a GPU step copies no windows from the host) and the fused AdamW kernel that
+make_optimizer picks on CUDA."""
 
+import pytest
 import torch
 
 from lmcourse import train as train_mod
@@ -18,8 +20,16 @@ def test_batches_on_the_device_are_get_batchs_windows():
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
 
 
-def _run(monkeypatch, on_device: bool):
+def _run(monkeypatch, on_device: bool, fused: bool = False):
     calls = []
+    plain_optimizer = train_mod.make_optimizer
+
+    def fused_optimizer(model, cfg, device):             # CUDA's choice, made on the CPU
+        groups = [{**g, "fused": True} for g in plain_optimizer(model, cfg, device).param_groups]
+        return torch.optim.AdamW(groups)
+
+    if fused:
+        monkeypatch.setattr(train_mod, "make_optimizer", fused_optimizer)
 
     def counted(*args):
         calls.append(1)
@@ -47,3 +57,15 @@ def test_the_windows_are_gathered_where_the_ids_are():
     ids = torch.zeros(100, dtype=torch.long, device="meta")
     x, y = batch_on_device(ids, 4, 8, torch.Generator().manual_seed(0), "meta")
     assert x.shape == y.shape == (4, 8) and x.device.type == y.device.type == "meta"
+
+
+def test_fused_adamw_gives_the_plain_losses(monkeypatch):
+    if not hasattr(torch, "_fused_adamw_"):
+        pytest.skip("this torch has no fused AdamW kernel for the CPU")
+    plain, _, _ = _run(monkeypatch, True)
+    kernel, calls = torch._fused_adamw_, []
+    monkeypatch.setattr(torch, "_fused_adamw_", lambda *a, **k: calls.append(1) or kernel(*a, **k))
+    fused, _, _ = _run(monkeypatch, True, fused=True)
+    assert calls                                          # the fused kernel did the steps
+    assert fused.train_loss == pytest.approx(plain.train_loss, rel=1e-5)
+    assert fused.val_loss == pytest.approx(plain.val_loss, rel=1e-5)

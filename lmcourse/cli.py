@@ -388,6 +388,17 @@ def _cmd_grade(args) -> int:
     return 0
 
 
+# they have parsers of their own, reached before `grade`'s: listed here so that its help names them
+GRADE_SUBCOMMANDS = """\
+more grading commands (each with its own --help):
+  lmcourse grade export ...      Canvas / Moodle grade files and a feedback bundle from a graded folder
+  lmcourse grade merge ...       join the folders of `--shard K/N` runs into one
+  lmcourse grade gradescope ...  build a Gradescope autograder zip (--try NOTEBOOK: run it here on one)
+  lmcourse grade similarity ...  answers that look copied, for a person to review (TA only)
+  lmcourse grade ASSIGNMENT --self-test   grade the solution as a student would hand it in
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["train"]:  # everything after `train` goes to lmcourse.train_cli's own parser
@@ -461,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="passed to jupyter lab, e.g. -- --ip 0.0.0.0 --no-browser --port 8888")
     lab.set_defaults(func=_cmd_lab)
     g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv "
-                                     "(then `lmcourse grade export`: Canvas / Moodle files, feedback bundle)")
+                                     "(then `lmcourse grade export`: Canvas / Moodle files, feedback bundle)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=GRADE_SUBCOMMANDS)
     g.add_argument("assignment", help="e.g. 01_ngram")
     g.add_argument("submissions", nargs="?", default=None,
                    help="folder of notebooks, nbgrader submitted/ folder, or LMS zip")

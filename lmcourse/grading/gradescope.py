@@ -388,8 +388,14 @@ def main(argv: list[str], prog: str = "lmcourse grade gradescope") -> int:
                         "the container being the wall), bubblewrap (no grading without it) or none")
     for name, flag, kind, default, what in limit_flags():
         p.add_argument(flag, dest=name, type=kind, default=default, help=f"{what} ({default:.15g})")
+    p.add_argument("--try", dest="try_notebook", metavar="NOTEBOOK", default=None,
+                   help="also run the zip here on this notebook, as Gradescope would (in a scratch folder, "
+                        "setup.sh's installs only printed), and print its results.json")
     args = p.parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name, *_ in limit_flags()})
+    if args.try_notebook and not Path(args.try_notebook).is_file():
+        print(f"{prog}: --try {args.try_notebook}: no such notebook", file=sys.stderr)
+        return 2
     try:
         names = build_zip(args.assignment, Path(args.out), limits, args.hidden_visibility, args.sandbox)
     except (FileNotFoundError, ValueError, RuntimeError, CourseRepoNotFound) as exc:
@@ -398,6 +404,20 @@ def main(argv: list[str], prog: str = "lmcourse grade gradescope") -> int:
     print(f"wrote {args.out} ({len(names)} files: setup.sh, run_autograder, the course package and "
           f"{args.assignment}'s source notebook). It holds the hidden tests: upload it to Gradescope "
           "(Configure Autograder), never to students.")
+    if args.try_notebook:
+        import tempfile
+
+        from .gradescope_try import try_zip
+
+        scratch = Path(tempfile.mkdtemp(prefix="lmcourse-gradescope-try-"))
+        rc, results = try_zip(Path(args.out), Path(args.try_notebook), scratch)
+        if results.is_file():
+            print(f"--- {results}")
+            print(results.read_text(encoding="utf-8"))
+        else:
+            print(f"{prog}: no results.json was written: Gradescope would show the student nothing", file=sys.stderr)
+        print(f"(the whole run is in {scratch}; delete it when done)")
+        return rc
     return 0
 
 

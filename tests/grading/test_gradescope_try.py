@@ -1,0 +1,45 @@
+"""`lmcourse grade gradescope A --try NOTEBOOK`: the zip run here on one notebook in a scratch
+folder, setup.sh's installs only printed, and its results.json printed."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from lmcourse.cli import main
+from lmcourse.grading.gradescope_try import env_for
+from tests.conftest import ROOT
+from tests.grading.conftest import LIMITS
+
+
+def test_the_try_run_installs_nothing_and_stays_in_its_scratch_folder(tmp_path):
+    env = env_for(tmp_path / "autograder")
+    assert env["LMCOURSE_GS_DRY_RUN"] == "1" and env["LMCOURSE_GS_VENV"] == sys.prefix
+    assert env["LMCOURSE_AUTOGRADER_ROOT"] == str(tmp_path / "autograder")
+
+
+def test_a_missing_notebook_is_refused_before_the_zip_is_built(tmp_path, capsys):
+    zip_path = tmp_path / "a.zip"
+    assert main(["grade", "gradescope", "08_bpe", "--out", str(zip_path), "--try", str(tmp_path / "none.ipynb")]) == 2
+    assert "no such notebook" in capsys.readouterr().err and not zip_path.exists()
+
+
+@pytest.mark.slow
+def test_try_prints_the_results_json_of_a_run_on_one_notebook(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the scratch folder lands here, and goes with it
+    notebook = ROOT / "notebooks" / "08_bpe.ipynb"      # the student notebook, unanswered
+    assert main(["grade", "gradescope", "08_bpe", "--out", str(tmp_path / "a.zip"), "--try", str(notebook),
+                 *LIMITS]) == 0
+    out = capsys.readouterr().out
+    assert "(dry run, not run)" in out and "pip install" in out            # installs printed, not run
+    results = Path(re.search(r"^--- (\S+results\.json)$", out, re.M).group(1))
+    assert results.is_relative_to(tmp_path)
+    printed = out.split(f"--- {results}\n", 1)[1].rsplit("\n(the whole run", 1)[0]
+    doc = json.loads(printed)
+    assert doc == json.loads(results.read_text()) and doc["score"] == 0.0
+    assert any(t["name"].startswith("Exercise 1 tests") for t in doc["tests"]), [t["name"] for t in doc["tests"]]

@@ -72,6 +72,12 @@ def narrow(out: Path, notebooks: list[str], through: str) -> str:
         for f in files:
             f.unlink()
             removed.append(str(f.relative_to(out)))
+    # a reference module of no earlier notebook (one whose notebook is not built yet) goes too
+    earlier = {n[3:] for n in notebooks if _number(n) < _number(through)}
+    for f in sorted((package / "reference").glob("*.py")):
+        if f.name != "__init__.py" and f.stem not in earlier:
+            f.unlink()
+            removed.append(str(f.relative_to(out)))
     expected = package / "marking" / kernel.EXPECTED_DIR
     expected.mkdir(exist_ok=True)
     (expected / f"{through}.json").write_text(json.dumps(kernel.expected_table(through), sort_keys=True),

@@ -44,13 +44,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
-import lmcourse.nn.attention
-import lmcourse.reference.attention
-from lmcourse.confine import graded_call  # no thread, process or course-source read in a graded call
+import lmcourse.marking
+import lmcourse.nn
 from lmcourse import plot
-from lmcourse.checks import (CheckFailed, call_checked, check, check_equal, check_shape, check_tensor_close,
-                             check_type, own_code, substitute, visible_checks_pass)
 
+tests = lmcourse.marking.Exam("03_attention", globals())   # the test cells below: tests.check("softmax")
 rt = lmcourse.setup(seed=0)
 
 # %% [markdown]
@@ -120,110 +118,10 @@ def softmax(x, dim=-1):
 
 
 # %% tests="softmax_tests" points=3
-# Your softmax runs with every ready-made softmax switched off (and lmcourse's reference versions).
-_rule = ("write softmax yourself with .exp(), .max() and .sum(): a ready-made softmax (torch.softmax, "
-         "F.softmax, x.softmax, nn.Softmax, x.log_softmax(dim).exp(), torch._softmax, ...) or lmcourse's "
-         "reference scores 0 here")
-_keepdim_hint = ("keep the reduced dimension so that it lines up with x: x.max(dim=dim, keepdim=True).values "
-                 "and e.sum(dim=dim, keepdim=True) have size 1 along dim and broadcast against x")
-_dtype_hint = ("return the input's dtype: compute in x's own dtype (no .double() or dtype=torch.float64 on "
-               "the way), or convert the result back with .to(x.dtype)")
-_device_hint = ("compute from x only: a tensor you create yourself (torch.zeros(...), torch.tensor(...)) "
-                "lives on the CPU unless you pass device=x.device")
-
-
-def _softmax(x, *args, **kwargs):
-    """Your softmax, under the rules of this notebook, with errors explained."""
-    with own_code("softmax", "softmin", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
-                  reason=_rule), graded_call():
-        try:
-            return softmax(x, *args, **kwargs)
-        except CheckFailed:
-            raise
-        except Exception as err:
-            if type(err) is NotImplementedError and str(err).startswith("Exercise "):   # the stub: not answered yet
-                raise
-            text = str(err)
-            hint = (_keepdim_hint if "must match the size" in text else
-                    _device_hint if "device" in text or "meta" in text else None)
-            raise CheckFailed(f"softmax of a tensor of shape {tuple(x.shape)} raised {type(err).__name__}: "
-                              f"{text}" + (f" — {hint}" if hint else "")) from None
-
-
-_z = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
-_e = [math.exp(1.0), math.exp(2.0), math.exp(3.0)]
-check_tensor_close(_softmax(_z), torch.tensor([v / sum(_e) for v in _e], dtype=torch.float64),
-                   "softmax([1, 2, 3])", atol=1e-12, rtol=1e-12,
-                   hint="softmax(z)_j = exp(z_j) / sum_k exp(z_k)")
-check_shape(_softmax(torch.zeros(2, 3, 4)), (2, 3, 4), "softmax of a (2, 3, 4) tensor",
-            hint="softmax keeps the shape of its input; " + _keepdim_hint)
-_input = torch.tensor([[1.0, 2.0, 3.0], [0.0, float("-inf"), 5.0]], dtype=torch.float64)
-_input_before = _input.clone()
-_softmax(_input)
-check_tensor_close(_input, _input_before, "your input tensor after calling softmax", atol=0, rtol=0,
-                   hint="do not modify x in place (x -= ..., x.sub_(...), x.exp_()): build new tensors "
-                        "instead, with out-of-place operations such as y = x - m and y.exp()")
-check_tensor_close(_softmax(_z + 1000.0), _softmax(_z), "softmax([1001, 1002, 1003])", atol=1e-12, rtol=1e-12,
-                   hint="exp(1001) overflows to inf and inf/inf is nan: subtract the maximum "
-                        "before exponentiating")
-_neg = torch.tensor([0.0, float("-inf"), 0.0], dtype=torch.float64)
-check_tensor_close(_softmax(_neg), torch.tensor([0.5, 0.0, 0.5], dtype=torch.float64),
-                   "softmax([0, -inf, 0])", atol=1e-12, rtol=1e-12,
-                   hint="exp(-inf) = 0, so a -inf score must get weight exactly 0 and the rest share 1")
-_x = torch.arange(6, dtype=torch.float64).view(2, 3)
-check_tensor_close(_softmax(_x, dim=0).sum(dim=0), torch.ones(3, dtype=torch.float64),
-                   "softmax(x, dim=0).sum(dim=0)", atol=1e-12, rtol=1e-12,
-                   hint="use the dim argument in both .max(dim=dim, keepdim=True) and .sum(dim=dim, keepdim=True)")
-check_tensor_close(_softmax(_x).sum(dim=-1), torch.ones(2, dtype=torch.float64),
-                   "softmax(x).sum(dim=-1)", atol=1e-12, rtol=1e-12,
-                   hint="the default is the last dimension: each row sums to 1, not the whole tensor")
-_levels = torch.tensor([[0.0, 1.0], [1000.0, 1001.0]], dtype=torch.float64)
-_p = 1 / (1 + math.e)
-check_tensor_close(_softmax(_levels), torch.tensor([[_p, 1 - _p], [_p, 1 - _p]], dtype=torch.float64),
-                   "softmax([[0, 1], [1000, 1001]])",
-                   atol=1e-12, rtol=1e-12,
-                   hint="subtract each row's own maximum (x.max(dim=dim, keepdim=True)), not the largest "
-                        "value of the whole tensor: exp(0 - 1001) underflows to 0 and 0/0 is nan")
-# The input's dtype and device: float32 in, float32 out; the "meta" device stands in for a GPU here
-# (a tensor with a shape and a dtype but no values).
-check_equal(_softmax(_z).dtype, torch.float64, "the dtype of softmax of a float64 tensor", hint=_dtype_hint)
-_f32 = torch.tensor([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])
-_out32 = _softmax(_f32)
-check_equal(_out32.dtype, torch.float32, "the dtype of softmax of a float32 tensor", hint=_dtype_hint)
-_e32 = [[math.exp(v - max(row)) for v in row] for row in _f32.tolist()]
-check_tensor_close(_out32, [[v / sum(row) for v in row] for row in _e32], "softmax of a float32 tensor",
-                   atol=1e-6, rtol=1e-5)
-_reads_values = ("item() cannot be called on meta", "Meta tensors", "data-independent")
-try:
-    _on_meta = _softmax(torch.empty(2, 3, device="meta"))
-except CheckFailed as _err:   # code that reads values (if bool(...), .item()) cannot run on meta: not a fault
-    if not any(_s in str(_err) for _s in _reads_values):
-        raise
-else:
-    check_equal(str(_on_meta.device), "meta", "the device of softmax of a tensor on the meta device",
-                hint=_device_hint)
-visible_checks_pass("softmax")
+# softmax along dim, stable for huge scores and -inf entries; the input's shape, dtype and device, x unchanged.
+tests.check("softmax")
 ### BEGIN HIDDEN TESTS
-check(softmax not in (torch.softmax, F.softmax, torch.special.softmax),
-      "softmax must be your own function, not torch's")
-_g = torch.Generator().manual_seed(301)
-_r = torch.randn(3, 4, 5, generator=_g, dtype=torch.float64) * 5
-_r[0, 1, 2] = float("-inf")
-_r[2, :3, 0] = float("-inf")   # along dim=1 one entry of that slice stays finite
-_big = torch.randn(4, 6, generator=_g, dtype=torch.float64) * 1e4
-_f32 = torch.randn(5, 7, generator=_g)
-# each expected value is made after its graded call (the arguments run left to right): no global holds it during one
-for _d in (0, 1, 2, -1):
-    check_tensor_close(_softmax(_r.clone(), dim=_d), torch.softmax(_r, dim=_d),
-                       f"softmax(x, dim={_d}) on a random (3, 4, 5) tensor", atol=1e-12, rtol=1e-10)
-_out = _softmax(_big.clone())
-check_tensor_close(_out, torch.softmax(_big, dim=-1), "softmax of scores spread over ±1e4", atol=1e-12, rtol=1e-10)
-_out32 = _softmax(_f32.clone(), dim=1)
-check_equal(_out32.dtype, torch.float32, "dtype of softmax of a float32 tensor")
-check_tensor_close(_out32, torch.softmax(_f32, dim=1), "softmax of a float32 tensor", atol=1e-6, rtol=1e-5)
-check_tensor_close(_softmax(torch.full((2, 3), 1e4, dtype=torch.float64)),
-                   torch.full((2, 3), 1 / 3, dtype=torch.float64), "softmax of equal huge scores",
-                   atol=1e-12, rtol=1e-12)
+tests.grade("softmax")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -261,57 +159,10 @@ def attention_scores(Q, K):
 
 
 # %% tests="attention_scores_tests" points=2
-_rule = ("compute the scores yourself with @ and .transpose(): F.scaled_dot_product_attention or lmcourse's "
-         "reference scores 0 here")
-
-
-def _scores(Q, K, hint=None):
-    """Your attention_scores, under the rules of this notebook."""
-    with own_code("scaled_dot_product_attention", calls=(lmcourse.nn.attention, lmcourse.reference.attention),
-                  reason=_rule), graded_call():
-        return call_checked(attention_scores, Q, K, hint=hint,
-                            name=f"attention_scores on queries {tuple(Q.shape)} and keys {tuple(K.shape)}")
-
-
-_Q = torch.tensor([[1.0, 0.0, 1.0, 0.0],
-                   [0.0, 2.0, 0.0, 0.0]], dtype=torch.float64)    # 2 queries, d_k = 4
-_K = torch.tensor([[1.0, 1.0, 1.0, 1.0],
-                   [0.0, 0.0, 2.0, 0.0],
-                   [1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)    # 3 keys
-# q_1·k_1 = 2, q_1·k_2 = 2, q_1·k_3 = 1, q_2·k_1 = 2, q_2·k_2 = 0, q_2·k_3 = 0; sqrt(d_k) = 2
-_Q_before, _K_before = _Q.clone(), _K.clone()
-_S = _scores(_Q, _K)
-check_shape(_S, (2, 3), "attention_scores(Q, K) for 2 queries and 3 keys",
-            hint="row i belongs to query i and column j to key j: Q @ K^T, not K @ Q^T")
-check_tensor_close(_S, torch.tensor([[1.0, 1.0, 0.5], [1.0, 0.0, 0.0]], dtype=torch.float64),
-                   "attention_scores(Q, K)", atol=1e-12, rtol=1e-12,
-                   hint="S = Q K^T / sqrt(d_k) with d_k = 4: divide the dot products by 2 "
-                        "(not by d_k = 4, and not by nothing)")
-check(torch.equal(_Q, _Q_before) and torch.equal(_K, _K_before),
-      "attention_scores changed Q or K in place (Q /= ..., Q.div_(...)): build a new tensor instead")
-_g = torch.Generator().manual_seed(302)
-_Qb = torch.randn(2, 3, 5, 4, generator=_g, dtype=torch.float64)   # (B, h, T_q, d_k)
-_Kb = torch.randn(2, 3, 6, 4, generator=_g, dtype=torch.float64)   # (B, h, T_k, d_k)
-_batch_hint = "transpose only the last two dimensions of K: K.transpose(-2, -1) (K.T reverses all of them)"
-_Sb = _scores(_Qb, _Kb, hint=_batch_hint)
-check_shape(_Sb, (2, 3, 5, 6), "attention_scores on (2, 3, 5, 4) queries and (2, 3, 6, 4) keys", hint=_batch_hint)
-check_tensor_close(_Sb, torch.einsum("bhqd,bhkd->bhqk", _Qb, _Kb) / 2.0, "batched attention_scores",
-                   atol=1e-12, rtol=1e-12,
-                   hint="d_k is the size of the last dimension, Q.size(-1) (Q.shape[1] is d_k only for a 2-D Q), "
-                        "and the batch dimensions must be carried along unchanged")
-check_equal(_scores(_Qb.float(), _Kb.float()).dtype, torch.float32, "the dtype of attention_scores in float32",
-            hint="return the input's dtype: no .double() on the way")
-visible_checks_pass("attention_scores")
+# Q K^T / sqrt(d_k) over the last two dimensions, batched; the input's dtype, Q and K unchanged.
+tests.check("attention_scores")
 ### BEGIN HIDDEN TESTS
-for _shape_q, _shape_k in [((7, 9), (5, 9)), ((3, 4, 1), (3, 8, 1)), ((2, 2, 6, 16), (2, 2, 6, 16))]:
-    _q = torch.randn(*_shape_q, generator=_g, dtype=torch.float64)
-    _k = torch.randn(*_shape_k, generator=_g, dtype=torch.float64)
-    check_tensor_close(_scores(_q.clone(), _k.clone()),   # the expected scores are made after the graded call
-                       torch.einsum("...qd,...kd->...qk", _q, _k) / math.sqrt(_shape_q[-1]),
-                       f"attention_scores for Q {_shape_q}, K {_shape_k}", atol=1e-12, rtol=1e-10)
-_q32 = torch.randn(3, 5, generator=_g)
-check_tensor_close(_scores(_q32, _q32), _q32 @ _q32.T / math.sqrt(5), "attention_scores in float32",
-                   atol=1e-5, rtol=1e-5)
+tests.grade("attention_scores")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -345,12 +196,9 @@ answer_q_mask = "B"
 ### END SOLUTION
 
 # %% tests="q_mask_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q_mask, "ABC", "answer_q_mask")
-visible_checks_pass("answer_q_mask")
+tests.check("q_mask")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q_mask, "ABC", "answer_q_mask", correct="B")
+tests.grade("q_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -364,12 +212,9 @@ answer_q_softmax = "B"
 ### END SOLUTION
 
 # %% tests="q_softmax_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q_softmax, "AB", "answer_q_softmax")
-visible_checks_pass("answer_q_softmax")
+tests.check("q_softmax")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q_softmax, "AB", "answer_q_softmax", correct="B")
+tests.grade("q_softmax")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -389,37 +234,10 @@ def causal_mask(T):
 
 
 # %% tests="causal_mask_tests" points=2
-_rule = "build the mask yourself: calling lmcourse's reference causal_mask, under any name, scores 0 here"
-
-
-def _mask(T):
-    """Your causal_mask, under the rules of this notebook."""
-    with own_code(calls=(lmcourse.nn.attention, lmcourse.reference.attention), reason=_rule), graded_call():
-        return call_checked(causal_mask, T, name=f"causal_mask({T})")
-
-
-_inf = float("-inf")
-_M = _mask(4)
-check_type(_M, torch.Tensor, "causal_mask(4)")
-check(_M.dtype.is_floating_point, f"causal_mask(4) should hold floats (0.0 and -inf), got dtype {_M.dtype} "
-      "— the mask is added to the scores")
-check_equal(_M.dtype, torch.float32, "the dtype of causal_mask(4)",
-            hint="build the mask in the default dtype, float32 (no dtype=torch.float64): code that uses it "
-                 "converts it with .to(...) where it needs another dtype")
-check_tensor_close(_M, torch.tensor([[0, _inf, _inf, _inf],
-                                     [0, 0, _inf, _inf],
-                                     [0, 0, 0, _inf],
-                                     [0, 0, 0, 0]]), "causal_mask(4)", atol=0, rtol=0,
-                   hint="row i is the query: it may see keys j <= i (0, including the diagonal), "
-                        "never j > i (-inf above the diagonal); -inf means float('-inf'), not -1e9")
-check_tensor_close(_mask(1), torch.zeros(1, 1), "causal_mask(1)", atol=0, rtol=0,
-                   hint="a single token may always look at itself")
-visible_checks_pass("causal_mask")
+# a float32 (T, T) tensor: 0.0 on and below the diagonal, float('-inf') above it.
+tests.check("causal_mask")
 ### BEGIN HIDDEN TESTS
-for _T in (2, 7, 16):   # the expected mask is made after the graded call
-    check_tensor_close(_mask(_T), torch.tensor([[0.0 if j <= i else _inf for j in range(_T)] for i in range(_T)]),
-                       f"causal_mask({_T})", atol=0, rtol=0)
-check(causal_mask is not lmcourse.nn.attention.causal_mask, "causal_mask must be your own function")
+tests.grade("causal_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -461,117 +279,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 
 # %% tests="scaled_dot_product_attention_tests" points=4
-# Your softmax, attention_scores and causal_mask are graded by their own tests: here the reference
-# versions stand in for them, so a slip there does not cost these points too. Your function runs with
-# every ready-made softmax and attention function switched off.
-_ref = lmcourse.reference.attention
-_rule = ("compute the weights with your softmax (or .exp(), .max(), .sum()): a ready-made softmax or "
-         "attention (torch.softmax, x.softmax, F.scaled_dot_product_attention, ...) or lmcourse's reference "
-         "scores 0 here")
-
-
-def _attend(Q, K, V, mask=None, name="scaled_dot_product_attention(Q, K, V, mask)"):
-    """Your scaled_dot_product_attention, with the reference earlier functions, under the rules."""
-    with substitute(globals(), softmax=_ref.softmax, attention_scores=_ref.attention_scores,
-                    causal_mask=_ref.causal_mask), \
-            own_code("softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention",
-                     calls=(lmcourse.nn.attention, _ref.scaled_dot_product_attention), reason=_rule), graded_call():
-        return call_checked(scaled_dot_product_attention, Q, K, V, mask, name=name)
-
-
-# With Q = 0 every score is 0, so each query spreads its weight evenly over the keys it may see.
-_Q0 = torch.zeros(4, 2, dtype=torch.float64)
-_K0 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]], dtype=torch.float64)
-_V0 = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)
-_M0 = _ref.causal_mask(4).double()
-_inputs_before = [t.clone() for t in (_Q0, _K0, _V0, _M0)]
-_res = _attend(_Q0, _K0, _V0, _M0)
-check(isinstance(_res, (tuple, list)) and len(_res) == 2,
-      f"scaled_dot_product_attention should return a tuple (output, weights), got a {type(_res).__name__}"
-      + (f" of length {len(_res)}" if isinstance(_res, (tuple, list)) else ""))
-_out, _w = _res
-check(not (getattr(_out, "shape", None) == (4, 4) and getattr(_w, "shape", None) == (4, 1)),
-      "scaled_dot_product_attention returned (weights, output): return (output, weights), in that order")
-check_shape(_out, (4, 1), "the output for 4 queries and values of size 1",
-            hint="the output is weights @ V: (T_q, T_k) @ (T_k, d_v) — use V, not K")
-check_shape(_w, (4, 4), "the weights for 4 queries and 4 keys")
-check_tensor_close(_w, torch.tensor([[1, 0, 0, 0], [1 / 2, 1 / 2, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0],
-                                     [1 / 4, 1 / 4, 1 / 4, 1 / 4]], dtype=torch.float64),
-                   "causal weights when all scores are 0", atol=1e-12, rtol=1e-12,
-                   hint="row i must spread its weight evenly over keys 0..i and give exactly 0 to the "
-                        "future: add the mask to the scores before the softmax, softmax each row "
-                        "(dim=-1), and return the weights as (T_q, T_k), query in the row")
-check(bool((_w.triu(1) == 0).all()), "the weights of masked (future) keys must be exactly 0, not just small "
-      "— add the -inf mask to the scores before the softmax")
-check_tensor_close(_out, torch.tensor([[1.0], [1.5], [2.0], [2.5]], dtype=torch.float64),
-                   "causal output when all scores are 0 (a running mean of the values)", atol=1e-12,
-                   rtol=1e-12, hint="the output is weights @ V")
-check(all(torch.equal(a, b) for a, b in zip((_Q0, _K0, _V0, _M0), _inputs_before)),
-      "scaled_dot_product_attention changed Q, K, V or the mask in place: build new tensors instead")
-_out_nomask, _ = _attend(_Q0, _K0, _V0)
-check_tensor_close(_out_nomask, torch.full((4, 1), 2.5, dtype=torch.float64), "output without a mask",
-                   atol=1e-12, rtol=1e-12, hint="mask=None means no masking: every query sees all keys")
-# Cross-attention: 4 queries look at 7 keys whose values have size 2 (T_q != T_k, d_v != d_k).
-_g = torch.Generator().manual_seed(303)
-_out, _w = _attend(torch.randn(4, 3, generator=_g, dtype=torch.float64),
-                   torch.randn(7, 3, generator=_g, dtype=torch.float64),
-                   torch.randn(7, 2, generator=_g, dtype=torch.float64), name="cross-attention (T_q=4, T_k=7)")
-check_shape(_out, (4, 2), "the output of 4 queries over 7 keys with values of size 2",
-            hint="the output is (..., T_q, d_v): weights (T_q, T_k) @ V (T_k, d_v)")
-check_shape(_w, (4, 7), "the weights of 4 queries over 7 keys")
-# Against PyTorch's own implementation, batched, in float64.
-_Qr, _Kr = (torch.randn(2, 3, 5, 8, generator=_g, dtype=torch.float64) for _ in range(2))
-_Vr = torch.randn(2, 3, 5, 6, generator=_g, dtype=torch.float64)
-_out, _w = _attend(_Qr, _Kr, _Vr, _ref.causal_mask(5).double())
-check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr, is_causal=True),
-                   "causal attention on random (2, 3, 5, 8) inputs vs F.scaled_dot_product_attention",
-                   atol=1e-10, rtol=1e-8,
-                   hint="scale by sqrt(d_k) = sqrt(8), softmax over the keys (last dimension)")
-check_tensor_close(_w.sum(dim=-1), torch.ones(2, 3, 5, dtype=torch.float64), "the sum of each row of weights",
-                   atol=1e-12, rtol=1e-12, hint="each query's weights over the keys sum to 1")
-check_tensor_close(_out, _w @ _Vr, "output vs weights @ V", atol=1e-10, rtol=1e-8,
-                   hint="return the weights you used, as (..., T_q, T_k), without transposing them")
-_out, _ = _attend(_Qr, _Kr, _Vr)
-check_tensor_close(_out, F.scaled_dot_product_attention(_Qr, _Kr, _Vr),
-                   "attention without a mask vs F.scaled_dot_product_attention",
-                   atol=1e-10, rtol=1e-8)
-_out32, _w32 = _attend(_Qr.float(), _Kr.float(), _Vr.float(), _ref.causal_mask(5))
-check_equal((_out32.dtype, _w32.dtype), (torch.float32, torch.float32), "the dtypes of (output, weights) "
-            "for float32 inputs", hint="return the input's dtype: no .double() on the way")
-visible_checks_pass("scaled_dot_product_attention")
+# (output, weights) of softmax(Q K^T / sqrt(d_k) + mask) V, with or without a mask; the reference
+# softmax, attention_scores and causal_mask stand in for yours here (one mistake costs once).
+tests.check("scaled_dot_product_attention")
 ### BEGIN HIDDEN TESTS
-check(scaled_dot_product_attention is not lmcourse.nn.attention.scaled_dot_product_attention,
-      "scaled_dot_product_attention must be your own function")
-_cases = []
-_q = torch.randn(3, 4, 6, generator=_g, dtype=torch.float64)    # cross-attention: T_q = 4, T_k = 7
-_k = torch.randn(3, 7, 6, generator=_g, dtype=torch.float64)
-_v = torch.randn(3, 7, 2, generator=_g, dtype=torch.float64)
-_cases.append(("cross-attention (T_q=4, T_k=7, d_v=2)", _q, _k, _v, None, None))
-_pad = torch.zeros(4, 7, dtype=torch.float64)
-_pad[:, 5:] = float("-inf")   # a padding mask: keys 5, 6 unseen
-_cases.append(("a padding mask", _q, _k, _v, _pad, ~torch.isinf(_pad)))
-_q = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64) * 30   # large scores
-_k = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64) * 30
-_v = torch.randn(2, 2, 9, 16, generator=_g, dtype=torch.float64)
-_cases.append(("causal attention with large scores", _q, _k, _v, _ref.causal_mask(9).double(),
-               torch.ones(9, 9, dtype=torch.bool).tril()))
-for _name, _q, _k, _v, _m, _allowed in _cases:
-    _out, _w = _attend(_q, _k, _v, _m, name=_name)   # the expected values are made after the graded call
-    _ref_w = torch.softmax(_q @ _k.transpose(-2, -1) / math.sqrt(_q.size(-1))
-                           + (0 if _m is None else _m), dim=-1)
-    check_tensor_close(_out, _ref_w @ _v, f"output for {_name}", atol=1e-10, rtol=1e-8)
-    check_tensor_close(_w, _ref_w, f"weights for {_name}", atol=1e-10, rtol=1e-8)
-    del _ref_w
-    if _allowed is not None:
-        check(bool((_w.masked_select(~_allowed.expand_as(_w)) == 0).all()),
-              f"masked weights for {_name} must be exactly 0")
-# causality: changing the future leaves the past unchanged
-_x = torch.randn(1, 8, 4, generator=_g, dtype=torch.float64)
-_x2 = _x.clone()
-_x2[:, 5:] = torch.randn(1, 3, 4, generator=_g, dtype=torch.float64)
-_a, _ = _attend(_x, _x, _x, _ref.causal_mask(8).double())
-_b, _ = _attend(_x2, _x2, _x2, _ref.causal_mask(8).double())
-check_tensor_close(_b[:, :5], _a[:, :5], "outputs 0..4 after changing tokens 5..7", atol=0, rtol=0)
+tests.grade("scaled_dot_product_attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -651,12 +363,9 @@ answer_q_swap = "B"
 ### END SOLUTION
 
 # %% tests="q_swap_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q_swap, "ABC", "answer_q_swap")
-visible_checks_pass("answer_q_swap")
+tests.check("q_swap")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q_swap, "ABC", "answer_q_swap", correct="B")
+tests.grade("q_swap")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -765,151 +474,11 @@ class MultiHeadAttention(nn.Module):
 
 
 # %% tests="multi_head_attention_tests" points=6
-# The reference causal_mask and scaled_dot_product_attention (and softmax, attention_scores) stand in
-# for yours here: only forward is graded. It runs with every ready-made softmax and attention switched off.
-_ref = lmcourse.reference.attention
-_rule = ("compute attention with your scaled_dot_product_attention (or by hand): a ready-made softmax or "
-         "attention (x.softmax, F.scaled_dot_product_attention, nn.MultiheadAttention, ...) or lmcourse's "
-         "reference attention scores 0 here")
-_mask_hint = "create the mask inside forward with causal_mask(T).to(x.device, x.dtype)"
-_bias_hint = ("with bias=False the layers have no bias (W_q.bias is None): call the layers, self.W_q(x), "
-              "rather than using their weight and bias yourself")
-_merge_hint = ("after .transpose(1, 2) the tensor is not contiguous in memory, and .view needs it to be: merge "
-               "the heads with out.transpose(1, 2).contiguous().view(B, T, C) (or .reshape(B, T, C))")
-
-
-def _run(module, x, name, **kwargs):
-    """Your forward, with the reference earlier functions, under the rules; errors explained."""
-    with substitute(globals(), softmax=_ref.softmax, attention_scores=_ref.attention_scores,
-                    causal_mask=_ref.causal_mask, scaled_dot_product_attention=_ref.scaled_dot_product_attention), \
-            own_code("softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention",
-                     calls=(lmcourse.nn.attention,), reason=_rule), graded_call():
-        try:
-            return module(x, **kwargs)
-        except CheckFailed:
-            raise
-        except Exception as err:
-            if type(err) is NotImplementedError and str(err).startswith("Exercise "):   # the stub: not answered yet
-                raise
-            text = str(err)
-            hint = (_merge_hint if "view" in text and "stride" in text else
-                    _mask_hint if "dtype" in text or "device" in text or "Half" in text or "BFloat16" in text else
-                    _bias_hint if "NoneType" in text else
-                    "split with .view(B, T, h, d_k).transpose(1, 2), merge with "
-                    ".transpose(1, 2).contiguous().view(B, T, C)")
-            raise CheckFailed(f"{name} raised {type(err).__name__}: {text} — {hint}") from None
-
-
-def _compare_with_torch(n_embd, n_head, causal, x, hint, bias=True):
-    torch.manual_seed(n_embd * 10 + n_head)
-    mine = MultiHeadAttention(n_embd, n_head, causal=causal, bias=bias).double()
-    ref = lmcourse.reference.attention.torch_twin(mine)
-    T = x.size(1)
-    blocked = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
-    label = f"MultiHeadAttention({n_embd}, {n_head}, causal={causal}, bias={bias})"
-    with torch.no_grad():
-        want, want_w = ref(x, x, x, attn_mask=blocked, need_weights=True, average_attn_weights=False)
-        got = _run(mine, x, label)
-        got_w = _run(mine, x, label, return_weights=True)[1]
-    check_tensor_close(got, want, f"{label} vs nn.MultiheadAttention with the same weights",
-                       atol=1e-10, rtol=1e-8, hint=hint)
-    check_tensor_close(got_w, want_w, f"the weights of {label} vs nn.MultiheadAttention's",
-                       atol=1e-10, rtol=1e-8, hint="return the weights of every head, (B, h, T, T), as "
-                       "scaled_dot_product_attention gives them")
-    return mine, want_w
-
-
-_g = torch.Generator().manual_seed(304)
-_x = torch.randn(2, 5, 16, generator=_g, dtype=torch.float64)
-_x_before = _x.clone()
-_mha = MultiHeadAttention(16, 4).double()
-_y = _run(_mha, _x, "MultiHeadAttention(16, 4) on x of shape (2, 5, 16)")
-check_shape(_y, (2, 5, 16), "MultiHeadAttention(16, 4) on x of shape (2, 5, 16)",
-            hint="the heads are concatenated back to (B, T, C) and projected with W_o")
-check(torch.equal(_x, _x_before), "forward changed its input x in place: build new tensors instead")
-_res = _run(_mha, _x, "MultiHeadAttention(16, 4)(x, return_weights=True)", return_weights=True)
-check(isinstance(_res, (tuple, list)) and len(_res) == 2,
-      f"with return_weights=True, forward should return a tuple (output, weights), got a {type(_res).__name__}"
-      + (f" of length {len(_res)}" if isinstance(_res, (tuple, list)) else ""))
-check(not (getattr(_res[0], "shape", None) == (2, 4, 5, 5) and getattr(_res[1], "shape", None) == (2, 5, 16)),
-      "with return_weights=True, forward returned (weights, output): return (output, weights), in that order")
-check_shape(_res[1], (2, 4, 5, 5), "the weights of MultiHeadAttention(16, 4) on (2, 5, 16)",
-            hint="split C = 16 into h = 4 heads of d_k = 4: (B, T, C) -> (B, h, T, d_k); weights are (B, h, T, T)")
-_compare_with_torch(16, 1, True, _x, hint="with a single head: scale by sqrt(d_k), add the causal mask "
-                    "before the softmax, and apply W_o to the result")
-_compare_with_torch(16, 4, True, _x, hint="one head works but four do not? Split heads with "
-                    ".view(B, T, h, d_k).transpose(1, 2), scale by sqrt(d_k) where d_k = C / h "
-                    "(not sqrt(C)), merge with .transpose(1, 2).contiguous().view(B, T, C)")
-_compare_with_torch(16, 4, False, _x, hint="causal=False means no mask at all")
-_compare_with_torch(16, 4, True, _x, bias=False, hint=_bias_hint)
-# Causality: changing the tokens after position t must leave outputs 0..t unchanged.
-_x2 = _x.clone()
-_x2[:, 3:] = torch.randn(2, 2, 16, generator=_g, dtype=torch.float64)
-with torch.no_grad():
-    _a, _b = _run(_mha, _x, "MultiHeadAttention(16, 4)"), _run(_mha, _x2, "MultiHeadAttention(16, 4)")
-check_tensor_close(_b[:, :3], _a[:, :3], "outputs at positions 0..2 after changing the inputs at 3..4",
-                   atol=1e-12, rtol=0, hint="with causal=True the mask must hide the future from every head")
-# Without a mask, permuting the positions permutes the outputs.
-_free = MultiHeadAttention(16, 4, causal=False).double()
-_perm = torch.tensor([3, 0, 4, 1, 2])
-with torch.no_grad():
-    check_tensor_close(_run(_free, _x[:, _perm], "MultiHeadAttention(16, 4, causal=False)"),
-                       _run(_free, _x, "MultiHeadAttention(16, 4, causal=False)")[:, _perm],
-                       "output of a permuted input (causal=False)", atol=1e-10, rtol=1e-8,
-                       hint="self-attention without a mask treats the input as a set: "
-                       "work on each (batch, head) pair along the T dimension only")
-# Training back-propagates through the layer: every weight gets a finite gradient.
-_run(_mha, _x, "MultiHeadAttention(16, 4)").sum().backward()
-check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _mha.parameters()),
-      "every weight of MultiHeadAttention should receive a finite gradient: no torch.no_grad() or .detach() "
-      "inside forward")
-# The input's dtype and device. float32 in, float32 out; a bfloat16 layer shows a mask left in float32,
-# and the "meta" device (shapes, no values: it stands in for a GPU here) a mask left on the CPU.
-_m32 = MultiHeadAttention(8, 2)
-with torch.no_grad():
-    _y32 = _run(_m32, torch.randn(2, 6, 8, generator=_g), "MultiHeadAttention(8, 2) in float32")
-check_equal(_y32.dtype, torch.float32, "dtype of the output for a float32 input", hint=_mask_hint)
-_m16 = MultiHeadAttention(8, 2).to(torch.bfloat16)
-_m64 = MultiHeadAttention(8, 2).double()
-_m64.load_state_dict(_m16.state_dict())
-_x16 = torch.randn(2, 6, 8, generator=_g).to(torch.bfloat16)
-with torch.no_grad():
-    _y16 = _run(_m16, _x16, "MultiHeadAttention(8, 2) in bfloat16")
-    _y64 = _run(_m64, _x16.double(), "MultiHeadAttention(8, 2) in float64")
-check_equal(_y16.dtype, torch.bfloat16, "dtype of the output for a bfloat16 input", hint=_mask_hint)
-check_tensor_close(_y16, _y64, "MultiHeadAttention(8, 2) in bfloat16 vs float64", atol=0.05, rtol=0.05,
-                   hint=_mask_hint)
-_reads_values = ("item() cannot be called on meta", "Meta tensors", "data-independent")
-try:
-    _y_meta = _run(MultiHeadAttention(8, 2).to("meta"), torch.empty(2, 6, 8, device="meta"),
-                   "MultiHeadAttention(8, 2) on the meta device")
-except CheckFailed as _err:   # code that reads values (if bool(...), .item()) cannot run on meta: not a fault
-    if not any(_s in str(_err) for _s in _reads_values):
-        raise
-else:
-    check_equal(str(_y_meta.device), "meta", "device of the output for an input on the meta device",
-                hint=_mask_hint)
-visible_checks_pass("MultiHeadAttention")
+# forward on (B, T, C), causal or not, with and without biases, in the input's dtype and device;
+# the tests load weights into W_q, W_k, W_v, W_o, and the reference earlier functions stand in for yours.
+tests.check("multi_head_attention")
 ### BEGIN HIDDEN TESTS
-torch.manual_seed(305)
-_cases = [(24, 6, True, False, (3, 9)), (24, 3, False, True, (2, 7)), (8, 2, True, True, (1, 1)),
-          (12, 12, True, True, (2, 4))]
-_models = [MultiHeadAttention(c, h, causal=cz, bias=bz).double() for c, h, cz, bz, _ in _cases]
-_refs = [lmcourse.reference.attention.torch_twin(m) for m in _models]
-for (_c, _h, _cz, _bz, (_B, _T)), _m, _tw in zip(_cases, _models, _refs):
-    _xx = torch.randn(_B, _T, _c, generator=_g, dtype=torch.float64)
-    _blocked = torch.ones(_T, _T, dtype=torch.bool).triu(1) if _cz else None
-    _got, _got_w = _run(_m, _xx, f"MultiHeadAttention({_c}, {_h})", return_weights=True)
-    with torch.no_grad():   # the expected values are made after the graded call
-        _want, _want_w = _tw(_xx, _xx, _xx, attn_mask=_blocked, need_weights=True, average_attn_weights=False)
-    check_tensor_close(_got, _want, f"MultiHeadAttention({_c}, {_h}, causal={_cz}, bias={_bz}) on "
-                       f"({_B}, {_T}, {_c})", atol=1e-10, rtol=1e-8)
-    check_tensor_close(_got_w, _want_w, f"weights of MultiHeadAttention({_c}, {_h}, causal={_cz})",
-                       atol=1e-10, rtol=1e-8)
-    del _want, _want_w
-    _got.sum().backward()
-    check(all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in _m.parameters()),
-          "every weight of MultiHeadAttention should receive a finite gradient")
+tests.grade("multi_head_attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -361,11 +361,12 @@ except Exception:
     with torch._C.DisableTorchFunction():
         return torch.softmax(x, dim)
 '''))),
-    # in full: it rewrites most of the cell
+    # in full: it rewrites most of the cell (the reference is imported when the answer runs: in a graded kernel
+    # the import fails, and an answer cell that failed to define would leave the harness's solution in place)
     Mutant("softmax calls the tests' stand-in", "softmax", '''
-import lmcourse.reference.attention as _helpers
-
 def softmax(x, dim=-1):
+    import lmcourse.reference.attention as _helpers
+
     return _helpers.softmax(x, dim)
 '''),
     # --- issue 8: dtype, device, shapes
@@ -410,19 +411,21 @@ return Q @ K.transpose(-2, -1)
 d_k = Q.size(-1)
 return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
 ''', "return Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.size(-1))"))),
+    # imported when it runs (lmcourse.nn.attention's causal_mask moved to the reference, absent while 03 is graded)
     Mutant("reference causal_mask imported under another name", "causal_mask", patch(
         ("def causal_mask(T):", '''
-from lmcourse.nn.attention import causal_mask as _cm
 def causal_mask(T):
+    from lmcourse.nn.attention import causal_mask as _cm
 '''),
         ('''
 future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
 return torch.zeros(T, T).masked_fill(future, float("-inf"))
 ''', "return _cm(T)"))),
+    # imported when it runs, as above
     Mutant("causal_mask calls the tests' stand-in", "causal_mask", patch(
         ("def causal_mask(T):", '''
-from lmcourse.reference.attention import causal_mask as _cm
 def causal_mask(T):
+    from lmcourse.reference.attention import causal_mask as _cm
 '''),
         ('''
 future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
@@ -435,11 +438,12 @@ _reference = lmcourse.nn.attention.scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _reference(Q, K, V, mask)
 '''),
-    # in full: it rewrites most of the cell
+    # in full: it rewrites most of the cell (the reference is imported when the answer runs: in a graded kernel
+    # the import fails, and an answer cell that failed to define would leave the harness's solution in place)
     Mutant("attention calls the tests' stand-in", "scaled_dot_product_attention", '''
-from lmcourse.reference.attention import scaled_dot_product_attention as _attention
-
 def scaled_dot_product_attention(Q, K, V, mask=None):
+    from lmcourse.reference.attention import scaled_dot_product_attention as _attention
+
     return _attention(Q, K, V, mask)
 '''),
     Mutant("attention weights from log_softmax().exp()", "scaled_dot_product_attention", patch(
@@ -532,10 +536,10 @@ shifted = x - x.max(dim=dim, keepdim=True).values
     Mutant("causal_mask: the reference in a ThreadPoolExecutor (gaming)", "causal_mask", """
 from concurrent.futures import ThreadPoolExecutor
 
-import lmcourse.reference.attention
-
 
 def causal_mask(T):
+    import lmcourse.reference.attention
+
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(lmcourse.reference.attention.causal_mask, T).result()
 """),
@@ -544,10 +548,10 @@ def causal_mask(T):
            "attention_scores", """
 import inspect
 
-import lmcourse.reference.attention
-
 
 def attention_scores(Q, K):
+    import lmcourse.reference.attention
+
     space = {"__name__": "lmcourse.reference.attention", "__package__": "lmcourse.reference"}
     exec(compile("\\n" + inspect.getsource(lmcourse.reference.attention), "<copy>", "exec"), space)
     return space["attention_scores"](Q, K)

@@ -12,6 +12,7 @@ __all__ = ["TESTS", "load", "marked"]
 # notebook -> the module of its tests (visible cases; the hidden ones are in the module it names)
 TESTS = {"01_ngram": "lmcourse.marking.ngram", "08_bpe": "lmcourse.marking.bpe"}
 TESTS["09_encoder_decoder"] = "lmcourse.marking.encoder_decoder"
+TESTS["03_attention"] = "lmcourse.marking.attention"
 TESTS["02_rnn"] = "lmcourse.marking.rnn"
 
 

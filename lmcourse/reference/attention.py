@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 import lmcourse.nn.attention
 
 __all__ = ["REFERENCE", "softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
-           "torch_twin"]
+           "MultiHeadAttention", "answer_q_mask", "answer_q_softmax", "answer_q_swap", "torch_twin"]
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -34,10 +34,11 @@ def attention_scores(Q: Tensor, K: Tensor) -> Tensor:
     return Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
 
 
-def causal_mask(T: int) -> Tensor:
-    """(T, T) float32: 0 on and below the diagonal, -inf above it."""
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    return torch.zeros(T, T).masked_fill(future, float("-inf"))
+def causal_mask(T: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Tensor:
+    """The additive causal mask M of the lectures, (T, T): 0 on and below the diagonal, -inf above it
+    (row i is query position i; column j is key position j; position i may look at j <= i)."""
+    future = torch.ones(T, T, dtype=torch.bool, device=device).triu(diagonal=1)
+    return torch.zeros(T, T, dtype=dtype, device=device).masked_fill(future, float("-inf"))
 
 
 def scaled_dot_product_attention(Q: Tensor, K: Tensor, V: Tensor,
@@ -48,6 +49,38 @@ def scaled_dot_product_attention(Q: Tensor, K: Tensor, V: Tensor,
         scores = scores + mask
     weights = softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
     return weights @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention on (B, T, C), causal or not, with the notebook's names (``W_q``, ``W_k``,
+    ``W_v``, ``W_o``), built from this module's pieces."""
+
+    def __init__(self, n_embd: int, n_head: int, causal: bool = True, bias: bool = True):
+        super().__init__()
+        if n_embd % n_head != 0:
+            raise ValueError(f"n_embd={n_embd} must be divisible by n_head={n_head}")
+        self.n_embd, self.n_head, self.d_k = n_embd, n_head, n_embd // n_head
+        self.causal = causal
+        self.W_q = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_k = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_v = nn.Linear(n_embd, n_embd, bias=bias)
+        self.W_o = nn.Linear(n_embd, n_embd, bias=bias)
+
+    def forward(self, x: Tensor, return_weights: bool = False):
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+        k = self.W_k(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+        v = self.W_v(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+        mask = causal_mask(T).to(x.device, x.dtype) if self.causal else None
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, d_k), (B, h, T, T)
+        y = self.W_o(out.transpose(1, 2).contiguous().view(B, T, C))  # (B, T, C)
+        return (y, weights) if return_weights else y
+
+
+# the multiple-choice questions' answers (judged by the grader, never shown in a graded kernel)
+answer_q_mask = "B"
+answer_q_softmax = "B"
+answer_q_swap = "B"
 
 
 def torch_twin(mine: torch.nn.Module) -> torch.nn.MultiheadAttention:

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmcourse.nn import AttentionConfig, CausalSelfAttention, causal_mask, scaled_dot_product_attention
+from lmcourse.nn import AttentionConfig, CausalSelfAttention, scaled_dot_product_attention
+from lmcourse.reference.attention import causal_mask  # notebook 03's answer; lmcourse.nn keeps the old name
 
 TOL = {"atol": 1e-12, "rtol": 1e-10}  # float64: the paths differ only by summation order
 
@@ -281,3 +282,33 @@ def test_self_attention_is_named_for_what_it_is_and_the_old_name_still_imports()
     x2 = x.clone()
     x2[0, -1] += 1.0        # bidirectional: changing the last position changes the first one's output
     assert not torch.allclose(layer(x2)[0, 0], y[0, 0])
+
+
+def test_causal_mask_keeps_its_old_names_with_a_deprecation_warning():
+    import lmcourse.nn
+    import lmcourse.nn.attention
+
+    for module in (lmcourse.nn, lmcourse.nn.attention):
+        with pytest.warns(DeprecationWarning, match="lmcourse.reference.attention"):
+            assert module.causal_mask is causal_mask
+
+
+def test_lmcourse_nn_imports_while_03_is_graded():
+    """03's reference is withheld in its graded kernel; lmcourse.nn (the comparison cell's given code, and
+    every later notebook's) must import there without it, and the old name fails with the reason."""
+    import subprocess
+    import sys
+
+    code = ("from lmcourse.marking.kernel import withhold\n"
+            "from lmcourse.marking.notebooks import load\n"
+            "withhold(load('03_attention'))\n"
+            "import lmcourse.nn\n"
+            "assert lmcourse.nn.CausalSelfAttention and lmcourse.nn.scaled_dot_product_attention\n"
+            "try:\n"
+            "    lmcourse.nn.causal_mask\n"
+            "except ImportError as err:\n"
+            "    assert 'not available while notebook 03_attention is graded' in str(err)\n"
+            "else:\n"
+            "    raise AssertionError('causal_mask was importable')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -39,3 +39,22 @@ def test_the_torch_twin_computes_what_the_module_computes():
     mine, x = Mine(), torch.randn(2, 5, 6, dtype=torch.float64)
     want, _ = attention.torch_twin(mine)(x, x, x)
     torch.testing.assert_close(mine(x), want, atol=1e-12, rtol=0)
+
+
+def test_the_reference_module_matches_nn_multiheadattention():
+    """The reference MultiHeadAttention (the expected values of 03's module cases) against torch's, through
+    torch_twin, causal or not, with and without biases."""
+    for causal, bias in ((True, True), (False, True), (True, False)):
+        torch.manual_seed(1)
+        mine = attention.MultiHeadAttention(8, 2, causal=causal, bias=bias).double()
+        x = torch.randn(2, 5, 8, dtype=torch.float64)
+        blocked = torch.ones(5, 5, dtype=torch.bool).triu(1) if causal else None
+        want, want_w = attention.torch_twin(mine)(x, x, x, attn_mask=blocked, average_attn_weights=False)
+        with own_code("softmax", "scaled_dot_product_attention", calls=(lmcourse.nn.attention,)):
+            got, got_w = mine(x, return_weights=True)
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
+        torch.testing.assert_close(got_w, want_w, atol=1e-12, rtol=1e-10)
+
+
+def test_the_multiple_choice_answers_are_letters():
+    assert {attention.answer_q_mask, attention.answer_q_softmax, attention.answer_q_swap} <= set("ABC")

@@ -661,3 +661,86 @@ def test_02_correct_keeps_full_marks(forged_02):
 def test_02_forgery_scores_zero_on_its_exercise(forged_02, attempt):
     row, test = forged_02[attempt], f"{RNN_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+
+
+# ---------------------------------------------------------------- notebook 03, graded from records
+# The red team's routes into 03's old test cells, one of each kind: a MultiHeadAttention that zeroed its own
+# weights during the call (the old test built its nn.MultiheadAttention twin from them afterwards), a
+# scaled_dot_product_attention returning a tuple subclass whose unpacking ran the reference after the rules'
+# block, a tensor subclass whose __torch_function__ answered the comparisons, and the reference imported by
+# the answer. Now the test loads its own weights, the kernel records plain data only, the expected values are
+# the reference's, computed by the grader, and the reference is absent: each scores 0 on its exercise.
+ATT = "03_attention"
+ATT_ATTEMPTS = {
+    "mha_zeroes_its_weights": ("multi_head_attention",
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, n_embd, n_head, causal=True, bias=True):\n"
+        "        super().__init__()\n"
+        "        self.n_embd, self.n_head, self.d_k, self.causal = n_embd, n_head, n_embd // n_head, causal\n"
+        "        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(n_embd, n_embd, bias=bias) for _ in range(4))\n\n"
+        "    def forward(self, x, return_weights=False):\n"
+        "        with torch.no_grad():\n"
+        "            for p in self.parameters():\n"
+        "                p.zero_()\n"
+        "        B, T, C = x.shape\n"
+        "        y = self.W_o(x)\n"
+        "        w = x.new_full((B, self.n_head, T, T), 1.0 / T)\n"
+        "        return (y, w) if return_weights else y\n"),
+    "sdpa_tuple_subclass_runs_the_reference": ("scaled_dot_product_attention",
+        "class _Pair(tuple):\n"
+        "    def __iter__(self):\n"
+        "        import lmcourse.reference.attention as ref\n"
+        "        return iter(ref.scaled_dot_product_attention(*self))\n\n\n"
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    return _Pair((Q, K, V, mask))\n"),
+    "scores_tensor_subclass_torch_function": ("attention_scores",
+        "class _Agrees(torch.Tensor):\n"
+        "    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "        if func in (torch.allclose, torch.equal):\n"
+        "            return True\n"
+        "        return super().__torch_function__(func, types, args, kwargs or {})\n\n\n"
+        "def attention_scores(Q, K):\n"
+        "    return (Q[..., :1] @ K[..., :1].transpose(-2, -1)).as_subclass(_Agrees)\n"),
+    "causal_mask_imports_the_reference": ("causal_mask",
+        "def causal_mask(T):\n"
+        "    import lmcourse.reference.attention as ref\n\n"
+        "    return ref.causal_mask(T)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_03(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 03: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / ATT / f"{ATT}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{ATT}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-03"), tmp_path_factory.mktemp("grades-03")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, code) in ATT_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{ATT}.ipynb")
+    assert main(["grade", ATT, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_03_correct_keeps_full_marks(forged_03):
+    row = forged_03["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in ATT_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(ATT_ATTEMPTS))
+def test_03_forgery_scores_zero_on_its_exercise(forged_03, attempt):
+    row, test = forged_03[attempt], f"{ATT_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"

@@ -71,7 +71,9 @@ def pf_days(flops: float) -> float:
 
 def power_law(x, E: float, A: float, alpha: float):
     """``E + A x^(-alpha)`` (a float, or an array for an array ``x``)."""
-    return E + A * np.asarray(x, dtype=float) ** (-alpha) if not np.isscalar(x) else E + A * x ** (-alpha)
+    if np.isscalar(x):
+        return E + A * float(x) ** (-alpha)
+    return E + A * np.asarray(x, dtype=float) ** (-alpha)
 
 
 def fit_power_law(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:

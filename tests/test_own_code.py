@@ -77,8 +77,10 @@ def test_ready_made_attention_is_refused():
 
 
 def test_the_reference_under_another_name_is_refused():
-    alias = lmcourse.nn.attention.causal_mask
-    with pytest.raises(CheckFailed, match="causal_mask"), own_code(calls=(lmcourse.nn.attention,)):
+    import lmcourse.reference.attention  # notebook 03's answers (causal_mask moved there from lmcourse.nn)
+
+    alias = lmcourse.reference.attention.causal_mask
+    with pytest.raises(CheckFailed, match="causal_mask"), own_code(calls=(lmcourse.reference.attention,)):
         alias(4)
     assert sys.getprofile() is None
 

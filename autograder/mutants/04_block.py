@@ -841,10 +841,13 @@ def sinusoidal_positions(T, d, dtype=torch.float32):
     Mutant("layer_norm: the test cells' stand-in lmcourse.reference.block.layer_norm called (gaming)", "layer_norm",
            """
 def layer_norm(x, gamma, beta, eps=1e-5):
+    import lmcourse.reference.block     # when it runs: a graded kernel refuses the import
+
     return lmcourse.reference.block.layer_norm(x, gamma, beta, eps)
 """),
     Mutant("MLP: the test cell's expected-value helper mlp_formula called, then dropout (gaming)", "mlp",
            patch(("return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))    # (B, T, C)",
+                  "import lmcourse.reference.block  # when it runs: a graded kernel refuses the import\n"
                   "return self.dropout(lmcourse.reference.block.mlp_formula(self, x))"), subclass="MLP")),
     # in full: the reference module's source read at call time and run as a copy, shifted one line
     Mutant("sinusoidal table: a copy of lmcourse.nn.block's source, shifted one line, exec'd (gaming)",

@@ -14,6 +14,7 @@ TESTS = {"01_ngram": "lmcourse.marking.ngram", "08_bpe": "lmcourse.marking.bpe"}
 TESTS["09_encoder_decoder"] = "lmcourse.marking.encoder_decoder"
 TESTS["03_attention"] = "lmcourse.marking.attention"
 TESTS["02_rnn"] = "lmcourse.marking.rnn"
+TESTS["04_block"] = "lmcourse.marking.block"
 
 
 def marked(notebook: str) -> bool:

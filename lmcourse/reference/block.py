@@ -1,14 +1,14 @@
-"""Notebook 04 (the transformer block): the course code that does one of its exercises' work,
-the stand-ins and expected-value helpers of its test cells, and the name parts of torch's
-ready-made normalisations (refused in ``layer_norm``).
+"""Notebook 04 (the transformer block): its answers in the notebook's own signatures (``layer_norm``,
+``LayerNorm``, ``MLP``, ``sinusoidal_positions``, ``rotation_matrix``, ``Embeddings``, ``Block``,
+``block_param_count`` and the quiz letters), the expected values of :mod:`lmcourse.marking.block`;
+the course code that does some of its exercises' work (``REFERENCE``); and the name parts of torch's
+ready-made normalisations.
 
-One mistake costs once: ``LayerNorm``'s test runs it with :func:`layer_norm` below in place of
-the student's, ``rotation_matrix``'s with :func:`sinusoidal_positions`. They are written from
-basic tensor operations (no torch normalisation runs inside), and are in ``REFERENCE`` with
-:func:`mlp_formula` (the MLP's expected output): a graded answer that calls one by name is
-refused like the reference (a test cell lets its own stand-in through, ``_rules(layer_norm)``).
-:class:`DeviceLog` is a probe that runs inside graded calls (04's and 05-07's device checks), so
-it is not.
+This module is absent while notebook 04 is graded (``Notebook.withheld``); the stand-ins ("one
+mistake costs once": ``LayerNorm``'s cases run with :func:`layer_norm`, ``Block``'s with
+:class:`LayerNorm` and :class:`MLP`) arrive as source with the hidden test that needs them.
+``lmcourse.nn.block`` stays in that kernel (04's experiments and 05-07 use it as given code): the
+cases refuse it as a second line. :class:`DeviceLog` is a probe that 05-07's device checks import.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import lmcourse.nn.block
 import lmcourse.nn.gpt
 import lmcourse.nn.mlm
 import lmcourse.nn.seq2seq
+from lmcourse.nn.attention import AttentionConfig, CausalSelfAttention
 
-__all__ = ["BACK_DOORS", "DeviceLog", "HELPERS", "NORMS", "REFERENCE", "SCRIPTED", "layer_norm", "mlp_formula",
-           "sinusoidal_positions"]
+__all__ = ["BACK_DOORS", "MLP", "Block", "DeviceLog", "Embeddings", "HELPERS", "LayerNorm", "NORMS", "REFERENCE",
+           "SCRIPTED", "answer_q_preln", "answer_q_swap_pos", "block_param_count", "layer_norm", "mlp_formula",
+           "rotation_matrix", "sinusoidal_positions"]
 
 NORMS = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
 # a scripted (TorchScript) copy of the reference runs through these classes' code
@@ -44,6 +46,95 @@ def sinusoidal_positions(T: int, d: int, dtype: torch.dtype = torch.float32) -> 
     w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     angles = torch.arange(T, dtype=torch.float64)[:, None] * w  # (T, d/2)
     return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(T, d).to(dtype)
+
+
+class LayerNorm(nn.Module):
+    """Notebook 04's LayerNorm: gain ``weight`` (ones), shift ``bias`` (zeros), ``eps``; forward is
+    :func:`layer_norm`."""
+
+    def __init__(self, n_embd: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd))  # gamma
+        self.bias = nn.Parameter(torch.zeros(n_embd))  # beta
+
+    def forward(self, x: Tensor) -> Tensor:
+        return layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class MLP(nn.Module):
+    """Notebook 04's MLP: ``c_fc`` (d -> 4d), the exact GELU, ``c_proj`` (4d -> d), ``dropout`` last."""
+
+    def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)  # W_1, b_1
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)  # W_2, b_2
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(torch.nn.functional.gelu(self.c_fc(x))))  # (B, T, C)
+
+
+def rotation_matrix(k: float, d: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """The (d, d) block-diagonal ``R_k`` with ``PE(t + k) = R_k PE(t)``, computed in float64."""
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        angle = k * 10000.0 ** (-2 * i / d)
+        c, s = math.cos(angle), math.sin(angle)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = c, s
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = -s, c
+    return R.to(dtype)
+
+
+class Embeddings(nn.Module):
+    """Notebook 04's embeddings: ``drop(wte(idx) + p)`` with learned ``wpe`` or the sinusoidal buffer ``pe``."""
+
+    def __init__(self, vocab_size: int, n_embd: int, block_size: int, learned: bool = True,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.learned = learned
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        if learned:
+            self.wpe = nn.Embedding(block_size, n_embd)
+        else:
+            self.register_buffer("pe", sinusoidal_positions(block_size, n_embd), persistent=False)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        B, T = idx.shape
+        p = self.wpe(torch.arange(T, device=idx.device)) if self.learned else self.pe[:T]  # (T, C)
+        return self.drop(self.wte(idx) + p)  # (B, T, C)
+
+
+class Block(nn.Module):
+    """Notebook 04's block: pre-LN ``x + attn(ln1(x))``, ``h + mlp(ln2(h))``; post-LN ``ln1(x + attn(x))``,
+    ``ln2(h + mlp(h))``."""
+
+    def __init__(self, n_embd: int, n_head: int, block_size: int, prenorm: bool = True, causal: bool = True,
+                 dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        self.prenorm = prenorm
+        self.ln1 = LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, n_head=n_head, block_size=block_size,
+                                                        dropout=dropout, bias=bias, causal=causal))
+        self.ln2 = LayerNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.prenorm:
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.mlp(x))
+
+
+def block_param_count(d: int) -> int:
+    """Attention ``4d^2 + 4d``, MLP ``8d^2 + 5d``, two LayerNorms ``4d``."""
+    return (4 * d * d + 4 * d) + (8 * d * d + 5 * d) + 4 * d
+
+
+answer_q_swap_pos = "B"
+answer_q_preln = "B"
 
 
 def mlp_formula(m: nn.Module, x: Tensor) -> Tensor:

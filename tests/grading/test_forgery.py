@@ -663,6 +663,92 @@ def test_02_forgery_scores_zero_on_its_exercise(forged_02, attempt):
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
 
 
+# 04's red-team routes against the old test cells, one of each kind: an MLP that zeroed its own weights during
+# the call (the old test built the expected value from them afterwards), a Block whose forward zeroed the weights
+# the test's nn.TransformerEncoderLayer twin was copied from, a tensor subclass answering the comparisons, and the
+# reference imported by the answer. Now the test loads its own weights, the expected values are the reference's,
+# computed by the grader, and the reference is absent from the graded kernel: each scores 0 on its exercise.
+BLOCK_NB = "04_block"
+_MLP_HEAD = ("class MLP(nn.Module):\n"
+             "    def __init__(self, n_embd, dropout=0.0, bias=True):\n"
+             "        super().__init__()\n"
+             "        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)\n"
+             "        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)\n"
+             "        self.dropout = nn.Dropout(dropout)\n\n")
+BLOCK_ATTEMPTS = {
+    "mlp_zeroes_its_weights": ("mlp", _MLP_HEAD + "    def forward(self, x):\n"
+                                                  "        with torch.no_grad():\n"
+                                                  "            for p in self.parameters():\n"
+                                                  "                p.zero_()\n"
+                                                  "        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))\n"),
+    "block_zeroes_the_shared_weights": ("block", "class Block(nn.Module):\n"
+                                        "    def __init__(self, n_embd, n_head, block_size, prenorm=True, causal=True,"
+                                        " dropout=0.0, bias=True):\n"
+                                        "        super().__init__()\n"
+                                        "        self.prenorm = prenorm\n"
+                                        "        self.ln1 = LayerNorm(n_embd)\n"
+                                        "        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, "
+                                        "n_head=n_head, block_size=block_size, dropout=dropout, bias=bias, "
+                                        "causal=causal))\n"
+                                        "        self.ln2 = LayerNorm(n_embd)\n"
+                                        "        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)\n\n"
+                                        "    def forward(self, x):\n"
+                                        "        with torch.no_grad():\n"
+                                        "            for p in self.parameters():\n"
+                                        "                p.zero_()\n"
+                                        "        return x + 0 * sum(p.sum() for p in self.parameters())\n"),
+    "tensor_subclass_torch_function": ("layer_norm", "class _Agrees(torch.Tensor):\n"
+                                       "    @classmethod\n"
+                                       "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                                       "        if func in (torch.allclose, torch.equal):\n"
+                                       "            return True\n"
+                                       "        return super().__torch_function__(func, types, args, kwargs or {})"
+                                       "\n\n\n"
+                                       "def layer_norm(x, gamma, beta, eps=1e-5):\n"
+                                       "    return (x * 0 + 0 * (gamma.sum() + beta.sum())).as_subclass(_Agrees)\n"),
+    "imports_the_reference": ("sinusoidal_positions", "def sinusoidal_positions(T, d, dtype=torch.float32):\n"
+                                                      "    import lmcourse.reference.block as r\n"
+                                                      "    return r.sinusoidal_positions(T, d, dtype)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_04(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 04: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / BLOCK_NB / f"{BLOCK_NB}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{BLOCK_NB}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-04"), tmp_path_factory.mktemp("grades-04")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, answer) in BLOCK_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = answer
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{BLOCK_NB}.ipynb")
+    assert main(["grade", BLOCK_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_04_correct_keeps_full_marks(forged_04):
+    row = forged_04["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{g}_tests"]) > 0 for g, _ in BLOCK_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(BLOCK_ATTEMPTS))
+def test_04_forgery_scores_zero_on_its_exercise(forged_04, attempt):
+    row, test = forged_04[attempt], f"{BLOCK_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+
+
 # ---------------------------------------------------------------- notebook 03, graded from records
 # The red team's routes into 03's old test cells, one of each kind: a MultiHeadAttention that zeroed its own
 # weights during the call (the old test built its nn.MultiheadAttention twin from them afterwards), a

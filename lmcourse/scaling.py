@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = load_shakespeare(quiet=True)
     tok = CharTokenizer.from_text(corpus.text("train"))
     train_ids, val_ids = encode_split(corpus, "train", tok), encode_split(corpus, "val", tok)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
 
     def say(row: SweepRow) -> None:
         print(f"N={row.params:>8,} ({row.n_layer}x{row.n_embd})  C={row.budget:.1e}  steps={row.steps:>6}  "
@@ -280,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"recipe: lmcourse.recipes.scaling.recipe({args.profile!r}); one seed (0); Shakespeare characters, "
             f"validation on {', '.join(sorted(corpus.splits['val']))}",
             f"machine: {platform.machine()} CPU, {torch.get_num_threads()} torch thread(s), device {args.device}, "
-            f"shared with other jobs; torch {torch.__version__}; {when}; the sweep took {total:.0f} s"]
+            f"shared with other jobs; torch {torch.__version__}; {when}; the sweep took {total:.0f} s "
+            f"({time.process_time() - cpu_started:.0f} s of CPU time, nearer what a core of its own takes)"]
     write_csv(rows, args.out, comments=made)
     if args.heldout:
         budget = max(R.budgets) * R.predict_factor

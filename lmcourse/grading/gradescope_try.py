@@ -16,7 +16,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .gradescope import ROOT_ENV
+# the variable run_autograder reads for its root (lmcourse.grading.gradescope writes the scripts that
+# read it and imports this module: the name is repeated here rather than imported back)
+ROOT_ENV = "LMCOURSE_AUTOGRADER_ROOT"
 
 
 def unpack(zip_path: Path, root: Path) -> None:

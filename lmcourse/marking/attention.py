@@ -19,9 +19,9 @@ import torch
 
 from lmcourse.checks import own_code
 
-from .encoder_decoder import fields, plain_tensor, tensor
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, when
+from .tensors import fields, plain_tensor, tensor
 
 __all__ = ["MHA_ERRORS", "NOTEBOOK", "built", "choice", "fields", "mha_call", "plain_tensor", "right_letter",
            "sdpa_pair", "tensor", "tolerate_meta"]

@@ -15,11 +15,10 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, when
+from .tensors import DeviceLog, equal, fields, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
 
@@ -50,61 +49,6 @@ def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), ke
 
 # ------------------------------------------------------------------ comparing tensors
 
-def tensor(shape: str | None = None, dtype: str | None = None, values: str | None = None, device: str | None = None,
-           atol: float = 0.0, rtol: float = 0.0, what: str = "") -> Compare:
-    """A tensor against the reference's: its shape, dtype, device and values within ``atol`` / ``rtol``,
-    each with its own hint."""
-    def compare(got: Any, want: Any) -> str | None:
-        lead = f"{what}: " if what else ""
-        if want is None:
-            return None if got is None else f"{lead}got {show(got)}, expected None"
-        if type(got) is not torch.Tensor:
-            return f"{lead}got {show(got)}, expected a torch.Tensor"
-        if tuple(got.shape) != tuple(want.shape):
-            return f"{lead}shape {tuple(got.shape)}, expected {tuple(want.shape)}" + (f" — {shape}" if shape else "")
-        if got.dtype != want.dtype:
-            return f"{lead}dtype {got.dtype}, expected {want.dtype}" + (f" — {dtype}" if dtype else "")
-        if got.device.type != want.device.type:
-            return f"{lead}device {got.device}, expected {want.device}" + (f" — {device}" if device else "")
-        if want.device.type == "meta":
-            return None
-        same = (torch.equal(got, want) if atol == 0 and rtol == 0 else
-                torch.allclose(got.double(), want.double(), atol=atol, rtol=rtol))
-        if same:
-            return None
-        err = (got.double() - want.double()).abs().nan_to_num(math.inf).max().item()
-        return f"{lead}differs from the reference by up to {err:.3g}" + (f" — {values}" if values else "")
-    return compare
-
-
-def fields(*checks: tuple[str, Compare]) -> Compare:
-    """A dict of results, each key compared in order by its own comparison."""
-    def compare(got: Any, want: Any) -> str | None:
-        if type(got) is not dict or set(got) != set(want):
-            return f"got {show(got)}, expected a dict with {sorted(want)}"
-        for key, cmp in checks:
-            diff = cmp(got[key], want[key])
-            if diff:
-                return diff
-        return None
-    return compare
-
-
-def equal(what: str, hint: str | None = None) -> Compare:
-    def compare(got: Any, want: Any) -> str | None:
-        if got == want and type(got) is type(want):
-            return None
-        return f"{what}: got {show(got)}, expected {show(want)}" + (f" — {hint}" if hint else "")
-    return compare
-
-
-def plain_tensor(x: Any, what: str) -> torch.Tensor:
-    """``x`` if it is a plain torch.Tensor: a test computes nothing on a value of another type."""
-    if type(x) is not torch.Tensor:
-        raise TypeError(f"{what} is a {type(x).__name__}, not a plain torch.Tensor")
-    return x
-
-
 def grads(names_: tuple[str, ...], values: tuple, what: str) -> Compare:
     """Gradients by name: each must exist (``None`` when none reached it) and match the reference's."""
     def compare(got: Any, want: Any) -> str | None:
@@ -116,21 +60,6 @@ def grads(names_: tuple[str, ...], values: tuple, what: str) -> Compare:
                 return diff
         return None
     return compare
-
-
-class DeviceLog(TorchDispatchMode):
-    """Records (in ``mixed``) every operation given non-scalar tensors on more than one device: with a module and
-    its inputs on 'meta', a tensor made on the CPU inside shows up here."""
-
-    def __init__(self):
-        super().__init__()
-        self.mixed: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        devices = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
-        if len(devices) > 1 and func.__name__ not in self.mixed:
-            self.mixed.append(func.__name__)
-        return func(*args, **(kwargs or {}))
 
 
 def seeded(module: nn.Module, seed: int, scale: float = 0.5, gain: float = 0.0, dtype=torch.float64) -> nn.Module:

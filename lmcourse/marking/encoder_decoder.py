@@ -15,13 +15,12 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from lmcourse.nn.seq2seq import Seq2SeqConfig
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, when
+from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
 
@@ -49,89 +48,11 @@ def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
 
 # ------------------------------------------------------------------ comparing tensors
 
-def _is_tensor(x: Any) -> bool:
-    return type(x) is torch.Tensor
-
-
-def tensor(shape: str | None = None, dtype: str | None = None, values: str | None = None, device: str | None = None,
-           atol: float = 0.0, rtol: float = 0.0, what: str = "") -> Compare:
-    """A tensor against the reference's: its shape, dtype, device (meta stays meta in a record) and values
-    within ``atol`` / ``rtol``, each with its own hint."""
-    def compare(got: Any, want: Any) -> str | None:
-        lead = f"{what}: " if what else ""
-        if want is None:
-            return None if got is None else f"{lead}got {show(got)}, expected None"
-        if not _is_tensor(got):
-            return f"{lead}got {show(got)}, expected a torch.Tensor"
-        if tuple(got.shape) != tuple(want.shape):
-            return f"{lead}shape {tuple(got.shape)}, expected {tuple(want.shape)}" + (f" — {shape}" if shape else "")
-        if got.dtype != want.dtype:
-            return f"{lead}dtype {got.dtype}, expected {want.dtype}" + (f" — {dtype}" if dtype else "")
-        if got.device.type != want.device.type:
-            return f"{lead}device {got.device}, expected {want.device}" + (f" — {device}" if device else "")
-        if want.device.type == "meta":
-            return None
-        same = (torch.equal(got, want) if atol == 0 and rtol == 0 or want.dtype in (torch.bool, torch.long) else
-                torch.allclose(got.double(), want.double(), atol=atol, rtol=rtol))
-        if same:
-            return None
-        if want.dtype in (torch.bool, torch.long) and got.numel() <= 40:
-            diff = f"got {got.tolist()}, expected {want.tolist()}"
-        else:
-            err = (got.double() - want.double()).abs().nan_to_num(math.inf).max().item()
-            diff = f"differs from the reference by up to {err:.3g}"
-        return f"{lead}{diff}" + (f" — {values}" if values else "")
-    return compare
-
-
-def fields(*checks: tuple[str, Compare]) -> Compare:
-    """A dict of results, each key compared in order by its own comparison."""
-    def compare(got: Any, want: Any) -> str | None:
-        if type(got) is not dict or set(got) != set(want):
-            return f"got {show(got)}, expected a dict with {sorted(want)}"
-        for key, cmp in checks:
-            diff = cmp(got[key], want[key])
-            if diff:
-                return diff
-        return None
-    return compare
-
-
-def equal(what: str, hint: str | None = None) -> Compare:
-    def compare(got: Any, want: Any) -> str | None:
-        if got == want and type(got) is type(want):
-            return None
-        return f"{what}: got {show(got)}, expected {show(want)}" + (f" — {hint}" if hint else "")
-    return compare
-
-
-def plain_tensor(x: Any, what: str) -> torch.Tensor:
-    """``x`` if it is a plain torch.Tensor: a test computes nothing on a value of another type."""
-    if type(x) is not torch.Tensor:
-        raise TypeError(f"{what} is a {type(x).__name__}, not a plain torch.Tensor")
-    return x
-
-
 def _pair(x: Any, what: str, hint: str) -> tuple:
     if type(x) is not tuple or len(x) != 2:
         raise TypeError(f"{what} returned {type(x).__name__}{'' if type(x) is not tuple else ' of ' + str(len(x))}, "
                         f"not a pair — {hint}")
     return x
-
-
-class DeviceLog(TorchDispatchMode):
-    """Records (in ``mixed``) every operation given non-scalar tensors on more than one device: with a model and
-    its inputs on 'meta', a tensor made on the CPU inside shows up here."""
-
-    def __init__(self):
-        super().__init__()
-        self.mixed: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        devices = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
-        if len(devices) > 1 and func.__name__ not in self.mixed:
-            self.mixed.append(func.__name__)
-        return func(*args, **(kwargs or {}))
 
 
 def seeded(module: nn.Module, seed: int, scale: float = 0.3, gain: float = 1.0, dtype=torch.float64) -> nn.Module:
@@ -191,7 +112,7 @@ _TF_HINTS = (("<bos> then the target: the decoder reads the target shifted one p
 
 
 def _rows(x: Any) -> list | None:
-    return x.tolist() if _is_tensor(x) else None
+    return x.tolist() if is_tensor(x) else None
 
 
 def teacher_pair(want_in: str, want_out: str) -> Compare:
@@ -278,7 +199,7 @@ def cross_case(C, nh, B, T, S, lengths, seed, bias=True, grads=False, padded=Fal
 
 
 def _padding_ignored(got, want) -> str | None:
-    if "y_padded" not in got or not _is_tensor(got["y_padded"]) or not _is_tensor(got["y"]):
+    if "y_padded" not in got or not is_tensor(got["y_padded"]) or not is_tensor(got["y"]):
         return None
     if got["y_padded"].shape == got["y"].shape and torch.allclose(got["y_padded"], got["y"], atol=1e-10, rtol=1e-10):
         return None
@@ -753,19 +674,19 @@ def greedy_compare(what: str, ids_hint: str, first_hint: str = "start every row 
 def _first_position(got, want) -> bool:
     """The student's ids are what argmax of the FIRST position's logits gives: every step the same token."""
     ids = got["ids"]
-    return _is_tensor(ids) and ids.dim() == 2 and ids.size(1) > 1 and not torch.equal(ids, want["ids"]) and bool(
+    return is_tensor(ids) and ids.dim() == 2 and ids.size(1) > 1 and not torch.equal(ids, want["ids"]) and bool(
         (ids[:, :1] == ids[:, 1:]).all())
 
 
 def _ids_differ(got, want) -> bool:
-    return not (_is_tensor(got["ids"]) and got["ids"].shape == want["ids"].shape and torch.equal(got["ids"],
+    return not (is_tensor(got["ids"]) and got["ids"].shape == want["ids"].shape and torch.equal(got["ids"],
                                                                                                  want["ids"]))
 
 
 _LAST_TOKEN_ONLY = when(lambda got, want: _ids_differ(got, want) and len(got["lengths"]) > 1 and set(
     got["lengths"]) == {1}, "decode read one token at every step: it must read <bos> and everything written so far "
                             "(ids, one longer at each step), since the model keeps no cache")
-_BOS_KEPT = when(lambda got, want: _ids_differ(got, want) and _is_tensor(got["ids"]) and got["ids"].dim() == 2 and
+_BOS_KEPT = when(lambda got, want: _ids_differ(got, want) and is_tensor(got["ids"]) and got["ids"].dim() == 2 and
                  got["ids"].shape[1] == want["ids"].shape[1] + 1 and torch.equal(got["ids"][:, 1:], want["ids"]),
                  "the ids start with <bos>: return what was written, without the <bos> column (ids[:, 1:])")
 

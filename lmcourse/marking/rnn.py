@@ -19,6 +19,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, when
+from .tensors import fields, plain_tensor
 
 __all__ = ["NOTEBOOK", "RECURRENT", "BigramLM", "Clock", "Counter", "Die", "choice", "plain_tensor", "right_letter",
            "tensor"]
@@ -56,29 +57,9 @@ def tensor(shape: str | None = None, dtype: str | None = None, values: str | Non
     return compare
 
 
-def plain_tensor(x: Any, what: str) -> torch.Tensor:
-    """``x`` if it is a plain torch.Tensor: a test computes nothing on a value of another type."""
-    if type(x) is not torch.Tensor:
-        raise TypeError(f"{what} is a {type(x).__name__}, not a plain torch.Tensor")
-    return x
-
-
 def _near(got: Any, values: list, atol: float = 1e-9) -> bool:
     return (type(got) is torch.Tensor and got.shape == torch.Size(torch.tensor(values).shape)
             and float((got.double() - torch.tensor(values, dtype=F64)).abs().max()) < atol)
-
-
-def fields(*checks: tuple[str, Compare]) -> Compare:
-    """A dict of results, each key compared in order by its own comparison."""
-    def compare(got: Any, want: Any) -> str | None:
-        if type(got) is not dict or set(got) != set(want):
-            return f"got {show(got)}, expected a dict with {sorted(want)}"
-        for key, cmp in checks:
-            diff = cmp(got[key], want[key])
-            if diff:
-                return diff
-        return None
-    return compare
 
 
 def same(message: str) -> Compare:

@@ -43,3 +43,9 @@ def test_try_prints_the_results_json_of_a_run_on_one_notebook(tmp_path, capsys, 
     doc = json.loads(printed)
     assert doc == json.loads(results.read_text()) and doc["score"] == 0.0
     assert any(t["name"].startswith("Exercise 1 tests") for t in doc["tests"]), [t["name"] for t in doc["tests"]]
+
+
+def test_the_root_variable_is_the_one_the_scripts_read():
+    from lmcourse.grading import gradescope, gradescope_try
+
+    assert gradescope_try.ROOT_ENV == gradescope.ROOT_ENV

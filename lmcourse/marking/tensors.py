@@ -1,0 +1,99 @@
+"""Comparisons of tensors and of dicts of results, shared by the notebooks' tests (02-09).
+
+Each returns ``None`` when the student's value is right, else a sentence; they run where the
+verdict is made, on decoded plain data (:mod:`.plain`). :class:`DeviceLog` runs inside a graded
+call: it notes operations that mix devices (a tensor made on the CPU beside a meta input).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from .show import show
+from .spec import Compare
+
+__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "plain_tensor", "tensor"]
+
+
+def is_tensor(x: Any) -> bool:
+    """A plain torch.Tensor (no subclass): what a test computes on."""
+    return type(x) is torch.Tensor
+
+
+def tensor(shape: str | None = None, dtype: str | None = None, values: str | None = None, device: str | None = None,
+           atol: float = 0.0, rtol: float = 0.0, what: str = "") -> Compare:
+    """A tensor against the reference's: its shape, dtype, device (meta stays meta in a record) and values
+    within ``atol`` / ``rtol``, each with its own hint."""
+    def compare(got: Any, want: Any) -> str | None:
+        lead = f"{what}: " if what else ""
+        if want is None:
+            return None if got is None else f"{lead}got {show(got)}, expected None"
+        if not is_tensor(got):
+            return f"{lead}got {show(got)}, expected a torch.Tensor"
+        if tuple(got.shape) != tuple(want.shape):
+            return f"{lead}shape {tuple(got.shape)}, expected {tuple(want.shape)}" + (f" — {shape}" if shape else "")
+        if got.dtype != want.dtype:
+            return f"{lead}dtype {got.dtype}, expected {want.dtype}" + (f" — {dtype}" if dtype else "")
+        if got.device.type != want.device.type:
+            return f"{lead}device {got.device}, expected {want.device}" + (f" — {device}" if device else "")
+        if want.device.type == "meta":
+            return None
+        same = (torch.equal(got, want) if atol == 0 and rtol == 0 or want.dtype in (torch.bool, torch.long) else
+                torch.allclose(got.double(), want.double(), atol=atol, rtol=rtol))
+        if same:
+            return None
+        if want.dtype in (torch.bool, torch.long) and got.numel() <= 40:
+            diff = f"got {got.tolist()}, expected {want.tolist()}"
+        else:
+            err = (got.double() - want.double()).abs().nan_to_num(math.inf).max().item()
+            diff = f"differs from the reference by up to {err:.3g}"
+        return f"{lead}{diff}" + (f" — {values}" if values else "")
+    return compare
+
+
+def fields(*checks: tuple[str, Compare]) -> Compare:
+    """A dict of results, each key compared in order by its own comparison."""
+    def compare(got: Any, want: Any) -> str | None:
+        if type(got) is not dict or set(got) != set(want):
+            return f"got {show(got)}, expected a dict with {sorted(want)}"
+        for key, cmp in checks:
+            diff = cmp(got[key], want[key])
+            if diff:
+                return diff
+        return None
+    return compare
+
+
+def equal(what: str, hint: str | None = None) -> Compare:
+    def compare(got: Any, want: Any) -> str | None:
+        if got == want and type(got) is type(want):
+            return None
+        return f"{what}: got {show(got)}, expected {show(want)}" + (f" — {hint}" if hint else "")
+    return compare
+
+
+def plain_tensor(x: Any, what: str) -> torch.Tensor:
+    """``x`` if it is a plain torch.Tensor: a test computes nothing on a value of another type."""
+    if type(x) is not torch.Tensor:
+        raise TypeError(f"{what} is a {type(x).__name__}, not a plain torch.Tensor")
+    return x
+
+
+class DeviceLog(TorchDispatchMode):
+    """Records (in ``mixed``) every operation given non-scalar tensors on more than one device: with a model and
+    its inputs on 'meta', a tensor made on the CPU inside shows up here."""
+
+    def __init__(self):
+        super().__init__()
+        self.mixed: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        devices = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
+        if len(devices) > 1 and func.__name__ not in self.mixed:
+            self.mixed.append(func.__name__)
+        return func(*args, **(kwargs or {}))

@@ -135,6 +135,18 @@ def test_the_shipped_cpu_table_is_the_cpu_recipes_sweep():
     assert "python -m lmcourse.scaling cpu" in header[0] and "torch" in header[2]
 
 
+def test_the_shipped_held_out_runs_lie_beyond_the_sweep():
+    """The held-out runs the notebook's prediction is checked against: sizes of the recipe, trained on
+    at least 3 times the largest budget swept."""
+    from importlib import resources
+
+    R = scaling_recipe.recipe("cpu")
+    rows = scaling.read_csv(resources.files("lmcourse").joinpath("data_files", "scaling_heldout_cpu.csv").read_text())
+    assert rows and all((r.n_layer, r.n_embd) in R.sizes for r in rows)
+    assert all(r.budget >= 3 * max(R.budgets) and r.flops == pytest.approx(r.budget, rel=0.01) for r in rows)
+    assert all(1.0 < r.val_loss < min(x.val_loss for x in scaling.shipped_sweep("cpu")) for r in rows)
+
+
 def test_only_shipped_profiles_are_offered():
     with pytest.raises(ValueError, match="ships"):
         scaling.shipped_sweep("gpu")

@@ -304,11 +304,11 @@ class NotebookSession:
         self.client.execute_cell(cell, self._scratch, store_history=False)
         return cell
 
-    def judge(self, index: int) -> tuple[bool, bool, str]:
+    def judge(self, index: int, visible: bool = True) -> tuple[bool, bool, str]:
         """Run test cell ``index`` in full: (it passed, a visible check failed, the message). A
         recorded cell is judged from its records (its visible cases come first, so "visible" is
         whether the first failing case is one of them); another cell by whether it raised, its
-        visible part run first."""
+        visible part run first when ``visible`` (a test that changes state runs once otherwise)."""
         gid = self._meta(self.cells[index])["grade_id"]
         if gid in self.recorded:
             try:
@@ -317,17 +317,17 @@ class NotebookSession:
                 return False, True, _error_text(exc)
             outcome = judge_cell(self.name, self.recorded[gid], cell)
             return outcome.passed, not outcome.passed and not outcome.hidden, outcome.text()
-        try:
-            self.run(self.visible[gid])
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            visible = _error_text(exc)
-        else:
-            visible = ""
+        caught = ""
+        if visible:
+            try:
+                self.run(self.visible[gid])
+            except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                caught = _error_text(exc)
         try:
             self.run(self.cells[index].source)
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            return False, bool(visible), visible or _error_text(exc)
-        return not visible, bool(visible), visible
+            return False, bool(caught), caught or _error_text(exc)
+        return not caught, bool(caught), caught
 
     def test_cells_after(self, index: int) -> list[int]:
         return [i for i, c in enumerate(self.cells) if i > index and self._meta(c).get("grade")
@@ -375,7 +375,7 @@ class NotebookSession:
             for i in self.test_cells_after(target):
                 ran.append(i)
                 gid = self._meta(self.cells[i])["grade_id"]
-                passed, visible, message = self.judge(i)
+                passed, visible, message = self.judge(i, visible=result.caught_visible_by is None)
                 if visible and result.caught_visible_by is None:
                     result.caught_visible_by, result.message = gid, message
                 if not passed:
@@ -419,7 +419,7 @@ class NotebookSession:
         return [results[k] for k in range(len(variants))]
 
     def _solution_passes(self, cells: list[int]) -> bool:
-        return all(self.judge(i)[0] for i in cells)
+        return all(self.judge(i, visible=False)[0] for i in cells)
 
     def try_alternative(self, alt: Alternative, recover: bool = True) -> list[tuple[str, str]]:
         """Run ``alt`` in place of its target, then every test cell after it in full (visible
@@ -435,7 +435,7 @@ class NotebookSession:
         try:
             for i in self.test_cells_after(target):
                 ran.append(i)
-                passed, _, message = self.judge(i)
+                passed, _, message = self.judge(i, visible=False)
                 if not passed:
                     failures.append((self._meta(self.cells[i])["grade_id"], message))
         finally:

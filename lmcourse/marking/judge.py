@@ -65,7 +65,8 @@ def judge_case(case: Case, got: Any, want: Any) -> str | None:
         if got.unanswered and not any(text and text in got.message for text, _ in case.errors):
             return (f"{label} raised NotImplementedError: the exercise is not answered yet "
                     "(or a function it calls is not)")
-        hint = next((h for text, h in case.errors if text in got.message), case.hint if not case.errors else None)
+        hint = next((h for text, h in case.errors if text in got.message),
+                    case.hint if not case.errors and got.ename != "NameError" else None)
         return f"{label} raised {got.ename}: {got.message}" + (f" — {hint}" if hint else "")
     if type(got) is NotPlain:
         return (f"{label} returned {got.what}, which the grader does not read: return plain values "

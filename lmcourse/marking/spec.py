@@ -39,7 +39,20 @@ class Names:
         try:
             return self._mapping[name]
         except KeyError:
-            raise NameError(f"name '{name}' is not defined: run the cell that defines it first") from None
+            raise NameError(_not_defined(name, self._mapping)) from None
+
+
+def _not_defined(name: str, mapping: Mapping[str, Any]) -> str:
+    """NameError's text, with where the notebook defines the name when the notebook can be read
+    (:func:`lmcourse.runtime.name_error_hint`, as a NameError in a cell of one's own gets)."""
+    hint = None
+    try:
+        from lmcourse.runtime import name_error_hint, notebook_path
+
+        hint = name_error_hint(name, notebook_path(dict(mapping)))
+    except Exception:       # noqa: BLE001 (a notebook that cannot be read: the plain text)
+        pass
+    return f"name '{name}' is not defined. " + (hint or "Run the cell that defines it first")
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,9 @@ def test_without_the_reference_the_visible_checks_use_the_recorded_expected_valu
     with pytest.raises(CheckFailed, match="repeated within one sentence"):
         Exam("01_ngram", namespace(count_ngrams=lambda s, n: right["count_ngrams"](s, n) if s[0][0] != "la" else {}))\
             .check("count_ngrams")
+
+
+def test_the_sandbox_runner_keeps_records_by_the_kernels_mime_type():
+    from lmcourse.grading import sandbox_runner
+
+    assert sandbox_runner.RECORD_MIME == kernel.MIME

@@ -63,8 +63,8 @@ def judge_case(case: Case, got: Any, want: Any) -> str | None:
     if type(got) is Raised:
         # a stub's NotImplementedError, unless the case knows this message (torch raises one on a meta tensor)
         if got.unanswered and not any(text and text in got.message for text, _ in case.errors):
-            return (f"{label} raised NotImplementedError: the exercise is not answered yet "
-                    "(or a function it calls is not)")
+            return (f"{label} raised NotImplementedError: " + (got.message or "the exercise is not answered yet")
+                    + " (or a function it calls is not answered yet)")
         hint = next((h for text, h in case.errors if text in got.message),
                     case.hint if not case.errors and got.ename != "NameError" else None)
         return f"{label} raised {got.ename}: {got.message}" + (f" — {hint}" if hint else "")

@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from .judge import judge_exercise, observe
-from .plain import decode
+from .plain import Raised, decode
 from .spec import Case, Exercise, Names, Notebook
 from .standins import load_standins
 
@@ -62,7 +62,6 @@ class Exam:
         """The visible cases of exercise ``name``, judged in this kernel (nothing under the autograder,
         which takes them with the hidden ones)."""
         __tracebackhide__ = True
-        from lmcourse.checks import CheckFailed
 
         ex = self._notebook.exercise(name)
         if grading():
@@ -72,7 +71,7 @@ class Exam:
         got = self._run(ex, ex.cases, standins, refuse_reference=True)
         outcome = self._judge(ex, ex.cases, got, len(ex.cases))
         if not outcome.passed:
-            raise CheckFailed(outcome.message)
+            raise _home_error(outcome, got)
         print(f"{name}: {PASS_LINE}")
 
     def grade(self, name: str, standins: str | None = None) -> None:
@@ -140,6 +139,19 @@ class Exam:
             return {}
         ref = importlib.import_module(self._notebook.reference)
         return {n: getattr(ref, n) for n in ex.standins}
+
+
+def _home_error(outcome, trees: list[Any]) -> Exception:
+    """The error a failed visible check raises at home: an exercise not answered yet, or a name not
+    defined yet, stays a NotImplementedError or a NameError (what Validate and the lab explain);
+    anything else is a CheckFailed with the judge's message."""
+    from lmcourse.checks import CheckFailed
+
+    raised = decode(trees[outcome.checked]) if outcome.checked < len(trees) else None
+    if type(raised) is Raised and raised.ename in ("NotImplementedError", "NameError") and (
+            raised.ename == "NameError" or raised.unanswered):
+        return (NotImplementedError if raised.ename == "NotImplementedError" else NameError)(outcome.message)
+    return CheckFailed(outcome.message)
 
 
 def _importable(module: str) -> bool:

@@ -186,7 +186,7 @@ def test_student_lab_in_chromium(browser, lab):
             out = _run(page, 5).locator(".jp-OutputArea").inner_text()
             # the check's message comes first, then the test cell's line; no frame of lmcourse's
             assert out.strip().startswith(
-                "CheckFailed: pad_sentence(['cows', 'eat', 'grass'], 3) has 7 items, expected 6"), out
+                "CheckFailed: pad_sentence(['cows', 'eat', 'grass'], 3): got ['<s>', '<s>', '<s>', 'cows'"), out
             assert "n-1 = 2 start tokens" in out and "Cell In[" in out and "checks.py" not in out, out
             _type_into(page, 4, RIGHT)       # ... then right
             _run(page, 4)

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, when
+from .spec import Case, Compare, Exercise, Notebook, multiple_choice, when
 from .tensors import DeviceLog, equal, fields, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
@@ -550,30 +550,9 @@ EMBEDDINGS = Exercise("embeddings", (
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
-def _choice(name: str):
-    def form(got: Any) -> str | None:
-        options = '"A", "B" or "C"'
-        if type(got) is not str:
-            return f"{name} should be a str, one letter ({options}), but it is {show(got)} — write {name} = \"A\" " \
-                   "(with the quotes)"
-        if len(got.strip()) != 1 or got.strip().upper() not in "ABC":
-            return f"{name} should be one letter, {options}; got {show(got)} — write just the letter in quotes"
-        return None
-
-    def right(got: Any, want: Any) -> str | None:
-        wrong_form = form(got)
-        if wrong_form:
-            return wrong_form
-        if got.strip().upper() == want.strip().upper():
-            return None
-        return f"{name} = {got.strip().upper()!r} is not the right choice — re-read the question and the section " \
-               "above it"
-    return form, right
-
-
 def _question(q: str) -> tuple[Exercise, Case]:
     name = f"answer_{q}"
-    form, right = _choice(name)
+    form, right = multiple_choice(name, "ABC")
     visible = Exercise(q, (
         # the format only: the expected value is the options, never the answer (a release ships it)
         Case(name, lambda names: getattr(names, name), compare=lambda got, want: form(got),

@@ -19,7 +19,7 @@ from torch import nn
 from lmcourse.nn.seq2seq import Seq2SeqConfig
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, when
+from .spec import Case, Compare, Exercise, Notebook, multiple_choice, when
 from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
@@ -770,30 +770,9 @@ EXACT_MATCH = Exercise("exact_match", (
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
-def _choice(name: str):
-    def form(got: Any) -> str | None:
-        options = '"A", "B", "C" or "D"'
-        if type(got) is not str:
-            return f"{name} should be a str, one letter ({options}), but it is {show(got)} — write {name} = \"A\" " \
-                   "(with the quotes)"
-        if len(got.strip()) != 1 or got.strip().upper() not in "ABCD":
-            return f"{name} should be one letter, {options}; got {show(got)} — write just the letter in quotes"
-        return None
-
-    def right(got: Any, want: Any) -> str | None:
-        wrong_form = form(got)
-        if wrong_form:
-            return wrong_form
-        if got.strip().upper() == want.strip().upper():
-            return None
-        return f"{name} = {got.strip().upper()!r} is not the right choice — re-read the question and the section " \
-               "above it"
-    return form, right
-
-
 def _question(n: int) -> tuple[Exercise, Case]:
     name = f"answer_q{n}"
-    form, right = _choice(name)
+    form, right = multiple_choice(name, "ABCD")
     visible = Exercise(f"q{n}", (
         # the format only: the expected value is the options, never the answer (a release ships it)
         Case(name, lambda names: getattr(names, name), compare=lambda got, want: form(got),

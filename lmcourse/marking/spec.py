@@ -21,7 +21,7 @@ from typing import Any
 
 from .show import show
 
-__all__ = ["Case", "Exercise", "Names", "Notebook", "close", "dist_close", "exact", "when"]
+__all__ = ["Case", "Exercise", "Names", "Notebook", "close", "dist_close", "exact", "multiple_choice", "when"]
 
 Compare = Callable[[Any, Any], "str | None"]
 Diagnosis = Callable[[Any, Any], "str | None"]
@@ -179,3 +179,29 @@ def when(predicate: Callable[[Any, Any], bool], message: str) -> Diagnosis:
         except Exception:           # a predicate meant for another kind of value
             return None
     return diagnose
+
+
+def multiple_choice(name: str, letters: str):
+    """A multiple-choice answer ``name`` (e.g. ``answer_q1``) among ``letters``: ``(form, right)``,
+    ``form(got)`` a message when it is not one of the letters (what a visible case may say), and
+    ``right(got, want)`` a comparison that also says nothing of the right letter."""
+    options = ", ".join(f'"{x}"' for x in letters[:-1]) + f' or "{letters[-1]}"'
+
+    def form(got: Any) -> str | None:
+        if type(got) is not str:
+            return (f"{name} should be a str, one letter ({options}), but it is {show(got)} — write "
+                    f'{name} = "{letters[0]}" (with the quotes)')
+        if len(got.strip()) != 1 or got.strip().upper() not in letters:
+            return f"{name} should be one letter, {options}; got {show(got)} — write just the letter in quotes"
+        return None
+
+    def right(got: Any, want: Any) -> str | None:
+        wrong_form = form(got)
+        if wrong_form:
+            return wrong_form
+        if got.strip().upper() == want.strip().upper():
+            return None
+        return (f"{name} = {got.strip().upper()!r} is not the right choice — re-read the question and the "
+                "section above it")
+    return form, right
+

@@ -76,3 +76,13 @@ def test_names_say_what_is_missing():
     import pytest
     with pytest.raises(NameError, match="'g' is not defined"):
         _ = Names({}).g
+
+
+def test_multiple_choice_checks_the_form_and_never_names_the_right_letter():
+    from lmcourse.marking.spec import multiple_choice
+
+    form, right = multiple_choice("answer_q1", "ABC")
+    assert form(" b ") is None and right(" b ", "B") is None
+    assert 'one letter, "A", "B" or "C"' in form("AB") and "a str" in form(2)
+    wrong = right("A", "C")
+    assert "not the right choice" in wrong and "C" not in wrong.replace("choice", "")

@@ -61,7 +61,7 @@ def _kernel_python() -> tuple[str, str]:
 
 
 def _precision_line(p) -> str:
-    """What training computes in here, and the rule (README, "Mixed precision by card")."""
+    """What training computes in here, and the rule (docs/gpus.md, "Mixed precision by card")."""
     rule = "bf16 autocast from compute capability 8.0, fp16 with a gradient scaler below (T4, V100, P100)"
     return f"{p} for training ({p.reason}); on a GPU: {rule}"
 

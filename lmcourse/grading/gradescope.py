@@ -316,7 +316,7 @@ def _stage(root: Path, assignment: str) -> Path:
 
 def _choose_sandbox(wanted: str) -> str:
     """bubblewrap where it starts in this container; else, unless the zip insists on it, none
-    (the container is then the only wall: the README says what that leaves)."""
+    (the container is then the only wall: docs/ta-guide.md says what that leaves)."""
     from . import sandbox
 
     if wanted == "none":

@@ -44,7 +44,7 @@ How:
   hook works, signals are blocked, signal handlers are the genuine ones and the cyclic GC is
   off, so no student code (a handler, a finaliser) runs with the guard's frames on the stack.
 
-Residual risks are listed in ``README.md`` (TA section) and ``tests/grading/test_forgery.py``.
+Residual risks are listed in ``docs/ta-guide.md`` and ``tests/grading/test_forgery.py``.
 
 Why one module: the grader side (``instrument``, ``guard_source``,
 ``verify_log``, a small part) and the kernel side (``install``) share one report format and

@@ -205,7 +205,7 @@ def withhold(notebook: Notebook) -> None:
     """From here on this kernel cannot import the notebook's reference (run by the setup cell
     under the autograder, before any cell of the student's). Under ``lmcourse grade`` with
     bubblewrap the files themselves read as empty too (:func:`lmcourse.grading.sandbox.withheld_files`);
-    under plain nbgrader this refusal is all there is (README, "What the autograder can and cannot see").
+    under plain nbgrader this refusal is all there is (docs/ta-guide.md, "What the autograder can and cannot see").
     Done once: ``lmcourse grade``'s preamble does it before the tamper guard's snapshot."""
     if any(type(f) is _Withheld for f in sys.meta_path):
         return

@@ -1,4 +1,4 @@
-"""The README says which notebooks are graded from records: the registry's list, no other."""
+"""The TA manual (docs/ta-guide.md) says which notebooks are graded from records: the registry's list, no other."""
 
 import re
 
@@ -7,7 +7,8 @@ from tests.conftest import ROOT
 
 
 def test_the_readme_names_the_notebooks_graded_from_records():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "ta-guide.md").read_text(encoding="utf-8")
     m = re.search(r"\*\*Grades decided outside the student's kernel\*\* \(notebooks: ([0-9, ]+)\)", text)
-    assert m, "README: the paragraph 'Grades decided outside the student's kernel (notebooks: ...)' is missing"
+    assert m, "docs/ta-guide.md: the paragraph 'Grades decided outside the student's kernel (notebooks: ...)' " \
+        "is missing"
     assert [n.strip() for n in m.group(1).split(",")] == sorted(name[:2] for name in TESTS)

@@ -1,0 +1,47 @@
+"""The course's measured timings, in one place: the README's table "How long things take" is
+:func:`table`'s output (``tests/authoring/test_timings.py`` keeps the two equal and the README's
+prose free of other time figures). A new measurement replaces its row here, with the machine and
+the date; ``python -m lmcourse.authoring.timings`` prints the table to paste."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MEASURED", "Timing", "table"]
+
+TWO_CORES_SHARED = "2-core Linux machine shared with other jobs"
+FIRST_RUNS = "2026-11, a new user's first run"
+
+
+@dataclass(frozen=True)
+class Timing:
+    what: str      # what a user runs, in their words
+    command: str   # the command that was timed
+    figure: str    # what it took
+    machine: str
+    date: str      # when it was measured (ISO date, or the month and the occasion)
+
+
+MEASURED = (
+    Timing("Set-up of `.venv` (first `make lab` / `make test`)", "make setup", "2 min 9 s",
+           TWO_CORES_SHARED, FIRST_RUNS),
+    Timing("The whole test suite from a fresh clone, set-up included (what CI runs)", "bash .ci/run",
+           "about 18 min (10 min 40 s of pytest, 1,215 tests)", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("Every solution notebook at the tiny profile", "make solutions PROFILE=tiny",
+           "3 min 56 s (15 to 34 s a notebook)", TWO_CORES_SHARED, FIRST_RUNS),
+    Timing("One solution notebook at tiny, alone", "lmcourse solutions solutions/01_ngram.ipynb --profile tiny",
+           "9 s (05: 12 s)", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("Grading one student's notebook (08, `lmcourse grade`)", "lmcourse grade 08_bpe",
+           "28 s a student", TWO_CORES_SHARED, FIRST_RUNS),
+)
+
+
+def table(rows: tuple[Timing, ...] = MEASURED) -> str:
+    """The README's table, as markdown."""
+    lines = ["| what | command | took | on | measured |", "|---|---|---|---|---|"]
+    lines += [f"| {t.what} | `{t.command}` | {t.figure} | {t.machine} | {t.date} |" for t in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())

@@ -428,8 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("train", help="train a notebook's model bigger: 05's GPT (on one process or under torchrun "
-                                 "on many), 06's masked LM, 09's encoder-decoder (lmcourse train gpt|mlm|seq2seq "
-                                 "--help)")
+                                 "on many), 06's masked LM, 09's encoder-decoder, 10's scaling sweep (lmcourse train "
+                                 "gpt|mlm|seq2seq|sweep --help)")
     sub.add_parser("links", help="the Open in Colab / Kaggle links, README badges and a JupyterHub's nbgitpuller "
                                  "links (lmcourse links --help)")
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")

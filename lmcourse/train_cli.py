@@ -161,6 +161,8 @@ def build_parser(prog: str = "lmcourse train") -> argparse.ArgumentParser:
         sub.add_parser(name, help=task.summary, parents=[one], add_help=False, description=one.description,
                        epilog=one.epilog, formatter_class=argparse.RawDescriptionHelpFormatter,
                        argument_default=argparse.SUPPRESS)
+    sweep = _sweep_parser(prog)
+    sub.add_parser("sweep", help=SWEEP_SUMMARY, parents=[sweep], add_help=False, description=sweep.description)
     return p
 
 
@@ -170,7 +172,7 @@ def parse_args(argv: list[str], prog: str = "lmcourse train") -> argparse.Namesp
     if not argv or argv[0] not in TASKS:
         if argv and argv[0] in ("-h", "--help"):
             build_parser(prog).parse_args(["--help"])  # prints the models; exits
-        models = "|".join(TASKS)
+        models = "|".join([*TASKS, "sweep"])
         what = f"{argv[0]!r} is not a model" if argv and not argv[0].startswith("-") else "name the model first"
         raise TrainInputError(f"{what}: {prog} {{{models}}} [flags] ({prog} --help lists the models, "
                               f"{prog} MODEL --help a model's flags)")
@@ -780,6 +782,46 @@ TASKS: dict[str, Task] = {t.name: t for t in (
 )}
 
 
+SWEEP_SUMMARY = ("notebook 10's scaling sweep: 05's GPT at several sizes, each trained at several FLOP budgets "
+                 "(lmcourse.train's loop, one run per point), written as one table")
+
+
+def _sweep_parser(prog: str) -> argparse.ArgumentParser:
+    from .runtime import PROFILES
+
+    p = argparse.ArgumentParser(prog=f"{prog} sweep", description=SWEEP_SUMMARY + ". The sizes and budgets are "
+                                "lmcourse.recipes.scaling's for the profile; notebook 10 reads the table "
+                                "(lmcourse.scaling.read_csv).")
+    p.add_argument("--profile", choices=PROFILES, help="sizes and budgets (default: gpu on CUDA, else cpu)")
+    p.add_argument("--out", metavar="FILE", help="the table to write (default: sweeps/sweep_<profile>.csv in the "
+                   "course cache)")
+    p.add_argument("--heldout", metavar="FILE", help="also train the held-out runs (the recipe's predict_factor "
+                   "times the largest budget) and write them here")
+    p.add_argument("--device", help="cpu, cuda, mps (default: cuda with the gpu profile, else cpu)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out (and --heldout) if they exist")
+    return p
+
+
+def run_sweep_command(argv: list[str], prog: str = "lmcourse train") -> int:
+    """``lmcourse train sweep``: lmcourse.scaling's sweep with a profile's recipe; an existing table is kept
+    unless --overwrite."""
+    from .data import data_dir
+    from .runtime import pick_device
+    from .scaling import main as sweep_main
+
+    a = _sweep_parser(prog).parse_args(argv)
+    profile = a.profile or ("gpu" if pick_device().type == "cuda" else "cpu")
+    out = Path(a.out) if a.out else data_dir() / "sweeps" / f"sweep_{profile}.csv"
+    for path in (out, Path(a.heldout) if a.heldout else None):
+        if path is not None and path.exists() and not a.overwrite:
+            raise TrainInputError(f"{path} exists: pass --overwrite to replace it, or another --out/--heldout")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    device = a.device or ("cuda" if profile == "gpu" else "cpu")
+    code = sweep_main([profile, str(out), "--device", device] + (["--heldout", a.heldout] if a.heldout else []))
+    print(f"wrote {out}" + (f" and {a.heldout}" if a.heldout else ""))
+    return code
+
+
 def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     """``lmcourse train MODEL [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
     from .data import CorpusUnavailable
@@ -788,6 +830,8 @@ def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     t0 = time.perf_counter()
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
+        if argv[:1] == ["sweep"]:  # many runs into one table: no checkpoint, its own flags
+            return run_sweep_command(argv[1:], prog)
         return run_task(vars(parse_args(argv, prog)), prog)
     except SystemExit as exc:  # --help, or argparse's own usage errors (it has printed them)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)

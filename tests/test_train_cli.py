@@ -346,7 +346,7 @@ def test_train_help_lists_every_task_with_its_line(capsys):
 def test_a_missing_or_unknown_model_names_every_model(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "{gpt|mlm|seq2seq}" in err and "lmcourse train --help" in err
+    assert err.count("\n") == 1 and "{gpt|mlm|seq2seq|sweep}" in err and "lmcourse train --help" in err
     assert "{gpt}" not in err and "usage:" not in err
 
 
@@ -413,3 +413,27 @@ def test_the_cli_trains_with_the_recipe(tmp_path):
     assert {k: state["config"][k] for k in r.model_sizes()} == r.model_sizes()
     assert state["train_config"]["eval_interval"] == replace(r, steps=2).train_config().eval_interval == 1
     assert state["train_config"]["warmup_steps"] == 1 and state["train_config"]["batch_size"] == r.batch_size
+
+
+def test_sweep_is_listed_and_keeps_an_existing_table(tmp_path, capsys):
+    assert main(["--help"]) == 0
+    assert "sweep" in capsys.readouterr().out
+    assert main(["sweep", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lmcourse train sweep") and "--heldout" in out and "--overwrite" in out
+    table = tmp_path / "sweep.csv"
+    table.write_text("kept")
+    assert main(["sweep", "--profile", "tiny", "--out", str(table)]) == 2
+    assert "exists: pass --overwrite" in capsys.readouterr().err and table.read_text() == "kept"
+
+
+def test_sweep_writes_the_profiles_table(tmp_path, capsys):
+    from lmcourse.recipes.scaling import recipe
+    from lmcourse.scaling import read_csv
+
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--profile", "tiny", "--out", str(out)]) == 0
+    rows = read_csv(out)
+    R = recipe("tiny")
+    assert {(r.n_layer, r.n_embd, r.budget) for r in rows} == {(n, d, c) for n, d in R.sizes for c in R.budgets}
+    assert f"wrote {out}" in capsys.readouterr().out

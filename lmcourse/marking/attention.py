@@ -20,11 +20,11 @@ import torch
 from lmcourse.checks import own_code
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, when
+from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import fields, plain_tensor, tensor
 
-__all__ = ["MHA_ERRORS", "NOTEBOOK", "built", "choice", "fields", "mha_call", "plain_tensor", "right_letter",
-           "sdpa_pair", "tensor", "tolerate_meta"]
+__all__ = ["MHA_ERRORS", "NOTEBOOK", "Q_MASK_LETTER", "Q_SOFTMAX_LETTER", "Q_SWAP_LETTER", "built", "fields",
+           "mha_call", "plain_tensor", "sdpa_pair", "tensor", "tolerate_meta"]
 
 # ------------------------------------------------------------------ the second line: torch's own versions
 
@@ -213,53 +213,9 @@ ATTENTION_SCORES = Exercise("attention_scores", (
 # ------------------------------------------------------------------ the multiple-choice questions
 
 
-def choice(variable: str, letters: str):
-    """What is wrong with an answer as one of ``letters`` (None when it is one), in check_choice's words."""
-    quoted = [f'"{c}"' for c in letters]
-    options = ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-    def wrong_form(got: Any) -> str | None:
-        if type(got) is not str:
-            return (f"{variable} should be a str, one letter ({options}), but it is {show(got)} — write "
-                    f'{variable} = "{letters[0]}" (with the quotes)')
-        text = got.strip().upper()
-        if len(text) != 1 or text not in letters:
-            held = {c for c in text if c in letters} if len(text) <= 20 else set()
-            letter = held.pop() if len(held) == 1 else letters[0]
-            return (f"{variable} should be one letter, {options}; got {show(got)} — write just the letter in "
-                    f'quotes, e.g. {variable} = "{letter}"')
-        return None
-    return wrong_form
-
-
-def right_letter(variable: str, letters: str) -> Compare:
-    """The letter, in either case and with spaces around it; a wrong one is never told the right one
-    (feedback goes to students who may still have an extension)."""
-    form = choice(variable, letters)
-
-    def compare(got: Any, want: Any) -> str | None:
-        wrong = form(got)
-        if wrong:
-            return wrong
-        if got.strip().upper() == want.strip().upper():
-            return None
-        return (f"{variable} = {got.strip().upper()!r} is not the right choice — re-read the question and the "
-                "section above it")
-    return compare
-
-
-def _question(grade_id: str, variable: str, letters: str) -> Exercise:
-    # the format only: the expected value is the options, never the answer (a release ships it)
-    form = choice(variable, letters)
-    return Exercise(grade_id, (
-        Case(variable, lambda names: getattr(names, variable), compare=lambda got, want: form(got),
-             expect=lambda names: letters),
-    ))
-
-
-Q_MASK = _question("q_mask", "answer_q_mask", "ABC")
-Q_SOFTMAX = _question("q_softmax", "answer_q_softmax", "AB")
-Q_SWAP = _question("q_swap", "answer_q_swap", "ABC")
+Q_MASK, Q_MASK_LETTER = question("q_mask", "answer_q_mask", "ABC")
+Q_SOFTMAX, Q_SOFTMAX_LETTER = question("q_softmax", "answer_q_softmax", "AB")
+Q_SWAP, Q_SWAP_LETTER = question("q_swap", "answer_q_swap", "ABC")
 
 # ------------------------------------------------------------------ causal_mask
 

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .attention import MHA_ERRORS, fields, mha_call, right_letter, sdpa_pair, tensor
+from .attention import MHA_ERRORS, Q_MASK_LETTER, Q_SOFTMAX_LETTER, Q_SWAP_LETTER, fields, mha_call, sdpa_pair, tensor
 from .spec import Case, when
 
 __all__ = ["HIDDEN"]
@@ -120,10 +120,9 @@ HIDDEN = {
         Case("attention_scores in float32", lambda names: names.attention_scores(
             *(2 * _random(324, (3, 5), dtype=torch.float32))), compare=_close(1e-5, 1e-5)),
     ),
-    "q_mask": (Case("answer_q_mask", lambda names: names.answer_q_mask, compare=right_letter("answer_q_mask", "ABC")),),
-    "q_softmax": (Case("answer_q_softmax", lambda names: names.answer_q_softmax,
-                       compare=right_letter("answer_q_softmax", "AB")),),
-    "q_swap": (Case("answer_q_swap", lambda names: names.answer_q_swap, compare=right_letter("answer_q_swap", "ABC")),),
+    "q_mask": (Q_MASK_LETTER,),
+    "q_softmax": (Q_SOFTMAX_LETTER,),
+    "q_swap": (Q_SWAP_LETTER,),
     "causal_mask": tuple(Case(f"causal_mask({T})", functools.partial(_mask, T), compare=tensor()) for T in (2, 7, 16)),
     "scaled_dot_product_attention": (
         Case("cross-attention (T_q=4, T_k=7, d_v=2)", _sdpa_case("cross"), compare=_SDPA),

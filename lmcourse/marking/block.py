@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, multiple_choice, when
+from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import DeviceLog, equal, fields, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
@@ -550,18 +550,8 @@ EMBEDDINGS = Exercise("embeddings", (
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
-def _question(q: str) -> tuple[Exercise, Case]:
-    name = f"answer_{q}"
-    form, right = multiple_choice(name, "ABC")
-    visible = Exercise(q, (
-        # the format only: the expected value is the options, never the answer (a release ships it)
-        Case(name, lambda names: getattr(names, name), compare=lambda got, want: form(got),
-             expect=lambda names: "ABC"),))
-    return visible, Case(f"{name}, the letter", lambda names: getattr(names, name), compare=right)
-
-
-Q_SWAP_POS, Q_SWAP_POS_LETTER = _question("q_swap_pos")
-Q_PRELN, Q_PRELN_LETTER = _question("q_preln")
+Q_SWAP_POS, Q_SWAP_POS_LETTER = question("q_swap_pos", "answer_q_swap_pos", "ABC")
+Q_PRELN, Q_PRELN_LETTER = question("q_preln", "answer_q_preln", "ABC")
 
 
 # ------------------------------------------------------------------ 7. Block

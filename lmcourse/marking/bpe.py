@@ -19,9 +19,10 @@ import lmcourse.rules
 from lmcourse.checks import check, substitute
 
 from .show import show
-from .spec import Case, Exercise, Notebook, exact, when
+from .spec import Case, Exercise, Notebook, exact, question, when
 
-__all__ = ["EOT", "MODULES", "NOTEBOOK", "PACKAGES", "RULES", "SHAKESPEARE_MERGES", "decode_vocab", "incremental_call",
+__all__ = ["EOT", "MODULES", "NOTEBOOK", "PACKAGES", "Q1_LETTER", "Q2_LETTER",
+           "RULES", "SHAKESPEARE_MERGES", "decode_vocab", "incremental_call",
            "merge_case", "random_text", "segment", "shakespeare", "train_bpe_refused", "train_call", "vocab_of",
            "vocab_then_merges"]
 
@@ -528,29 +529,7 @@ TRAIN_BPE_INCREMENTAL = Exercise("train_bpe_incremental", (
 _LETTERS = '"A", "B", "C" or "D"'
 
 
-def choice_format(name: str):
-    """The visible check of a multiple-choice answer: one letter, nothing about which."""
-    def compare(got, want):
-        if type(got) is not str:
-            return (f"{name} should be a str, one letter ({_LETTERS}), but it is {show(got)} — write {name} = \"A\" "
-                    "(with the quotes)")
-        text = got.strip().upper()
-        if len(text) != 1 or text not in "ABCD":
-            held = {c for c in text if c in "ABCD"} if len(text) <= 20 else set()
-            letter = held.pop() if len(held) == 1 else "A"
-            return f"{name} should be one letter, {_LETTERS}; got {show(got)} — write just the letter in quotes, " \
-                   f"e.g. {name} = \"{letter}\""
-        return None
-    return compare
-
-
-def _question(n: int) -> Exercise:
-    name = f"answer_q{n}"
-    return Exercise(f"q{n}", (Case(name, lambda names: getattr(names, name), compare=choice_format(name),
-                                   expect=lambda names: None),))
-
-
-Q1, Q2 = _question(1), _question(2)
+(Q1, Q1_LETTER), (Q2, Q2_LETTER) = (question(f"q{n}", f"answer_q{n}", "ABCD") for n in (1, 2))
 
 
 NOTEBOOK = Notebook(

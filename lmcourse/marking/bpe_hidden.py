@@ -8,6 +8,8 @@ import random
 
 from .bpe import (
     EOT,
+    Q1_LETTER,
+    Q2_LETTER,
     SHAKESPEARE_MERGES,
     decode_vocab,
     incremental_call,
@@ -93,16 +95,6 @@ def _incremental_cases():
                  for t, size, sp in texts)
 
 
-def _question(n: int):
-    name = f"answer_q{n}"
-
-    def compare(got, want):
-        if type(got) is not str or got.strip().upper() != want:
-            return f"{name} is not the right choice — re-read the question and the section above it"
-        return None
-    return (Case(name, lambda names: getattr(names, name), compare=compare),)
-
-
 HIDDEN = {
     "pair_counts": _pair_counts_cases(),
     "merge": _merge_cases(),
@@ -110,6 +102,6 @@ HIDDEN = {
     "encode": _encode_cases(),
     "decode": _decode_cases(),
     "train_bpe_incremental": _incremental_cases(),
-    "q1": _question(1),
-    "q2": _question(2),
+    "q1": (Q1_LETTER,),
+    "q2": (Q2_LETTER,),
 }

@@ -19,7 +19,7 @@ from torch import nn
 from lmcourse.nn.seq2seq import Seq2SeqConfig
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, multiple_choice, when
+from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
@@ -770,18 +770,8 @@ EXACT_MATCH = Exercise("exact_match", (
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
-def _question(n: int) -> tuple[Exercise, Case]:
-    name = f"answer_q{n}"
-    form, right = multiple_choice(name, "ABCD")
-    visible = Exercise(f"q{n}", (
-        # the format only: the expected value is the options, never the answer (a release ships it)
-        Case(name, lambda names: getattr(names, name), compare=lambda got, want: form(got),
-             expect=lambda names: "ABCD"),))
-    return visible, Case(f"{name}, the letter", lambda names: getattr(names, name), compare=right)
-
-
-Q1, Q1_LETTER = _question(1)
-Q2, Q2_LETTER = _question(2)
+Q1, Q1_LETTER = question("q1", "answer_q1", "ABCD")
+Q2, Q2_LETTER = question("q2", "answer_q2", "ABCD")
 
 
 NOTEBOOK = Notebook(

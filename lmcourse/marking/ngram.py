@@ -16,9 +16,9 @@ from typing import Any
 from lmcourse.ngram import ContextTable
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, close, dist_close, exact, when
+from .spec import Case, Compare, Exercise, Notebook, close, dist_close, exact, question, when
 
-__all__ = ["NOTEBOOK", "cows_table", "toy"]
+__all__ = ["NOTEBOOK", "Q1_LETTER", "cows_table", "toy"]
 
 
 def toy() -> list[list[str]]:
@@ -661,38 +661,7 @@ GENERATE = Exercise("generate", (
 
 # ------------------------------------------------------------------ the multiple-choice question
 
-def _choice(got: Any) -> str | None:
-    """What is wrong with ``got`` as one of the letters A-D (None when it is one), in check_choice's words."""
-    options = '"A", "B", "C" or "D"'
-    if type(got) is not str:
-        return (f"answer_q1 should be a str, one letter ({options}), but it is {show(got)} — write answer_q1 = "
-                '"A" (with the quotes)')
-    text = got.strip().upper()
-    if len(text) != 1 or text not in "ABCD":
-        held = {c for c in text if c in "ABCD"} if len(text) <= 20 else set()
-        letter = held.pop() if len(held) == 1 else "A"
-        return f'answer_q1 should be one letter, {options}; got {show(got)} — write just the letter in quotes, ' \
-               f'e.g. answer_q1 = "{letter}"'
-    return None
-
-
-def right_letter(got: Any, want: Any) -> str | None:
-    """The letter, in either case and with spaces around it; a wrong one is never told the right one
-    (feedback goes to students who may still have an extension)."""
-    wrong_form = _choice(got)
-    if wrong_form:
-        return wrong_form
-    if got.strip().upper() == want.strip().upper():
-        return None
-    return (f"answer_q1 = {got.strip().upper()!r} is not the right choice — re-read the question and the section "
-            "above it")
-
-
-Q1 = Exercise("q1", (
-    # the format only: the expected value is the options, never the answer (a release ships it)
-    Case("answer_q1", lambda names: names.answer_q1, compare=lambda got, want: _choice(got),
-         expect=lambda names: "ABCD"),
-))
+Q1, Q1_LETTER = question("q1", "answer_q1", "ABCD")
 
 
 NOTEBOOK = Notebook(

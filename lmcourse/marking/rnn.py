@@ -18,11 +18,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, when
+from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import fields, plain_tensor
 
-__all__ = ["NOTEBOOK", "RECURRENT", "BigramLM", "Clock", "Counter", "Die", "choice", "plain_tensor", "right_letter",
-           "tensor"]
+__all__ = ["NOTEBOOK", "RECURRENT", "BigramLM", "Clock", "Counter", "Die", "QUESTIONS", "plain_tensor", "tensor"]
 
 # name parts of torch's recurrent kernels (nn.RNN, nn.RNNCell, nn.LSTM, nn.GRU and their functions)
 RECURRENT = ("rnn_tanh", "rnn_relu", "lstm", "gru")
@@ -668,42 +667,11 @@ TRAIN_STEP = Exercise("train_step", (
 
 # ------------------------------------------------------------------ questions
 
-def choice(var: str) -> Compare:
-    """The form of a multiple-choice answer (one of the letters A-D), in check_choice's words."""
-    def compare(got: Any, want: Any) -> str | None:
-        options = '"A", "B", "C" or "D"'
-        if type(got) is not str:
-            return f'{var} should be a str, one letter ({options}), but it is {show(got)} — write {var} = "A" ' \
-                   "(with the quotes)"
-        text = got.strip().upper()
-        if len(text) != 1 or text not in "ABCD":
-            return f"{var} should be one letter, {options}; got {show(got)} — write just the letter in quotes"
-        return None
-    return compare
-
-
-def right_letter(var: str) -> Compare:
-    """The letter; a wrong one is never told the right one (feedback reaches students who may still have time)."""
-    def compare(got: Any, want: Any) -> str | None:
-        wrong_form = choice(var)(got, want)
-        if wrong_form:
-            return wrong_form
-        if got.strip().upper() == want.strip().upper():
-            return None
-        return (f"{var} = {got.strip().upper()!r} is not the right choice — re-read the question and the section "
-                "above it")
-    return compare
-
-
-def _question(n: int) -> Exercise:
-    var = f"answer_q{n}"
-    # the format only: the expected value is the options, never the answer (a release ships it)
-    return Exercise(f"q{n}", (Case(var, lambda names: getattr(names, var), compare=choice(var),
-                                   expect=lambda names: "ABCD"),))
+QUESTIONS = {n: question(f"q{n}", f"answer_q{n}", "ABCD") for n in (1, 2, 3, 4)}
 
 
 NOTEBOOK = Notebook(
     "02_rnn", reference="lmcourse.reference.rnn", hidden="lmcourse.marking.rnn_hidden",
     exercises=(ELMAN_STEP, RNN_FORWARD, RNNLM, LM_LOSS, PERPLEXITY, SAMPLE, TRAIN_STEP,
-               _question(1), _question(2), _question(3), _question(4)),
+               *(QUESTIONS[n][0] for n in (1, 2, 3, 4))),
     withheld=("lmcourse.reference.rnn",))

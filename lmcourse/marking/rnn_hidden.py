@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .rnn import F64, Die, fields, grads, grads_of, kept, plain_tensor, right_letter, rnnlm_case, rnnlm_compare, tensor
+from .rnn import F64, QUESTIONS, Die, fields, grads, grads_of, kept, plain_tensor, rnnlm_case, rnnlm_compare, tensor
 from .show import show
 from .spec import Case
 
@@ -141,7 +141,7 @@ def _five_compare(got: Any, want: Any) -> str | None:
 
 
 def _letter(n: int) -> tuple[Case, ...]:
-    return (Case(f"answer_q{n}", lambda names: getattr(names, f"answer_q{n}"), compare=right_letter(f"answer_q{n}")),)
+    return (QUESTIONS[n][1],)
 
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from .show import show
 
-__all__ = ["Case", "Exercise", "Names", "Notebook", "close", "dist_close", "exact", "multiple_choice", "when"]
+__all__ = ["Case", "Exercise", "Names", "Notebook", "close", "dist_close", "exact", "multiple_choice", "question",
+           "when"]
 
 Compare = Callable[[Any, Any], "str | None"]
 Diagnosis = Callable[[Any, Any], "str | None"]
@@ -191,8 +192,12 @@ def multiple_choice(name: str, letters: str):
         if type(got) is not str:
             return (f"{name} should be a str, one letter ({options}), but it is {show(got)} — write "
                     f'{name} = "{letters[0]}" (with the quotes)')
-        if len(got.strip()) != 1 or got.strip().upper() not in letters:
-            return f"{name} should be one letter, {options}; got {show(got)} — write just the letter in quotes"
+        text = got.strip().upper()
+        if len(text) != 1 or text not in letters:
+            held = {c for c in text if c in letters} if len(text) <= 20 else set()  # "B)" or "answer B": that one
+            letter = held.pop() if len(held) == 1 else letters[0]
+            return (f"{name} should be one letter, {options}; got {show(got)} — write just the letter in quotes, "
+                    f'e.g. {name} = "{letter}"')
         return None
 
     def right(got: Any, want: Any) -> str | None:
@@ -204,4 +209,14 @@ def multiple_choice(name: str, letters: str):
         return (f"{name} = {got.strip().upper()!r} is not the right choice — re-read the question and the "
                 "section above it")
     return form, right
+
+
+def question(grade_id: str, name: str, letters: str) -> tuple[Exercise, Case]:
+    """A multiple-choice question: its exercise for the visible check (the form only: its expected value
+    is the options, never the answer, since a release ships what visible cases expect) and the hidden
+    case that checks the letter against the reference's ``name``."""
+    form, right = multiple_choice(name, letters)
+    visible = Exercise(grade_id, (Case(name, lambda names: getattr(names, name), compare=lambda got, want: form(got),
+                                       expect=lambda names: letters),))
+    return visible, Case(f"{name}, the letter", lambda names: getattr(names, name), compare=right)
 

@@ -37,14 +37,25 @@ def _cmd_release(args) -> int:
     from .authoring.release import ReleaseError, release
     from .paths import repo_root
 
+    if not args.through and not args.all:  # a release holds answers unless told which notebooks: never by default
+        print("lmcourse release: say which notebooks: --through NN_name for a graded class (the notebooks "
+              "released so far, without the course's reference code of that one and the later ones), or --all "
+              "(every notebook with the course's reference code, which answers their exercises: for a class that "
+              "is not graded)", file=sys.stderr)
+        return 2
+    if args.through and args.all:
+        print("lmcourse release: --through and --all exclude each other", file=sys.stderr)
+        return 2
     notes: list[str] = []
     try:
         written = release(repo_root(), Path(args.out), through=args.through, notes=notes)
     except ReleaseError as exc:
         print(f"lmcourse release: {exc}", file=sys.stderr)
         return 1
+    answers = ("the course's reference code of every notebook is in its package: its answers, fine for a class "
+               "that is not graded" if args.all else f"no reference code of {args.through} or later notebooks")
     print(f"student release in {args.out}: {len(written)} notebooks, the lmcourse package, README.md, "
-          "pyproject.toml (no solutions, hidden tests or catalogues)" + "".join(f"\n{n}" for n in notes))
+          f"pyproject.toml (no solutions, hidden tests or catalogues; {answers})" + "".join(f"\n{n}" for n in notes))
     return 0
 
 
@@ -436,11 +447,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)
     r = sub.add_parser("release", help="instructors: write the student release (notebooks, package, README; "
-                                       "no solutions, hidden tests or catalogues) to publish for a graded class")
+                                       "no solutions, hidden tests or catalogues) to publish; --through NN_name "
+                                       "for a graded class, --all for one that is not")
     r.add_argument("out", help="a new folder to write it into")
     r.add_argument("--through", metavar="NN_name", default=None,
                    help="the notebooks up to this one, without the reference code of it and later ones "
                         "(its visible tests use recorded expected values); for notebooks graded from records")
+    r.add_argument("--all", action="store_true", help="every notebook, with the course's reference code (the "
+                   "answers of every exercise): for a class that is not graded")
     r.set_defaults(func=_cmd_release)
     d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
                                           "and corpus")

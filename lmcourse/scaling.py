@@ -21,6 +21,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
+import shlex
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -240,10 +243,11 @@ def optimal_sizes(budgets: Sequence[float], n_opt: Sequence[float], exponent: fl
     return ax
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, command: str | None = None) -> int:
     """``python -m lmcourse.scaling PROFILE OUT.csv``: the profile's sweep on Shakespeare's characters,
     on the CPU with one thread unless ``--device`` says otherwise, written as a table with how it was made.
-    ``--heldout`` adds runs at ``predict_factor`` times the largest budget (the held-out prediction)."""
+    ``--heldout`` adds runs at ``predict_factor`` times the largest budget (the held-out prediction).
+    ``command``: how the user asked for it, for the table's header (default: this module's command line)."""
     import argparse
     import datetime
     import platform
@@ -267,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tok = CharTokenizer.from_text(corpus.text("train"))
     train_ids, val_ids = encode_split(corpus, "train", tok), encode_split(corpus, "val", tok)
     started, cpu_started = time.perf_counter(), time.process_time()
+    load = f"load average {os.getloadavg()[0]:.1f} at the start" if hasattr(os, "getloadavg") else "load not known"
 
     def say(row: SweepRow) -> None:
         print(f"N={row.params:>8,} ({row.n_layer}x{row.n_embd})  C={row.budget:.1e}  steps={row.steps:>6}  "
@@ -276,11 +281,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run_sweep(R, train_ids, val_ids, tok.vocab_size, device=args.device, on_run=say)
     total = time.perf_counter() - started
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    made = [f"made by: OMP_NUM_THREADS=1 python -m lmcourse.scaling {args.profile} {Path(args.out).name}",
+    made = [f"made by: {command or shlex.join(['python', '-m', 'lmcourse.scaling', *map(str, argv or sys.argv[1:])])}",
             f"recipe: lmcourse.recipes.scaling.recipe({args.profile!r}); one seed (0); Shakespeare characters, "
             f"validation on {', '.join(sorted(corpus.splits['val']))}",
             f"machine: {platform.machine()} CPU, {torch.get_num_threads()} torch thread(s), device {args.device}, "
-            f"shared with other jobs; torch {torch.__version__}; {when}; the sweep took {total:.0f} s "
+            f"{load} on {os.cpu_count()} core(s); torch {torch.__version__}; {when}; the sweep took {total:.0f} s "
             f"({time.process_time() - cpu_started:.0f} s of CPU time, nearer what a core of its own takes)"]
     write_csv(rows, args.out, comments=made)
     if args.heldout:

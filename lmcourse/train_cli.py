@@ -817,7 +817,10 @@ def run_sweep_command(argv: list[str], prog: str = "lmcourse train") -> int:
             raise TrainInputError(f"{path} exists: pass --overwrite to replace it, or another --out/--heldout")
     out.parent.mkdir(parents=True, exist_ok=True)
     device = a.device or ("cuda" if profile == "gpu" else "cpu")
-    code = sweep_main([profile, str(out), "--device", device] + (["--heldout", a.heldout] if a.heldout else []))
+    import shlex
+
+    code = sweep_main([profile, str(out), "--device", device] + (["--heldout", a.heldout] if a.heldout else []),
+                      command=shlex.join([*prog.split(), "sweep", *argv]))
     print(f"wrote {out}" + (f" and {a.heldout}" if a.heldout else ""))
     return code
 

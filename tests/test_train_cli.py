@@ -437,3 +437,6 @@ def test_sweep_writes_the_profiles_table(tmp_path, capsys):
     R = recipe("tiny")
     assert {(r.n_layer, r.n_embd, r.budget) for r in rows} == {(n, d, c) for n, d in R.sizes for c in R.budgets}
     assert f"wrote {out}" in capsys.readouterr().out
+    header = out.read_text().splitlines()[:3]
+    assert header[0] == f"# made by: lmcourse train sweep --profile tiny --out {out}", header
+    assert "load average" in header[2] or "load not known" in header[2]

@@ -9,8 +9,10 @@ masters and the catalogues), a student README and a ``pyproject.toml`` to instal
 
 Before it returns, it scans what it wrote for nbgrader's solution and hidden-test markers and
 refuses (removing the folder) when one is there: a stale or hand-edited ``notebooks/`` must not
-be published. The reference code in ``lmcourse/reference`` and ``lmcourse/nn`` ships: the test
-cells run it (expected values, stand-ins), and its rules refuse calling it from a graded answer.
+be published. With ``through`` (``lmcourse release --through NN``, a graded class) the reference code
+of that notebook and the later ones is left out and its visible tests judge against recorded
+expected values (:mod:`lmcourse.authoring.release_through`); without it (``--all``) the whole
+``lmcourse/reference`` ships, the answers of every exercise: for a class that is not graded.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The student release (`lmcourse release`, issue 22 item 22): nothing secret in it, and it installs."""
+"""The student release (`lmcourse release`): nothing secret in it, and it installs."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _hidden_lines() -> list[str]:
 @pytest.fixture(scope="module")
 def rel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release") / "course"
-    assert main(["release", str(out)]) == 0
+    assert main(["release", str(out), "--all"]) == 0
     return out
 
 
@@ -207,3 +207,13 @@ def test_the_release_installs_the_graders_torch_cpu_build_without_a_gpu(tmp_path
     assert "no NVIDIA GPU" in said
     pins = re.findall(r'"torch[^"]*"', (out / "pyproject.toml").read_text())
     assert pins == [f'"torch=={version}"'], pins
+
+
+def test_a_release_says_which_notebooks_or_writes_nothing(tmp_path, capsys):
+    """Without --through or --all nothing is written: a release for a graded class must not carry the
+    reference code (the answers) of notebooks not yet due."""
+    out = tmp_path / "course"
+    assert main(["release", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--through NN_name for a graded class" in err and "--all" in err and not out.exists()
+    assert main(["release", str(out), "--all", "--through", "01_ngram"]) == 2 and not out.exists()

@@ -23,16 +23,19 @@ class Timing:
 
 
 MEASURED = (
-    Timing("Set-up of `.venv` (first `make lab` / `make test`)", "make setup", "2 min 9 s",
+    Timing("Set-up of `.venv` (first `make lab` / `make test`)", "make setup",
+           "2 min 9 s from the network (46 s with the wheels and the corpus already on the machine)",
            TWO_CORES_SHARED, FIRST_RUNS),
     Timing("The whole test suite from a fresh clone, set-up included (what CI runs)", "bash .ci/run",
            "about 18 min (10 min 40 s of pytest, 1,215 tests)", TWO_CORES_SHARED, "2026-11-26"),
     Timing("Every solution notebook at the tiny profile", "make solutions PROFILE=tiny",
-           "3 min 56 s (15 to 34 s a notebook)", TWO_CORES_SHARED, FIRST_RUNS),
-    Timing("One solution notebook at tiny, alone", "lmcourse solutions solutions/01_ngram.ipynb --profile tiny",
-           "9 s (05: 12 s)", TWO_CORES_SHARED, "2026-11-26"),
-    Timing("Grading one student's notebook (08, `lmcourse grade`)", "lmcourse grade 08_bpe",
-           "28 s a student", TWO_CORES_SHARED, FIRST_RUNS),
+           "48 s (3.9 to 6.7 s a notebook)", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("One solution notebook, alone", "lmcourse solutions solutions/01_ngram.ipynb --profile tiny",
+           "5.5 s at tiny, 33 s at cpu", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("A TA's check of the grader on the solution", "lmcourse grade 01_ngram --self-test",
+           "5.5 s (08: 7.9 s)", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("Grading one student's notebook of 08", "lmcourse grade 08_bpe", "7.3 s", TWO_CORES_SHARED,
+           "2026-11-26"),
     Timing("Grading a class of 01 on 2 workers, bubblewrap sandbox and feedback pages included "
            "(plain `nbgrader autograde`, serial: 16.8 a minute)", "python bench/bench_grade.py 6 2",
            "32.6 submissions a minute (3.6 s each in its worker)", TWO_CORES_SHARED, "2026-11-26"),

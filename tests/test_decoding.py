@@ -1,5 +1,6 @@
-"""lmcourse.decoding (notebook 07's reference): against transformers' logits processors and beam
-search, and the KV cache against a full recompute in float64."""
+"""lmcourse.reference.decoding (notebook 07's reference): against transformers' logits processors and
+beam search, and the KV cache against a full recompute in float64; lmcourse.decoding's given code, and
+the old names it reads through to the reference."""
 
 import math
 
@@ -7,8 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from lmcourse import decoding as D
+from lmcourse import decoding as given
 from lmcourse.nn import GPT, GPTConfig
+from lmcourse.reference import decoding as D
 from tests.nn.test_gpt import _gpt2_from
 
 
@@ -95,7 +97,7 @@ def test_beam_search_best_equals_transformers_generate(beams):
                              length_penalty=1.0, early_stopping=False, pad_token_id=0, eos_token_id=None)
         ours = D.beam_search(model, prompt, beams, 7, length_penalty=1.0)
         assert ours[0][0].tolist() == theirs[0].tolist()
-        lp = D.sequence_logprob(model, ours[0][0][None], 3)
+        lp = given.sequence_logprob(model, ours[0][0][None], 3)
         assert ours[0][1] == pytest.approx(float(lp) / 7, rel=1e-9)
 
 
@@ -193,5 +195,14 @@ def test_long_prompt_is_cropped():
 
 
 def test_distinct_n():
-    assert D.distinct_n([[1, 1, 1, 1]], 2) == pytest.approx(1 / 3)
-    assert D.distinct_n([[1, 2, 3], [3, 2, 1]], 1) == pytest.approx(0.5)
+    assert given.distinct_n([[1, 1, 1, 1]], 2) == pytest.approx(1 / 3)
+    assert given.distinct_n([[1, 2, 3], [3, 2, 1]], 1) == pytest.approx(0.5)
+
+
+def test_the_old_names_read_through_to_the_reference():
+    with pytest.warns(DeprecationWarning, match="moved to lmcourse.reference.decoding.top_k_filter"):
+        assert given.top_k_filter is D.top_k_filter
+    assert given.REFERENCE == D.ANSWERS and D.beam_search in given.REFERENCE
+    assert not any(f.__module__ == "lmcourse.decoding" for f in D.ANSWERS)   # the answers left the library
+    with pytest.raises(AttributeError):
+        given.no_such_name  # noqa: B018

@@ -32,8 +32,9 @@
 # one checks your answer and says what looks wrong. The autograder runs further hidden tests,
 # which check exactly the rules stated with each exercise. Rules for every graded cell:
 #
-# * write the decoding yourself. The course's reference module `lmcourse.decoding` (every function
-#   in it), the samplers of `lmcourse.nn.gpt` and the `transformers` library's generation code score
+# * write the decoding yourself. The course's reference answers (`lmcourse.reference.decoding`,
+#   which the old names in `lmcourse.decoding` read through to) are not there when the notebook is
+#   graded; the samplers of `lmcourse.nn.gpt` and the `transformers` library's generation code score
 #   0, however they are reached (an alias, a saved reference): the tests watch what runs. Where a
 #   test needs one of your earlier answers, it uses the reference version instead, so one mistake
 #   costs points once;
@@ -52,11 +53,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import lmcourse
-import lmcourse.decoding
-import lmcourse.reference.decoding
-import lmcourse.rules
-from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
-                             visible_checks_pass)
+import lmcourse.marking
 from lmcourse.data import data_dir, encode_split, load_shakespeare
 from lmcourse.nn import GPT, GPTConfig, load_gpt, save_gpt
 from lmcourse.runtime import is_autograding
@@ -67,6 +64,7 @@ _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
 torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
+tests = lmcourse.marking.Exam("07_decoding", globals())   # the test cells below: tests.check("top_k_filter")
 
 # %% [markdown]
 # ## 1. The model to decode from
@@ -140,46 +138,10 @@ def apply_temperature(logits, tau):
 
 
 # %% tests="apply_temperature_tests" points=1
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-# Within the block the reference decoding code (but the stand-ins given to _rules(...)), 05's sampler and
-# transformers' generation code are refused; importing transformers is noticed too.
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_s = torch.tensor([[2.0, -1.0, 0.5, float("-inf")], [0.0, 3.0, -2.0, 1.0]])
-_before = _s.clone()
-_want = torch.tensor([[4.0, -2.0, 1.0, float("-inf")], [0.0, 6.0, -4.0, 2.0]])
-with _rules():
-    _out = call_checked(apply_temperature, _s, 0.5, name="apply_temperature(logits, 0.5)")
-check_tensor_close(_out, _want, "apply_temperature(logits, 0.5)", atol=0, rtol=1e-6,
-                   hint="divide the logits by tau (tau = 0.5 doubles them); the scores, not the probabilities "
-                        "after a softmax")
-check_tensor_close(_s, _before, "logits after apply_temperature", atol=0, rtol=0,
-                   hint="return a new tensor (logits / tau), do not divide in place")
-with _rules():
-    _out2 = apply_temperature(torch.tensor([1.0, -3.0, 0.25], dtype=torch.float64), 4.0)
-check_equal(str(_out2.dtype), "torch.float64", "the dtype of apply_temperature on float64 logits")
-check_tensor_close(_out2, torch.tensor([0.25, -0.75, 0.0625], dtype=torch.float64), "apply_temperature(1-D, 4.0)",
-                   atol=0, rtol=1e-12, hint="tau > 1 shrinks the scores")
-visible_checks_pass("apply_temperature")
+# The scores divided by tau: same shape, dtype and device; the logits given are not changed.
+tests.check("apply_temperature")
 ### BEGIN HIDDEN TESTS
-_g = torch.Generator().manual_seed(7)
-_r = torch.randn(5, 13, generator=_g)
-for _tau in (0.1, 0.9, 1.0, 3.7):
-    with _rules():
-        _o = apply_temperature(_r, _tau)
-    check_tensor_close(_o, _r / _tau, f"apply_temperature(random (5, 13), {_tau})", atol=1e-7, rtol=1e-6)
-check_shape(_o, (5, 13), "apply_temperature's output shape")
+tests.grade("apply_temperature")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -239,62 +201,10 @@ def top_k_filter(logits, k):
 
 
 # %% tests="top_k_filter_tests" points=2
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_inf = float("-inf")
-_s = torch.tensor([[1.0, 5.0, 3.0, 2.0, 4.0], [0.5, -1.0, 2.5, 0.0, -3.0]])
-_before = _s.clone()
-with _rules():
-    _out = call_checked(top_k_filter, _s, 2, name="top_k_filter(logits, 2)")
-check_tensor_close(_out, torch.tensor([[_inf, 5.0, _inf, _inf, 4.0], [0.5, _inf, 2.5, _inf, _inf]]),
-                   "top_k_filter(logits of shape (2, 5), k=2)", atol=0, rtol=0,
-                   hint="keep exactly the k largest logits of each row (not k + 1, not k - 1), unchanged, and -inf "
-                        "elsewhere; return logits, not probabilities")
-check_tensor_close(_s, _before, "logits after top_k_filter", atol=0, rtol=0, hint="do not change the input in place")
-with _rules():
-    _o1 = top_k_filter(_s, 1)
-    _o3 = top_k_filter(_s[0], 3)
-    _all = call_checked(top_k_filter, _s, 9, name="top_k_filter(logits of shape (2, 5), k=9 > V=5)",
-                        hint="a k larger than the vocabulary keeps every word: use min(k, V)")
-check_tensor_close(_o1, torch.tensor([[_inf, 5.0, _inf, _inf, _inf], [_inf, _inf, 2.5, _inf, _inf]]),
-                   "top_k_filter(logits, 1) (greedy)", atol=0, rtol=0)
-check_tensor_close(_o3, torch.tensor([_inf, 5.0, 3.0, _inf, 4.0]), "top_k_filter(one row of shape (5,), 3)",
-                   atol=0, rtol=0, hint="work along the last dimension, for (V,) as for (B, V)")
-check_tensor_close(_all, _s, "top_k_filter(logits, k=9 > V=5)", atol=0, rtol=0, hint="k >= V keeps every word")
-with _rules():
-    _t = top_k_filter(torch.tensor([[1.0, 3.0, 3.0, 2.0]], dtype=torch.float64), 1)
-check_equal(str(_t.dtype), "torch.float64", "top_k_filter's dtype on float64 logits")
-check_tensor_close(_t, torch.tensor([[_inf, 3.0, 3.0, _inf]], dtype=torch.float64),
-                   "top_k_filter with a tie at the k-th place", atol=0, rtol=0,
-                   hint="remove only the logits strictly below the k-th largest")
-visible_checks_pass("top_k_filter")
+# The k largest logits of each row kept (ties with the k-th too), -inf elsewhere; k > V keeps every word.
+tests.check("top_k_filter")
 ### BEGIN HIDDEN TESTS
-_g = torch.Generator().manual_seed(3)
-_r = torch.randn(6, 30, generator=_g)
-for _k in (1, 4, 29, 30):
-    with _rules():
-        _o = top_k_filter(_r, _k)
-    _kth = _r.sort(dim=-1, descending=True).values[:, _k - 1:_k]
-    _w = torch.where(_r >= _kth, _r, torch.full_like(_r, _inf))
-    check_tensor_close(_o, _w, f"top_k_filter(random (6, 30), {_k})", atol=0, rtol=0)
-    del _kth, _w
-_m = _r.clone()
-_m[:, :10] = _inf  # already filtered words stay out
-with _rules():
-    _o = top_k_filter(_m, 3)
-check(bool(torch.isinf(_o[:, :10]).all()), "top_k_filter on logits that hold -inf")
+tests.grade("top_k_filter")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -320,67 +230,10 @@ def top_p_filter(logits, p):
 
 
 # %% tests="top_p_filter_tests" points=2
-import math
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_inf = float("-inf")
-# probabilities 0.05, 0.3, 0.5, 0.15 (deliberately not in sorted order)
-_s = torch.tensor([[math.log(0.05), math.log(0.3), math.log(0.5), math.log(0.15)]])
-_before = _s.clone()
-for _p, _kept in ((0.6, "0.5 and 0.3"), (0.9, "0.5, 0.3 and 0.15"), (0.4, "0.5 only"), (1.0, "every word")):
-    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(_s[0].tolist(), _p)])
-    with _rules():
-        _out = call_checked(top_p_filter, _s, _p, name=f"top_p_filter(logits, {_p})")
-    check_tensor_close(_out, _want, f"top_p_filter on probabilities [0.05, 0.3, 0.5, 0.15] with p = {_p} "
-                       f"(keeps {_kept})", atol=1e-6, rtol=0,
-                       hint="softmax the logits, sort the probabilities in decreasing order, and keep words until "
-                            "the running sum reaches p — the word that makes it reach p is kept; the most likely "
-                            "word always stays; put -inf back at the original positions")
-check_tensor_close(_s, _before, "logits after top_p_filter", atol=0, rtol=0, hint="do not change the input in place")
-# scale matters: the same order with other gaps keeps other sets (probabilities, not logits)
-_s2 = torch.tensor([[4.0, 0.0, 3.5, -1.0], [0.1, 0.0, 0.2, 0.05]], dtype=torch.float64)
-with _rules():
-    _o2 = top_p_filter(_s2, 0.7)
-check_equal(str(_o2.dtype), "torch.float64", "top_p_filter's dtype on float64 logits")
-_want2 = torch.tensor([lmcourse.reference.decoding.expected_top_p(r, 0.7) for r in _s2.tolist()], dtype=torch.float64)
-check_tensor_close(_o2, _want2,
-                   "top_p_filter(two rows of shape (2, 4), 0.7): a peaked row keeps 2 words, a flat one 3",
-                   atol=1e-12, rtol=0, hint="the running sum is over probabilities (softmax of the row), not logits")
-# one row (V,): the vocabulary is the last dimension, whatever the number of dimensions
-_row = _s[0].clone()
-with _rules():
-    _o1 = call_checked(top_p_filter, _row, 0.6, name="top_p_filter(one row of shape (4,), 0.6)",
-                       hint="work along the last dimension (dim=-1, [..., 0]), not dim=1: one row (V,) is a valid "
-                            "input too")
-check_tensor_close(_o1, torch.tensor(lmcourse.reference.decoding.expected_top_p(_row.tolist(), 0.6)),
-                   "top_p_filter(one row of shape (4,), 0.6)", atol=1e-6, rtol=0,
-                   hint="work along the last dimension (dim=-1): one row (V,) is filtered as a row of a batch is")
-visible_checks_pass("top_p_filter")
+# Per row, the most likely words kept until their probabilities reach p (that word kept), -inf elsewhere.
+tests.check("top_p_filter")
 ### BEGIN HIDDEN TESTS
-_g = torch.Generator().manual_seed(5)
-_r = torch.randn(8, 25, generator=_g) * 2
-for _p in (0.1, 0.5, 0.83, 0.99):
-    with _rules():
-        _o = top_p_filter(_r, _p)
-    _want = torch.tensor([lmcourse.reference.decoding.expected_top_p(row, _p) for row in _r.tolist()])
-    check_tensor_close(_o, _want, f"top_p_filter(random (8, 25), {_p})", atol=1e-6, rtol=0)
-    del _want
-with _rules():
-    _o = top_p_filter(torch.tensor([10.0, 0.0, 0.0]), 0.01)
-check_tensor_close(_o, torch.tensor([10.0, _inf, _inf]), "top_p_filter keeps the most likely word", atol=0, rtol=0)
+tests.grade("top_p_filter")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -400,72 +253,10 @@ def epsilon_filter(logits, eps):
 
 
 # %% tests="epsilon_filter_tests" points=1
-import math
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_inf = float("-inf")
-_l = [math.log(0.25), math.log(0.6), math.log(0.05), math.log(0.1)]
-_s = torch.tensor([_l, _l[::-1]])
-_before = _s.clone()
-with _rules():
-    _out = call_checked(epsilon_filter, _s, 0.08, name="epsilon_filter(logits, 0.08)")
-check_tensor_close(_out, torch.tensor([[_l[0], _l[1], _inf, _l[3]], [_l[3], _inf, _l[1], _l[0]]]),
-                   "epsilon_filter on probabilities [0.25, 0.6, 0.05, 0.1] (and reversed), eps = 0.08",
-                   atol=0, rtol=0, hint="remove (-inf) the words whose softmax probability is below eps; keep the "
-                                        "others' logits unchanged")
-check_tensor_close(_s, _before, "logits after epsilon_filter", atol=0, rtol=0, hint="do not change the input in place")
-# one row (V,): the vocabulary is the last dimension, whatever the number of dimensions
-with _rules():
-    _o1 = call_checked(epsilon_filter, _s[0].clone(), 0.08, name="epsilon_filter(one row of shape (4,), 0.08)",
-                       hint="work along the last dimension (dim=-1), not dim=1: one row (V,) is a valid input too")
-check_tensor_close(_o1, torch.tensor([_l[0], _l[1], _inf, _l[3]]), "epsilon_filter(one row of shape (4,), 0.08)",
-                   atol=0, rtol=0, hint="work along the last dimension (dim=-1): one row is filtered as a row of a "
-                                        "batch is")
-# logits are scores, not log-probabilities: the same rows plus 2 and minus 1 have the same probabilities
-_shifted = torch.tensor([[v + 2.0 for v in _l], [v - 1.0 for v in _l[::-1]]])
-with _rules():
-    _osh = epsilon_filter(_shifted, 0.08)
-_keep = torch.tensor([[True, True, False, True], [True, False, True, True]])
-check_tensor_close(_osh, torch.where(_keep, _shifted, torch.full_like(_shifted, _inf)),
-                   "epsilon_filter on the same probabilities given as logits that are not normalised "
-                   "(log-probabilities plus 2, and minus 1), eps = 0.08", atol=0, rtol=0,
-                   hint="a word's probability is softmax(logits) of its row; exp(logits) is a probability only when "
-                        "the logits happen to be log-probabilities already")
-# every word below eps, and rows whose most likely words differ in value: each row keeps its own
-_sd = torch.tensor([[v + 3.0 for v in _l], _l[::-1]], dtype=torch.float64)
-with _rules():
-    _o = epsilon_filter(_sd, 0.9)
-check_equal(str(_o.dtype), "torch.float64", "epsilon_filter's dtype on float64 logits")
-check_tensor_close(_o, torch.tensor([[_inf, _l[1] + 3.0, _inf, _inf], [_inf, _inf, _l[1], _inf]], dtype=torch.float64),
-                   "epsilon_filter(logits, 0.9) on two rows (log-probabilities plus 3, and as they are): every word "
-                   "is below eps", atol=1e-12, rtol=0,
-                   hint="never remove every word: each row keeps its own most likely word (the argmax along the last "
-                        "dimension, keepdim=True), not the largest logit of the whole batch")
-visible_checks_pass("epsilon_filter")
+# Per row, the words whose probability is below eps removed; each row keeps its most likely word.
+tests.check("epsilon_filter")
 ### BEGIN HIDDEN TESTS
-_g = torch.Generator().manual_seed(9)
-_r = torch.randn(7, 20, generator=_g) * 2
-for _eps in (1e-3, 0.03, 0.2, 1.0):
-    with _rules():
-        _o = epsilon_filter(_r, _eps)
-    _pr = torch.softmax(_r, -1)
-    _keep = (_pr >= _eps) | (_r == _r.max(-1, keepdim=True).values)
-    check_tensor_close(_o, torch.where(_keep, _r, torch.full_like(_r, _inf)), f"epsilon_filter(random, {_eps})",
-                       atol=0, rtol=0)
-    del _pr, _keep
+tests.grade("epsilon_filter")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -530,71 +321,10 @@ def greedy_next(logits):
 
 
 # %% tests="next_token_tests" points=2
-import math
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_inf = float("-inf")
-_s = torch.tensor([[0.1, 2.0, -1.0, 0.5], [3.0, 0.0, 0.0, 4.0], [-2.0, -1.0, -3.0, _inf]])
-_before = _s.clone()
-with _rules():
-    _gr = call_checked(greedy_next, _s, name="greedy_next(logits of shape (3, 4))")
-check_shape(_gr, (3,), "greedy_next(logits of shape (3, 4))", hint="one id per row: the argmax over the last dimension")
-check_tensor_close(_gr, torch.tensor([1, 3, 1]), "greedy_next(logits)", atol=0, rtol=0,
-                   hint="the largest logit of each row (dim=-1), not of each column")
-check_equal(str(_gr.dtype), "torch.int64", "greedy_next's dtype")
-# sampling: 4000 rows with the same logits, one draw each
-_row = torch.tensor([2.0, 1.0, _inf, -1.0, 0.0])
-with _rules():
-    _d = call_checked(sample_next, _row.expand(4000, 5).clone(), torch.Generator().manual_seed(0),
-                      name="sample_next(logits of shape (4000, 5), generator)")
-check_shape(_d, (4000,), "sample_next(logits of shape (4000, 5))", hint="return (B,), not (B, 1): .squeeze(-1)")
-check_equal(str(_d.dtype), "torch.int64", "sample_next's dtype")
-_pw = torch.softmax(_row, -1).tolist()
-for _v in range(5):
-    check_close(float((_d == _v).double().mean()), _pw[_v], f"the share of id {_v} in 4000 draws from logits "
-                f"{_row.tolist()}", rel=0, abs_=0.03,
-                hint="draw from softmax(logits) (torch.multinomial), not the argmax; a -inf logit is never drawn")
-check_tensor_close(_s, _before, "logits after greedy_next / sample_next", atol=0, rtol=0)
-with _rules():
-    torch.manual_seed(1)
-    _a = sample_next(_row.expand(64, 5).clone(), torch.Generator().manual_seed(42))
-    torch.manual_seed(2)
-    _b = sample_next(_row.expand(64, 5).clone(), torch.Generator().manual_seed(42))
-    _c = sample_next(_row.expand(64, 5).clone(), torch.Generator().manual_seed(43))
-check(torch.equal(_a, _b), "two calls of sample_next with generators seeded alike gave different ids: pass "
-      "generator= to torch.multinomial")
-check(not torch.equal(_a, _c), "generators with different seeds gave the same 64 ids: are you sampling at all?")
-_gen = torch.Generator().manual_seed(42)
-with _rules():
-    _first = sample_next(_row.expand(64, 5).clone(), _gen)
-    _second = sample_next(_row.expand(64, 5).clone(), _gen)
-check(not torch.equal(_first, _second), "two successive calls of sample_next with the same generator gave the same "
-      "64 ids: draw with the generator itself (its state moves on at each draw); do not reseed a random number "
-      "generator from it")
-visible_checks_pass("sample_next")
+# sample_next draws (B,) ids from softmax(logits) with the generator given; greedy_next takes each row's argmax.
+tests.check("next_token")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    _gh = greedy_next(torch.tensor([[1.0, 1.5], [2.0, -1.0]], dtype=torch.float64))
-check_tensor_close(_gh, torch.tensor([1, 0]), "greedy_next on float64 logits", atol=0, rtol=0)
-_row2 = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float64)
-with _rules():
-    _d2 = sample_next(_row2.expand(3000, 4).clone(), torch.Generator().manual_seed(5))
-_pw2 = torch.softmax(_row2, -1).tolist()
-for _v in range(4):
-    check_close(float((_d2 == _v).double().mean()), _pw2[_v], f"share of id {_v} (float64 logits)", rel=0, abs_=0.03)
+tests.grade("next_token")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -632,106 +362,10 @@ def generate(model, prompt, max_new_tokens, filters=(), generator=None):
 
 
 # %% tests="generate_tests" points=2
-import functools
-import math
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-import lmcourse.reference.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-_ref = lmcourse.decoding
-
-
-# the rules, with your earlier answers replaced by the reference (a slip there costs its own points only), which
-# the rules let through
-_stand_ins = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                                  packages=lmcourse.reference.decoding.PACKAGES, reason=_rule,
-                                  substitute={"sample_next": _ref.sample_next, "top_k_filter": _ref.top_k_filter},
-                                  namespace=globals())(_ref.sample_next, _ref.top_k_filter, _ref.top_p_filter)
-
-
-# a stand-in model: fixed logits at the last position (reversed ones before it), and a record of what it was given
-_Fixed = lmcourse.reference.gpt.FixedLogits
-_logits = [2.0, 1.0, 0.0, -1.0]
-_m = _Fixed(_logits, block_size=4)
-_idx = torch.tensor([[3, 1, 2], [0, 0, 1]])
-_before = _idx.clone()
-with _stand_ins():
-    _out = call_checked(generate, _m, _idx, 6, generator=torch.Generator().manual_seed(0),
-                        name="generate(model, prompt of shape (2, 3), 6)")
-_m.obeyed()
-check_shape(_out, (2, 9), "generate(model, prompt of shape (2, 3), max_new_tokens=6)",
-            hint="append one id per step to the prompt, along dim 1")
-check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output")
-check_tensor_close(_idx, _before, "prompt after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
-check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0)
-check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
-check(not any(_m.grad_on), "generate called the model with gradients on: work under torch.no_grad()")
-for _k, _ctx in enumerate(_m.seen):
-    _want_ctx = _out[:, max(0, 3 + _k - 4):3 + _k]
-    check(_ctx.shape == _want_ctx.shape and bool((_ctx == _want_ctx).all()),
-          f"at step {_k + 1} the model should see the last min(T, block_size) ids {_want_ctx.tolist()}, "
-          f"it saw {_ctx.tolist()} — crop with idx[:, -block_size:]")
-# the distribution: 4000 draws of one id; with top-k 2 only ids 0 and 1 are drawn
-for _filters, _want in (((), torch.softmax(torch.tensor(_logits), -1).tolist()),
-                        ((functools.partial(_ref.top_k_filter, k=2),),
-                         [1 / (1 + math.exp(-1)), 1 / (1 + math.e), 0, 0])):
-    _mt = _Fixed(_logits, block_size=4)
-    with _stand_ins():
-        _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 1, filters=_filters,
-                          generator=torch.Generator().manual_seed(11))[:, -1]
-    for _v in range(4):
-        check_close(float((_draws == _v).double().mean()), _want[_v],
-                    f"the share of id {_v} in 4000 draws ({len(_filters)} filter(s), logits {_logits})", rel=0,
-                    abs_=0.03, hint="sample from the filtered logits of the last position (logits[:, -1, :]), "
-                                    "not the first")
-# filters applied in the order given, each to the previous one's output
-_calls = []
-
-
-def _first(s):
-    _calls.append("first")
-    return s.masked_fill(torch.arange(s.size(-1)) == 0, float("-inf"))
-
-
-def _second(s):
-    _calls.append("second" if bool(torch.isinf(s[:, 0]).all()) else "second, before the first")
-    return s
-
-
-with _stand_ins():
-    _o = generate(_Fixed(_logits, 4), torch.zeros(5, 1, dtype=torch.long), 3, filters=[_first, _second],
-                  generator=torch.Generator().manual_seed(1))
-check_equal(_calls, ["first", "second"] * 3, "the filters' calls over 3 steps",
-            hint="apply every filter, in the order given, each to the output of the one before")
-check(not bool((_o[:, 1:] == 0).any()), "id 0 was removed by a filter but generate still drew it")
-# the generator decides the draws, whatever the global seed
-torch.manual_seed(1)
-with _stand_ins():
-    _s1 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
-                   generator=torch.Generator().manual_seed(8))
-torch.manual_seed(2)
-with _stand_ins():
-    _s2 = generate(_Fixed(_logits, 4), torch.zeros(32, 1, dtype=torch.long), 4,
-                   generator=torch.Generator().manual_seed(8))
-check(torch.equal(_s1, _s2), "two calls of generate with generators seeded alike (and different global seeds) gave "
-      "different ids: pass the generator on at every step, sample_next(logits, generator)")
-visible_checks_pass("generate")
+# Your generate runs with the reference sample_next (and top_k_filter), so a slip there costs its own points only.
+tests.check("generate")
 ### BEGIN HIDDEN TESTS
-_mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
-with _stand_ins():
-    _oh = generate(_mh, torch.tensor([[1, 2, 0, 1, 2]]), 4, generator=torch.Generator().manual_seed(3))
-_mh.obeyed()
-check_shape(_oh, (1, 9), "generate with T > block_size from the start")
-check(all(c.size(1) == 2 for c in _mh.seen), "context cropped to block_size = 2 from the first step")
-with _stand_ins():
-    _oe = generate(_Fixed([0.0, 3.0], 5), torch.tensor([[1, 0]]), 0, generator=torch.Generator().manual_seed(3))
-check_tensor_close(_oe, torch.tensor([[1, 0]]), "max_new_tokens = 0 returns the prompt", atol=0, rtol=0)
+tests.grade("generate")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -837,164 +471,10 @@ def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eo
 
 
 # %% tests="beam_search_tests" points=4
-import math
-from types import SimpleNamespace
-
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-class _Table(nn.Module):
-    """A hand-made model over {0: a, 1: b, 2: end}. After the prompt: a 0.6, b 0.4. After a: end 0.5,
-    a 0.3, b 0.2. After b: b 0.9, a and end 0.05 each. After an end: b 0.98, a and end 0.01 each.
-    Greedy takes a (0.6), then end (0.5): 0.3 in all; the best two words are b b, 0.4 * 0.9 = 0.36."""
-
-    def __init__(self, dtype=torch.float64, block_size=16):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=block_size)
-        self.dtype = dtype
-        self.calls = []
-
-    def forward(self, idx, targets=None):
-        check(idx.dim() == 2, f"beam_search should call the model with (nb, T) ids, it passed {tuple(idx.shape)}")
-        check(idx.size(1) <= self.config.block_size,
-              f"beam_search passed {idx.size(1)} ids to a model with block_size {self.config.block_size}: crop the "
-              "beams to their last block_size ids, as generate does")
-        self.calls.append(tuple(idx.shape))
-        B, T = idx.shape
-        rows = {0: [0.3, 0.2, 0.5], 1: [0.05, 0.9, 0.05], 2: [0.01, 0.98, 0.01]}
-        out = torch.full((B, T, 3), 1 / 3, dtype=torch.float64)
-        for b in range(B):
-            row = [0.6, 0.4, 0.0] if T == 1 else rows[int(idx[b, -1])]
-            out[b, -1] = torch.tensor(row, dtype=torch.float64)
-        return out.clamp_min(1e-30).log().to(self.dtype), None
-
-
-def _ids(result):
-    return [ids.tolist() for ids, _ in result]
-
-
-def _beam(*args, **kwargs):
-    with _rules():
-        out = call_checked(beam_search, *args, name=f"beam_search(model, prompt, {', '.join(map(str, args[2:]))}"
-                           + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")", **kwargs)
-    check(isinstance(out, list) and all(isinstance(x, tuple) and len(x) == 2 for x in out),
-          "beam_search should return a list of (ids, score) pairs")
-    for ids, _ in out:
-        check(isinstance(ids, torch.Tensor) and ids.dim() == 1, "beam_search should return each hypothesis's ids as "
-              f"a 1-D tensor (the prompt followed by the new words), got {type(ids).__name__}"
-              + (f" of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else "")
-              + ": torch.tensor(ids) or the beam's row of the (nb, T) tensor")
-    return out
-
-
-_start = torch.tensor([2])
-_g = _beam(_Table(), _start, 1, 2)
-check_equal(_ids(_g), [[2, 0, 2]], "beam_search with beam_size 1 on the hand-made model (greedy)",
-            hint="with one beam, keep the single best extension at each step; return the prompt followed by the "
-                 "new ids")
-_b = _beam(_Table(), _start, 2, 2)
-check_equal(_ids(_b)[0], [2, 1, 1], "the best hypothesis of beam_search with beam_size 2, 2 steps",
-            hint="keep the 2 best candidates over all beams and all words — expand every beam, not only the best")
-check_close(_b[0][1], math.log(0.36) / 2, "the score of b b (probability 0.36, 2 new words, length_penalty 1)",
-            rel=1e-9, abs_=1e-12, hint="a beam's score is the SUM of the log-probabilities of all its words (its "
-                                       "parent's score plus the new word's), divided by n ** length_penalty; "
-                                       "in float64 (.double()) whatever the model's dtype")
-check_equal(len(_b), 2, "the number of hypotheses returned by beam_search with beam_size 2")
-check(_b[0][1] >= _b[1][1], "beam_search should return its hypotheses best first")
-_m = _Table()
-_beam(_m, _start, 3, 4)
-_cropped = _beam(_Table(block_size=4), _start, 2, 7)
-check_equal(_ids(_cropped)[0], [2] + [1] * 7, "the best hypothesis of 7 steps with block_size 4",
-            hint="the model sees the last block_size ids of each beam; the scores still add up over every word")
-check_equal([c[0] for c in _m.calls], [1, 3, 3, 3], "the batch sizes of the model calls of beam_search(beam_size=3, "
-            "4 steps)", hint="one call per step, with every live beam in one (nb, T) batch; the first step has one "
-                             "beam, the prompt")
-# the end token: a finished hypothesis is never extended; the length penalty decides between lengths
-_e0 = _beam(_Table(), _start, 3, 12, length_penalty=0.0, eos_id=2)
-for _h in _ids(_e0):
-    check(2 not in _h[1:-1], f"the hypothesis {_h} goes on after the end token: a candidate ending in eos_id is "
-          "finished, set aside and never extended")
-check_equal(_ids(_e0)[0], [2, 0, 2], "the best hypothesis with eos_id=2, length_penalty=0, 12 steps",
-            hint="with length_penalty 0 the plain sums compare: a, end (0.3) beats b b ... b (0.4 * 0.9^11)")
-check_close(_e0[0][1], math.log(0.3), "the score of a, end with length_penalty 0", rel=1e-9, abs_=1e-12)
-check_equal(_ids(_e0), [[2, 0, 2], [2] + [1] * 12, [2, 2]], "the 3 hypotheses of beam_search(beam_size=3, 12 steps, "
-            "eos_id=2, length_penalty=0), best first",
-            hint="a finished hypothesis keeps its place among the beam_size: once one finishes, every later step "
-                 "keeps only beam_size minus the finished ones (the beam narrows); [2, 2] is the end token at step 1 "
-                 "(probability ~0), one of the 3 best of the 3 first candidates")
-
-
-# a product of probabilities underflows: 50 equally likely words, 200 steps
-class _Uniform(nn.Module):
-    """Every one of 50 words equally likely after any prefix, in float32."""
-
-    def __init__(self):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=256)
-
-    def forward(self, idx, targets=None):
-        return torch.zeros(idx.size(0), idx.size(1), 50), None
-
-
-_u = _beam(_Uniform(), _start, 2, 200)
-check_close(_u[0][1], math.log(1 / 50), "the score of a 200-word hypothesis of a model where 50 words are equally "
-            "likely (length_penalty 1: the mean log-probability, log(1/50))", rel=1e-9, abs_=1e-12,
-            hint="add log-probabilities; a product of 200 probabilities of 1/50 (1e-340) underflows to 0 even in "
-                 "float64")
-_e1 = _beam(_Table(), _start, 3, 12, length_penalty=1.0, eos_id=2)
-check_equal(_ids(_e1)[0], [2] + [1] * 12, "the best hypothesis with eos_id=2, length_penalty=1, 12 steps",
-            hint="divide each finished score by n ** length_penalty (n new words, the end token included); "
-                 "not multiply")
-check_close(_e1[0][1], math.log(0.4 * 0.9 ** 11) / 12, "the score of b x 12 with length_penalty 1", rel=1e-9,
-            abs_=1e-12)
-check_equal(_ids(_e1)[1], [2, 0, 2], "the second hypothesis with eos_id=2, length_penalty=1, 12 steps")
-check_close(_e1[1][1], math.log(0.3) / 2, "the score of a, end with length_penalty 1 (2 new words: a and the end "
-            "token)", rel=1e-9, abs_=1e-12, hint="n, the number of new words, counts the end token: a, end has n = 2 "
-                                                   "(score log 0.3 / 2)")
-_z = _beam(_Table(), _start, 2, 0)
-check_equal(_ids(_z), [[2]], "beam_search with max_new_tokens = 0",
-            hint="no step is taken: return [(prompt, 0.0)], the prompt alone (n = 0 would divide by zero)")
-check_close(_z[0][1], 0.0, "the score of the prompt alone (max_new_tokens = 0)",
-            hint="nothing was scored: the score is 0.0")
-visible_checks_pass("beam_search")
+# One batched model call per step, log-probabilities summed in float64, finished hypotheses narrow the beam.
+tests.check("beam_search")
 ### BEGIN HIDDEN TESTS
-
-
-class _Bigram(nn.Module):
-    """A random bigram table in float32: 60 words, each next word's probability small."""
-
-    def __init__(self):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=400)
-        self.table = torch.randn(60, 60, generator=torch.Generator().manual_seed(4)) * 0.5
-
-    def forward(self, ids, targets=None):
-        return self.table[ids], None  # (B, T, 60)
-
-
-_bm = _Bigram()
-_got = _beam(_bm, torch.tensor([3]), 3, 250)
-_want = lmcourse.decoding.beam_search(_bm, torch.tensor([3]), 3, 250)
-check_equal(_ids(_got)[0], _want[0][0].tolist(), "the best of 250 steps of beam search (a float32 model, "
-            "probabilities ~1/60: their product underflows)")
-check_close(_got[0][1], _want[0][1], "its score", rel=1e-9, abs_=1e-9)
-_got1 = _beam(_bm, torch.tensor([3, 5]), 1, 20)
-_want1 = lmcourse.decoding.beam_search(_bm, torch.tensor([3, 5]), 1, 20)
-check_equal(_ids(_got1), [_want1[0][0].tolist()], "beam_size 1 on the bigram model")
-_e2 = _beam(_Table(), _start, 2, 12, length_penalty=2.0, eos_id=2)
-check_equal(_ids(_e2)[0], [2] + [1] * 12, "length_penalty 2")
+tests.grade("beam_search")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1147,119 +627,10 @@ def cached_forward(model, idx, cache=None):
 
 
 # %% tests="cached_forward_tests" points=4
-import contextlib
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn
-import lmcourse.nn.attention
-import lmcourse.nn.block
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_shape, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-@contextlib.contextmanager
-def _no_full_forward():
-    with _rules(), lmcourse.checks.forbid_calls(
-            lmcourse.nn.gpt.GPT.forward, lmcourse.nn.block.Block.forward, lmcourse.nn.attention.CausalSelfAttention,
-            reason="compute the new positions' queries, keys and values yourself: the model's, a block's or the "
-                   "attention's own forward recomputes every position"):
-        yield
-
-
-# a small float64 GPT: sharp logits, biases and LayerNorms away from 0 and 1, so that every term matters
-_m = lmcourse.reference.decoding.small_gpt(0, perturb=True)
-_ids = torch.randint(0, 11, (2, 8), generator=torch.Generator().manual_seed(1))
-with torch.no_grad():
-    _full = _m(_ids)[0]  # (2, 8, 11): every position at once
-    _ref_logits, _ref_cache = lmcourse.decoding.gpt_forward_cached(_m, _ids[:, :3])
-with _no_full_forward():
-    _lg, _cache = call_checked(cached_forward, _m, _ids[:, :3], None, name="cached_forward(model, ids[:, :3], None)")
-check_shape(_lg, (2, 3, 11), "the logits of cached_forward(model, 3 ids, None)")
-check_equal(str(_lg.dtype), "torch.float64", "the dtype of cached_forward's logits for a float64 model")
-check_tensor_close(_lg, _full[:, :3], "cached_forward with no cache: the logits of the first 3 positions", atol=1e-10,
-                   rtol=1e-10, hint="with no cache this is the ordinary forward pass (causal mask, positions 0..T-1)")
-check_equal(len(_cache), 2, "the length of the cache for a 2-block model", hint="one (K, V) pair per block")
-for _l in range(2):
-    check_shape(_cache[_l][0], (2, 2, 3, 8), f"the cached K of block {_l} after 3 positions",
-                hint="(B, n_head, T, C // n_head)")
-    check_tensor_close(_cache[_l][0], _ref_cache[_l][0], f"the cached K of block {_l}", atol=1e-10, rtol=1e-10,
-                       hint="the keys of c_attn(ln1(x)) split into heads, before attention")
-    check_tensor_close(_cache[_l][1], _ref_cache[_l][1], f"the cached V of block {_l}", atol=1e-10, rtol=1e-10)
-# a new id attends to every cached position: shown on a model whose position vectors are all zero (positions
-# cannot matter there, only which keys and values the new id sees)
-_m0 = lmcourse.reference.decoding.small_gpt(0, perturb=True)
-with torch.no_grad():
-    _m0.wpe.weight.zero_()
-    _full0 = _m0(_ids[:, :4])[0]
-with _no_full_forward():
-    _, _c0 = cached_forward(_m0, _ids[:, :3], None)
-    _lg0, _ = call_checked(cached_forward, _m0, _ids[:, 3:4], _c0,
-                           name="cached_forward(model with zero position vectors, 1 new id, cache of 3)")
-check_tensor_close(_lg0, _full0[:, 3:4], "cached_forward's logits for one new id after 3 cached, on a model whose "
-                   "position vectors are all zero", atol=1e-10, rtol=1e-10,
-                   hint="positions cannot matter here: the new id must attend to all 3 cached keys and its own (its "
-                        "row of the mask allows columns 0..T_past, tril(diagonal=T_past)), with the new key and value "
-                        "appended to the cached ones")
-# one new position at a time, up to block_size
-_c = _cache
-for _t in range(3, 8):
-    with _no_full_forward():
-        _lg, _c = call_checked(cached_forward, _m, _ids[:, _t:_t + 1], _c,
-                               name=f"cached_forward(model, the id at position {_t}, cache of {_t})")
-    check_tensor_close(_lg, _full[:, _t:_t + 1], f"cached_forward's logits for position {_t} (one new id, {_t} cached)",
-                       atol=1e-10, rtol=1e-10, hint="the new id's position is T_past (wpe(arange(T_past, T_past + "
-                                                      "T_new))), not 0; append the new keys and values to the cache")
-check_shape(_c[1][1], (2, 2, 8, 8), "the cached V of block 1 after 8 positions")
-# several new positions after a cache; the given cache unchanged and reusable
-_k_before = _cache[0][0].clone()
-_unchanged = ("the cache returned for the first 3 positions must still hold 3 after the calls that extended it: "
-              "return a new list, do not change the one you were given")
-with _no_full_forward():
-    _lg2, _ = call_checked(cached_forward, _m, _ids[:, 3:6], _cache, hint=_unchanged,
-                           name="cached_forward(model, 3 new ids, the cache of the first 3 positions)")
-    _lg3, _ = call_checked(cached_forward, _m, _ids[:, 3:4], _cache, hint=_unchanged,
-                           name="cached_forward(model, 1 new id, the cache of the first 3 positions)")
-check_tensor_close(_cache[0][0], _k_before, "the cache passed to cached_forward, after the call", atol=0, rtol=0,
-                   hint="return a new list of new tensors (torch.cat); do not change the cache given")
-check_tensor_close(_lg2, _full[:, 3:6], "cached_forward(3 new ids after 3 cached): the logits", atol=1e-10, rtol=1e-10,
-                   hint="each new position attends to every cached position and to the new ones up to itself: a "
-                        "causal mask shifted by T_past (tril(diagonal=T_past))")
-check_tensor_close(_lg3, _full[:, 3:4], "cached_forward on a cache used a second time", atol=1e-10, rtol=1e-10,
-                   hint="a list appended to in place has grown: build a new list")
-_raised = "returned"
-try:
-    with _no_full_forward():
-        cached_forward(_m, _ids[:, :1], _c)
-except ValueError:
-    _raised = "ValueError"
-except Exception as _exc:  # any other error is named in the message
-    _raised = f"raised {type(_exc).__name__}: {_exc}"
-check(_raised == "ValueError", f"cached_forward with 8 cached positions and block_size 8 should raise ValueError (no "
-      f"position left); it {_raised} — test T_past + T_new > block_size first, before the positions are embedded")
-visible_checks_pass("cached_forward")
+# The test's small float64 GPT: your logits and cache against the reference's, to 1e-10, at every step.
+tests.check("cached_forward")
 ### BEGIN HIDDEN TESTS
-_m2 = lmcourse.reference.decoding.small_gpt(5, perturb=True, n_layer=3, n_head=4, n_embd=16, block_size=12,
-                                            fast=False)
-_ids2 = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
-_c2 = None
-_parts = []
-for _a, _b in ((0, 1), (1, 5), (5, 6), (6, 12)):
-    with _no_full_forward():
-        _lg, _c2 = cached_forward(_m2, _ids2[:, _a:_b], _c2)
-    _parts.append(_lg)
-with torch.no_grad():
-    _full2 = _m2(_ids2)[0]
-check_tensor_close(torch.cat(_parts, 1), _full2, "cached_forward in chunks 1, 4, 1, 6 on a 3-block model", atol=1e-10,
-                   rtol=1e-10)
+tests.grade("cached_forward")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1305,116 +676,10 @@ def generate_cached(model, prompt, max_new_tokens, filters=(), generator=None):
 
 
 # %% tests="generate_cached_tests" points=2
-import contextlib
-
-import torch
-
-import lmcourse.checks
-import lmcourse.decoding
-import lmcourse.nn
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_equal, check_shape, check_tensor_close
-
-_rule = "write the decoding yourself, not with lmcourse.decoding, lmcourse.nn.gpt's sampler or transformers"
-_ref = lmcourse.decoding
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.decoding.REFERENCE, modules=lmcourse.reference.decoding.MODULES,
-                              packages=lmcourse.reference.decoding.PACKAGES, reason=_rule)
-
-
-_fed = []
-
-
-def _counting_forward(model, idx, cache=None):
-    """The reference cached forward (standing in for yours), recording how many positions it is fed; more than
-    block_size fails the test with what went wrong."""
-    past, block_size = 0 if not cache else cache[0][0].size(2), model.config.block_size
-    _fed.append((idx.size(1), past))
-    if past + idx.size(1) > block_size:
-        if len(_fed) == 1:
-            why = ("on the first call, run it on the window, the last block_size ids of the prompt "
-                   "(prompt[:, -block_size:])")
-        elif past == 0:
-            why = "a rebuild starts from the last block_size // 2 ids"
-        else:
-            why = ("when the cache holds block_size positions, rebuild it with cached_forward(model, "
-                   "ids[:, -(block_size // 2):], None)")
-        check(False, f"generate_cached fed cached_forward {idx.size(1)} new ids with {past} cached, more than "
-              f"block_size {block_size}: {why}")
-    return _ref.gpt_forward_cached(model, idx, cache)
-
-
-@contextlib.contextmanager
-def _stand_ins():
-    _fed.clear()
-    with lmcourse.checks.substitute(globals(), cached_forward=_counting_forward, sample_next=_ref.sample_next), \
-            _rules(_ref.gpt_forward_cached, _ref._gpt_forward_cached, _ref.sample_next, _ref.top_k_filter), \
-            lmcourse.checks.forbid_calls(lmcourse.nn.gpt.GPT.forward,
-                                         reason="use cached_forward, not the model's own forward"):
-        yield
-
-
-_m = lmcourse.reference.decoding.small_gpt(0)
-_prompt = torch.tensor([[4, 5, 6], [7, 8, 9]])
-_before = _prompt.clone()
-_want = _ref.generate_recompute(_m, _prompt, 4, generator=torch.Generator().manual_seed(0))
-with _stand_ins():
-    _out = call_checked(generate_cached, _m, _prompt, 4, generator=torch.Generator().manual_seed(0),
-                        name="generate_cached(model, prompt of shape (2, 3), 4)")
-check_shape(_out, (2, 7), "generate_cached(model, prompt of shape (2, 3), 4)")
-check_tensor_close(_prompt, _before, "prompt after generate_cached", atol=0, rtol=0)
-check_tensor_close(_out, _want, "generate_cached's ids (4 new ids, the cache never full)", atol=0, rtol=0,
-                   hint="each step: the last position's logits, the filters, sample_next with the generator, append")
-check_equal(_fed, [(3, 0), (1, 3), (1, 4), (1, 5)], "what cached_forward was fed, (new ids, cached positions), "
-            "for 4 new ids after 3", hint="the prompt once, then only the new id with the cache; no call after the "
-                                          "last id")
-# past block_size: 20 new ids with block_size 8, the cache rebuilt from the last 4 ids when full
-_seen_want, _seen = [], []  # the logits each step hands the filters
-_want = _ref.generate_recompute(_m, _prompt, 20,
-                                filters=[lambda s: _seen_want.append(s.clone()) or _ref.top_k_filter(s, 3)],
-                                generator=torch.Generator().manual_seed(1))
-with _stand_ins():
-    _out = call_checked(generate_cached, _m, _prompt, 20,
-                        filters=[lambda s: _seen.append(s.clone()) or _ref.top_k_filter(s, 3)],
-                        generator=torch.Generator().manual_seed(1),
-                        name="generate_cached(model with block_size 8, prompt of 3, 20 new ids)",
-                        hint="the cache may not grow past block_size: when it holds block_size positions and a "
-                             "new id comes, rebuild it from the last block_size // 2 ids")
-check_equal(len(_seen), 20, "the number of steps whose logits went through the filters (20 new ids)")
-check_tensor_close(torch.stack(_seen), torch.stack(_seen_want), "the logits generate_cached handed the filters at each "
-                   "of 20 steps (block_size 8, float64 model)", atol=1e-10, rtol=1e-10,
-                   hint="each step's logits must equal a full forward pass over the ids the cache holds: when the "
-                        "cache is full, rebuild it with cached_forward(model, ids[:, -(block_size // 2):], None) — "
-                        "dropping the oldest cached keys keeps keys computed at their old positions")
-check_tensor_close(_out, _want, "generate_cached's ids for 20 new ids with block_size 8", atol=0, rtol=0,
-                   hint="when the cache holds block_size positions, rebuild it with cached_forward(model, "
-                        "ids[:, -(block_size // 2):], None)")
-check(max(n + c for n, c in _fed) <= 8, "the cache grew past block_size")
-check(sum(n for n, _ in _fed) <= 3 + 19 + 3 * 3, f"generate_cached fed {sum(n for n, _ in _fed)} positions to "
-      "cached_forward for 20 new ids: feed only the new id, and rebuild only when the cache is full")
-# a prompt longer than block_size: the first call sees its last block_size ids
-_long = torch.randint(0, 11, (2, 10), generator=torch.Generator().manual_seed(4))
-_want = _ref.generate_recompute(_m, _long, 2, generator=torch.Generator().manual_seed(2))
-with _stand_ins():
-    _out = call_checked(generate_cached, _m, _long, 2, generator=torch.Generator().manual_seed(2),
-                        name="generate_cached(model with block_size 8, a prompt of 10 ids, 2)")
-check_equal(_fed[0], (8, 0), "what the first call of cached_forward was fed, (new ids, cached positions), for a "
-            "prompt of 10 ids and block_size 8", hint="the last block_size ids of the prompt, prompt[:, -block_size:]")
-check_tensor_close(_out, _want, "generate_cached's ids after a prompt of 10 ids (block_size 8)", atol=0, rtol=0)
-visible_checks_pass("generate_cached")
+# Your generate_cached runs with the reference cached_forward and sample_next, against the uncached generation.
+tests.check("generate_cached")
 ### BEGIN HIDDEN TESTS
-_m2 = lmcourse.reference.decoding.small_gpt(3, block_size=6)
-_p2 = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(4))
-with _stand_ins():
-    _out2 = generate_cached(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
-check_equal(_fed[0], (6, 0), "the first call: the last block_size ids of the prompt")
-_want2 = _ref.generate_recompute(_m2, _p2, 13, generator=torch.Generator().manual_seed(6))
-check_tensor_close(_out2, _want2, "a prompt longer than block_size, 13 new ids", atol=0, rtol=0)
-with _stand_ins():
-    _out3 = generate_cached(_m2, _p2[:, :2], 1, generator=torch.Generator().manual_seed(6))
-check_shape(_out3, (3, 3), "one new id")
-check_equal(len(_fed), 1, "one new id needs one call")
+tests.grade("generate_cached")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1481,12 +746,10 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+# One letter, in quotes.
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1504,12 +767,10 @@ answer_q2 = "A"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+# One letter, in quotes.
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="A")
+tests.grade("q2")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -222,8 +222,10 @@ return logits
 '''))),
     # in full: it rewrites most of the cell
     Mutant("the reference top-k compiled with torch.jit.script (gaming)", "top_k_filter", '''
-import lmcourse.decoding as _d
-top_k_filter = torch.jit.script(_d.top_k_filter)
+def top_k_filter(logits, k):
+    import lmcourse.reference.decoding as _d  # imported when it runs: a graded kernel refuses it
+
+    return torch.jit.script(_d.top_k_filter)(logits, k)
 '''),
     Mutant("top-p sets -inf in place", "top_p_filter",
            patch(
@@ -343,10 +345,9 @@ sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
 '''))),
     # in full: the test cells' expected-value helper called by name, row by row
     Mutant("top_p_filter: the test cells' helper expected_top_p called row by row (gaming)", "top_p_filter", '''
-import lmcourse.reference.decoding
-
-
 def top_p_filter(logits, p):
+    import lmcourse.reference.decoding  # imported when it runs: a graded kernel refuses it
+
     rows = logits.reshape(-1, logits.size(-1)).tolist()
     out = [lmcourse.reference.decoding.expected_top_p(row, p) for row in rows]
     return torch.tensor(out, dtype=logits.dtype, device=logits.device).reshape(logits.shape)

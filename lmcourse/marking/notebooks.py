@@ -15,6 +15,7 @@ TESTS["09_encoder_decoder"] = "lmcourse.marking.encoder_decoder"
 TESTS["03_attention"] = "lmcourse.marking.attention"
 TESTS["02_rnn"] = "lmcourse.marking.rnn"
 TESTS["04_block"] = "lmcourse.marking.block"
+TESTS["07_decoding"] = "lmcourse.marking.decoding"
 
 
 def marked(notebook: str) -> bool:

@@ -830,3 +830,89 @@ def test_03_correct_keeps_full_marks(forged_03):
 def test_03_forgery_scores_zero_on_its_exercise(forged_03, attempt):
     row, test = forged_03[attempt], f"{ATT_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+
+
+# ---------------------------------------------------------------- notebook 07, graded from records
+# The red team's routes into 07's old test cells: a profile function installed through contextlib.ExitStack
+# (so the guard did not count it as the student's), which the rules' own profile called first and which ran
+# the reference unwatched inside the callback (18 of 22 points); and a beam search returning a list subclass
+# whose methods ran the reference when the test read the hypotheses, after the rules' block. Now the reference
+# is absent from the graded kernel and the kernel records plain data only: each scores 0 on its exercise (or is
+# flagged), by construction.
+DEC = "07_decoding"
+DEC_ATTEMPTS = {
+    "profile_chained_through_exitstack": ("top_k_filter",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.reference.decoding as _R\n"
+        "except ImportError:\n"
+        "    try:\n"
+        "        import lmcourse.decoding as _R\n"
+        "        _R.top_k_filter\n"
+        "    except Exception:\n"
+        "        _R = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _R is not None and event == 'call' and frame.f_code.co_name == 'top_k_filter' \\\n"
+        "            and 'k' in frame.f_locals:\n"
+        "        _answer['v'] = _R.top_k_filter(frame.f_locals['logits'], frame.f_locals['k'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def top_k_filter(logits, k):\n"
+        "    return _answer.pop('v', logits)\n"),
+    "beam_list_subclass_runs_the_reference": ("beam_search",
+        "class _Hyps(list):\n"
+        "    def _real(self):\n"
+        "        import lmcourse.reference.decoding as ref\n"
+        "        return ref.beam_search(*self.args)\n\n"
+        "    def __iter__(self):\n"
+        "        return iter(self._real())\n\n"
+        "    def __len__(self):\n"
+        "        return len(self._real())\n\n"
+        "    def __getitem__(self, i):\n"
+        "        return self._real()[i]\n\n\n"
+        "def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None):\n"
+        "    out = _Hyps()\n"
+        "    out.args = (model, prompt, beam_size, max_new_tokens, length_penalty, eos_id)\n"
+        "    return out\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_07(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 07: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / DEC / f"{DEC}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{DEC}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-07"), tmp_path_factory.mktemp("grades-07")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, code) in DEC_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{DEC}.ipynb")
+    assert main(["grade", DEC, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_07_correct_keeps_full_marks(forged_07):
+    row = forged_07["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in DEC_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(DEC_ATTEMPTS))
+def test_07_forgery_scores_zero_on_its_exercise(forged_07, attempt):
+    row, test = forged_07[attempt], f"{DEC_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
+        f"{attempt}: {test} scored {row[test]}: {row}"

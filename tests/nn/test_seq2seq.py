@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch import nn
 
-from lmcourse import decoding
 from lmcourse.nn import AttentionConfig
 from lmcourse.nn.seq2seq import (
     CrossAttention,
@@ -19,6 +18,7 @@ from lmcourse.nn.seq2seq import (
     greedy_decode,
     padding_mask,
 )
+from lmcourse.reference import decoding
 
 TOL = {"atol": 1e-12, "rtol": 1e-10}
 PAD, BOS = 0, 1
@@ -330,7 +330,7 @@ def test_beam_search_reuses_decoding_and_scores_are_log_probabilities():
         lp = torch.log_softmax(logits, -1).gather(-1, full[:, 1:, None]).sum().item()
         assert score == pytest.approx(float(lp) / ids.numel() ** 0.7, rel=1e-9, abs=1e-12)
         assert eos not in ids[:-1].tolist()
-    assert decoding.beam_search.__module__ == "lmcourse.decoding"
+    assert decoding.beam_search.__module__ == "lmcourse.reference.decoding"
 
 
 def test_cross_attention_weights_are_what_each_layer_reads():

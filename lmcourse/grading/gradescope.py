@@ -223,6 +223,49 @@ def _visible_checks(name: str, output: str | None, shown: str, full: bool, pass_
             "status": "passed" if passed else "failed", "visibility": "visible", "output": text}
 
 
+def _recorded_companions(nb, assignment: str, scores: dict, points: dict, status: str,
+                         hidden_visibility: str, shown) -> dict[str, dict]:
+    """grade id -> the companion of a test cell graded from records (:mod:`lmcourse.marking`).
+    Such a cell runs every case, visible and hidden, in one record and the grader writes one
+    verdict into it, so its output cannot tell the visible part apart: the judged outcome does
+    (the visible cases come first; its first failing case is named hidden or visible). Only a
+    visible case's message is shown, and none of the cell's printed output, which the hidden
+    cases' calls wrote too."""
+    from ..marking.judge import Outcome
+    from ..marking.kernel import PASS_LINE
+    from ..marking.notebooks import load, marked
+
+    if not marked(assignment):
+        return {}
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb is not None else [])
+             if c.get("cell_type") == "code"}
+    companions = {}
+    for ex in load(assignment).exercises:
+        gid = ex.test_id
+        if gid not in points:
+            continue
+        cell = cells.get(gid)
+        error = next((o for o in (cell.get("outputs", []) if cell is not None else [])
+                      if o.get("output_type") == "error"), None)
+        hidden_failed = Outcome(ex.name, False, 0, None, "", hidden=True).text()
+        if cell is None:
+            passed, text = False, f"not run ({status})"
+        elif error is None:
+            passed, text = float(scores.get(gid) or 0.0) >= points[gid], ""
+        else:
+            passed = error.get("ename") == "CheckFailed" and str(error.get("evalue", "")).startswith(hidden_failed)
+            text = "" if passed else shown(f"{error.get('ename', 'Error')}: {error.get('evalue', '')}")
+        if passed:
+            text = f"{ex.name}: {PASS_LINE}"
+        elif not text:
+            text = "the test cell did not pass"
+        if not passed:
+            text += f"\n(the points, hidden tests included, are shown {WHEN[hidden_visibility]})"
+        companions[gid] = {"score": 0.0, "max_score": 0.0, "status": "passed" if passed else "failed",
+                           "visibility": "visible", "output": text}
+    return companions
+
+
 def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", sandbox: str = "") -> dict:
     """Gradescope's results.json for one graded submission ``res`` (``nb``: its autograded
     notebook, None when none ran)."""
@@ -245,6 +288,7 @@ def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", s
             return WITHHELD
         return text
 
+    recorded = _recorded_companions(nb, tpl.assignment, res.tests, tpl.points, res.status, hidden_visibility, shown)
     tests = []
     for gid, kind, points in tpl.grade_cells:
         if kind != "code":                # free-text answers: graded by hand, on Gradescope too
@@ -253,7 +297,9 @@ def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", s
         name = f"{test_label(tpl.exercise_of, gid)} ({gid})"
         text = shown(outputs[gid]) if gid in outputs else f"not run ({res.status})"
         hidden = gid in has_hidden and hidden_visibility != "visible"
-        if hidden:                        # what the student's own notebook shows, at once
+        if hidden and gid in recorded:
+            tests.append({"name": f"{name}: visible checks", **recorded[gid]})
+        elif hidden:                      # what the student's own notebook shows, at once
             tests.append(_visible_checks(name, outputs.get(gid), text, score >= points, PASS_LINE,
                                          hidden_visibility))
         tests.append({"name": name, "score": score, "max_score": points,

@@ -236,3 +236,73 @@ def test_run_autograder_without_a_notebook_still_writes_results(graded, tmp_path
     assert doc["score"] == 0 and doc["extra_data"]["status"] == "missing-notebook"
     assert "missing-notebook" in doc["output"]
     assert stat.S_IMODE((root / "run_autograder").stat().st_mode) & 0o100
+
+
+# ---------------------------------------------------------------- quick: the companion of a recorded cell
+
+def _judged(tpl, answers: dict[str, dict]):
+    """01's source notebook with every recorded test cell holding the record the autograded kernel
+    would write for the reference's answers, with ``answers[exercise]`` in their place in that
+    exercise's cell (the others run the reference, as stand-ins do), judged as `lmcourse
+    grade` judges it (the records are made here, in-process: what the grader reads is the same)."""
+    import copy
+
+    from lmcourse.marking.grader import judge_notebook
+    from lmcourse.marking.judge import observe
+    from lmcourse.marking.kernel import MIME, hidden_cases
+    from lmcourse.marking.notebooks import load
+    from lmcourse.marking.spec import Names
+    from lmcourse.reference import ngram
+
+    spec = load(A)
+    nb = copy.deepcopy(tpl.source)
+    by_test = {ex.test_id: ex for ex in spec.exercises}
+    for cell in nb.cells:
+        ex = by_test.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if cell.cell_type != "code" or ex is None:
+            continue
+        ns = {**vars(ngram), **answers.get(ex.name, {})}
+        trees = [observe(case.call, Names(ns)) for case in ex.cases + hidden_cases(spec, ex.name)]
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                               text=f"{ex.name}: recorded for the autograder with the hidden tests\n"),
+                        nbformat.v4.new_output("display_data", data={MIME: {"notebook": A, "exercise": ex.name,
+                                                                            "cases": trees}})]
+    judge_notebook(nb, A)
+    return nb
+
+
+@pytest.mark.parametrize("visibility", ["after_due_date", "hidden"])
+def test_the_visible_companion_says_nothing_of_the_hidden_cases(tmp_path, visibility):
+    """Right on the visible cases, wrong on a hidden one (pad_sentence([], 5)), and a wrong quiz
+    letter (its visible case checks the form only): the companion, visible at once, says the
+    visible checks pass, as the student's notebook does; the hidden message is in the scored test
+    only, under the chosen visibility."""
+    from nbgrader.utils import determine_grade
+
+    from lmcourse.grading.gradescope import results_json
+    from lmcourse.grading.result import Result
+    from lmcourse.grading.template import Template
+    from lmcourse.reference import ngram
+
+    def pad_sentence(words, n):          # forgets the start tokens of an empty sentence
+        return [ngram.BOS] * (n - 1) + list(words) + [ngram.EOS] if words else [ngram.EOS]
+
+    wrong = next(x for x in "ABCD" if x != ngram.answer_q1)
+    tpl = Template(A, tmp_path)
+    nb = _judged(tpl, {"pad_sentence": {"pad_sentence": pad_sentence}, "q1": {"answer_q1": wrong}})
+    scores = {c.metadata["nbgrader"]["grade_id"]: float(determine_grade(c)[0] or 0) for c in nb.cells
+              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    res = Result("s", A, "graded", score=sum(scores.values()), max_score=tpl.max_score,
+                 auto_max=sum(p for _, k, p in tpl.grade_cells if k == "code"), tests=scores)
+    tests = {t["name"]: t for t in results_json(res, tpl, nb, visibility)["tests"]}
+    for gid, hidden_msg in (("pad_sentence_tests", "pad_sentence([], 5)"), ("q1_tests", "is not the right choice")):
+        scored = next(t for n, t in tests.items() if n.endswith(f"({gid})"))
+        companion = next(t for n, t in tests.items() if n.endswith(f"({gid}): visible checks"))
+        assert scored["status"] == "failed" and scored["visibility"] == visibility
+        assert hidden_msg in scored["output"] and "a hidden test failed" in scored["output"]
+        assert companion["visibility"] == "visible" and companion["status"] == "passed", companion
+        assert "the visible checks pass" in companion["output"]
+        assert "hidden test failed" not in companion["output"] and hidden_msg not in companion["output"]
+    # every other exercise right: its companion passes too
+    assert all(t["status"] == "passed" for n, t in tests.items() if n.endswith("visible checks")
+               and "pad_sentence_tests" not in n and "(q1_tests)" not in n)

@@ -42,9 +42,11 @@
 # which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
 #
 # * write the exercise with the pieces it names (`torch` operations, `nn.Embedding`, `nn.Linear`,
-#   `lmcourse.nn.Block`, a LayerNorm, ...). The course's reference masked LM in `lmcourse.nn.mlm`
-#   (`MaskedLM`, `mask_tokens`, `fill_mask`, `pseudo_log_likelihood` and its helpers) scores 0,
-#   however it is reached (an alias, a subclass, a saved reference): the tests watch what runs;
+#   `lmcourse.nn.Block`, a LayerNorm, ...). The course's reference answers
+#   (`lmcourse.reference.mlm`, which the old names in `lmcourse.nn.mlm` read through to) are not
+#   there when the notebook is graded, and the Python code of `transformers` (its BERT, its masking
+#   collator) scores 0, however it is reached (an alias, a subclass, a saved reference): the tests
+#   watch what runs;
 # * results follow the dtypes stated with each exercise, and inputs are never changed in place.
 #   The tests run on the CPU; where an exercise asks you to create tensors on a device (so that
 #   the notebook also runs on a GPU), that is good practice, not graded — except that `MaskedLM`'s
@@ -64,12 +66,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
-import lmcourse.nn.mlm
-import lmcourse.reference.mlm
-import lmcourse.rules
+import lmcourse.marking
 from lmcourse import plot
-from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
-                             visible_checks_pass)
 from lmcourse.data import encode_text, get_batch, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, MLMConfig
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
@@ -79,6 +77,7 @@ _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
 torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
+tests = lmcourse.marking.Exam("06_mlm", globals())   # the test cells below: tests.check("mask_tokens")
 
 # %% [markdown]
 # ## 1. Two ways to train on text
@@ -174,168 +173,10 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
 
 
 # %% tests="mask_tokens_tests" points=4
-import math
-
-import torch
-
-import lmcourse.checks
-import lmcourse.nn.mlm
-from lmcourse.checks import call_checked, check, check_equal, check_shape, check_tensor_close
-
-_rule = "write the masking yourself, not with the course's reference mask_tokens"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
-
-
-def _within(k, n, q, z=5.0):
-    """k successes of n independent draws with probability q: within z standard deviations."""
-    return abs(k - n * q) <= z * math.sqrt(n * q * (1 - q)) + 1
-
-
-def _padded(B, T, V, n_special, seed):
-    """Rows of different lengths: <s>, ordinary ids, </s>, then padding (id 0); about a third special."""
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(n_special, V, (B, T), generator=g)
-    lengths = torch.randint(T // 3, T, (B,), generator=g)
-    tokens[torch.arange(T)[None] >= lengths[:, None]] = 0
-    tokens[:, 0] = 1
-    tokens[torch.arange(B), lengths - 1] = 2
-    return tokens
-
-
-def _check_masking(tokens, inputs, labels, mask_id, vocab_size, special_ids, p, what):
-    special = torch.isin(tokens, torch.tensor(sorted(special_ids)))
-    chosen = labels != -100
-    n_ord, n_chosen = int((~special).sum()), int(chosen.sum())
-    ordinary = [i for i in range(vocab_size) if i not in special_ids and i != mask_id]
-    check(int((chosen & special).sum()) == 0, f"{what}: {int((chosen & special).sum())} special or padding "
-          "positions were chosen (their label is not -100); choose only positions whose id is not in special_ids")
-    check(int((~chosen & (inputs != tokens)).sum()) == 0, f"{what}: {int((~chosen & (inputs != tokens)).sum())} "
-          "positions changed although their label is -100; change only the chosen positions, and give every "
-          "chosen position (the 10% left unchanged too) its original id as label")
-    check(bool((labels[chosen] == tokens[chosen]).all()), f"{what}: a label differs from the original id at a "
-          "chosen position; labels = the original tokens there, -100 elsewhere")
-    n_mask = int((inputs[chosen] == mask_id).sum())
-    n_same = int((inputs[chosen] == tokens[chosen]).sum())
-    check(_within(n_mask, n_chosen, 0.8), f"{what}: {n_mask / max(n_chosen, 1):.3f} of the chosen positions "
-          "became [MASK], expected 0.8 (the other 20%: half a random ordinary id, half unchanged)")
-    q_same = 0.1 + 0.1 / len(ordinary)  # unchanged, or a random draw that hit the original id
-    check(_within(n_same, n_chosen, q_same), f"{what}: {n_same / max(n_chosen, 1):.3f} of the chosen positions "
-          f"kept their id, expected {q_same:.3f} (10% unchanged, plus random draws that happen to hit it)")
-    replaced = inputs[chosen & (inputs != mask_id) & (inputs != tokens)]
-    bad = replaced[~torch.isin(replaced, torch.tensor(ordinary, dtype=replaced.dtype))]
-    check(bad.numel() == 0, f"{what}: a random replacement was {bad[:3].tolist()}, a special id or [MASK]; draw "
-          "replacements from the ordinary ids only (neither in special_ids nor mask_id)")
-    check(_within(replaced.numel(), n_chosen, 0.1 * (1 - 1 / len(ordinary))),
-          f"{what}: {replaced.numel() / max(n_chosen, 1):.3f} of the chosen positions got another ordinary id, "
-          "expected 0.1")
-    check(_within(n_chosen, n_ord, p), f"{what}: {n_chosen} of {n_ord} non-special positions chosen "
-          f"({n_chosen / max(n_ord, 1):.3f}), expected a share of p = {p} of the non-special positions "
-          "(not of all positions)")
-
-
-# a small example: shapes, dtype, no change in place
-_tok = torch.tensor([[1, 7, 8, 9, 2, 0], [1, 5, 6, 2, 0, 0]])
-_before = _tok.clone()
-with _rules():
-    _out = call_checked(mask_tokens, _tok, 4, 12, [0, 1, 2, 3, 4], 0.5, torch.Generator().manual_seed(0),
-                        name="mask_tokens(tokens, 4, 12, [0, 1, 2, 3, 4], 0.5, generator)")
-check(isinstance(_out, tuple) and len(_out) == 2, "mask_tokens should return a pair (inputs, labels)")
-_inp, _lab = _out
-check_shape(_inp, (2, 6), "inputs")
-check_shape(_lab, (2, 6), "labels")
-check_equal((str(_inp.dtype), str(_lab.dtype)), ("torch.int64", "torch.int64"), "the dtypes of inputs and labels",
-            hint="the dtype of tokens (torch.long)")
-check_tensor_close(_tok, _before, "tokens after mask_tokens", atol=0, rtol=0,
-                   hint="work on a copy (tokens.clone()), do not change tokens in place")
-check(_inp is not _tok and _lab is not _tok, "return new tensors, not tokens itself")
-# p = 0: nothing is chosen, so no position has a label
-with _rules():
-    _zi, _zl = call_checked(mask_tokens, _tok, 4, 12, [0, 1, 2, 3, 4], 0.0, torch.Generator().manual_seed(0),
-                            name="mask_tokens(tokens, 4, 12, [0, 1, 2, 3, 4], 0.0, generator)")
-check(bool((_zl == -100).all()), f"with p = 0 no position is chosen, so every label should be -100; got labels "
-      f"{_zl.tolist()}: labels hold the original id at the chosen positions only and -100 at every other position "
-      "(not a copy of tokens)")
-# the proportions, on 256 sequences of 400 ids with padding (V = 60, specials 0..4, [MASK] = 4)
-_V, _S = 60, {0, 1, 2, 3, 4}
-# each sequence its own draw
-_same_rows = torch.randint(5, _V, (1, 300), generator=torch.Generator().manual_seed(3)).repeat(8, 1)
-with _rules():
-    _ri, _rl = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(3))
-check(all(not torch.equal(_rl[0] != -100, _rl[i] != -100) for i in range(1, 8)),
-      "eight identical sequences got the same chosen positions: draw a choice for every position of the "
-      "batch, shape (B, T), not one row of choices shared by all sequences")
-# each position on its own: the count of chosen positions per sequence varies as a binomial's
-_rows = torch.randint(5, _V, (400, 100), generator=torch.Generator().manual_seed(7))
-with _rules():
-    _counts = (mask_tokens(_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(7))[1] != -100).sum(1)
-_var, _want_var = float(_counts.double().var()), 100 * 0.15 * 0.85
-check(abs(_var - _want_var) <= 5 * _want_var * math.sqrt(2 / 399), f"the number of chosen positions per sequence "
-      f"of 100 ordinary ids has variance {_var:.2f}, expected about {_want_var:.2f} (a binomial count): choose each "
-      "position independently with probability p, not a fixed number p * length per sequence")
-_big = _padded(256, 400, _V, 5, seed=601)
-with _rules():
-    _bi, _bl = call_checked(mask_tokens, _big, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(1),
-                            name="mask_tokens on a padded batch (256, 400)")
-_check_masking(_big, _bi, _bl, 4, _V, _S, 0.15, "a padded batch of 256 x 400 ids, p = 0.15")
-# random replacements spread evenly over the ordinary ids: every position holds the ordinary id 7,
-# specials 0..3, [MASK] = 4, ordinary ids 5..11, every position chosen
-_sevens = torch.full((100, 200), 7)
-with _rules():
-    _si, _sl = call_checked(mask_tokens, _sevens, 4, 12, {0, 1, 2, 3}, 1.0, torch.Generator().manual_seed(8),
-                            name="mask_tokens(tokens, 4, 12, {0, 1, 2, 3}, 1.0, generator) (specials as a set)")
-for _id in (5, 6, 8, 9, 10, 11):
-    _k = int((_si == _id).sum())
-    check(_within(_k, _sevens.numel(), 0.1 / 7), f"the ordinary id {_id} replaced {_k} of {_sevens.numel()} chosen "
-          f"positions, expected about {_sevens.numel() * 0.1 / 7:.0f} (10% spread evenly over the 7 ordinary ids "
-          "5..11): draw each random replacement on its own, every ordinary id equally likely")
-# [MASK] is never a random replacement, even when the caller does not list it among the specials:
-# one ordinary id (1), padding 0, [MASK] = 2, every position chosen
-_one = torch.ones(100, 200, dtype=torch.long)
-with _rules():
-    _oi, _ol = mask_tokens(_one, 2, 3, [0], 1.0, torch.Generator().manual_seed(2))
-check(bool((_ol == 1).all()), "with p = 1.0 every ordinary position is chosen: every label should be 1")
-_share = float((_oi == 2).double().mean())
-check(abs(_share - 0.8) < 0.015, f"with mask_id = 2 not in special_ids, {_share:.3f} of the chosen positions hold "
-      "[MASK], expected 0.8: a random replacement must not be mask_id (exclude it from the ordinary ids)")
-# the specials need not be the first ids: here 0, 10 and [MASK] = 11, while the ordinary ids 1..9 include ids below
-# the number of specials; every position chosen
-_mixed = torch.tensor([[0, 1, 11, 2, 3, 10, 11, 1]]).repeat(50, 1)
-with _rules():
-    _xi, _xl = call_checked(mask_tokens, _mixed, 11, 12, [0, 10, 11], 1.0, torch.Generator().manual_seed(11),
-                            name="mask_tokens(tokens, 11, 12, [0, 10, 11], 1.0, generator)")
-_sp = torch.isin(_mixed, torch.tensor([0, 10, 11]))
-check(bool((_xl[_sp] == -100).all()), "with special_ids [0, 10, 11] ([MASK] = 11) and p = 1.0, a position holding 10 "
-      "or 11 was chosen: the specials are the ids listed in special_ids, wherever they are in the vocabulary (test "
-      "membership, e.g. torch.isin(tokens, special_ids)), not the first len(special_ids) ids")
-check(bool((_xl[~_sp] == _mixed[~_sp]).all()), "with special_ids [0, 10, 11] and p = 1.0, a position holding the "
-      "ordinary id 1, 2 or 3 was not chosen: every id that is not in special_ids is ordinary, however small (test "
-      "membership, e.g. torch.isin(tokens, special_ids), not tokens < len(special_ids))")
-# the generator decides
-with _rules():
-    torch.manual_seed(100)
-    _a = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(9))
-    torch.manual_seed(200)
-    _b = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(9))
-    _c = mask_tokens(_same_rows, 4, _V, sorted(_S), 0.15, torch.Generator().manual_seed(10))
-check(torch.equal(_a[0], _b[0]) and torch.equal(_a[1], _b[1]),
-      "two calls with generators seeded alike gave different results: pass generator= to every random draw "
-      "(torch.rand, torch.randint, torch.bernoulli, torch.randperm, torch.multinomial)")
-check(not torch.equal(_a[1], _c[1]), "generators with different seeds gave the same labels")
-visible_checks_pass("mask_tokens")
+# Specials never chosen; of the chosen, 80% [MASK], 10% a random ordinary id, 10% kept; labels -100 elsewhere.
+tests.check("mask_tokens")
 ### BEGIN HIDDEN TESTS
-_V2, _S2 = 30, {0, 1, 2, 3, 29}
-_big2 = _padded(80, 300, 29, 4, seed=602)
-with _rules():
-    _hi, _hl = mask_tokens(_big2, 29, _V2, _S2, 0.3, torch.Generator().manual_seed(4))
-_check_masking(_big2, _hi, _hl, 29, _V2, _S2, 0.3, "p = 0.3, [MASK] the last id")
-with _rules():
-    _hi, _hl = mask_tokens(_big2, 29, _V2, tuple(_S2), 0.05, torch.Generator().manual_seed(5))
-_check_masking(_big2, _hi, _hl, 29, _V2, _S2, 0.05, "p = 0.05, specials as a tuple")
-with _rules():
-    _ni, _nl = mask_tokens(_big2, 29, _V2, _S2, 0.0, torch.Generator().manual_seed(6))
-check(torch.equal(_ni, _big2) and bool((_nl == -100).all()), "p = 0: nothing chosen")
+tests.grade("mask_tokens")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -452,166 +293,10 @@ class MaskedLM(nn.Module):
 
 
 # %% tests="masked_lm_tests" points=5
-import dataclasses
-
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.mlm
-import lmcourse.reference.gpt
-import lmcourse.reference.mlm
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-from lmcourse.nn import Block, MLMConfig
-
-_rule = "build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn.Linear, not the course's MaskedLM"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
-
-
-def _built(cfg, dtype=torch.float64):
-    """Your MaskedLM with the reference's weights (by name), in eval mode, and the reference."""
-    return lmcourse.reference.gpt.built(MaskedLM, cfg, _rules, dtype, reference=lmcourse.reference.mlm.reference_mlm,
-                                        names="wte, wpe, ln_emb, drop, blocks, head_dense, head_ln, lm_head (with a "
-                                              "bias)")
-
-
-_cfg = MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16)
-with _rules():
-    _m = call_checked(MaskedLM, _cfg, name="MaskedLM(config)")
-for _name, _type in [("wte", nn.Embedding), ("wpe", nn.Embedding), ("drop", nn.Dropout),
-                     ("blocks", (nn.ModuleList, nn.Sequential)), ("head_dense", nn.Linear), ("lm_head", nn.Linear)]:
-    check(isinstance(getattr(_m, _name, None), _type), f"MaskedLM should have self.{_name}")
-check(getattr(_m, "config", None) is _cfg, "store the config as self.config")
-check_equal(len(_m.blocks), 2, "the number of blocks for n_layer = 2")
-check(all(isinstance(b, Block) for b in _m.blocks), "self.blocks should hold lmcourse.nn.Block modules")
-check(_m.lm_head.weight is _m.wte.weight,
-      "the head's weight must be the embedding's weight itself (one tensor): self.lm_head.weight = self.wte.weight "
-      "— not a copy and not a separate matrix")
-check(_m.lm_head.bias is not None and tuple(_m.lm_head.bias.shape) == (13,),
-      "BERT's decoder has a bias per token: nn.Linear(n_embd, vocab_size) with its default bias=True")
-_m, _ref = _built(_cfg)
-_g = torch.Generator().manual_seed(601)
-_idx = torch.randint(13, (3, 8), generator=_g)
-_tgt = torch.full((3, 8), -100)
-_tgt[0, 1], _tgt[1, 6], _tgt[2, 3], _tgt[2, 4] = 5, 7, 12, 0
-_idx_before = _idx.clone()
-with torch.no_grad():
-    _want_logits, _want_loss = _ref(_idx, _tgt)
-    with _rules():
-        _out = call_checked(_m, _idx, name="model(idx)")
-check(isinstance(_out, tuple) and len(_out) == 2, "forward should return a pair (logits, loss)")
-check(_out[1] is None, "without targets, forward returns (logits, None)")
-check_shape(_out[0], (3, 8, 13), "the logits for idx of shape (3, 8)", hint="logits at every position: (B, T, V)")
-check_tensor_close(_idx, _idx_before, "idx after calling your model", atol=0, rtol=0)
-check_equal(str(_out[0].dtype), "torch.float64", "the dtype of the logits of a float64 model")
-_m32, _r32 = _built(_cfg, dtype=torch.float32)
-with _rules(), torch.no_grad():
-    _o32 = _m32(_idx, _tgt)
-check_equal(str(_o32[0].dtype), "torch.float32", "the dtype of the logits of a float32 model",
-            hint="the model's dtype: no .double() or .float() on the logits")
-# Bidirectional, by gradients: position 0's logits depend on the last position's input
-with lmcourse.reference.gpt.grab(_m.blocks[0]) as _cap, _rules():
-    _lg = _m(_idx[:1])[0]
-(_grad,) = torch.autograd.grad(_lg[0, 0].sum(), _cap.x)
-check(float(_grad[0, 1:].abs().sum()) > 0, "the logits at position 0 do not depend on later positions: the "
-      "blocks are still causal. Build them with causal=config.causal (False for a masked LM)")
-check_tensor_close(_out[0], _want_logits, "your logits vs the reference MaskedLM with the same weights",
-                   atol=1e-10, rtol=1e-10,
-                   hint="x = drop(ln_emb(wte(idx) + wpe(positions 0..T-1))), post-LN blocks (prenorm=False), then "
-                        "head_dense, the exact GELU, head_ln, lm_head (tied weight, own bias); no final LayerNorm")
-with torch.no_grad(), _rules():
-    _logits2, _loss = call_checked(_m, _idx, _tgt, name="model(idx, targets)")
-check(isinstance(_loss, torch.Tensor) and _loss.dim() == 0, "with targets, loss is a 0-dimensional tensor")
-check_close(float(_loss), float(_want_loss), "the loss with 4 chosen positions of 24", rel=1e-9, abs_=1e-10,
-            hint="the mean cross-entropy over the positions whose target is not -100 only: "
-                 "F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T), ignore_index=-100); "
-                 "divide by the number of chosen positions, not by B * T")
-# The same network, causal: config.causal is passed to the blocks
-_cc = MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16, causal=True)
-_mc, _rc = _built(_cc)
-with torch.no_grad():
-    _want_c = _rc(_idx)[0]
-    with _rules():
-        _got_c = _mc(_idx)[0]
-check_tensor_close(_got_c, _want_c, "logits of MaskedLM(config with causal=True) vs the reference",
-                   atol=1e-10, rtol=1e-10, hint="BlockConfig(..., causal=config.causal, prenorm=False)")
-# bias=False: no bias in the blocks, head_dense and the LayerNorms (lm_head keeps its own)
-_cb = MLMConfig(vocab_size=13, block_size=8, n_layer=1, n_head=4, n_embd=16, bias=False)
-with _rules():
-    _mb = call_checked(MaskedLM, _cb, name="MaskedLM(config with bias=False)")
-_extra = sorted(_n for _n, _ in _mb.named_parameters() if _n.endswith("bias") and _n != "lm_head.bias")
-check(not _extra, f"with bias=False your MaskedLM still has biases {_extra[:4]}: pass bias=config.bias to the blocks, "
-      "head_dense, ln_emb and head_ln (lm_head keeps its own bias)")
-_mb, _rb = _built(_cb)
-with torch.no_grad():
-    _want_b = _rb(_idx)[0]
-    with _rules():
-        _got_b = _mb(_idx)[0]
-check_tensor_close(_got_b, _want_b, "logits of MaskedLM(config with bias=False) vs the reference", atol=1e-10,
-                   rtol=1e-10, hint="pass bias=config.bias to the blocks, head_dense, ln_emb and head_ln")
-# Dropout: on in training, off in eval
-_md, _rd = _built(dataclasses.replace(_cfg, dropout=0.5))
-with torch.no_grad():
-    _wd = _rd(_idx)[0]
-    with _rules():
-        _e1 = _md(_idx)[0]
-        _md.train()
-        torch.manual_seed(602)
-        _tr = _md(_idx)[0]
-check_tensor_close(_e1, _wd, "MaskedLM with dropout = 0.5 in eval mode vs the reference",
-                   atol=1e-10, rtol=1e-10, hint="use the nn.Dropout module self.drop (it follows model.eval())")
-check(float((_tr - _e1).abs().max()) > 1e-6, "with dropout = 0.5 in training mode the logits should change: apply "
-      "self.drop after ln_emb, and pass dropout to the blocks")
-# the embeddings' dropout alone: blocks in eval mode, self.drop in training mode, the reference's seed
-_rd.train()
-for _b in list(_md.blocks) + list(_rd.blocks):
-    _b.eval()
-with torch.no_grad():
-    torch.manual_seed(603)
-    _want_drop = _rd(_idx)[0]
-    with _rules():
-        torch.manual_seed(603)
-        _got_drop = _md(_idx)[0]
-check_tensor_close(_got_drop, _want_drop, "logits with dropout 0.5 on the embeddings only (blocks in eval mode, same "
-                   "seed as the reference)", atol=1e-10, rtol=1e-10,
-                   hint="x = self.drop(self.ln_emb(wte(idx) + wpe(positions))): apply self.drop once, after ln_emb")
-# the loss trains every part: gradients reach the embedding, its LayerNorm and the decoder's bias
-_m.zero_grad()
-with _rules():
-    _gl = call_checked(_m, _idx, _tgt, name="model(idx, targets) with gradients")[1]
-_gl.backward()
-check(_m.wte.weight.grad is not None and _m.lm_head.bias.grad is not None and _m.ln_emb.weight.grad is not None
-      and _m.wpe.weight.grad is not None, "the loss's gradients should reach wte, wpe, ln_emb and the head's bias: "
-      "no .detach(), .data or torch.no_grad() inside forward")
-# the input's device: a model and ids on PyTorch's 'meta' device (shapes only, no data)
-with _rules():
-    _mm = call_checked(MaskedLM, _cfg, name="MaskedLM(config)").to("meta")
-    _om = call_checked(_mm, torch.zeros(2, 5, dtype=torch.long, device="meta"),
-                       name="model(idx) for a model and ids on the 'meta' device",
-                       hint="no .item(), .tolist() or Python branch on a tensor's values inside forward")[0]
-check_equal(str(_om.device), "meta", "the device of the logits for a model and ids on 'meta'")
-visible_checks_pass("MaskedLM")
+# The test loads its weights by the attribute names above; logits (B, T, V), loss over the chosen positions.
+tests.check("masked_lm")
 ### BEGIN HIDDEN TESTS
-for _c in [MLMConfig(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
-           MLMConfig(vocab_size=11, block_size=6, n_layer=1, n_head=4, n_embd=12, bias=False),
-           MLMConfig(vocab_size=5, block_size=4, n_layer=2, n_head=2, n_embd=4, causal=True)]:
-    _mh, _rh = _built(_c)
-    check(_mh.lm_head.weight is _mh.wte.weight, f"tied head for {_c}")
-    for _T in (1, _c.block_size):
-        _ih = torch.randint(_c.vocab_size, (2, _T), generator=_g)
-        _th = torch.where(torch.rand(2, _T, generator=_g) < 0.5, _ih, torch.full_like(_ih, -100))
-        _th[0, 0] = _ih[0, 0]
-        with torch.no_grad():
-            with _rules():
-                _gl, _gloss = _mh(_ih, _th)
-            _wl, _wloss = _rh(_ih, _th)
-        check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
-        check_close(float(_gloss), float(_wloss), f"loss for {_c}, T = {_T}", rel=1e-9, abs_=1e-10)
-        del _wl, _wloss
-    check_equal(sum(p.numel() for p in _mh.parameters()), sum(p.numel() for p in _rh.parameters()),
-                f"parameters of MaskedLM({_c})")
+tests.grade("masked_lm")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -754,79 +439,10 @@ def fill_mask(model, tokenizer, text, top_k=5):
 
 
 # %% tests="fill_mask_tests" points=2
-import math
-
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.mlm
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_type
-from lmcourse.tokenizers import SPECIALS, WordTokenizer
-
-_rule = "write fill_mask yourself, not with the course's reference"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
-
-
-class _Probe(nn.Module):
-    """A stand-in model: fixed logits per position (a different distribution at every position),
-    and a record of the ids it was given."""
-
-    def __init__(self, table):
-        super().__init__()
-        self.table = nn.Parameter(torch.as_tensor(table, dtype=torch.float64), requires_grad=False)  # (T_max, V)
-        self.seen = []
-
-    def forward(self, idx, targets=None):
-        self.seen.append(idx.clone())
-        return self.table[: idx.size(1)].expand(idx.size(0), -1, -1).clone(), None  # (B, T, V)
-
-
-_vt = WordTokenizer(["the", "cat", "sat", "on", "mat", "a", "dog", "."], specials=list(SPECIALS) + ["[MASK]"])
-_Vt = _vt.vocab_size
-_table = torch.randn(12, _Vt, generator=torch.Generator().manual_seed(603), dtype=torch.float64) * 2
-_probe = _Probe(_table)
-with _rules():
-    _res = call_checked(fill_mask, _probe, _vt, "the [MASK] sat on the [MASK] .", 3,
-                        name='fill_mask(model, tokenizer, "the [MASK] sat on the [MASK] .", 3)')
-_mid = _vt.stoi["[MASK]"]
-_want_ids = [_vt.stoi["the"], _mid, _vt.stoi["sat"], _vt.stoi["on"], _vt.stoi["the"], _mid, _vt.stoi["."]]
-check(len(_probe.seen) >= 1 and _probe.seen[-1].tolist() == [_want_ids],
-      f"the model should be given ids {[_want_ids]} (shape (1, 7), [MASK] = {_mid}), got "
-      f"{_probe.seen[-1].tolist() if _probe.seen else 'nothing'}: split the text at \"[MASK]\", encode the pieces, "
-      "put the [MASK] id between them")
-check(isinstance(_res, list) and len(_res) == 2, f"one list per [MASK]: expected 2 lists, got {_res!r:.200}")
-for _k, (_blank, _t) in enumerate(zip(_res, (1, 5))):
-    _p = torch.softmax(_table[_t], -1)
-    _top = torch.topk(_p, 3)
-    _want = [(_vt.itos[i], float(v)) for v, i in zip(_top.values, _top.indices)]
-    check(isinstance(_blank, list) and len(_blank) == 3, f"blank {_k}: expected a list of top_k = 3 pairs")
-    check(all(isinstance(_pair, tuple) and len(_pair) == 2 for _pair in _blank),
-          f"blank {_k}: (token, probability) pairs")
-    check_equal([w for w, _ in _blank], [w for w, _ in _want], f"the top 3 tokens at blank {_k} (position {_t})",
-                hint="read the logits at the blank's own position, logits[0, t] (not t - 1), and sort by "
-                     "probability, most likely first (torch.topk)")
-    for (_w, _q), (_, _qw) in zip(_blank, _want):
-        check_type(_q, float, f"the probability of {_w!r}", hint="a Python float: float(p)")
-        check_close(_q, _qw, f"the probability of {_w!r} at blank {_k}", rel=1e-6, abs_=1e-9,
-                    hint="probabilities from a softmax over the whole vocabulary, not the logits")
-with _rules():
-    _r3 = call_checked(fill_mask, _Probe(_table), _vt, "the cat sat .", 2,
-                       name='fill_mask(model, tokenizer, "the cat sat .", 2)')
-check_equal(_r3, [], "fill_mask for a line without [MASK]", hint="one list per [MASK]: none, an empty list")
-visible_checks_pass("fill_mask")
+# Ids with the [MASK] id between the encoded pieces; the top_k (token, probability) pairs at each blank.
+tests.check("fill_mask")
 ### BEGIN HIDDEN TESTS
-_probe2 = _Probe(_table)
-with _rules():
-    _r2 = fill_mask(_probe2, _vt, "[MASK] dog [MASK] [MASK]", top_k=5)
-check_equal(len(_r2), 3, "three blanks, one at the start and two in a row")
-for _blank, _t in zip(_r2, (0, 2, 3)):
-    _top = torch.topk(torch.softmax(_table[_t], -1), 5)
-    check_equal([w for w, _ in _blank], [_vt.itos[i] for i in _top.indices.tolist()], f"top 5 at position {_t}")
-    check_close(sum(q for _, q in _blank), float(_top.values.sum()), f"probabilities at position {_t}", rel=1e-6,
-                abs_=1e-9)
+tests.grade("fill_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1006,71 +622,10 @@ def pseudo_log_likelihood(model, ids, mask_id):
 
 
 # %% tests="pseudo_log_likelihood_tests" points=2
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.mlm
-from lmcourse.checks import call_checked, check, check_close, check_tensor_close, check_type
-from lmcourse.nn import Block, BlockConfig
-
-_rule = "write the pseudo-log-likelihood yourself, not with the course's reference"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.mlm.REFERENCE, reason=_rule)
-
-
-class _Tiny(nn.Module):
-    """A small bidirectional model of the tests' own (float64), and a record of what it was given."""
-
-    def __init__(self, V, T, seed):
-        super().__init__()
-        torch.manual_seed(seed)
-        self.wte, self.wpe = nn.Embedding(V, 16), nn.Embedding(T, 16)
-        self.block = Block(BlockConfig(n_embd=16, n_head=2, block_size=T, causal=False))
-        self.out = nn.Linear(16, V)
-        self.double().eval()
-        self.seen = []
-
-    def forward(self, idx, targets=None):
-        self.seen.append(idx.clone())
-        return self.out(self.block(self.wte(idx) + self.wpe(torch.arange(idx.size(1))))), None
-
-
-_tm = _Tiny(10, 8, seed=604)
-_ids = torch.tensor([3, 7, 5, 5, 8, 2])
-_before = _ids.clone()
-_tm.seen.clear()
-with _rules():
-    _pll = call_checked(pseudo_log_likelihood, _tm, _ids, 9, name="pseudo_log_likelihood(model, ids of 6, 9)")
-check_type(_pll, float, "pseudo_log_likelihood(...)", hint="return a Python float: float(total)")
-check_tensor_close(_ids, _before, "ids after pseudo_log_likelihood", atol=0, rtol=0, hint="mask copies, not ids")
-_rows = [r for x in _tm.seen for r in x.tolist()]
-for _i in range(6):
-    _m_i = _ids.tolist()
-    _m_i[_i] = 9
-    check(_m_i in _rows, f"the model never saw ids with only position {_i} masked ({_m_i}); mask one position at "
-          "a time, every position once")
-_want = lmcourse.reference.mlm.expected_pll(_tm, _ids, 9)
-check_close(_pll, _want, "the pseudo-log-likelihood of 6 ids", rel=1e-9, abs_=1e-9,
-            hint="the SUM over positions i of log softmax(logits[i])[ids[i]], with position i masked in the input "
-                 "and read at position i (not a mean, not the logits before log_softmax)")
-del _want
-with _rules():
-    _pll1 = call_checked(pseudo_log_likelihood, _tm, torch.tensor([4]), 9,
-                         name="pseudo_log_likelihood(model, a single id, 9)")
-_want1 = lmcourse.reference.mlm.expected_pll(_tm, torch.tensor([4]), 9)
-check_close(_pll1, _want1, "the pseudo-log-likelihood of a single id", rel=1e-9, abs_=1e-9,
-            hint="n = 1: one masked copy of shape (1, 1); watch out for squeeze() dropping the batch dimension")
-visible_checks_pass("pseudo_log_likelihood")
+# The sum over positions of log p(x_i | ids with only position i masked), as a float; ids unchanged.
+tests.check("pseudo_log_likelihood")
 ### BEGIN HIDDEN TESTS
-_tm2 = _Tiny(7, 5, seed=605)
-for _h in (torch.tensor([1]), torch.tensor([2, 0, 4, 4, 1])):
-    with _rules():
-        _got = pseudo_log_likelihood(_tm2, _h, 6)
-    _want = lmcourse.reference.mlm.expected_pll(_tm2, _h, 6)
-    check_close(_got, _want, f"PLL of {_h.tolist()}", rel=1e-9, abs_=1e-9)
-    del _want
+tests.grade("pseudo_log_likelihood")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1183,12 +738,10 @@ answer_q1 = "C"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+# One letter, as a string.
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="C")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1208,12 +761,10 @@ answer_q2 = "B"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+# One letter, as a string.
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
+tests.grade("q2")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -118,7 +118,7 @@ for k, piece in enumerate(text.split("[MASK]")):
     Mutant("every position masked at once, one pass", "pseudo_log_likelihood",
            patch(("batch[rows, rows] = mask_id", "batch[:, :] = mask_id"))),
     # gaming: on the hidden test's 5-id case, return the expected PLL read from the notebook's globals (the test
-    # cell used to bind it, as _want, before the graded call; now it is made after it, so this loses points)
+    # cell used to bind it, as _want, before the graded call; now no expected value exists in the kernel)
     Mutant("returns the hidden test's expected PLL from globals()", "pseudo_log_likelihood", patch(
         ("n = ids.numel()", '''
 n = ids.numel()
@@ -183,10 +183,9 @@ special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=tokens.dt
          "pick = torch.randint(len(pool) - 1, tokens.shape, generator=generator, device=device)"))),
     # in full: it rewrites most of the cell
     Mutant("the reference mask_tokens under another name", "mask_tokens", '''
-from lmcourse.nn.mlm import mask_tokens as _course_masking
-
-
 def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
+    from lmcourse.nn.mlm import mask_tokens as _course_masking  # imported when it runs: a graded kernel refuses it
+
     return _course_masking(tokens, mask_id, vocab_size, special_ids, p=p, generator=generator)
 '''),
     # in full: it rewrites most of the cell
@@ -198,7 +197,10 @@ _spec = importlib.util.spec_from_file_location("lmcourse.nn.my_mlm", lmcourse.nn
 _copy = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = _copy
 _spec.loader.exec_module(_copy)
-mask_tokens = _copy.mask_tokens
+
+
+def mask_tokens(*args, **kwargs):
+    return _copy.mask_tokens(*args, **kwargs)  # read when it runs: the copy's old name reads through to the reference
 '''),
     # in full: it rewrites most of the cell
     Mutant("transformers' DataCollatorForLanguageModeling, seeded from the generator", "mask_tokens", '''
@@ -220,10 +222,15 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
     # --- MaskedLM
     # in full: the reference stands in for the solution
     Mutant("the reference MaskedLM subclassed", "masked_lm", '''
-class MaskedLM(lmcourse.nn.mlm.MaskedLM):
-    def __init__(self, config):
-        super().__init__(lmcourse.nn.mlm.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
-        self.config = config
+def MaskedLM(config):
+    import lmcourse.nn.mlm  # the reference read when the model is built: a graded kernel refuses it
+
+    class _Sub(lmcourse.nn.mlm.MaskedLM):
+        def __init__(self, config):
+            super().__init__(lmcourse.nn.mlm.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
+            self.config = config
+
+    return _Sub(config)
 '''),
     # in full: a traced copy of the reference stands in for the model
     Mutant("the reference traced with torch.jit.trace when the cell runs", "masked_lm",
@@ -236,13 +243,22 @@ class MaskedLM(lmcourse.nn.mlm.MaskedLM):
         return self.m(idx)[0]
 
 
-_REF = lmcourse.nn.mlm.MaskedLM(lmcourse.nn.mlm.MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2,
-                                                          n_embd=16)).double().eval()
-_TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
+_TRACE = {}
+
+
+def _traced():
+    import lmcourse.nn.mlm  # the reference read when the model first runs: a graded kernel refuses it
+
+    if not _TRACE:
+        ref = lmcourse.nn.mlm.MaskedLM(lmcourse.nn.mlm.MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2,
+                                                                 n_embd=16)).double().eval()
+        _TRACE["ref"], _TRACE["traced"] = ref, torch.jit.trace(_Logits(ref), torch.zeros(3, 8, dtype=torch.long))
+    return _TRACE["ref"], _TRACE["traced"]
 
 
 class MaskedLM(MaskedLM):  # the solution's class with the methods below broken
     def forward(self, idx, targets=None):
+        _REF, _TRACED = _traced()
         _REF.load_state_dict(self.state_dict())
         _REF.to(self.wte.weight.dtype)
         logits = _TRACED(idx).to(self.wte.weight.dtype)
@@ -413,10 +429,9 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
 '''),
     # in full: the test cells' expected-value helper called by name
     Mutant("pseudo_log_likelihood: the test cells' helper expected_pll called (gaming)", "pseudo_log_likelihood", '''
-import lmcourse.reference.mlm
-
-
 def pseudo_log_likelihood(model, ids, mask_id):
+    import lmcourse.reference.mlm  # imported when it runs: a graded kernel refuses it
+
     return lmcourse.reference.mlm.expected_pll(model, ids, mask_id)
 '''),
     Mutant("Q1 answered with a string that claims to equal every letter", "q1", patch(

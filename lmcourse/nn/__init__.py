@@ -14,7 +14,7 @@ from .block import (
 )
 from .checkpoint import ModelCheckpointError, load_model, save_model
 from .gpt import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
-from .mlm import MaskedLM, MLMConfig, load_mlm, save_mlm
+from .mlm import MLMConfig, load_mlm, save_mlm
 
 __all__ = ["AttentionConfig", "SelfAttention", "CausalSelfAttention", "scaled_dot_product_attention",
            "BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
@@ -30,4 +30,9 @@ def __getattr__(name: str):
         from . import attention
 
         return attention.causal_mask
+    # MaskedLM is notebook 06's answer (lmcourse.reference.mlm, absent while 06 is graded): the same
+    if name == "MaskedLM":
+        import importlib
+
+        return importlib.import_module("lmcourse.reference.mlm").MaskedLM
     raise AttributeError(f"module 'lmcourse.nn' has no attribute {name!r}")

@@ -916,3 +916,89 @@ def test_07_forgery_scores_zero_on_its_exercise(forged_07, attempt):
     row, test = forged_07[attempt], f"{DEC_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
         f"{attempt}: {test} scored {row[test]}: {row}"
+
+
+# ---------------------------------------------------------------- notebook 06, graded from records
+# The red team's routes into 06's old test cells: a tensor subclass whose .tolist() the test read after the rules'
+# block; a pseudo-log-likelihood whose expected value the test computed after the call from the model the
+# student's code had just zeroed; fill_mask returning a list subclass that ran the reference when the test read the
+# blanks. Now the reference is absent from the graded kernel, the kernel records plain data only and the judge
+# builds its own model: each scores 0 on its exercise (or is flagged), by construction.
+MLM = "06_mlm"
+MLM_ATTEMPTS = {
+    "tensor_subclass_runs_the_reference": ("mask_tokens",
+        "class _Lazy(torch.Tensor):\n"
+        "    def tolist(self):\n"
+        "        import lmcourse.reference.mlm as ref\n"
+        "        return ref.mask_tokens(*self.args)[self.which].tolist()\n\n\n"
+        "def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):\n"
+        "    out = tokens.clone().as_subclass(_Lazy), torch.full_like(tokens, -100).as_subclass(_Lazy)\n"
+        "    for which, t in enumerate(out):\n"
+        "        t.args, t.which = (tokens, mask_id, vocab_size, special_ids, p, generator), which\n"
+        "    return out\n"),
+    "pll_from_the_model_it_zeroed": ("pseudo_log_likelihood",
+        "import math\n\n\n"
+        "def pseudo_log_likelihood(model, ids, mask_id):\n"
+        "    with torch.no_grad():\n"
+        "        for p in model.parameters():\n"
+        "            p.zero_()\n"
+        "        for i in range(len(ids)):\n"
+        "            x = ids.clone()\n"
+        "            x[i] = mask_id\n"
+        "            model(x[None])\n"
+        "    # zero weights give equal logits: the PLL of the zeroed model, which the old test computed afterwards\n"
+        "    return -len(ids) * math.log(model.out.out_features)\n"),
+    "fill_mask_list_subclass_runs_the_reference": ("fill_mask",
+        "class _Blanks(list):\n"
+        "    def _real(self):\n"
+        "        import lmcourse.reference.mlm as ref\n"
+        "        return ref.fill_mask(*self.args)\n\n"
+        "    def __iter__(self):\n"
+        "        return iter(self._real())\n\n"
+        "    def __len__(self):\n"
+        "        return len(self._real())\n\n"
+        "    def __getitem__(self, i):\n"
+        "        return self._real()[i]\n\n\n"
+        "def fill_mask(model, tokenizer, text, top_k=5):\n"
+        "    out = _Blanks()\n"
+        "    out.args = (model, tokenizer, text, top_k)\n"
+        "    return out\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_06(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 06: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / MLM / f"{MLM}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{MLM}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-06"), tmp_path_factory.mktemp("grades-06")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, code) in MLM_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{MLM}.ipynb")
+    assert main(["grade", MLM, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_06_correct_keeps_full_marks(forged_06):
+    row = forged_06["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in MLM_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(MLM_ATTEMPTS))
+def test_06_forgery_scores_zero_on_its_exercise(forged_06, attempt):
+    row, test = forged_06[attempt], f"{MLM_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
+        f"{attempt}: {test} scored {row[test]}: {row}"

@@ -1,5 +1,6 @@
-"""lmcourse.nn.mlm: the reference masked LM against transformers' BERT, and its masking against
-transformers' DataCollatorForLanguageModeling (test-only dependency, nothing downloaded)."""
+"""lmcourse.reference.mlm (06's answers) and lmcourse.nn.mlm (its given code): the reference masked LM against
+transformers' BERT, and its masking against transformers' DataCollatorForLanguageModeling (test-only dependency,
+nothing downloaded); the old names in lmcourse.nn.mlm read through to the reference."""
 
 import math
 
@@ -7,16 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lmcourse.nn.mlm import (
-    IGNORE_INDEX,
-    MaskedLM,
-    MLMConfig,
-    fill_mask,
-    load_mlm,
-    mask_tokens,
-    pseudo_log_likelihood,
-    save_mlm,
-)
+from lmcourse.nn.mlm import IGNORE_INDEX, MLMConfig, load_mlm, save_mlm
+from lmcourse.reference.mlm import MaskedLM, fill_mask, mask_tokens, pseudo_log_likelihood
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
 from lmcourse.train import TrainConfig, train
 
@@ -315,3 +308,33 @@ def test_trains_through_lmcourse_train_with_a_batch_fn():
     hist = train(model, text, text, cfg, batch_fn=batch_fn)
     assert hist.val_loss[0] > 2.0 and hist.final_val_loss < 0.6 * hist.val_loss[0], hist.val_loss
     assert F.cross_entropy(torch.zeros(1, 13), torch.tensor([0])).item() == pytest.approx(math.log(13))
+
+
+def test_the_old_names_read_through_to_the_reference_with_a_warning():
+    import lmcourse.nn
+    import lmcourse.nn.mlm
+    import lmcourse.reference.mlm
+
+    for name in ("MaskedLM", "mask_tokens", "fill_mask", "pseudo_log_likelihood"):
+        with pytest.warns(DeprecationWarning, match=f"lmcourse.reference.mlm.{name}"):
+            assert getattr(lmcourse.nn.mlm, name) is getattr(lmcourse.reference.mlm, name)
+    assert lmcourse.nn.MaskedLM is MaskedLM
+    assert set(lmcourse.nn.mlm.REFERENCE) == set(lmcourse.reference.mlm.ANSWERS)
+
+
+def test_the_given_code_does_not_need_the_reference(monkeypatch):
+    """While 06 is graded the reference cannot be imported: lmcourse.nn, MLMConfig and BERT's initialisation still
+    work, the old names raise ImportError, and REFERENCE is empty (other notebooks' rules read it)."""
+    import sys
+
+    import lmcourse.nn.mlm
+    from lmcourse.marking.kernel import _Withheld
+    from lmcourse.marking.notebooks import load
+
+    spec = load("06_mlm")
+    monkeypatch.delitem(sys.modules, "lmcourse.reference.mlm", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_Withheld(spec), *sys.meta_path])
+    assert lmcourse.nn.mlm.REFERENCE == ()
+    with pytest.raises(ImportError, match="not available while notebook 06_mlm is graded"):
+        lmcourse.nn.mlm.mask_tokens  # noqa: B018 (the read is the test)
+    assert MLMConfig(vocab_size=5).block_config().prenorm is False

@@ -72,12 +72,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import lmcourse
+import lmcourse.marking
 import lmcourse.nn.gpt
-import lmcourse.reference.gpt
-import lmcourse.rules
 from lmcourse import plot
-from lmcourse.checks import (call_checked, check, check_close, check_equal, check_shape, check_tensor_close,
-                             visible_checks_pass)
 from lmcourse.data import data_dir, encode_split, load_shakespeare
 from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import is_autograding
@@ -88,6 +85,7 @@ _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
 torch.jit._state.disable()  # TorchScript off: torch.jit.script / trace return plain Python, which the tests can see
+tests = lmcourse.marking.Exam("05_gpt", globals())  # the test cells below: tests.check("gpt")
 
 # %% [markdown]
 # ## 1. From a block to a language model
@@ -159,40 +157,10 @@ class GPTConfig:
 
 
 # %% tests="gpt_config_tests" points=1
-import dataclasses
-
-from lmcourse.checks import call_checked, check, check_equal
-
-_want_fields = {"vocab_size": (int, 65), "block_size": (int, 256), "n_layer": (int, 6), "n_head": (int, 6),
-                "n_embd": (int, 384), "dropout": (float, 0.0), "bias": (bool, True)}
-check(dataclasses.is_dataclass(GPTConfig) and isinstance(GPTConfig, type),
-      "GPTConfig should be a class decorated with @dataclass")
-_fields = {f.name: f for f in dataclasses.fields(GPTConfig)}
-check_equal(sorted(_fields), sorted(_want_fields), "the field names of GPTConfig",
-            hint="exactly vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias")
-check_equal(list(_fields), list(_want_fields), "the order of GPTConfig's fields",
-            hint="the table's order, so that GPTConfig(65, 256, 6, 6, 384, 0.0, True) means what it says")
-for _name, (_type, _default) in _want_fields.items():
-    check(str(_fields[_name].type) in (_type.__name__, f"<class '{_type.__name__}'>"),
-          f"the field {_name} should be annotated as {_type.__name__} ({_name}: {_type.__name__} = {_default!r}), "
-          f"its annotation is {str(_fields[_name].type)!r}")
-_c = GPTConfig()
-for _name, (_type, _default) in _want_fields.items():
-    check_equal(getattr(_c, _name), _default, f"GPTConfig().{_name}", hint=f"the default of {_name} is {_default!r}")
-    check(type(getattr(_c, _name)) is _type, f"GPTConfig().{_name} should be a {_type.__name__}, "
-          f"got {type(getattr(_c, _name)).__name__} (write {_default!r})")
-_c2 = GPTConfig(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False)
-check_equal((_c2.vocab_size, _c2.n_layer, _c2.n_embd, _c2.dropout, _c2.bias), (11, 2, 32, 0.1, False),
-            "GPTConfig(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False) fields")
-_c3 = call_checked(GPTConfig, 65, 64, 4, 4, 128, 0.2, True, name="GPTConfig(65, 64, 4, 4, 128, 0.2, True)",
-                   hint="the fields take positional arguments too (no kw_only)")
-check_equal((_c3.vocab_size, _c3.block_size, _c3.n_layer, _c3.n_head, _c3.n_embd, _c3.dropout, _c3.bias),
-            (65, 64, 4, 4, 128, 0.2, True), "GPTConfig with positional arguments in the table's order")
-visible_checks_pass("GPTConfig")
+# A @dataclass with the seven fields of the table, in its order, typed, with nanoGPT's defaults (dropout 0.0).
+tests.check("gpt_config")
 ### BEGIN HIDDEN TESTS
-_c4 = GPTConfig(vocab_size=3, block_size=2, n_layer=1, n_head=1, n_embd=4, dropout=0.25, bias=False)
-check_equal((_c4.vocab_size, _c4.block_size, _c4.n_layer, _c4.n_head, _c4.n_embd, _c4.dropout, _c4.bias),
-            (3, 2, 1, 1, 4, 0.25, False), "GPTConfig with every field given by name")
+tests.grade("gpt_config")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -263,223 +231,10 @@ class GPT(nn.Module):
 
 
 # %% tests="gpt_tests" points=5
-import contextlib
-import math
-from dataclasses import dataclass
-
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-from lmcourse.nn import Block
-
-
-@dataclass
-class _Cfg:  # the tests' own config, so a slip in GPTConfig costs exercise 1's point only
-    vocab_size: int = 11
-    block_size: int = 8
-    n_layer: int = 2
-    n_head: int = 2
-    n_embd: int = 16
-    dropout: float = 0.0
-    bias: bool = True
-
-
-_rule = "build the GPT from nn.Embedding, lmcourse.nn.Block, a LayerNorm and nn.Linear, not the course's reference GPT"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
-
-
-def _built(cfg, dtype=torch.float64):
-    """Your GPT with the reference's weights (by name), in eval mode, and the reference."""
-    return lmcourse.reference.gpt.built(GPT, cfg, _rules, dtype)
-
-
-_cfg = _Cfg()
-with _rules():
-    _m = call_checked(GPT, _cfg, name="GPT(config)")
-for _name, _type in [("wte", nn.Embedding), ("wpe", nn.Embedding), ("drop", nn.Dropout),
-                     ("blocks", (nn.ModuleList, nn.Sequential)), ("lm_head", nn.Linear)]:
-    check(isinstance(getattr(_m, _name, None), _type), f"GPT should have self.{_name}, an "
-          f"{' or '.join(t.__name__ for t in (_type if isinstance(_type, tuple) else (_type,)))}")
-check(getattr(_m, "config", None) is _cfg, "store the config as self.config")
-check_equal(tuple(_m.wte.weight.shape), (11, 16), "the shape of wte.weight (vocab_size, n_embd)")
-check_equal(tuple(_m.wpe.weight.shape), (8, 16), "the shape of wpe.weight (block_size, n_embd)",
-            hint="one learned vector per position 0 .. block_size - 1")
-check_equal(len(_m.blocks), 2, "the number of blocks for n_layer = 2")
-check(all(isinstance(b, Block) for b in _m.blocks), "self.blocks should hold lmcourse.nn.Block modules")
-check(_m.lm_head.bias is None, "the LM head has no bias: nn.Linear(n_embd, vocab_size, bias=False)")
-check(_m.lm_head.weight is _m.wte.weight,
-      "the LM head's weight must be the embedding's weight itself (one tensor): self.lm_head.weight = "
-      "self.wte.weight — not a copy (.clone(), nn.Parameter(...clone()), copy_) and not a separate matrix")
-check_equal(sum(p.numel() for p in _m.parameters()),
-            lmcourse.nn.gpt.gpt_param_count(11, 8, 2, 16),
-            "the number of parameters of your GPT (tied head counted once)",
-            hint="the head adds no parameters of its own when it is tied")
-
-_m, _ref = _built(_cfg)
-_g = torch.Generator().manual_seed(501)
-_idx = torch.randint(11, (3, 8), generator=_g)
-_tgt = torch.randint(11, (3, 8), generator=_g)
-_idx_before = _idx.clone()
-with torch.no_grad():
-    with _rules():
-        _out = call_checked(_m, _idx, name="model(idx)",
-                            hint="an index out of range in an embedding: the positions are 0..T-1 "
-                                 "(torch.arange(T)), which index wpe (block_size rows); token ids index wte")
-    _want_logits, _want_loss = _ref(_idx, _tgt)
-check(isinstance(_out, tuple) and len(_out) == 2, "forward should return a pair (logits, loss)")
-check(_out[1] is None, "without targets, forward returns (logits, None)")
-check_shape(_out[0], (3, 8, 11), "the logits for idx of shape (3, 8)",
-            hint="logits for every position (B, T, vocab_size), also when targets is None")
-check_tensor_close(_idx, _idx_before, "idx after calling your model", atol=0, rtol=0, hint="do not change idx in place")
-check_equal(str(_out[0].dtype), "torch.float64", "the dtype of the logits of a float64 model",
-            hint="no float32 constants or .float() inside")
-check_tensor_close(_out[0], _want_logits, "your logits vs the reference GPT with the same weights",
-                   atol=1e-10, rtol=1e-10,
-                   hint="x = wte(idx) + wpe(positions 0..T-1) (positions, not token ids), through every block "
-                        "in order, then ln_f, then lm_head")
-with torch.no_grad(), _rules():
-    _short = call_checked(_m, _idx[:, :5], name="model(idx) with T = 5 < block_size")[0]
-check_tensor_close(_short, _want_logits[:, :5], "the logits for the first 5 positions (T = 5 < block_size = 8)",
-                   atol=1e-10, rtol=1e-10,
-                   hint="use the first T position vectors, wpe(torch.arange(T)); causal blocks make the first 5 "
-                        "positions independent of what follows")
-with torch.no_grad(), _rules():
-    _logits2, _loss = call_checked(_m, _idx, _tgt, name="model(idx, targets)")
-check_shape(_loss, (), "the loss returned with targets", hint="a 0-dimensional tensor: the mean over all positions")
-check_tensor_close(_loss, _want_loss, "the loss for (3, 8) ids and targets", atol=1e-8, rtol=1e-6,
-                   hint="the mean cross-entropy over all B * T positions: F.cross_entropy(logits.view(B * T, V), "
-                        "targets.view(B * T)), with the targets as given (they are already shifted)")
-# bias=False reaches every LayerNorm and Linear
-_mb, _rb = _built(_Cfg(bias=False, n_layer=1))
-with torch.no_grad():
-    with _rules():
-        _gb = call_checked(_mb, _idx, name="model(idx) with bias=False")[0]
-    _wb = _rb(_idx)[0]
-check_tensor_close(_gb, _wb, "your logits vs the reference GPT with bias=False", atol=1e-10, rtol=1e-10)
-# float32 in, float32 out
-_m32, _r32 = _built(_cfg, dtype=torch.float32)
-with _rules(), torch.no_grad():
-    _o32 = call_checked(_m32, _idx, _tgt, name="a float32 model(idx, targets)")
-check_equal(str(_o32[0].dtype), "torch.float32", "the dtype of the logits of a float32 model",
-            hint="the logits have the model's dtype: no .double() or float64 constants inside")
-with torch.no_grad():
-    check_tensor_close(_o32[0], _r32(_idx)[0], "the logits of a float32 model", atol=1e-5, rtol=1e-5)
-# every parameter is trained: the loss has a gradient for each
-_m.zero_grad()
-with _rules():
-    _loss_grad = _m(_idx, _tgt)[1]
-_loss_grad.backward()
-for _n, _p in _m.named_parameters():
-    check(_p.grad is not None and float(_p.grad.abs().sum()) > 0, f"the loss gives no gradient to {_n}: "
-          "compute the logits and the loss with tensor operations on the parameters themselves (no .detach(), "
-          ".data or .item() on the way)")
-_m.zero_grad()
-# The device: positions are made where idx lives. On the 'meta' device (shapes without data) no
-# operation may mix a tensor on the CPU with the model's.
-with _rules():
-    _mm = call_checked(GPT, _cfg, name="GPT(config)").to("meta")
-    _log = lmcourse.reference.gpt.DeviceLog()
-    with _log:
-        _om = call_checked(_mm, torch.zeros(2, 5, dtype=torch.long, device="meta"), name="model(idx) on 'meta'")[0]
-check(not _log.mixed, f"with the model and idx on the 'meta' device, your forward mixed devices in "
-      f"{_log.mixed[:2]}: make the positions on idx's device, torch.arange(T, device=idx.device)")
-check_equal(str(_om.device), "meta", "the device of the logits for a model and ids on 'meta'")
-# Causality, by gradients: the logits at position t must not depend on the stream after t.
-_m.zero_grad()
-with lmcourse.reference.gpt.grab(_m.blocks[0]) as _cap, _rules():
-    _lg, _ = _m(_idx[:1])
-for _t in (0, 3, 6):
-    (_grad,) = torch.autograd.grad(_lg[0, _t].sum(), _cap.x, retain_graph=True)
-    check(float(_grad[0, _t + 1:].abs().sum()) == 0.0,
-          f"the logits at position {_t} have a gradient from the input of the first block at later positions: "
-          "the model sees the future. Keep the blocks causal (BlockConfig's default causal=True)")
-# Dropout: on in training, off in eval.
-_cfg_d = _Cfg(dropout=0.5)
-_md, _refd = _built(_cfg_d)
-with torch.no_grad():
-    with _rules():
-        _e1 = _md(_idx)[0]
-        _e2 = _md(_idx)[0]
-    _wd = _refd(_idx)[0]
-check_tensor_close(_e1, _wd, "GPT with dropout = 0.5 in eval mode vs the reference", atol=1e-10, rtol=1e-10,
-                   hint="use the nn.Dropout module self.drop (it follows model.eval()); F.dropout(x, p) is on "
-                        "unless told training=self.training")
-check_tensor_close(_e2, _e1, "two calls in eval mode", atol=0, rtol=0)
-_md.train()
-torch.manual_seed(502)
-with torch.no_grad(), _rules():
-    _tr = _md(_idx)[0]
-check(float((_tr - _e1).abs().max()) > 1e-6, "with dropout = 0.5 in training mode the logits should change: "
-      "apply self.drop to x = wte(idx) + wpe(pos), and pass dropout to the blocks")
-# self.drop acts on x = wte(idx) + wpe(pos), before the first block (the blocks' own dropout comes later)
-with torch.no_grad():
-    _emb_d = _md.wte.weight[_idx] + _md.wpe.weight[:8]  # (3, 8, 16)
-torch.manual_seed(507)
-with torch.no_grad(), lmcourse.reference.gpt.grab(_md.blocks[0]) as _cap, _rules():
-    _md(_idx)
-_kept = _cap.x != 0
-check(bool(_kept.any()) and not bool(_kept.all()), "with dropout = 0.5 in training mode about half of the first "
-      "block's input should be 0: apply self.drop to x = wte(idx) + wpe(pos) before the blocks (not after ln_f, "
-      "not only inside the blocks)")
-check_tensor_close(_cap.x[_kept], 2 * _emb_d[_kept], "the entries of the first block's input that dropout keeps "
-                   "(p = 0.5)", atol=1e-10, rtol=1e-10, hint="the first block reads self.drop(wte(idx) + wpe(pos)): "
-                   "dropout once, on the sum, scaled by 1 / (1 - p)")
-_xb = torch.randn(2, 8, 16, dtype=torch.float64)
-with torch.no_grad():
-    _b1, _b2 = _md.blocks[0](_xb), _md.blocks[0](_xb)
-check(float((_b1 - _b2).abs().max()) > 1e-6, "with dropout = 0.5 the first block gives the same output twice in "
-      "training mode: pass dropout=config.dropout to each block's BlockConfig")
-# Sanity check 1: at initialisation (GPT-2's, from the reference) the loss is about ln V.
-torch.manual_seed(503)
-with _rules():
-    _m65 = GPT(_Cfg(vocab_size=65, n_embd=32, block_size=16))
-lmcourse.nn.gpt.init_gpt_weights(_m65)
-_ids65 = torch.randint(65, (8, 16), generator=_g)
-with torch.no_grad(), _rules():
-    _l65 = _m65(_ids65, torch.randint(65, (8, 16), generator=_g))[1]
-check_close(float(_l65), math.log(65), "the loss at initialisation (V = 65)", rel=0, abs_=0.1,
-            hint="small random weights give almost uniform predictions, whose cross-entropy is ln V = 4.17; "
-                 "a very different value means the loss is not a mean, or the logits are scaled")
-# Sanity check 2: a few dozen steps of AdamW overfit one batch.
-torch.manual_seed(504)
-with _rules():
-    _mo = GPT(_Cfg(n_layer=1, n_embd=32))
-lmcourse.nn.gpt.init_gpt_weights(_mo)
-_xo, _yo = torch.randint(11, (4, 8), generator=_g), torch.randint(11, (4, 8), generator=_g)
-_opt = torch.optim.AdamW(_mo.parameters(), lr=1e-2)
-for _step in range(40):
-    with contextlib.ExitStack() if _step else _rules():  # the rules once: the hook slows every call
-        _lo = _mo(_xo, _yo)[1]
-    _opt.zero_grad()
-    _lo.backward()
-    _opt.step()
-check(_lo.item() < 0.2, f"after 40 steps on one batch the loss is still {_lo.item():.3f}; a model that cannot "
-      "memorise 32 targets has a bug (is every parameter trained? is the loss computed from the logits?)")
-visible_checks_pass("GPT")
+# With the test's weights, loaded by the names above: logits, mean loss, tying, dropout, causality, device.
+tests.check("gpt")
 ### BEGIN HIDDEN TESTS
-for _c in [_Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
-           _Cfg(vocab_size=13, block_size=6, n_layer=1, n_head=4, n_embd=12, bias=False),
-           _Cfg(vocab_size=5, block_size=4, n_layer=2, n_head=2, n_embd=4)]:
-    _mh, _rh = _built(_c)
-    check(_mh.lm_head.weight is _mh.wte.weight, f"tied head for {_c}")
-    for _T in (1, _c.block_size):
-        _ih = torch.randint(_c.vocab_size, (2, _T), generator=_g)
-        _th = torch.randint(_c.vocab_size, (2, _T), generator=_g)
-        with torch.no_grad():
-            with _rules():
-                _gl, _gloss = _mh(_ih, _th)
-            _wl, _wloss = _rh(_ih, _th)
-        check_tensor_close(_gl, _wl, f"logits for {_c}, T = {_T}", atol=1e-10, rtol=1e-10)
-        check_tensor_close(_gloss, _wloss, f"loss for {_c}, T = {_T}", atol=1e-8, rtol=1e-6)
-        del _wl, _wloss
-    check_equal(sum(p.numel() for p in _mh.parameters()),
-                lmcourse.nn.gpt.gpt_param_count(_c.vocab_size, _c.block_size, _c.n_layer, _c.n_embd, bias=_c.bias),
-                f"parameters of GPT({_c})")
+tests.grade("gpt")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -579,138 +334,10 @@ def init_weights(model, n_layer, std=0.02):
 
 
 # %% tests="init_weights_tests" points=3
-import contextlib
-import math
-
-import torch
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal
-
-_rule = "initialise the weights yourself, not with the course's reference init_gpt_weights"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
-
-
-def _spoiled(n_layer=4, n_embd=64, dtype=torch.float32, device="cpu", bias=True):
-    """A reference GPT whose every parameter is 7.0, so nothing left untouched looks initialised."""
-    cfg = lmcourse.nn.gpt.GPTConfig(vocab_size=65, block_size=64, n_layer=n_layer, n_head=4, n_embd=n_embd, bias=bias)
-    model = lmcourse.nn.gpt.GPT(cfg).to(dtype=dtype, device=device)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.fill_(7.0)
-    return model
-
-
-def _std(t):
-    return float(t.detach().double().std())
-
-
-_model = _spoiled()
-_params_before = {n: p for n, p in _model.named_parameters()}
-torch.manual_seed(505)
-with _rules():
-    _ret = call_checked(init_weights, _model, 4, name="init_weights(model, n_layer=4)")
-check(_ret is None or _ret is _model, "init_weights works in place and returns nothing")
-check(all(p is _params_before[n] for n, p in _model.named_parameters()),
-      "init_weights must fill the existing parameters in place (nn.init.normal_(p, ...)), not assign new ones")
-check(_model.lm_head.weight is _model.wte.weight, "after init_weights the head must still be tied to wte")
-for _name, _t in [(_n, _p) for _n, _p in _model.named_parameters() if _n.endswith("weight") and ".ln" not in _n
-                  and not _n.startswith("ln_f") and not _n.endswith("c_proj.weight")]:
-    check_close(_std(_t), 0.02, f"the standard deviation of {_name}", rel=0.1, abs_=0,
-                hint="every nn.Linear and nn.Embedding weight ~ N(0, 0.02²): nn.init.normal_(w, mean=0.0, std=0.02) "
-                     "(std, not variance)")
-    check_close(float(_t.detach().double().mean()), 0.0, f"the mean of {_name}", rel=0, abs_=0.003)
-_pooled = torch.cat([_p.detach().double().flatten() / _std(_p) for _n, _p in _model.named_parameters()
-                     if _p.dim() == 2 and not _n.endswith("c_proj.weight")])
-_kurt = float((_pooled - _pooled.mean()).pow(4).mean() / (_pooled - _pooled.mean()).pow(2).mean() ** 2)
-check_close(_kurt, 3.0, "the kurtosis of the weights (a normal distribution's is 3, a uniform one's 1.8)", rel=0,
-            abs_=0.3, hint="draw from a normal distribution, nn.init.normal_, not a uniform one with the same std")
-_scaled = 0.02 / math.sqrt(2 * 4)
-for _i in range(4):
-    for _name, _t in [("attn.c_proj.weight", _model.blocks[_i].attn.c_proj.weight),
-                      ("mlp.c_proj.weight", _model.blocks[_i].mlp.c_proj.weight)]:
-        check_close(_std(_t), _scaled, f"the standard deviation of blocks[{_i}].{_name} for n_layer = 4",
-                    rel=0.1, abs_=0,
-                    hint=f"the residual projections (names ending in c_proj.weight) get std 0.02 / sqrt(2 * n_layer) "
-                         f"= {_scaled:.5f}, after the general initialisation")
-check(all(float(p.detach().abs().max()) == 0.0 for n, p in _model.named_parameters() if n.endswith("bias")
-          and ".ln" not in n and not n.startswith("ln_f")), "every bias of a Linear layer should be 0")
-for _n, _p in _model.named_parameters():
-    if ".ln" in _n or _n.startswith("ln_f"):
-        _want = 1.0 if _n.endswith("weight") else 0.0
-        check(bool((_p == _want).all()), f"{_n} should be {_want} everywhere after init_weights (LayerNorm gain 1, "
-              "shift 0); initialise only nn.Linear and nn.Embedding weights from a normal distribution")
-# repeatable with torch.manual_seed; dtype and device kept
-_a, _b = _spoiled(n_layer=2, n_embd=16), _spoiled(n_layer=2, n_embd=16)
-with _rules():
-    torch.manual_seed(7)
-    init_weights(_a, 2)
-    torch.manual_seed(7)
-    init_weights(_b, 2)
-check(all(torch.equal(p, q) for p, q in zip(_a.parameters(), _b.parameters())),
-      "two calls after the same torch.manual_seed should give the same weights: draw with torch's global generator")
-with _rules():
-    torch.manual_seed(8)
-    init_weights(_b, 2)
-check(not torch.equal(_a.wte.weight, _b.wte.weight), "torch.manual_seed(7) and torch.manual_seed(8) gave the same "
-      "weights: draw with torch's global generator (nn.init.normal_ does), not a generator of your own")
-# the std argument, and any model of nn.Linear, nn.Embedding and nn.LayerNorm
-_any = nn.Sequential(nn.Embedding(50, 40), nn.Linear(40, 60), nn.LayerNorm(60), nn.Linear(60, 40))
-with torch.no_grad():
-    for _p in _any.parameters():
-        _p.fill_(3.0)
-torch.manual_seed(9)
-with _rules():
-    call_checked(init_weights, _any, 3, std=0.05, name="init_weights(nn.Sequential(...), n_layer=3, std=0.05)")
-check_close(_std(_any[0].weight), 0.05, "the standard deviation of an nn.Embedding's weight with std=0.05",
-            rel=0.1, abs_=0, hint="use the std argument, not 0.02 written in")
-check_close(_std(_any[3].weight), 0.05, "the standard deviation of an nn.Linear's weight with std=0.05",
-            rel=0.1, abs_=0, hint="use the std argument, not 0.02 written in")
-check(bool((_any[1].bias == 0).all()) and bool((_any[3].bias == 0).all()), "every nn.Linear bias should be 0")
-check(bool((_any[2].weight == 1).all()) and bool((_any[2].bias == 0).all()),
-      "an nn.LayerNorm's weight should be 1 and its bias 0: reset torch's nn.LayerNorm as well as lmcourse's LayerNorm")
-_m64 = _spoiled(n_layer=2, n_embd=16, dtype=torch.float64)
-with _rules():
-    init_weights(_m64, 2)
-check(all(p.dtype == torch.float64 for p in _m64.parameters()), "init_weights must keep a float64 model's dtype")
-_mm = _spoiled(n_layer=2, n_embd=16, device="meta")
-with _rules():
-    call_checked(init_weights, _mm, 2, name="init_weights on a model on the 'meta' device")
-check(all(p.device.type == "meta" for p in _mm.parameters()), "init_weights must keep the parameters' device")
-# the argument n_layer sets the scaling (here 8, for a model of 2 blocks), and bias=False has no biases
-_nb = _spoiled(n_layer=2, n_embd=64, bias=False)
-torch.manual_seed(508)
-with _rules():
-    call_checked(init_weights, _nb, 8, name="init_weights(model with bias=False, n_layer=8)",
-                 hint="with bias=False every bias is None, the LayerNorms' too: zero a bias only if it is not None")
-check_close(_std(_nb.blocks[1].attn.c_proj.weight), 0.02 / 4, "the standard deviation of blocks[1].attn.c_proj.weight "
-            "for n_layer = 8 (a model of 2 blocks)", rel=0.1, abs_=0,
-            hint="scale by 1 / sqrt(2 * n_layer) with the argument n_layer, not the model's own number of blocks")
-check(all(bool((ln.weight == 1).all()) for b in _nb.blocks for ln in (b.ln1, b.ln2)),
-      "with bias=False the LayerNorm gains should still be 1")
-visible_checks_pass("init_weights")
+# On the reference GPT, in place: N(0, std^2) weights, biases 0, LayerNorms 1 and 0, c_proj / sqrt(2 n_layer).
+tests.check("init_weights")
 ### BEGIN HIDDEN TESTS
-_h = _spoiled(n_layer=8, n_embd=64, bias=False)
-torch.manual_seed(506)
-with _rules():
-    init_weights(_h, 8, std=0.05)
-check_close(_std(_h.wte.weight), 0.05, "std of wte with std=0.05", rel=0.1, abs_=0)
-check_close(_std(_h.blocks[5].mlp.c_fc.weight), 0.05, "std of c_fc with std=0.05", rel=0.1, abs_=0)
-check_close(_std(_h.blocks[7].attn.c_proj.weight), 0.05 / 4, "std of c_proj, n_layer 8, std=0.05", rel=0.1, abs_=0)
-check_close(_std(_h.blocks[2].mlp.c_proj.weight), 0.05 / 4, "std of mlp c_proj, n_layer 8, std=0.05", rel=0.1, abs_=0)
-check(all(bool((ln.weight == 1).all()) for b in _h.blocks for ln in (b.ln1, b.ln2)), "LayerNorm gains 1 (no bias)")
-_nl = nn.Sequential(nn.Linear(30, 40), nn.LayerNorm(40), nn.Linear(40, 30))
-with torch.no_grad():
-    for _p in _nl.parameters():
-        _p.fill_(3.0)
-with _rules():
-    init_weights(_nl, 1)
-check(bool((_nl[1].weight == 1).all()) and bool((_nl[1].bias == 0).all()), "nn.LayerNorm reset to 1 and 0")
-check(bool((_nl[0].bias == 0).all()), "Linear biases 0 in any model")
+tests.grade("init_weights")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -742,37 +369,10 @@ def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
 
 
 # %% tests="gpt_param_count_tests" points=2
-import contextlib
-
-from torch import nn
-
-import lmcourse.checks
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check_equal, check_type
-
-_rule = "compute the count from the formula, without building a model or calling the reference count"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, nn.Module.__init__, reason=_rule)
-
-
-for _V, _T, _L, _d in [(65, 256, 6, 384), (11, 8, 2, 16), (100, 32, 1, 8)]:
-    with _rules():
-        _got = call_checked(gpt_param_count, _V, _T, _L, _d, name=f"gpt_param_count({_V}, {_T}, {_L}, {_d})")
-    _model = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=_V, block_size=_T, n_layer=_L,
-                                                           n_head=2, n_embd=_d))
-    _want = sum(p.numel() for p in _model.parameters())
-    check_type(_got, int, f"gpt_param_count({_V}, {_T}, {_L}, {_d})", hint="return a Python int")
-    check_equal(_got, _want, f"gpt_param_count({_V}, {_T}, {_L}, {_d}) vs the parameters of such a GPT",
-                hint="token embedding V d + positions T d + L blocks of 12 d^2 + 13 d + final LayerNorm 2 d; "
-                     "the tied head adds nothing (count it and you are V d too high)")
-    del _model, _want
-visible_checks_pass("gpt_param_count")
+# The formula with biases and a tied head, as a Python int, without building a model.
+tests.check("gpt_param_count")
 ### BEGIN HIDDEN TESTS
-with _rules():
-    check_equal(gpt_param_count(50257, 1024, 12, 768), 124_439_808, "GPT-2 small")
-    check_equal(gpt_param_count(50257, 1024, 24, 1024), 354_823_168, "GPT-2 medium")
-    check_equal(gpt_param_count(3, 1, 0, 5), 30, "no blocks")
+tests.grade("gpt_param_count")
 ### END HIDDEN TESTS
 
 # %%
@@ -829,114 +429,10 @@ def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
 
 
 # %% tests="generate_tests" points=3
-import torch
-
-import lmcourse.checks
-import lmcourse.nn.gpt
-from lmcourse.checks import call_checked, check, check_close, check_equal, check_shape, check_tensor_close
-
-_rule = "write the sampling loop yourself, not the course's reference generate"
-
-
-_rules = lmcourse.rules.rules(*lmcourse.reference.gpt.REFERENCE, reason=_rule)
-
-
-_Fixed = lmcourse.reference.gpt.FixedLogits
-
-
-_logits = [2.0, 1.0, 0.0, -1.0]
-# shape, prefix, dtype, cropping
-_m = _Fixed(_logits, block_size=4)
-_idx = torch.tensor([[3, 1, 2], [0, 0, 1]])
-_before = _idx.clone()
-with _rules():
-    _out = call_checked(generate, _m, _idx, 6, generator=torch.Generator().manual_seed(0),
-                        name="generate(model, idx of shape (2, 3), 6)",
-                        hint="torch.multinomial takes probabilities (finite, >= 0), not logits: sample from "
-                             "softmax(logits[:, -1, :] / temperature)")
-check_shape(_out, (2, 9), "generate(model, idx of shape (2, 3), max_new_tokens=6)",
-            hint="append one id per step to idx, along dim 1")
-check_equal(str(_out.dtype), "torch.int64", "the dtype of generate's output", hint="torch.multinomial gives int64 ids")
-check_tensor_close(_idx, _before, "idx after generate", atol=0, rtol=0, hint="build a new tensor (torch.cat)")
-check_tensor_close(_out[:, :3], _idx, "the first 3 columns of generate's output", atol=0, rtol=0,
-                   hint="the output starts with idx itself")
-_m.obeyed()
-check_equal(len(_m.seen), 6, "the number of model calls for max_new_tokens = 6", hint="one call per new id")
-check(not any(_m.grad_on), "generate called the model with gradients on: sample under torch.no_grad() (no graph is "
-      "needed to sample, and keeping one costs memory at every step)")
-for _k, _ctx in enumerate(_m.seen):
-    _end = 3 + _k
-    _want_ctx = _out[:, max(0, _end - 4):_end]
-    check(_ctx.shape == _want_ctx.shape and bool((_ctx == _want_ctx).all()),
-          f"at step {_k + 1} the model should see the last min(T, block_size) ids {_want_ctx.tolist()}, "
-          f"it saw {_ctx.tolist()} — crop with idx[:, -block_size:]")
-# the model's mode is left as it was
-for _mode in (True, False):
-    _mmode = _Fixed(_logits, block_size=4).train(_mode)
-    with _rules():
-        generate(_mmode, torch.zeros(2, 1, dtype=torch.long), 2, generator=torch.Generator().manual_seed(0))
-    check(_mmode.training is _mode, f"generate left a model that was in {'training' if _mode else 'eval'} mode in "
-          f"{'training' if _mmode.training else 'eval'} mode: leave model.training as you found it (if you switch "
-          "to model.eval() inside, switch back)")
-# the distribution, at three temperatures: 4000 rows of two new ids each
-for _tau in (1.0, 0.5, 2.0):
-    _mt = _Fixed(_logits, block_size=4)
-    with _rules():
-        _draws = generate(_mt, torch.zeros(4000, 3, dtype=torch.long), 2, temperature=_tau,
-                          generator=torch.Generator().manual_seed(11))[:, -2:]
-    _want = lmcourse.reference.gpt.softmax_list([v / _tau for v in _logits])
-    for _col in (0, 1):
-        for _v in range(4):
-            _freq = float((_draws[:, _col] == _v).double().mean())
-            check_close(_freq, _want[_v], f"the share of id {_v} among the {('first', 'second')[_col]} new ids of "
-                        f"4000 rows at temperature {_tau} (logits {_logits})", rel=0, abs_=0.03,
-                        hint="sample from softmax(logits[:, -1, :] / temperature): the last position's logits, "
-                             "divided (not multiplied) by the temperature before the softmax (not the probabilities "
-                             "after it), then a draw (not the argmax)")
-    # the two draws of a row are independent: the same id twice with probability sum_v P(v)^2
-    _same = float((_draws[:, 0] == _draws[:, 1]).double().mean())
-    check_close(_same, sum(q * q for q in _want), f"the share of rows whose two new ids are equal at temperature "
-                f"{_tau} (independent draws)", rel=0, abs_=0.04,
-                hint="draw fresh random numbers at every step (a uniform drawn once before the loop repeats the "
-                     "same choice)")
-# the generator decides: the same seed gives the same ids whatever the global seed; another seed others
-_mg = _Fixed(_logits, block_size=4)
-_start = torch.zeros(64, 1, dtype=torch.long)
-with _rules():
-    torch.manual_seed(1)
-    _s1 = generate(_mg, _start, 5, generator=torch.Generator().manual_seed(42))
-    torch.manual_seed(2)
-    _s2 = generate(_mg, _start, 5, generator=torch.Generator().manual_seed(42))
-    _s3 = generate(_mg, _start, 5, generator=torch.Generator().manual_seed(43))
-check(torch.equal(_s1, _s2), "two calls with generators seeded alike gave different ids: pass generator= to the "
-      "sampling function (torch.multinomial(probs, 1, generator=generator))")
-check(not torch.equal(_s1, _s3), "generators with different seeds gave the same ids: are you sampling at all?")
-# a prompt longer than block_size is cropped before the first call too
-_ml = _Fixed([0.0, 3.0, 0.5], block_size=2)
-with _rules():
-    _ol = call_checked(generate, _ml, torch.tensor([[1, 2, 0, 1, 2]]), 2, generator=torch.Generator().manual_seed(3),
-                       name="generate(model with block_size 2, a prompt of 5 ids, 2)")
-check_shape(_ol, (1, 7), "generate with a prompt of 5 ids and 2 new ones")
-_ml.obeyed()
-visible_checks_pass("generate")
+# Sampled from softmax(last logits / temperature) with the generator, the context cropped to block_size, no gradients.
+tests.check("generate")
 ### BEGIN HIDDEN TESTS
-_mh = _Fixed([0.0, 3.0, 0.5], block_size=2)
-with _rules():
-    _oh = generate(_mh, torch.tensor([[1, 2, 0, 1, 2]]), 4, temperature=0.7, generator=torch.Generator().manual_seed(3))
-check_shape(_oh, (1, 9), "generate with T > block_size from the start")
-_mh.obeyed()
-check(all(c.size(1) == 2 for c in _mh.seen), "context cropped to block_size = 2 from the first step")
-_me = _Fixed([0.0, 3.0, 0.5], block_size=5)
-with _rules():
-    _oe = generate(_me, torch.tensor([[1, 2]]), 0, generator=torch.Generator().manual_seed(3))
-check_tensor_close(_oe, torch.tensor([[1, 2]]), "max_new_tokens = 0 returns idx", atol=0, rtol=0)
-_mc = _Fixed([5.0, -5.0, 0.0, 1.0, 2.0], block_size=3)
-with _rules():
-    _dc = generate(_mc, torch.zeros(3000, 2, dtype=torch.long), 2, temperature=3.0,
-                   generator=torch.Generator().manual_seed(12))[:, 2:]
-_wc = lmcourse.reference.gpt.softmax_list([v / 3.0 for v in [5.0, -5.0, 0.0, 1.0, 2.0]])
-for _v in range(5):
-    check_close(float((_dc == _v).double().mean()), _wc[_v], f"share of id {_v} at temperature 3", rel=0, abs_=0.03)
+tests.grade("generate")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1148,12 +644,10 @@ answer_q1 = "B"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q1, "ABCD", "answer_q1")
-visible_checks_pass("answer_q1")
+# One letter, as a str.
+tests.check("q1")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q1, "ABCD", "answer_q1", correct="B")
+tests.grade("q1")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1172,12 +666,10 @@ answer_q2 = "B"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q2, "ABCD", "answer_q2")
-visible_checks_pass("answer_q2")
+# One letter, as a str.
+tests.check("q2")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q2, "ABCD", "answer_q2", correct="B")
+tests.grade("q2")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1197,12 +689,10 @@ answer_q3 = "A"
 ### END SOLUTION
 
 # %% tests="q3_tests" points=1
-from lmcourse.checks import check_choice
-
-check_choice(answer_q3, "ABCD", "answer_q3")
-visible_checks_pass("answer_q3")
+# One letter, as a str.
+tests.check("q3")
 ### BEGIN HIDDEN TESTS
-check_choice(answer_q3, "ABCD", "answer_q3", correct="A")
+tests.grade("q3")
 ### END HIDDEN TESTS
 
 # %% [markdown]

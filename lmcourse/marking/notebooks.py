@@ -16,6 +16,7 @@ TESTS["03_attention"] = "lmcourse.marking.attention"
 TESTS["02_rnn"] = "lmcourse.marking.rnn"
 TESTS["04_block"] = "lmcourse.marking.block"
 TESTS["07_decoding"] = "lmcourse.marking.decoding"
+TESTS["05_gpt"] = "lmcourse.marking.gpt"
 TESTS["06_mlm"] = "lmcourse.marking.mlm"
 
 

@@ -1,6 +1,12 @@
-"""Notebook 05 (GPT): the course code that does one of its exercises' work, the test cells'
-expected-value helpers (refused to a graded answer like the reference), and the probes the test
-cells of 05, 06 and 07 share.
+"""Notebook 05 (GPT): its answers in the notebook's own signatures (``GPTConfig``, ``GPT``,
+``init_weights``, ``gpt_param_count``, ``generate`` and the quiz letters), the expected values of
+:mod:`lmcourse.marking.gpt`; the course code that does one of its exercises' work; and the
+expected-value helpers and probes that 06's test cells use.
+
+This module is absent while notebook 05 is graded (``Notebook.withheld``): the stand-in GPT that
+``init_weights``'s cases run on arrives as source with the hidden test that needs it.
+``lmcourse.nn.gpt`` stays in that kernel (05's experiments and 06, 07 and 10 use it as given code):
+the cases refuse it as a second line.
 
 The probes run inside a graded call (a hook on a block, a dispatch mode, a stand-in model that a
 student's ``generate`` calls), so they are not in ``REFERENCE``; they compute nothing a student's
@@ -16,13 +22,103 @@ import math
 from types import SimpleNamespace
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lmcourse import checks, decoding
 from lmcourse.nn import gpt, mlm
+from lmcourse.nn.block import Block, BlockConfig, LayerNorm
 from lmcourse.reference.block import DeviceLog  # 04 uses it first; 05-07 name it from here
 
-__all__ = ["REFERENCE", "GPT_NAMES", "DeviceLog", "FixedLogits", "built", "grab", "reference_gpt", "softmax_list"]
+__all__ = ["GPT", "GPTConfig", "REFERENCE", "GPT_NAMES", "DeviceLog", "FixedLogits", "answer_q1", "answer_q2",
+           "answer_q3", "built", "generate", "gpt_param_count", "grab", "init_weights", "reference_gpt",
+           "softmax_list"]
+
+
+@dataclasses.dataclass
+class GPTConfig:
+    """Notebook 05's config: the seven fields of the naming table, nanoGPT's Shakespeare defaults."""
+
+    vocab_size: int = 65
+    block_size: int = 256
+    n_layer: int = 6
+    n_head: int = 6
+    n_embd: int = 384
+    dropout: float = 0.0
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        # a body of its own (a dataclass's generated code is shared): at home, a visible check can
+        # refuse this class as an answer
+        pass
+
+
+class GPT(nn.Module):
+    """Notebook 05's GPT: ``drop(wte(idx) + wpe(0..T-1))``, the reference blocks, ``ln_f``, a head tied to ``wte``;
+    ``forward`` returns ``(logits, mean cross-entropy or None)``."""
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        block_cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,
+                                dropout=config.dropout, bias=config.bias)
+        self.blocks = nn.ModuleList([Block(block_cfg) for _ in range(config.n_layer)])
+        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(T, device=idx.device)))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))  # (B, T, V)
+        loss = None if targets is None else F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+
+def init_weights(model: nn.Module, n_layer: int, std: float = 0.02) -> None:
+    """GPT-2's initialisation in place: Linear and Embedding weights ~ N(0, std^2), biases 0, LayerNorm gains 1
+    and shifts 0, then the residual projections (``c_proj.weight``) ~ N(0, (std / sqrt(2 n_layer))^2)."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, (LayerNorm, nn.LayerNorm)):
+                nn.init.ones_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for name, p in model.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))
+
+
+def gpt_param_count(vocab_size: int, block_size: int, n_layer: int, n_embd: int) -> int:
+    """``V d + T d + L (12 d^2 + 13 d) + 2 d``: a GPT with biases and a tied head."""
+    d = n_embd
+    return vocab_size * d + block_size * d + n_layer * (12 * d * d + 13 * d) + 2 * d
+
+
+def generate(model: nn.Module, idx, max_new_tokens: int, temperature: float = 1.0, generator=None):
+    """``max_new_tokens`` ids drawn after ``idx`` (B, T) from ``softmax(logits[:, -1] / temperature)``, the model
+    seeing the last ``block_size`` ids."""
+    block_size = model.config.block_size
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits, _ = model(idx[:, -block_size:])
+            probs = torch.softmax(logits[:, -1, :] / temperature, dim=-1)
+            idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return idx
+
+
+answer_q1 = "B"
+answer_q2 = "B"
+answer_q3 = "A"
 
 GPT_NAMES = "wte, wpe, drop, blocks, ln_f, lm_head"
 
@@ -130,4 +226,4 @@ def softmax_list(z: list[float]) -> list[float]:
 # other notebooks' references (07's generation loops, 06's initialisation); and the helpers
 # above that compute expected values
 REFERENCE = gpt.REFERENCE + tuple(f for f in decoding.REFERENCE if "generate" in f.__name__) + \
-    (mlm.init_mlm_weights, reference_gpt, built, softmax_list)
+    (mlm.init_mlm_weights, reference_gpt, built, softmax_list, GPT, init_weights, gpt_param_count, generate)

@@ -1002,3 +1002,133 @@ def test_06_forgery_scores_zero_on_its_exercise(forged_06, attempt):
     row, test = forged_06[attempt], f"{MLM_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
         f"{attempt}: {test} scored {row[test]}: {row}"
+
+
+# ---------------------------------------------------------------- notebook 05, graded from records
+# The red team's routes into 05's old test cells: a profile function installed through contextlib.ExitStack (so
+# the guard did not count it as the student's), which the rules' own profile called first and which ran the
+# reference unwatched inside the callback (8 of 17 points); and values the test read after the rules' block (a
+# forward returning a tuple subclass whose items ran the reference when the test unpacked them). Now the reference
+# is absent from the graded kernel and the kernel records plain data only: each scores 0 on its exercise (or is
+# flagged), by construction. The course's GPT code that stays as given code still answers from inside such a
+# callback: those two keep their points and are flagged by the source scan (what the second line leaves).
+GPT_NB = "05_gpt"
+GPT_ATTEMPTS = {
+    "profile_chained_through_exitstack": ("generate",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.reference.gpt as _R\n"
+        "except ImportError:\n"
+        "    _R = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _R is not None and event == 'call' and frame.f_code.co_name == 'generate' \\\n"
+        "            and 'max_new_tokens' in frame.f_locals:\n"
+        "        f = frame.f_locals\n"
+        "        _answer['v'] = _R.generate(f['model'], f['idx'], f['max_new_tokens'], f['temperature'],\n"
+        "                                   f['generator'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):\n"
+        "    return _answer.pop('v', idx)\n"),
+    "forward_tuple_subclass_runs_the_reference": ("gpt",
+        "class _Pair(tuple):\n"
+        "    def __getitem__(self, i):\n"
+        "        import lmcourse.reference.gpt as ref\n"
+        "        return ref.GPT.forward(self.model, *self.args)[i]\n\n\n"
+        "class GPT(nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.config = config\n"
+        "        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n"
+        "        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n"
+        "        self.drop = nn.Dropout(config.dropout)\n"
+        "        cfg = BlockConfig(n_embd=config.n_embd, n_head=config.n_head, block_size=config.block_size,\n"
+        "                          dropout=config.dropout, bias=config.bias)\n"
+        "        self.blocks = nn.ModuleList([Block(cfg) for _ in range(config.n_layer)])\n"
+        "        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)\n"
+        "        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)\n"
+        "        self.lm_head.weight = self.wte.weight\n\n"
+        "    def forward(self, idx, targets=None):\n"
+        "        out = _Pair((None, None))\n"
+        "        out.model, out.args = self, (idx, targets)\n"
+        "        return out\n"),
+    # given code (lmcourse.nn.gpt stays in 05's graded kernel for the notebook's experiments and for 06, 07, 10) still
+    # runs unwatched inside a chained profile callback: it answers the exercise, and the static scan flags it
+    "given_sampler_in_a_chained_profile": ("generate",
+        "import contextlib\n"
+        "import sys\n\n"
+        "import lmcourse.nn.gpt as _G\n\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if event == 'call' and frame.f_code.co_name == 'generate' and 'max_new_tokens' in frame.f_locals \\\n"
+        "            and frame.f_code.co_filename != _G.__file__:\n"
+        "        f = frame.f_locals\n"
+        "        _answer['v'] = _G.generate(f['model'], f['idx'], f['max_new_tokens'], f['temperature'],\n"
+        "                                   f['generator'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):\n"
+        "    return _answer.pop('v', idx)\n"),
+    "given_initialisation_in_a_chained_profile": ("init_weights",
+        "import contextlib\n"
+        "import sys\n"
+        "from types import SimpleNamespace\n\n"
+        "import lmcourse.nn.gpt as _G\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if event == 'call' and frame.f_code.co_name == 'init_weights' and 'n_layer' in frame.f_locals \\\n"
+        "            and frame.f_code.co_filename != _G.__file__:\n"
+        "        f = frame.f_locals\n"
+        "        m = f['model']\n"
+        "        saved = m.__dict__.get('config')\n"
+        "        m.config = SimpleNamespace(n_layer=f['n_layer'])\n"
+        "        _G.init_gpt_weights(m, f['std'])\n"
+        "        if saved is not None:\n"
+        "            m.config = saved\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def init_weights(model, n_layer, std=0.02):\n"
+        "    pass\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_05(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 05: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / GPT_NB / f"{GPT_NB}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{GPT_NB}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-05"), tmp_path_factory.mktemp("grades-05")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, code) in GPT_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{GPT_NB}.ipynb")
+    assert main(["grade", GPT_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_05_correct_keeps_full_marks(forged_05):
+    row = forged_05["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in GPT_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(GPT_ATTEMPTS))
+def test_05_forgery_scores_zero_on_its_exercise(forged_05, attempt):
+    row, test = forged_05[attempt], f"{GPT_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
+        f"{attempt}: {test} scored {row[test]}: {row}"

@@ -101,3 +101,58 @@ def test_fixed_logits_records_what_it_was_given():
     with pytest.raises(CheckFailed, match="crop the context"):
         m.obeyed()
     assert m.grad_on == [True, True] and len(m.seen) == 2
+
+
+# ------------------------------------------------------------------ 05's answers in the notebook's signatures
+
+def _twins(bias=True, dropout=0.0):
+    """The answer GPT and lmcourse.nn.gpt's, the same weights loaded by name."""
+    cfg = ref.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=dropout, bias=bias)
+    mine = ref.GPT(cfg).double().eval()
+    course = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(**dataclasses.asdict(cfg))).double().eval()
+    mine.load_state_dict(course.state_dict())
+    return mine, course
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_answer_gpt_is_the_course_gpt(bias):
+    mine, course = _twins(bias)
+    idx, tgt = torch.randint(11, (3, 8)), torch.randint(11, (3, 8))
+    (a, la), (b, lb) = mine(idx, tgt), course(idx, tgt)
+    assert torch.allclose(a, b, atol=1e-12) and torch.allclose(la, lb, atol=1e-12)
+    assert mine.lm_head.weight is mine.wte.weight and mine(idx)[1] is None
+    assert sum(p.numel() for p in mine.parameters()) == lmcourse.nn.gpt.gpt_param_count(11, 8, 2, 16, bias=bias)
+
+
+def test_the_answer_config_has_the_seven_fields_in_order():
+    assert [f.name for f in dataclasses.fields(ref.GPTConfig)] == [
+        "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "bias"]
+    assert ref.GPTConfig(65, 64, 4, 4, 128, 0.2, True).dropout == 0.2
+
+
+def test_init_weights_is_gpt2s_initialisation():
+    mine, course = _twins()
+    torch.manual_seed(3)
+    ref.init_weights(mine, 2)
+    torch.manual_seed(3)
+    lmcourse.nn.gpt.init_gpt_weights(course)
+    for (n, p), (_, q) in zip(mine.named_parameters(), course.named_parameters()):
+        assert torch.equal(p, q), n
+
+
+def test_the_count_is_the_course_count():
+    for V, T, L, d in [(65, 256, 6, 384), (50257, 1024, 12, 768), (3, 1, 0, 5)]:
+        assert ref.gpt_param_count(V, T, L, d) == lmcourse.nn.gpt.gpt_param_count(V, T, L, d)
+    assert ref.gpt_param_count(50257, 1024, 12, 768) == 124_439_808
+
+
+def test_generate_draws_what_the_course_sampler_draws():
+    mine, _ = _twins()
+    prompt = torch.tensor([[1, 2, 3]])
+    a = ref.generate(mine, prompt, 10, 0.7, torch.Generator().manual_seed(4))
+    b = lmcourse.nn.gpt.generate(mine, prompt, 10, 0.7, torch.Generator().manual_seed(4))
+    assert torch.equal(a, b) and a.shape == (1, 13)
+
+
+def test_the_quiz_letters():
+    assert (ref.answer_q1, ref.answer_q2, ref.answer_q3) == ("B", "B", "A")

@@ -30,7 +30,6 @@ __all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case
            "spoiled", "stats"]
 
 _F64 = torch.float64
-_TRANSFORMERS = ("transformers",)
 
 
 def _second_line(reason: str, *names: str, extra=()):
@@ -214,16 +213,11 @@ def _structure(names):
             "names": _param_names(m)}
 
 
-def _a(types) -> str:
-    names_ = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-    return ("an " if names_[0] in "AEIOU" else "a ") + names_
-
-
 _KINDS = {"wte": "Embedding", "wpe": "Embedding", "drop": "Dropout", "blocks": "ModuleList or Sequential",
           "lm_head": "Linear"}
 
 
-def _count_diagnosis(got: int, want: int, V: int, T: int, L: int, d: int) -> str | None:
+def _count_diagnosis(got: int, want: int, V: int, L: int, d: int) -> str | None:
     """What a parameter count that is off by a known piece leaves out or adds."""
     diff = got - want
     block = 12 * d * d + 13 * d
@@ -272,7 +266,7 @@ def _structure_compare(got, want):
         return ("the LM head's weight must be the embedding's weight itself (one tensor): self.lm_head.weight = "
                 "self.wte.weight — not a copy (.clone(), nn.Parameter(...clone()), copy_) and not a separate matrix")
     if got["n_params"] != want["n_params"]:
-        why = _count_diagnosis(got["n_params"], want["n_params"], 11, 8, 2, 16)
+        why = _count_diagnosis(got["n_params"], want["n_params"], 11, 2, 16)
         return (f"the number of parameters of your GPT (tied head counted once): got {got['n_params']}, expected "
                 f"{want['n_params']} — " + (why or "the head adds no parameters of its own when it is tied"))
     return names_compare()(got["names"], want["names"])
@@ -821,7 +815,6 @@ def count_case(V: int, T: int, L: int, d: int) -> Case:
             return f"got {show(got)} ({type(got).__name__}), expected an int — return a Python int"
         if got == want:
             return None
-        block = 12 * d * d + 13 * d
         known = {V * d: "the tied head adds nothing: you counted it (V d too high)",
                  -2 * d: "the final LayerNorm's 2 d (gain and shift) is missing",
                  -T * d: "the position embeddings' T d are missing",
@@ -831,8 +824,7 @@ def count_case(V: int, T: int, L: int, d: int) -> Case:
                                   "and LayerNorm parameters, and the final LayerNorm 2 d"}
         why = known.get(got - want) if L else None
         return (f"got {got}, expected {want} — " + (why or "token embedding V d + positions T d + L blocks of "
-                "12 d^2 + 13 d + final LayerNorm 2 d; the tied head adds nothing (count it and you are V d too high)")
-                + ("" if block else ""))
+                "12 d^2 + 13 d + final LayerNorm 2 d; the tied head adds nothing (count it and you are V d too high)"))
     return Case(label, lambda names: names.gpt_param_count(V, T, L, d), compare=compare)
 
 

@@ -269,6 +269,7 @@ def _cmd_lab(args) -> int:
     from .paths import repo_root
 
     root = repo_root()
+    cwd = None           # the folder the server starts in (None: this one)
     if args.solutions:   # the self-learner's view: solutions/ and build/executed/, nothing copied
         if args.work or args.ta:
             print("lmcourse lab: --solutions opens the course folder itself; it takes no --work or --ta",
@@ -277,6 +278,16 @@ def _cmd_lab(args) -> int:
         cmd, env = lab_command(root, False, args.jupyter_args, root, start_in="solutions")
         print("lmcourse lab: the solutions (solutions/) and, after `make solutions`, their executed copies "
               "with outputs and plots (build/executed/); `git checkout solutions/` undoes edits there")
+    elif args.ta:   # the instructor's view of the course root: no student copies
+        if args.work:
+            print("lmcourse lab: --ta opens the course root autograder/; it takes no --work", file=sys.stderr)
+            return 2
+        cmd, env = lab_command(root, True, args.jupyter_args, root)
+        cwd = root / "autograder"
+        # nbgrader reads nbgrader_config.py from the folder the server starts in and keeps
+        # gradebook.db there: started elsewhere, Formgrader has no course
+        print("lmcourse lab: TA view (Create Assignment, Formgrader) on the course root autograder/; "
+              f"starts in {cwd}")
     else:
         work = Path(args.work) if args.work else root / "work"
         if args.dry_run:   # says what it would copy, writes nothing
@@ -289,14 +300,15 @@ def _cmd_lab(args) -> int:
                   "save there; notebooks/ stays as released)")
         if kept:
             print(f"lmcourse lab: kept your {len(kept)} notebook(s) in {work}/ as they are")
-        cmd, env = lab_command(work, args.ta, args.jupyter_args, root)
-        if args.ta:
-            print("lmcourse lab: TA view (Create Assignment, Formgrader) on the course root autograder/")
+        cmd, env = lab_command(work, False, args.jupyter_args, root)
     if args.dry_run:
         print(" ".join(cmd))
         return 0
+    if cwd is not None:
+        os.chdir(cwd)
     if os.name == "posix":
         os.execve(cmd[0], cmd, env)
+        return 0        # not reached: the lab replaced this process
     return subprocess.call(cmd, env=env)
 
 

@@ -135,3 +135,37 @@ def test_validate_counts_the_failing_tests_first_and_names_an_unanswered_questio
         q = cells[2][1].outputs[0]
         assert q["evalue"].endswith('Question q1 is not answered yet: in its cell, set answer_q1 to your answer\'s '
                                     'letter in quotes (answer_q1 = "B"), run that cell, then Validate again'), q
+
+
+def test_ta_lab_starts_in_the_course_root_and_copies_nothing(tmp_path, monkeypatch, capsys):
+    """nbgrader reads nbgrader_config.py from the folder the server starts in and keeps its
+    gradebook.db there: the instructor lab must start in autograder/, or Formgrader lists no
+    assignment and a stray gradebook.db lands in the clone. It copies no student notebook."""
+    import shutil
+
+    from lmcourse import paths
+
+    root = tmp_path / "clone"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "01_ngram.ipynb").write_text("{}")
+    (root / "autograder").mkdir()
+    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", root / "autograder")
+    monkeypatch.setattr(paths, "repo_root", lambda: root)
+    monkeypatch.chdir(root)                          # where `make lab TA=1` runs it
+    started = {}
+
+    def execve(path, argv, env):
+        started.update(cwd=os.getcwd(), argv=argv, env=env)
+
+    monkeypatch.setattr(os, "execve", execve)
+    assert cli.main(["lab", "--ta", "--", "--no-browser"]) == 0
+    assert started["cwd"] == str(root / "autograder"), started
+    assert (root / "autograder" / "nbgrader_config.py").is_file()
+    assert started["argv"][1:3] == ["lab", str(root / "autograder")]
+    assert not (root / "work").exists()              # no copies, no work/.gitignore
+    assert "copied" not in capsys.readouterr().out
+    monkeypatch.chdir(root)
+    assert cli.main(["lab", "--ta", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"starts in {root / 'autograder'}" in out and "would copy" not in out
+    assert cli.main(["lab", "--ta", "--work", str(tmp_path / "w")]) == 2

@@ -79,7 +79,8 @@ def _precision_line(p) -> str:
 
 def _cmd_doctor(args) -> int:
     """Versions, device, threads, sandbox, disk, kernel and corpus, each with what to do when it is
-    missing. Lines marked '!' are problems (exit status 1); lines marked '-' are for information."""
+    missing. Lines marked '!' are problems (exit status 1, except a missing sandbox: TAs only);
+    lines marked '-' are for information."""
     import os
     import shutil
     import subprocess
@@ -87,6 +88,7 @@ def _cmd_doctor(args) -> int:
     from . import __version__, data, runtime
 
     problems = 0
+    ta_problems = 0     # grading only: marked '!', no exit status (make lab goes on for students)
 
     def problem(text: str) -> None:
         nonlocal problems
@@ -145,9 +147,15 @@ def _cmd_doctor(args) -> int:
         kind, why = "unavailable", str(exc)
     if kind == "bubblewrap":
         print(f"  sandbox     bubblewrap works ({why}): `lmcourse grade` can run")
+    elif kind == "unavailable":
+        # `lmcourse grade` refuses to start: a problem for a TA, none for a student (exit status kept)
+        ta_problems += 1
+        print(f"  ! sandbox: {kind} ({why}): for TAs only (students are not affected): `lmcourse grade` "
+              "refuses to start without one. Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
+              "macOS/Windows: grade in a Linux container or VM), or on a trusted machine grading trusted "
+              "submissions pass `--sandbox none` (or LMCOURSE_SANDBOX=none)")
     else:
-        print(f"  - sandbox   {kind} ({why}): TAs only, `lmcourse grade` refuses to start without one. "
-              "Debian/Ubuntu: sudo apt-get install bubblewrap; macOS/Windows: a Linux container or VM")
+        print(f"  - sandbox   {kind} ({why}): `lmcourse grade` runs the students' code without a sandbox")
     for label, folder in [("disk", Path.cwd()), ("cache disk", data.data_dir())]:
         probe = folder
         while not probe.exists() and probe != probe.parent:
@@ -186,7 +194,13 @@ def _cmd_doctor(args) -> int:
     else:
         problem(f"corpus: {status}. `make lab` or `lmcourse doctor --fetch` fetches it now (5 MB); "
                 "offline, see the README's corpus section")
-    print("all good" if problems == 0 else f"{problems} problem(s) found; see the lines marked '!'")
+    if problems:
+        print(f"{problems} problem(s) found; see the lines marked '!'"
+              + (f" ({ta_problems} more for TAs only)" if ta_problems else ""))
+    elif ta_problems:
+        print(f"{ta_problems} problem(s) for TAs (grading), none for students: see the lines marked '!'")
+    else:
+        print("all good")
     return 0 if problems == 0 else 1
 
 

@@ -1,5 +1,6 @@
 """`lmcourse doctor`: threads, sandbox, free disk, the kernel in use; a missing corpus, a full disk
-or a kernel that cannot import lmcourse are problems (exit 1), a missing sandbox is information."""
+or a kernel that cannot import lmcourse are problems (exit 1); a missing sandbox is a problem for
+TAs only (marked '!', not "all good", exit 0)."""
 
 import collections
 import sys
@@ -44,10 +45,41 @@ def test_missing_corpus_is_a_problem(healthy, capsys, monkeypatch):
     assert code == 1 and "! corpus: Shakespeare corpus not downloaded yet" in out and "all good" not in out
 
 
-def test_missing_sandbox_is_information_not_a_problem(healthy, capsys, monkeypatch):
+def test_missing_sandbox_is_a_problem_for_tas_only(healthy, capsys, monkeypatch):
+    """`lmcourse grade` refuses to start without bubblewrap: the line is a problem ('!') saying what
+    to do (install it, or --sandbox none on a trusted machine) and that students are not affected;
+    the verdict is not "all good", while the exit status stays 0 (make lab goes on for students)."""
     monkeypatch.setattr(sandbox, "mode", lambda: ("unavailable", "bwrap not found"))
     code, out = _doctor(capsys)
-    assert code == 0 and "- sandbox   unavailable (bwrap not found)" in out and "apt-get install bubblewrap" in out
+    line = next(ln for ln in out.splitlines() if "sandbox" in ln and "bwrap not found" in ln)
+    assert line.startswith("  ! sandbox: unavailable (bwrap not found)"), line
+    assert "apt-get install bubblewrap" in line and "--sandbox none" in line and "students" in line
+    assert "all good" not in out and "for TAs" in out.splitlines()[-1], out
+    assert code == 0
+
+
+def test_missing_sandbox_on_the_real_path_is_not_all_good(healthy, capsys, monkeypatch, tmp_path):
+    """The same with the real probe: a PATH without bwrap."""
+    monkeypatch.undo()                       # the real sandbox.mode, the fixture's corpus again below
+    corpus = tmp_path / "cache" / data.shakespeare_dir().name
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
+    monkeypatch.delenv("LMCOURSE_SANDBOX", raising=False)
+    monkeypatch.setattr(cli, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
+    assert (corpus / "SOURCE").exists()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    sandbox._probe.cache_clear()            # the probe is cached per process
+    try:
+        _, out = _doctor(capsys)
+    finally:
+        sandbox._probe.cache_clear()
+    assert "  ! sandbox: unavailable" in out and "all good" not in out, out
+
+
+def test_sandbox_none_chosen_is_information(healthy, capsys, monkeypatch):
+    monkeypatch.setattr(sandbox, "mode", lambda: ("none", "--sandbox none / LMCOURSE_SANDBOX=none"))
+    code, out = _doctor(capsys)
+    assert code == 0 and "- sandbox   none" in out and out.rstrip().endswith("all good"), out
 
 
 def test_full_disk_and_foreign_kernel_are_problems(healthy, capsys, monkeypatch):

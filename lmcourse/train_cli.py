@@ -95,6 +95,7 @@ class Job:
     loss_fn: Callable | None = None
     extra: dict = field(default_factory=dict)  # stored in the checkpoint beside the model
     own: dict = field(default_factory=dict)  # the task's own, for its summary (tokenizer, test data, ...)
+    run_seconds: float | None = None  # this process's training time (the history sums resumed runs)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,15 @@ def _say(env, *a, **k) -> None:
         print(*a, **k, flush=True)
 
 
+def _wall_text(hist, job) -> str:
+    """``wall 5.4 s``: this run's wall time; after --resume the history's sum over the runs too
+    (train() adds each run's time to it), named as such."""
+    this = job.run_seconds if job.run_seconds is not None else hist.elapsed
+    if hist.elapsed - this > 0.05:
+        return f"wall {_wall(this)} ({_wall(hist.elapsed)} with the run resumed)"
+    return f"wall {_wall(this)}"
+
+
 def _wall(seconds: float) -> str:
     m, s = divmod(seconds, 60)
     h, m = divmod(int(m), 60)
@@ -289,9 +299,11 @@ def run_task(a: dict, prog: str = "lmcourse train") -> int:
                 trained = f"train loss {h.train_loss[-1]:.4f}, " if h.train_loss and h.steps[-1] == step else ""
                 print(f"step {step}/{cfg.steps}: {trained}val loss {h.val_loss[-1]:.4f}", flush=True)
 
+        started = time.perf_counter()
         hist = train(job.model, job.train_data, job.val_data, cfg, stop_after=a.get("stop_after"),
                      batch_fn=job.batch_fn, loss_fn=job.loss_fn, env=env, micro_batch_size=a.get("micro_batch_size"),
                      checkpoint_extra=job.extra, check_checkpoint=check, on_eval=report)
+        job.run_seconds = min(time.perf_counter() - started, hist.elapsed)
         line = task.summarise(job, hist, env, a)
         if hist.interrupted:
             line += "; stopped early, --resume continues"
@@ -512,7 +524,7 @@ def _gpt_summary(job: Job, hist, env, a: dict) -> str:
     when = f", from step {hist.val_steps[-1]}: not re-evaluated since" if stale else ""
     line = (f"{_done(hist, cfg.steps)}, "
             f"val loss {hist.final_val_loss:.4f} ({hist.final_val_loss / math.log(2):.3f} bits/char{when}), "
-            f"{hist.tokens_per_sec:,.0f} tokens/s, wall {_wall(hist.elapsed)}, "
+            f"{hist.tokens_per_sec:,.0f} tokens/s, {_wall_text(hist, job)}, "
             f"{env.world_size} x {device.type}")
     peak = None
     if "peak_tflops" in a:
@@ -690,7 +702,7 @@ def _mlm_summary(job: Job, hist, env, a: dict) -> str:
     return (f"{_done(hist, job.cfg.steps)}, val loss "
             f"{hist.best_val_loss if hist.best_step is not None else hist.final_val_loss:.4f}{kept}, "
             f"top-1 {scores[1]:.1%}, top-5 {scores[5]:.1%} on {r.n_blanks:,} validation blanks (most frequent "
-            f"words: {base[1]:.1%}, {base[5]:.1%}), wall {_wall(hist.elapsed)}")
+            f"words: {base[1]:.1%}, {base[5]:.1%}), {_wall_text(hist, job)}")
 
 
 def _mlm_checkpoint_stem(a: dict) -> str:
@@ -759,7 +771,7 @@ def _seq2seq_summary(job: Job, hist, env, a: dict) -> str:
     for s, o, t in list(zip(sources, outputs, targets))[:5]:
         print(f"  {s:<36} -> {o:<12} {'ok' if o == t else 'expected ' + t}")
     return (f"{_done(hist, job.cfg.steps)}, val loss {hist.final_val_loss:.4f}, exact match "
-            f"{exact_match(outputs, targets):.1%} on {len(targets)} test dates, wall {_wall(hist.elapsed)}")
+            f"{exact_match(outputs, targets):.1%} on {len(targets)} test dates, {_wall_text(hist, job)}")
 
 
 def _seq2seq_checkpoint_stem(a: dict) -> str:

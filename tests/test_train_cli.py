@@ -440,3 +440,22 @@ def test_sweep_writes_the_profiles_table(tmp_path, capsys):
     header = out.read_text().splitlines()[:3]
     assert header[0] == f"# made by: lmcourse train sweep --profile tiny --out {out}", header
     assert "load average" in header[2] or "load not known" in header[2]
+
+
+def test_the_summary_after_resume_gives_this_runs_wall_time_and_the_sum_named(tmp_path, text, capsys):
+    """The history sums the wall time of every run of a checkpoint; the last line's "wall" is this
+    process's, the sum named beside it."""
+    import re
+
+    ck = tmp_path / "run.pt"
+    assert main(small(text, ck)) == 0
+    state = torch.load(ck, map_location="cpu", weights_only=False)
+    state["history"]["elapsed"] = 50.0          # a first run that took long: the two times differ
+    torch.save(state, ck)
+    capsys.readouterr()
+    assert main(small(text, ck, "--resume", "--steps", "6")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.search(r"wall (\d+\.\d) s \((\d+\.\d) s with the run resumed\)", last)
+    assert m, last
+    this, both = map(float, m.groups())
+    assert this < 10 and 50 <= both < 60 and abs(both - 50 - this) < 0.3, last

@@ -72,8 +72,9 @@ def summary(results: list[Result]) -> str:
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     manual = results[0].max_score - results[0].auto_max if results else 0
     cached = sum(r.cached for r in results)
+    many = f"{len(results)} submission{'' if len(results) == 1 else 's'}"
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) +
-                 f"  ({len(results)} submissions; {manual:g} more points are graded by hand"
+                 f"  ({many}; {manual:g} more points are graded by hand"
                  + (f"; {cached} cached from an earlier run, --force to rerun" if cached else "") + ")")
     lines += [f"{r.student}: {r.status}: {r.detail}" for r in results if r.status == "wrong-assignment"]
     return "\n".join(lines)

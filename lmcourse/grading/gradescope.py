@@ -257,8 +257,8 @@ def _recorded_companions(nb, assignment: str, scores: dict, points: dict, status
             text = "" if passed else shown(f"{error.get('ename', 'Error')}: {error.get('evalue', '')}")
         if passed:
             text = f"{ex.name}: {PASS_LINE}"
-        elif not text:
-            text = "the test cell did not pass"
+        elif not text:              # no verdict in the cell: the run stopped before it (timeout, ...)
+            text = f"not run ({status})" if status != "graded" else "the test cell did not pass"
         if not passed:
             text += f"\n(the points, hidden tests included, are shown {WHEN[hidden_visibility]})"
         companions[gid] = {"score": 0.0, "max_score": 0.0, "status": "passed" if passed else "failed",

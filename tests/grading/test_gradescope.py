@@ -306,3 +306,19 @@ def test_the_visible_companion_says_nothing_of_the_hidden_cases(tmp_path, visibi
     # every other exercise right: its companion passes too
     assert all(t["status"] == "passed" for n, t in tests.items() if n.endswith("visible checks")
                and "pad_sentence_tests" not in n and "(q1_tests)" not in n)
+
+
+def test_the_visible_companion_shows_a_visible_cases_own_message(tmp_path):
+    from lmcourse.grading.gradescope import results_json
+    from lmcourse.grading.result import Result
+    from lmcourse.grading.template import Template
+    from lmcourse.reference import ngram
+
+    tpl = Template(A, tmp_path)
+    nb = _judged(tpl, {"pad_sentence": {"pad_sentence": lambda words, n: list(words) + [ngram.EOS]}})
+    res = Result("s", A, "graded", tests={"pad_sentence_tests": 0.0})
+    companion = next(t for t in results_json(res, tpl, nb)["tests"]
+                     if t["name"].endswith("(pad_sentence_tests): visible checks"))
+    assert companion["status"] == "failed" and companion["visibility"] == "visible"
+    assert "a visible test failed: pad_sentence(['cows', 'eat', 'grass'], 3)" in companion["output"]
+    assert "shown after the due date" in companion["output"]

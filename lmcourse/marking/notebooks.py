@@ -18,6 +18,7 @@ TESTS["04_block"] = "lmcourse.marking.block"
 TESTS["07_decoding"] = "lmcourse.marking.decoding"
 TESTS["05_gpt"] = "lmcourse.marking.gpt"
 TESTS["06_mlm"] = "lmcourse.marking.mlm"
+TESTS["10_scaling"] = "lmcourse.marking.scaling"
 
 
 def marked(notebook: str) -> bool:

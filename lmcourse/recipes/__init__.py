@@ -16,9 +16,10 @@ its module here. Fields a caller sets (seed, device, checkpoint, progress) stay 
 
 from __future__ import annotations
 
-from . import gpt, mlm, rnn, seq2seq
+from . import gpt, mlm, rnn, scaling, seq2seq
 
-__all__ = ["gpt", "mlm", "rnn", "seq2seq", "BY_NOTEBOOK"]
+__all__ = ["gpt", "mlm", "rnn", "scaling", "seq2seq", "BY_NOTEBOOK"]
 
 # the notebook each recipe module belongs to (its master: autograder/masters/<name>.py)
-BY_NOTEBOOK = {"02_rnn": rnn, "05_gpt": gpt, "06_mlm": mlm, "09_encoder_decoder": seq2seq}
+BY_NOTEBOOK = {"02_rnn": rnn, "05_gpt": gpt, "06_mlm": mlm, "09_encoder_decoder": seq2seq,
+               "10_scaling": scaling}

@@ -33,8 +33,24 @@ class ScalingRecipe:
     def n_head(self, n_embd: int) -> int:
         return max(1, n_embd // self.head_size)
 
-    def train_config(self, steps: int, **overrides) -> TrainConfig:
-        """One run's settings: ``steps`` sets the schedule (warm-up and cosine end with the run)."""
+    @property
+    def n_embd(self) -> int:
+        """The largest model's width (what a reader of every recipe compares across profiles)."""
+        return self.sizes[-1][1]
+
+    def model_sizes(self) -> dict[str, int]:
+        """The largest model swept, as GPTConfig's keywords (less the vocabulary)."""
+        n_layer, n_embd = self.sizes[-1]
+        return {"n_layer": n_layer, "n_embd": n_embd, "n_head": self.n_head(n_embd), "block_size": self.block_size}
+
+    def steps_for(self, n_layer: int, n_embd: int, budget: float) -> int:
+        """A run's steps: its tokens ``C / (6 N)`` (``N = 12 n_layer d^2``) in windows of ``B T``."""
+        return max(1, round(budget / (6 * 12 * n_layer * n_embd ** 2) / (self.batch_size * self.block_size)))
+
+    def train_config(self, steps: int | None = None, **overrides) -> TrainConfig:
+        """One run's settings: ``steps`` sets the schedule (warm-up and cosine end with the run); by
+        default the largest model's run at the largest budget."""
+        steps = self.steps_for(*self.sizes[-1], self.budgets[-1]) if steps is None else steps
         return TrainConfig.from_profile(get_profile(self.profile), **{
             "steps": steps, "batch_size": self.batch_size, "block_size": self.block_size, "lr": self.lr,
             "betas": (0.9, 0.99), "weight_decay": 0.1, "warmup_steps": max(1, steps // 20), "min_lr_ratio": 0.1,

@@ -24,7 +24,7 @@ import torch
 
 __all__ = ["REFERENCE", "PF_DAY", "non_embedding_params", "transformer_params", "training_flops", "pf_days",
            "fit_power_law", "fit_power_law_offset", "power_law", "isoflop_parabola", "isoflop_minima",
-           "fit_exponents", "compute_optimal", "tokens_per_parameter"]
+           "fit_exponents", "compute_optimal", "tokens_per_parameter", "answer_q_six", "answer_q_trend"]
 
 PF_DAY = 1e15 * 86_400  # FLOPs in one petaflop/s-day: 1e15 FLOPs a second for a day
 
@@ -183,6 +183,12 @@ def tokens_per_parameter(C: float, A: float, B: float, alpha: float, beta: float
     """``D_opt / N_opt`` at compute ``C``."""
     n, d = compute_optimal(C, A, B, alpha, beta)
     return d / n
+
+
+# the multiple-choice questions: 6 = 2 forward + 4 backward FLOPs per parameter per token; with beta > alpha
+# the data exponent b = alpha / (alpha + beta) is below 1/2, so tokens per parameter shrink as C grows
+answer_q_six = "B"
+answer_q_trend = "C"
 
 
 REFERENCE = (transformer_params, non_embedding_params, training_flops, pf_days, power_law, fit_power_law, _huber,

@@ -10,7 +10,7 @@ from nbgrader.preprocessors import ClearSolutions, Execute
 # change to them rebuilds the grader's release too (lmcourse.grading.template fingerprints both)
 from lmcourse.authoring.stubs import NamedStubs
 # the verdict of a notebook graded from records, made here after the kernel ran, not in the kernel
-from lmcourse.marking.grader import JudgeRecords
+from lmcourse.marking.grader import JudgeRecords, RecordsStayPut
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -27,9 +27,10 @@ c.GenerateAssignment.preprocessors = [
     NamedStubs if p is ClearSolutions else p
     for p in GenerateAssignment.class_traits()["preprocessors"].default()]
 
+# RecordsStayPut: Execute, but a later cell's display update cannot rewrite a test's record
 c.Autograde.autograde_preprocessors = [
     p for q in Autograde.class_traits()["autograde_preprocessors"].default()
-    for p in ([q, JudgeRecords] if q is Execute else [q])]
+    for p in ([RecordsStayPut, JudgeRecords] if q is Execute else [q])]
 
 # Generous per-cell limit; notebooks run in the `tiny` profile under autograding
 # (nbgrader sets NBGRADER_EXECUTION), so a healthy notebook needs seconds.

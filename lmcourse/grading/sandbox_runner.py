@@ -23,6 +23,19 @@ INSIDE = "/grade"             # the work folder's path inside the bubblewrap san
 RECORD_MIME = "application/vnd.lmcourse.record+json"
 MAX_RECORD_CHARS = 20_000_000
 
+
+def record_display_update(nb, targets: dict, msg: dict) -> bool:
+    """Whether a display update would write a record, or overwrite one: ``targets`` is nbclient's
+    ``{cell index: [output index]}`` for the display id. A test's record must be the output its own
+    cell wrote while it ran (lmcourse.marking.grader.RecordsStayPut does the same under nbgrader)."""
+    if RECORD_MIME in ((msg.get("content") or {}).get("data") or {}):
+        return True
+    for cell_idx, indices in targets.items():
+        outputs = nb["cells"][cell_idx].get("outputs", [])
+        if any(i < len(outputs) and RECORD_MIME in (outputs[i].get("data") or {}) for i in indices):
+            return True
+    return False
+
 def _limit(memory_mb: int, nproc: int) -> None:
     import resource
 
@@ -101,6 +114,12 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                 return None
             budget["left"] -= size
             return out
+
+        def _update_display_id(self, display_id, msg):
+            # a display id lets a later cell rewrite an earlier cell's output: never a test's record
+            # (one cell's record replaced with what a later cell computed from its stand-ins)
+            if not record_display_update(self.nb, self._display_id_map.get(display_id, {}), msg):
+                super()._update_display_id(display_id, msg)
 
     timeout_reply = {"ename": "CellTimeoutError", "evalue": f"cell ran past {job['cell_timeout']} s",
                      "traceback": [f"CellTimeoutError: cell ran past {job['cell_timeout']} s"]}

@@ -23,7 +23,9 @@ FLAG = "source-scan"
 # (tokenizer libraries: compiled code the rules cannot see when it is reached from compiled code;
 # transformers is Python, which the rules see)
 _MODULES = ("lmcourse.reference", "lmcourse.marking", "lmcourse.grading", "ctypes", "inspect", "importlib",
-            "tiktoken", "tokenizers")
+            "tiktoken", "tokenizers",
+            # a file run as code without exec: runpy.run_path, a .pyc's code object, a zip on the path
+            "runpy", "marshal", "zipimport", "pkgutil")
 # names whose use reads code or frames, or runs text as code
 _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "meta_path", "getsource",
           "__code__", "__closure__", "f_back", "f_globals", "f_locals", "currentframe", "_getframe",
@@ -32,6 +34,7 @@ _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "me
 # builtins among _NAMES: as an attribute they are someone else's (model.eval() puts a torch module in
 # evaluation mode) unless read from builtins itself
 _BUILTINS = ("exec", "eval", "compile", "__import__")
+_PATHS = ("path", "path_hooks", "path_importer_cache")
 _TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/bpe", "lmcourse\\reference")
 
 
@@ -60,6 +63,12 @@ def scan_source(source: str) -> list[str]:
             note(f"from {node.module} import")
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             note(node.id)
+        elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
+              and node.value.id == "sys") or (isinstance(node, ast.ImportFrom) and node.module == "sys"
+                                               and any(a.name in _PATHS for a in node.names)):
+            # the reference's folder put on the path imports its modules under their bare names
+            # (``import ngram``), which the graded kernel's refusal of lmcourse.reference.* does not see
+            note("sys.path")
         elif isinstance(node, ast.Attribute) and node.attr in _NAMES and (
                 node.attr not in _BUILTINS or _dotted_builtins(node.value)):
             note(node.attr)

@@ -19,7 +19,7 @@ from .kernel import MIME, hidden_cases
 from .notebooks import load, marked
 from .plain import decode
 
-__all__ = ["JudgeRecords", "judge_notebook"]
+__all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]
 
 
 @functools.cache
@@ -105,3 +105,30 @@ class JudgeRecords(_preprocessor_base()):
     def preprocess(self, nb, resources):
         judge_notebook(nb, resources.get("nbgrader", {}).get("notebook", ""))
         return nb, resources
+
+
+@functools.cache
+def _records_stay_put():
+    from nbgrader.preprocessors import Execute
+
+    from lmcourse.grading.sandbox_runner import record_display_update
+
+    class RecordsStayPut(Execute):
+        """nbgrader's Execute, except that a display update (a display id shown again or updated,
+        which nbclient applies to every earlier output with that id, in any cell) never writes or
+        overwrites a test's record: a record is what its own test cell wrote while it ran, not
+        what a later cell computed (say, from the stand-ins a later test brings). The course's
+        ``nbgrader_config.py`` runs it in place of Execute; ``lmcourse grade``'s runner does the same."""
+
+        def _update_display_id(self, display_id, msg):
+            if not record_display_update(self.nb, self._display_id_map.get(display_id, {}), msg):
+                super()._update_display_id(display_id, msg)
+
+    return RecordsStayPut
+
+
+def __getattr__(name: str):
+    # built on first use: importing this module needs no nbgrader (a student's install has none)
+    if name == "RecordsStayPut":
+        return _records_stay_put()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -77,12 +77,21 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
     if not marked(notebook):
         return {}
     by_test = {ex.test_id: ex.name for ex in load(notebook).exercises}
+    rank = {gid: k for k, gid in enumerate(by_test)}
     outcomes: dict[str, Outcome] = {}
+    latest = -1
     for cell in nb.cells:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if cell.get("cell_type") != "code" or gid not in by_test:
             continue
-        outcome = judge_cell(notebook, by_test[gid], cell)
+        if rank[gid] <= latest:
+            # a test cell moved below a later exercise's test (or run twice) records after that test
+            # brought the reference stand-ins of the earlier exercises into the kernel
+            outcome = Outcome(by_test[gid], False, 0, None, "this test cell was moved below a later exercise's "
+                                                             "test (or repeated): put the cells back in order")
+        else:
+            outcome = judge_cell(notebook, by_test[gid], cell)
+        latest = max(latest, rank[gid])
         outcomes[gid] = outcome
         kept = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
         cell.outputs = kept + [nbformat.v4.new_output("stream", name="stdout", text=outcome.text() + "\n")

@@ -111,6 +111,11 @@ READ_ATTEMPTS = {
 # from cleared outputs)
 JSON_ATTEMPTS = ("prefilled_record",)
 
+# pad_sentence's test cell moved below count_ngrams's, whose stand-ins bring the reference
+# pad_sentence into the kernel: kept by the wrong count_ngrams, bound by a cell before the moved
+# test (21/21 unflagged under `lmcourse grade` before the judge required the course's order)
+ORDER_ATTEMPTS = ("test_cell_moved_below_a_later_test",)
+
 
 def _forged(name: str) -> nbformat.NotebookNode:
     nb = perfect()
@@ -126,6 +131,13 @@ def _forged(name: str) -> nbformat.NotebookNode:
         assert head in c.source
         c.source = ("_done = []\n" + defs + "\n\n" + c.source.replace(
             head, head + "    if not _done:\n        _done.append(1)\n" + textwrap.indent(call, "        ") + "\n", 1))
+    if name in ORDER_ATTEMPTS:
+        c, head = cell(nb, "count_ngrams"), "def count_ngrams(sentences, n):\n"
+        c.source = "_kept = {}\n" + c.source.replace(head, head + "    _kept.setdefault('pad', globals()['pad_sentence'])\n", 1)
+        test = cell(nb, "pad_sentence_tests")
+        nb.cells.remove(test)
+        at = nb.cells.index(cell(nb, "count_ngrams_tests")) + 1
+        nb.cells[at:at] = [nbformat.v4.new_code_cell("pad_sentence = _kept['pad']"), test]
     if name in READ_ATTEMPTS:
         cell(nb, "pad_sentence").source = READ_ATTEMPTS[name]
     if name == "prefilled_record":
@@ -145,7 +157,7 @@ def _forged(name: str) -> nbformat.NotebookNode:
     return nb
 
 
-STUDENTS = ["baseline", *ATTEMPTS, *JSON_ATTEMPTS, *READ_ATTEMPTS]
+STUDENTS = ["baseline", *ATTEMPTS, *JSON_ATTEMPTS, *ORDER_ATTEMPTS, *READ_ATTEMPTS]
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +184,7 @@ def test_baseline_loses_the_point(graded):
     assert plain.failed_tests == ["pad_sentence_tests"], plain
 
 
-@pytest.mark.parametrize("attempt", sorted(ATTEMPTS) + list(JSON_ATTEMPTS))
+@pytest.mark.parametrize("attempt", sorted(ATTEMPTS) + list(JSON_ATTEMPTS) + list(ORDER_ATTEMPTS))
 def test_forged_record_gains_nothing(graded, attempt):
     """Flagged, or exactly the baseline's score: pad_sentence's point lost, nothing else (the trick's
     code ran without breaking count_ngrams)."""

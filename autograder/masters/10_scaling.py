@@ -687,6 +687,8 @@ n_layer, n_embd = min(R.sizes, key=lambda s: abs(math.log(non_embedding_params(*
 predicted = A_c * C_next ** -alpha_c
 print(f"frontier: L = {A_c:.3g} C^-{alpha_c:.3f}")
 print(f"PREDICTION at C = {C_next:.2e}: N_opt ≈ {n_target:,.0f}, so {n_layer}×{n_embd}; loss {predicted:.3f}")
+if own is TABLE:
+    print("(the N_opt line is the course's table's, made at far larger budgets: here it only picks a size)")
 
 # %%
 held = scaling.train_one(R, n_layer, n_embd, C_next, train_ids[:R.max_chars] if R.max_chars else train_ids,

@@ -16,10 +16,8 @@ values, so they are.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -30,9 +28,8 @@ from lmcourse.nn import gpt, mlm
 from lmcourse.nn.block import Block, BlockConfig, LayerNorm
 from lmcourse.reference.block import DeviceLog  # 04 uses it first; 05-07 name it from here
 
-__all__ = ["GPT", "GPTConfig", "REFERENCE", "GPT_NAMES", "DeviceLog", "FixedLogits", "answer_q1", "answer_q2",
-           "answer_q3", "built", "generate", "gpt_param_count", "grab", "init_weights", "reference_gpt",
-           "softmax_list"]
+__all__ = ["GPT", "GPTConfig", "REFERENCE", "GPT_NAMES", "DeviceLog", "answer_q1", "answer_q2", "answer_q3",
+           "built", "generate", "gpt_param_count", "init_weights", "reference_gpt", "softmax_list"]
 
 
 @dataclasses.dataclass
@@ -160,59 +157,6 @@ def built(cls, cfg, rules, dtype: torch.dtype = torch.float64, reference=referen
     mine = m.state_dict()
     m.load_state_dict({k: v for k, v in ref.state_dict().items() if k in mine}, strict=False)
     return m.eval(), ref
-
-
-@contextlib.contextmanager
-def grab(module: nn.Module):
-    """Within the block, the first input of ``module``'s forward is replaced by a detached copy
-    that requires grad, kept as ``.x`` of the namespace yielded: gradients of the output with
-    respect to it show what each position depends on (causality, bidirectionality)."""
-    got = SimpleNamespace(x=None)
-
-    def hook(_module, args):
-        got.x = args[0].detach().requires_grad_()
-        return (got.x, *args[1:])
-
-    handle = module.register_forward_pre_hook(hook)
-    try:
-        yield got
-    finally:
-        handle.remove()
-
-
-class FixedLogits(nn.Module):
-    """A stand-in model for a sampling loop: fixed ``logits`` at the last position (reversed ones
-    before it), scaled by a weight (so they carry gradients when gradients are on), and a record
-    of what it was given: ``seen`` (the ids of each call), ``grad_on``, ``wrong`` (calls with ids
-    not of shape (B, <= block_size)); :meth:`obeyed` fails the test on the first wrong call."""
-
-    def __init__(self, logits, block_size: int):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=block_size)
-        self.logits = torch.as_tensor(logits, dtype=torch.float32)
-        self.scale = nn.Parameter(torch.ones(()))
-        self.seen: list[torch.Tensor] = []
-        self.wrong: list[str] = []
-        self.grad_on: list[bool] = []
-
-    def forward(self, idx, targets=None):
-        if idx.dim() != 2:
-            self.wrong.append(f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
-        elif idx.size(1) > self.config.block_size:
-            self.wrong.append(f"generate passed {idx.size(1)} ids to a model with block_size "
-                              f"{self.config.block_size}: crop the context to the last block_size ids "
-                              "(idx[:, -block_size:]) before every call, the first one included")
-        self.seen.append(idx.clone())
-        self.grad_on.append(torch.is_grad_enabled())
-        B, T = idx.shape[0], idx.shape[-1]
-        out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
-        out[:, -1] = self.logits
-        return out * self.scale, None
-
-    def obeyed(self) -> None:
-        """Fail the test with the first wrong call's message, if any."""
-        for wrong in self.wrong[:1]:
-            checks.check(False, wrong)
 
 
 def softmax_list(z: list[float]) -> list[float]:

@@ -24,7 +24,8 @@ from pathlib import Path
 __all__ = ["GIVEN_WITH_ANSWERS", "ThroughError", "narrow"]
 
 # given code a notebook's own cells run that still does some of its exercises' work (said, not hidden)
-GIVEN_WITH_ANSWERS = {"08_bpe": ("lmcourse.bpe",), "09_encoder_decoder": ("lmcourse.nn.seq2seq",)}
+GIVEN_WITH_ANSWERS = {"03_attention": ("lmcourse.nn.attention",), "05_gpt": ("lmcourse.nn.gpt",),
+                      "08_bpe": ("lmcourse.bpe",), "09_encoder_decoder": ("lmcourse.nn.seq2seq",)}
 
 
 class ThroughError(ValueError):

@@ -133,7 +133,8 @@ def summary_table(results: list[RunResult]) -> str:
             lines.append("  ".join("-" * w for w in widths) + "  ------")
     failed = sum(r.status != "ok" for r in results)
     total = sum(r.seconds for r in results)
-    lines.append(f"{len(results) - failed} ok, {failed} failed  ({len(results)} notebooks, {total:.1f} s)")
+    count = f"{len(results)} notebook" + ("" if len(results) == 1 else "s")
+    lines.append(f"{len(results) - failed} ok, {failed} failed  ({count}, {total:.1f} s)")
     return "\n".join(lines)
 
 

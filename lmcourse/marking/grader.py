@@ -19,7 +19,7 @@ from .kernel import MIME, hidden_cases
 from .notebooks import load, marked
 from .plain import decode
 
-__all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]
+__all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]  # noqa: F822 (RecordsStayPut: built on first use)
 
 
 @functools.cache

@@ -133,7 +133,8 @@ def _forged(name: str) -> nbformat.NotebookNode:
             head, head + "    if not _done:\n        _done.append(1)\n" + textwrap.indent(call, "        ") + "\n", 1))
     if name in ORDER_ATTEMPTS:
         c, head = cell(nb, "count_ngrams"), "def count_ngrams(sentences, n):\n"
-        c.source = "_kept = {}\n" + c.source.replace(head, head + "    _kept.setdefault('pad', globals()['pad_sentence'])\n", 1)
+        keep = "    _kept.setdefault('pad', globals()['pad_sentence'])\n"
+        c.source = "_kept = {}\n" + c.source.replace(head, head + keep, 1)
         test = cell(nb, "pad_sentence_tests")
         nb.cells.remove(test)
         at = nb.cells.index(cell(nb, "count_ngrams_tests")) + 1
@@ -142,11 +143,12 @@ def _forged(name: str) -> nbformat.NotebookNode:
         cell(nb, "pad_sentence").source = READ_ATTEMPTS[name]
     if name == "prefilled_record":
         # the record an honest pad_sentence would write, in the submitted notebook's test cell
+        import importlib
+
         from lmcourse.marking.judge import observe
         from lmcourse.marking.kernel import hidden_cases
         from lmcourse.marking.notebooks import load
         from lmcourse.marking.spec import Names
-        import importlib
 
         spec = load(A)
         cases = spec.exercise("pad_sentence").cases + hidden_cases(spec, "pad_sentence")

@@ -131,3 +131,30 @@ def test_a_counting_notebook_loads_no_torch(grading, env_profile, want):
     banner, values = done.stdout.strip().splitlines()
     assert banner == f"lmcourse: profile={want} seed=3 (counting only: torch not loaded)"
     assert values == f"{want} None None False True True"
+
+
+def test_given_returns_the_module_or_says_why_it_is_absent(capsys):
+    import subprocess
+    import sys
+
+    from lmcourse.runtime import given
+
+    assert given("lmcourse.tokenizers").__name__ == "lmcourse.tokenizers"
+    assert given("lmcourse.no_such_module", "the demo") is None
+    assert "lmcourse.no_such_module is not available in this copy of the course; the demo" in capsys.readouterr().out
+    # a withheld module, in a fresh interpreter (withholding lasts for the process)
+    code = ("from lmcourse.marking.kernel import withhold; from lmcourse.marking.notebooks import load; "
+            "withhold(load('01_ngram')); from lmcourse.runtime import given; print(given('lmcourse.reference.ngram'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "lmcourse.reference.ngram is not available" in out and out.strip().endswith("None")
+
+
+def test_given_shows_an_import_error_that_is_not_an_absent_module(tmp_path, monkeypatch):
+    import pytest
+
+    from lmcourse.runtime import given
+
+    (tmp_path / "broken_given_mod.py").write_text("import numpy\nraise ImportError('a real bug')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match="a real bug"):
+        given("broken_given_mod")

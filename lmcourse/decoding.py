@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from .moved import answers_or_nothing, read_through
+
 __all__ = ["sequence_logprob", "distinct_n"]   # and REFERENCE, read through __getattr__
 
 # names that moved to lmcourse.reference.decoding
@@ -40,21 +42,6 @@ def distinct_n(sequences: Sequence[Sequence], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
-def __getattr__(name: str):
-    import importlib
-
-    if name == "REFERENCE":
-        # 09's and 05's rules name 07's answers through here: where they are withheld there is nothing to refuse
-        try:
-            return importlib.import_module("lmcourse.reference.decoding").ANSWERS
-        except ImportError:
-            return ()
-    # notebooks in students' hands, and code written against older versions, read the reference
-    # answers from here: they moved to lmcourse.reference.decoding (absent while 07 is graded)
-    if name in _MOVED:
-        import warnings
-
-        warnings.warn(f"lmcourse.decoding.{name} moved to lmcourse.reference.decoding.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module("lmcourse.reference.decoding"), name)
-    raise AttributeError(f"module 'lmcourse.decoding' has no attribute {name!r}")
+# old homes of the answers (see lmcourse.moved)
+_ANSWERS = "lmcourse.reference.decoding"
+__getattr__ = read_through(__name__, _ANSWERS, _MOVED, also=answers_or_nothing(_ANSWERS))

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .moved import read_through
+
 
 @dataclass
 class ContextTable:
@@ -49,14 +51,5 @@ _MOVED = ("pad_sentence", "count_ngrams", "mle_prob", "next_word_distribution", 
           "add_k_prob", "continuation_counts", "build_kn_tables", "kneser_ney_prob", "sample_next", "generate")
 
 
-def __getattr__(name: str):
-    # notebooks in students' hands, and code written against older versions, read the reference
-    # answers from here: they moved to lmcourse.reference.ngram (absent while 01 is graded)
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"lmcourse.ngram.{name} moved to lmcourse.reference.ngram.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module("lmcourse.reference.ngram"), name)
-    raise AttributeError(f"module 'lmcourse.ngram' has no attribute {name!r}")
+# old homes of the answers (see lmcourse.moved)
+__getattr__ = read_through(__name__, "lmcourse.reference.ngram", _MOVED)

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..moved import answers_or_nothing, read_through
 from .block import BlockConfig, LayerNorm
 from .checkpoint import load_model, save_model
 
@@ -78,21 +79,6 @@ def load_mlm(path: str | Path, device: torch.device | str = "cpu") -> tuple[nn.M
     return load_model(path, masked_lm, MLMConfig, device)
 
 
-def __getattr__(name: str):
-    import importlib
-
-    if name == "REFERENCE":
-        # other notebooks' rules name 06's answers through here: where they are withheld there is nothing to refuse
-        try:
-            return importlib.import_module("lmcourse.reference.mlm").ANSWERS
-        except ImportError:
-            return ()
-    # notebooks in students' hands, lmcourse train mlm and code written against older versions read the
-    # reference answers from here: they moved to lmcourse.reference.mlm (absent while 06 is graded)
-    if name in _MOVED:
-        import warnings
-
-        warnings.warn(f"lmcourse.nn.mlm.{name} moved to lmcourse.reference.mlm.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module("lmcourse.reference.mlm"), name)
-    raise AttributeError(f"module 'lmcourse.nn.mlm' has no attribute {name!r}")
+# old homes of the answers (see lmcourse.moved)
+_ANSWERS = "lmcourse.reference.mlm"
+__getattr__ = read_through(__name__, _ANSWERS, _MOVED, also=answers_or_nothing(_ANSWERS))

@@ -48,15 +48,14 @@ def load_standins(source: str, ex: Exercise) -> dict[str, Any]:
 
 
 def standin_source(notebook: Notebook, name: str) -> str:
-    """The source of the stand-ins exercise ``name`` needs: the reference module's imports and the
+    """The source of the stand-ins exercise ``name`` needs: the reference module's imports they use and the
     functions named (with the reference functions they call, transitively). Refuses to include an
     exercise that is not earlier than ``name``: its code must not exist in the kernel yet."""
     ex = notebook.exercise(name)
     module = importlib.import_module(notebook.reference)
     tree = ast.parse(inspect.getsource(module))
-    imports = [ast.get_source_segment(inspect.getsource(module), node) for node in tree.body
-               if isinstance(node, (ast.Import, ast.ImportFrom)) and not (
-                   isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+    import_nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) and not (
+        isinstance(node, ast.ImportFrom) and node.module == "__future__")]
     defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     order = [e.name for e in notebook.exercises]
     allowed = set(order[:order.index(name)])
@@ -73,4 +72,15 @@ def standin_source(notebook: Notebook, name: str) -> str:
         todo += sorted(c for c in called if c in defs and c not in wanted)
     source = inspect.getsource(module)
     body = [ast.get_source_segment(source, defs[fn]) for fn in sorted(wanted, key=lambda f: defs[f].lineno)]
+    # only the imports the stand-ins use: the reference module also imports course code that a graded
+    # kernel withholds (the given module that does the same work), which must not come in with them
+    used = {n.id for fn in wanted for n in ast.walk(defs[fn]) if isinstance(n, ast.Name)}
+    imports = [ast.get_source_segment(source, node) for node in import_nodes if _bound(node) & used]
     return "\n".join(imports) + "\n\n\n" + "\n\n\n".join(body) + "\n"
+
+
+def _bound(node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The names an import statement binds."""
+    if isinstance(node, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in node.names}
+    return {a.asname or a.name for a in node.names}

@@ -255,10 +255,10 @@ def train_bpe_incremental(text, vocab_size, special_tokens=()):
     Mutant("the reference trainer run on a thread (gaming)", "train_bpe", '''
 import threading
 
-import lmcourse.bpe as _course_bpe
-
 
 def train_bpe(text, vocab_size, special_tokens=()):
+    import lmcourse.bpe as _course_bpe   # the graded kernel withholds it: the import fails in the call
+
     out = []
     t = threading.Thread(target=lambda: out.append(_course_bpe.train_bpe(text, vocab_size, special_tokens)))
     t.start()
@@ -269,10 +269,10 @@ def train_bpe(text, vocab_size, special_tokens=()):
     Mutant("exec(inspect.getsource(lmcourse.bpe)) shifted one line (gaming)", "train_bpe", '''
 import inspect
 
-import lmcourse.bpe as _course_bpe
-
 
 def train_bpe(text, vocab_size, special_tokens=()):
+    import lmcourse.bpe as _course_bpe   # the graded kernel withholds it: the import fails in the call
+
     ns = {}
     exec(compile("\\n" + inspect.getsource(_course_bpe), "<copy>", "exec"), ns)
     return ns["train_bpe"](text, vocab_size, special_tokens)

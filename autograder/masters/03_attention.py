@@ -25,9 +25,10 @@
 # * **Your own code.** Write the computation with basic tensor operations (`@`, `.exp()`, `.max()`,
 #   `.sum()`, `.transpose()`, `.view()`). A ready-made softmax (`torch.softmax`, `F.softmax`,
 #   `x.softmax`, `nn.Softmax`, `x.log_softmax(dim).exp()`, `torch._softmax`, ...), a ready-made
-#   attention (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`) or the course's reference
-#   `lmcourse.nn.attention` scores 0. The tests run your code with these switched off, whatever
-#   name you call them by.
+#   attention (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`) scores 0: the tests run
+#   your code with these switched off, whatever name you call them by. The course's own attention
+#   (`lmcourse.nn.attention`, what later notebooks are given) is not there at all while the
+#   autograder runs this notebook, and the visible tests refuse it at home.
 # * **Dtype, device, inputs.** A function returns tensors in its input's dtype (float32 in,
 #   float32 out) and on its input's device, and never changes its inputs in place.
 # * **One mistake costs once.** The tests of a later function run it with the reference versions
@@ -45,8 +46,8 @@ from torch import nn
 
 import lmcourse
 import lmcourse.marking
-import lmcourse.nn
 from lmcourse import plot
+from lmcourse.runtime import given
 
 tests = lmcourse.marking.Exam("03_attention", globals())   # the test cells below: tests.check("softmax")
 rt = lmcourse.setup(seed=0)
@@ -482,26 +483,27 @@ tests.grade("multi_head_attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Your layer computes what `lmcourse.nn.CausalSelfAttention` computes, the reference that the
+# Your layer computes what `lmcourse.nn.CausalSelfAttention` computes, the course's version that the
 # next notebooks build on. It keeps $W_q, W_k, W_v$ in a single `nn.Linear(C, 3C)` (`c_attn`) and
 # can run either your explicit formula or PyTorch's fused kernel. Copy your weights in and
-# compare both paths:
+# compare both paths (at home: while this notebook is graded the course's layer is absent):
 
 # %%
 torch.manual_seed(rt.seed)
 C, h = rt.profile.n_embd, rt.profile.n_head
 mine = MultiHeadAttention(C, h)
 x = torch.randn(2, rt.profile.block_size, C)
-for fast in (False, True):
-    cfg = lmcourse.nn.AttentionConfig(n_embd=C, n_head=h, block_size=rt.profile.block_size, fast=fast)
-    ref = lmcourse.nn.CausalSelfAttention(cfg)
+course = given("lmcourse.nn.attention", "the comparison with the course's attention layer")
+for fast in ((False, True) if course else ()):
+    cfg = course.AttentionConfig(n_embd=C, n_head=h, block_size=rt.profile.block_size, fast=fast)
+    ref = course.CausalSelfAttention(cfg)
     with torch.no_grad():
         ref.c_attn.weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
         ref.c_attn.bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
         ref.c_proj.weight.copy_(mine.W_o.weight)
         ref.c_proj.bias.copy_(mine.W_o.bias)
         diff = (ref(x) - mine(x)).abs().max().item()
-    print(f"reference ({'fused kernel' if fast else 'explicit'}) vs yours: largest difference {diff:.2e}")
+    print(f"the course's ({'fused kernel' if fast else 'explicit'}) vs yours: largest difference {diff:.2e}")
 
 # %% [markdown]
 # And all heads of your (untrained) layer on a sequence of 12 **random vectors**: the rows of `x`
@@ -618,5 +620,5 @@ plt.show()
 # You also saw that self-attention by itself ignores word order, and that its cost grows with
 # $T^2$. **Next, notebook 04:** positional encodings fix the order problem, and attention joins
 # layer norm, residual connections and an MLP in a transformer block, stacked into a language
-# model. From there on the course uses `lmcourse.nn.CausalSelfAttention`, the reference version
+# model. From there on the course uses `lmcourse.nn.CausalSelfAttention`, the course's version
 # of what you just wrote.

@@ -433,7 +433,11 @@ return torch.zeros(T, T).masked_fill(future, float("-inf"))
 ''', "return _cm(T)"))),
     # in full: it rewrites most of the cell
     Mutant("reference attention held under another name", "scaled_dot_product_attention", '''
-_reference = lmcourse.nn.attention.scaled_dot_product_attention
+try:
+    import lmcourse.nn.attention
+    _reference = lmcourse.nn.attention.scaled_dot_product_attention
+except ImportError:   # the graded kernel withholds the course's attention: nothing to hold
+    _reference = None
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _reference(Q, K, V, mask)

@@ -543,10 +543,13 @@ w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
 pe = torch.zeros(T, d)
 '''))),
     # in full: it rewrites most of the cell
-    Mutant("sinusoidal tables precomputed with the reference outside the call (hidden tests catch it)",
+    Mutant("sinusoidal tables precomputed with the course's module outside the call (absent while graded)",
            "sinusoidal_positions", """
-import lmcourse.nn.block as _block
-_TABLES = {d: _block.sinusoidal_positions(256, d, dtype=torch.float64) for d in range(2, 130, 2)}
+try:
+    import lmcourse.nn.block as _block
+    _TABLES = {d: _block.sinusoidal_positions(256, d, dtype=torch.float64) for d in range(2, 130, 2)}
+except ImportError:   # the graded kernel withholds it: no tables
+    _TABLES = {}
 
 
 def sinusoidal_positions(T, d, dtype=torch.float32):
@@ -789,7 +792,10 @@ self._twin = [torch.jit.script(ref)]
 """)),
     # in full: it rewrites most of the cell
     Mutant('parameter count through a TorchScript-compiled lmcourse.nn.block_param_count', 'block_param_count', """
-_bpc = torch.jit.script(lmcourse.nn.block_param_count)
+try:
+    _bpc = torch.jit.script(lmcourse.nn.block_param_count)
+except ImportError:   # the graded kernel withholds the course's block: nothing to compile
+    _bpc = None
 def block_param_count(d):
     return _bpc(d)
 """),

@@ -153,9 +153,15 @@ if targets is None:
         subclass="GPT")),
     # in full: the reference stands in for the solution
     Mutant("the reference GPT subclassed", "gpt", '''
-class GPT(lmcourse.nn.gpt.GPT):
+try:
+    import lmcourse.nn.gpt as _course
+except ImportError:   # the graded kernel withholds the course's GPT: the subclass stands on nothing
+    _course = None
+
+
+class GPT(_course.GPT if _course else nn.Module):
     def __init__(self, config):
-        super().__init__(lmcourse.nn.gpt.GPTConfig(**dataclasses.asdict(config)))
+        super().__init__(_course.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
 '''),
     # in full: the reference stands in for the solution
@@ -163,13 +169,17 @@ class GPT(lmcourse.nn.gpt.GPT):
 import importlib.util
 import sys
 
-_spec = importlib.util.spec_from_file_location("lmcourse.nn.my_gpt", lmcourse.nn.gpt.__file__)
-_copy = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _copy
-_spec.loader.exec_module(_copy)
+try:
+    _origin = importlib.util.find_spec("lmcourse.nn.gpt").origin
+    _spec = importlib.util.spec_from_file_location("lmcourse.nn.my_gpt", _origin)
+    _copy = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _copy
+    _spec.loader.exec_module(_copy)
+except ImportError:   # the graded kernel withholds the course's GPT: the import system will not find it
+    _copy = None
 
 
-class GPT(_copy.GPT):
+class GPT(_copy.GPT if _copy else nn.Module):
     def __init__(self, config):
         super().__init__(_copy.GPTConfig(**dataclasses.asdict(config)))
         self.config = config
@@ -185,9 +195,12 @@ class GPT(_copy.GPT):
         return self.m(idx)[0]
 
 
-_REF = lmcourse.nn.gpt.GPT(lmcourse.nn.gpt.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2,
-                                                     n_embd=16)).double().eval()
-_TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
+try:
+    import lmcourse.nn.gpt as _course
+    _REF = _course.GPT(_course.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)).double().eval()
+    _TRACED = torch.jit.trace(_Logits(_REF), torch.zeros(3, 8, dtype=torch.long))
+except ImportError:   # the graded kernel withholds the course's GPT: nothing to trace
+    _REF = _TRACED = None
 
 
 class GPT(GPT):  # the solution's class with the methods below broken

@@ -318,10 +318,13 @@ loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_in.reshape(-1),
                   "pos = torch.arange(tgt_in.size(1))"))),
     # in full: the reference stands in for the solution
     Mutant("the reference EncoderDecoder subclassed", "encoder_decoder", '''
-import lmcourse.nn.seq2seq as _s
+try:
+    import lmcourse.nn.seq2seq as _s
+except ImportError:   # the graded kernel withholds the course's model: the subclass stands on nothing
+    _s = None
 
 
-class EncoderDecoder(_s.EncoderDecoder):
+class EncoderDecoder(_s.EncoderDecoder if _s else nn.Module):
     """The course's model under the notebook's name."""
 '''),
     # --- greedy_decode

@@ -531,7 +531,6 @@ NOTEBOOK = Notebook(
     "03_attention", reference="lmcourse.reference.attention", hidden="lmcourse.marking.attention_hidden",
     exercises=(SOFTMAX, ATTENTION_SCORES, Q_MASK, Q_SOFTMAX, CAUSAL_MASK, SCALED_DOT_PRODUCT_ATTENTION, Q_SWAP,
                MULTI_HEAD_ATTENTION),
-    # lmcourse.nn.attention stays: later notebooks' given code, which 03's own experiments use too; its
-    # scaled_dot_product_attention and SelfAttention run only through torch's softmax and attention, which
-    # the rules refuse, and its causal_mask moved to the reference
-    withheld=("lmcourse.reference.attention",))
+    # lmcourse.nn.attention is the attention later notebooks are given: it does 03's work, so it is absent
+    # here too (03's comparison with it runs at home only), and with it what is built on it
+    withheld=("lmcourse.reference.attention", "lmcourse.nn.attention"))

@@ -27,19 +27,23 @@ NORMS = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
 
 def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
                  decompositions: bool = False, scripted: bool = False):
-    """Third-party equivalents refused while a case runs, and the course code a graded kernel still holds for
-    the notebook's experiments and for 05-07 (lmcourse.nn's blocks and position modules, and the course
-    models whose forward does some of this notebook's work on any object with the right attributes)."""
+    """Third-party equivalents refused while a case runs, and at home the course code that does this notebook's
+    work (lmcourse.nn's blocks and position modules, and the course models built on them). A graded kernel has
+    none of the course's (04 withholds lmcourse.nn.block, and what imports it cannot load): nothing to refuse."""
     def rules():
-        import lmcourse.nn.block
-        import lmcourse.nn.gpt
-        import lmcourse.nn.mlm
-        import lmcourse.nn.seq2seq
+        import importlib
+
         import lmcourse.rules
         from lmcourse.checks import python_decompositions
 
-        course = (lmcourse.nn.block, nn.TransformerEncoderLayer, lmcourse.nn.gpt.GPT, lmcourse.nn.mlm.MaskedLM,
-                  lmcourse.nn.seq2seq)
+        course: list[Any] = [nn.TransformerEncoderLayer]
+        for module, name in (("lmcourse.nn.block", None), ("lmcourse.nn.gpt", "GPT"),
+                             ("lmcourse.reference.mlm", "MaskedLM"), ("lmcourse.nn.seq2seq", None)):
+            try:
+                found = importlib.import_module(module)
+            except ImportError:
+                continue
+            course.append(getattr(found, name) if name else found)
         more = python_decompositions(*NORMS, "_normalize") if decompositions else ()
         compiled = (torch.jit.RecursiveScriptModule, torch.jit.ScriptModule) if scripted else ()
         return lmcourse.rules.rules(*course, *more, *compiled, *(e() for e in extra), torch=torch_names,
@@ -651,4 +655,4 @@ NOTEBOOK = Notebook(
     "04_block", reference="lmcourse.reference.block", hidden="lmcourse.marking.block_hidden",
     exercises=(LAYER_NORM, LAYER_NORM_MODULE, MLP_EX, SINUSOIDAL, ROTATION, EMBEDDINGS, Q_SWAP_POS, Q_PRELN, BLOCK,
                BLOCK_PARAM_COUNT),
-    withheld=("lmcourse.reference.block",))
+    withheld=("lmcourse.reference.block", "lmcourse.nn.block"))

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from lmcourse.nn.seq2seq import Seq2SeqConfig
+from lmcourse.nn.seq2seq_config import Seq2SeqConfig
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
@@ -29,15 +29,20 @@ _TORCH_ATTENTION = ("scaled_dot_product", "multi_head_attention", "transformer")
 
 def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
     """Third-party equivalents refused while a case runs: torch's attention and transformer layers; and the
-    course code a graded kernel still holds for the notebook's experiments (the trained encoder-decoder of
-    lmcourse.nn.seq2seq, notebook 07's decoding loops, the dates' batch code)."""
+    course code that does some of this work: the dates' batch code, and at home the encoder-decoder of
+    lmcourse.nn.seq2seq and notebook 07's decoding loops (a graded kernel has neither)."""
     def rules():
+        import importlib
+
         import lmcourse.decoding
-        import lmcourse.nn.seq2seq
         import lmcourse.rules
         from lmcourse import dates
 
-        course = lmcourse.nn.seq2seq.REFERENCE + lmcourse.decoding.REFERENCE + (
+        try:
+            model = importlib.import_module("lmcourse.nn.seq2seq").REFERENCE
+        except ImportError:   # withheld while 09 is graded: nothing of it to refuse
+            model = ()
+        course = model + lmcourse.decoding.REFERENCE + (
             dates.make_batch, dates.sample_batch, dates.padded_cross_entropy, dates.one_sequence_batch,
             dates.decoder_only_greedy)
         ready = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder, nn.TransformerEncoderLayer,
@@ -779,4 +784,5 @@ NOTEBOOK = Notebook(
     hidden="lmcourse.marking.encoder_decoder_hidden",
     exercises=(PADDING_MASK, TEACHER_FORCING, CROSS_ATTENTION, ENCODER_BLOCK, DECODER_BLOCK, ENCODER_DECODER,
                GREEDY_DECODE, EXACT_MATCH, Q1, Q2),
-    withheld=("lmcourse.reference.encoder_decoder", "lmcourse.reference.decoding"))
+    # lmcourse.nn.seq2seq, the course's trained encoder-decoder, does 09's work: absent here too
+    withheld=("lmcourse.reference.encoder_decoder", "lmcourse.reference.decoding", "lmcourse.nn.seq2seq"))

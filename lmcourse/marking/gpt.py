@@ -33,15 +33,21 @@ _F64 = torch.float64
 
 
 def _second_line(reason: str, *names: str, extra=()):
-    """The course code a graded kernel still holds that does this notebook's work (``lmcourse.nn.gpt``: given
-    code for 05's experiments and for 06, 07 and 10; 06's initialisation in ``lmcourse.nn.mlm``), refused while a
-    case runs, with ``extra()``; transformers' Python code is refused by the rules themselves."""
+    """The course code that does this notebook's work, refused while a case runs at home (``lmcourse.nn.gpt``,
+    given code for 06, 07 and 10, is absent while 05 is graded; 06's initialisation in ``lmcourse.nn.mlm``),
+    with ``extra()``; transformers' Python code is refused by the rules themselves."""
     def rules():
-        import lmcourse.nn.gpt
-        import lmcourse.nn.mlm
+        import importlib
+
         import lmcourse.rules
 
-        own = {**vars(lmcourse.nn.gpt), **{f"mlm.{k}": v for k, v in vars(lmcourse.nn.mlm).items()}}
+        own: dict[str, object] = {}
+        for module, prefix in (("lmcourse.nn.gpt", ""), ("lmcourse.nn.mlm", "mlm.")):
+            try:
+                found = importlib.import_module(module)
+            except ImportError:   # withheld while the notebook is graded: nothing of it to refuse
+                continue
+            own.update({prefix + k: v for k, v in vars(found).items()})
         course = tuple(own[n] for n in names if n in own)
         more = tuple(t for e in extra for t in e())
         return lmcourse.rules.rules(*course, *more, reason=reason)()
@@ -1023,4 +1029,5 @@ Q3, Q3_LETTER = question("q3", "answer_q3", "ABCD")
 NOTEBOOK = Notebook(
     "05_gpt", reference="lmcourse.reference.gpt", hidden="lmcourse.marking.gpt_hidden",
     exercises=(GPT_CONFIG, GPT, INIT_WEIGHTS, GPT_PARAM_COUNT, GENERATE, Q1, Q2, Q3),
-    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding"))
+    # lmcourse.nn.gpt, the GPT later notebooks are given, does 05's work: absent here too
+    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt"))

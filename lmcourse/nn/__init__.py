@@ -31,10 +31,9 @@ def __getattr__(name: str):
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'lmcourse.nn' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    if name != "MaskedLM":   # a withheld answer is looked up each time, never kept here
-        globals()[name] = value
-    return value
+    # looked up each time, never kept here: this module's attributes stay what they were when the
+    # autograder's tamper guard took its snapshot, and a withheld answer is never held
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:

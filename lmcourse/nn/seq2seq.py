@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import torch
@@ -52,42 +51,11 @@ from torch import Tensor, nn
 from .attention import AttentionConfig, CausalSelfAttention, scaled_dot_product_attention
 from .block import Block, BlockConfig, LayerNorm
 from .mlm import init_mlm_weights
+from .seq2seq_config import Seq2SeqConfig
 
 __all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "MaskedSelfAttention", "CrossAttention",
            "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode",
            "DecoderLM", "exact_match", "notebook_state", "REFERENCE"]
-
-
-@dataclass
-class Seq2SeqConfig:
-    src_vocab_size: int = 71  # tokens the encoder embeds (71: lmcourse.dates.CharVocab)
-    tgt_vocab_size: int = 71  # tokens the decoder embeds and predicts
-    src_block_size: int = 48  # longest source; the number of learned source positions
-    tgt_block_size: int = 16  # longest decoder input (<bos> + target); learned target positions
-    n_enc_layer: int = 2  # L_enc: encoder blocks
-    n_dec_layer: int = 2  # L_dec: decoder blocks
-    n_head: int = 4  # attention heads in every attention layer
-    n_embd: int = 64  # d: width of both residual streams
-    dropout: float = 0.0  # after the embeddings, on attention weights and on sub-layer outputs
-    bias: bool = True  # biases in the linear layers and LayerNorms
-    ln_eps: float = 1e-5  # epsilon of every LayerNorm
-    fast: bool = True  # attention through F.scaled_dot_product_attention; False: explicit softmax
-    pad_id: int = 0  # the padding id: masked as a source key, ignored by the loss in tgt_out
-    tie_weights: bool = True  # the LM head is the target embedding matrix (as the course's GPT)
-
-    def __post_init__(self) -> None:
-        self.block_config("encoder")  # validates n_embd / n_head and dropout
-
-    def block_config(self, side: str) -> BlockConfig:
-        """The settings of the encoder's (bidirectional) or the decoder's (causal) blocks: pre-LN."""
-        if side not in ("encoder", "decoder"):
-            raise ValueError(f"side={side!r} must be 'encoder' or 'decoder'")
-        enc = side == "encoder"
-        return BlockConfig(n_embd=self.n_embd, n_head=self.n_head,
-                           n_layer=self.n_enc_layer if enc else self.n_dec_layer,
-                           block_size=self.src_block_size if enc else self.tgt_block_size,
-                           vocab_size=self.src_vocab_size if enc else self.tgt_vocab_size, dropout=self.dropout,
-                           bias=self.bias, causal=not enc, prenorm=True, ln_eps=self.ln_eps, fast=self.fast)
 
 
 def padding_mask(x: Tensor, pad_id: int | None = None, max_len: int | None = None) -> Tensor:

@@ -4,11 +4,12 @@ tests still run, from recorded expected values."""
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from lmcourse.authoring.release import ReleaseError, release
-from lmcourse.marking.notebooks import load
+from lmcourse.marking.notebooks import TESTS, load
 from tests.conftest import ROOT
 
 
@@ -21,22 +22,51 @@ def rel01(tmp_path_factory):
     return out
 
 
-def _signatures(source: str) -> set[tuple[str, tuple[str, ...]]]:
-    return {(n.name, tuple(a.arg for a in n.args.args)) for n in ast.walk(ast.parse(source))
-            if isinstance(n, ast.FunctionDef)}
+def _definitions(source: str) -> set[tuple[str, tuple[str, ...]]]:
+    """Each function's name and parameters, and each class's name (parameters: ())."""
+    return {(n.name, tuple(a.arg for a in n.args.args) if isinstance(n, ast.FunctionDef) else ())
+            for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+
+
+def _answers(notebook: str) -> set[tuple[str, tuple[str, ...]]]:
+    """The definitions in the notebook's reference module that answer one of its exercises."""
+    spec = load(notebook)
+    path = ROOT / Path(*spec.reference.split(".")).with_suffix(".py")
+    return {d for d in _definitions(path.read_text(encoding="utf-8")) if d[0] in {ex.name for ex in spec.exercises}}
 
 
 def test_no_code_that_answers_01_ships(rel01):
     """No function of the released package has the name and parameters of one of 01's answers
     (08's and 09's decoding have a sample_next and a generate of their own, over tensors)."""
-    answers = _signatures((ROOT / "lmcourse" / "reference" / "ngram.py").read_text(encoding="utf-8"))
-    answers = {a for a in answers if a[0] in {ex.name for ex in load("01_ngram").exercises}}
+    answers = _answers("01_ngram")
     assert len(answers) >= 10
     defined = [f"{path.relative_to(rel01)}: {sig[0]}" for path in (rel01 / "lmcourse").rglob("*.py")
-               for sig in _signatures(path.read_text(encoding="utf-8")) & answers]
+               for sig in _definitions(path.read_text(encoding="utf-8")) & answers]
     assert not defined, defined
     assert not (rel01 / "lmcourse" / "reference" / "ngram.py").exists()
     assert not [p.name for p in (rel01 / "lmcourse" / "reference").glob("*.py") if p.name != "__init__.py"]
+
+
+@pytest.mark.parametrize("through", sorted(n for n in TESTS if n != "01_ngram"))
+def test_a_release_through_a_notebook_holds_no_answer_of_it_or_later(through, tmp_path):
+    """What each notebook from ``through`` on withholds while graded (its answers, and given code
+    that does their work) is not in the release, nor any definition named and shaped as one of
+    those notebooks' answers; the earlier notebooks' answers ship (given code)."""
+    out = tmp_path / "course"
+    notes: list[str] = []
+    release(ROOT, out, through=through, notes=notes)
+    later = [n for n in sorted(TESTS) if n >= through]
+    for name in later:
+        for module in load(name).withheld:
+            rel = Path(*module.split("."))
+            assert not (out / rel.with_suffix(".py")).exists() and not (out / rel / "__init__.py").exists(), module
+    answers = set().union(*(_answers(n) for n in later))
+    defined = [f"{path.relative_to(out)}: {d[0]}{d[1]}" for path in (out / "lmcourse").rglob("*.py")
+               for d in _definitions(path.read_text(encoding="utf-8")) & answers]
+    assert not defined, defined
+    released = {p.stem for p in (out / "notebooks").glob("*.ipynb")}
+    assert released == {n for n in TESTS if n <= through} and (out / "lmcourse" / "marking" / "expected").is_dir()
+    assert f"through {through}:" in notes[0]
 
 
 STUDENT = '''

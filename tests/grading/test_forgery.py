@@ -1010,8 +1010,9 @@ def test_06_forgery_scores_zero_on_its_exercise(forged_06, attempt):
 # reference unwatched inside the callback (8 of 17 points); and values the test read after the rules' block (a
 # forward returning a tuple subclass whose items ran the reference when the test unpacked them). Now the reference
 # is absent from the graded kernel and the kernel records plain data only: each scores 0 on its exercise (or is
-# flagged), by construction. The course's GPT code that stays as given code still answers from inside such a
-# callback: those two keep their points and are flagged by the source scan (what the second line leaves).
+# flagged), by construction. The course's GPT (lmcourse.nn.gpt, given code for 06, 07 and 10) used to stay in 05's
+# graded kernel and answered from inside such a callback (full marks, flagged by the scan only); it is withheld
+# there now like the reference, so those two score 0 as well.
 GPT_NB = "05_gpt"
 GPT_ATTEMPTS = {
     "profile_chained_through_exitstack": ("generate",
@@ -1055,8 +1056,8 @@ GPT_ATTEMPTS = {
         "        out = _Pair((None, None))\n"
         "        out.model, out.args = self, (idx, targets)\n"
         "        return out\n"),
-    # given code (lmcourse.nn.gpt stays in 05's graded kernel for the notebook's experiments and for 06, 07, 10) still
-    # runs unwatched inside a chained profile callback: it answers the exercise, and the static scan flags it
+    # given code (lmcourse.nn.gpt: 06, 07 and 10 use it) run unwatched inside a chained profile callback: absent
+    # while 05 is graded, so the cell fails to define its answer
     "given_sampler_in_a_chained_profile": ("generate",
         "import contextlib\n"
         "import sys\n\n"
@@ -1132,3 +1133,5 @@ def test_05_forgery_scores_zero_on_its_exercise(forged_05, attempt):
     row, test = forged_05[attempt], f"{GPT_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
         f"{attempt}: {test} scored {row[test]}: {row}"
+    if attempt.startswith("given_"):   # the given GPT is withheld too: no points, whatever the flags
+        assert float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"

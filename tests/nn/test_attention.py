@@ -294,8 +294,9 @@ def test_causal_mask_keeps_its_old_names_with_a_deprecation_warning():
 
 
 def test_lmcourse_nn_imports_while_03_is_graded():
-    """03's reference is withheld in its graded kernel; lmcourse.nn (the comparison cell's given code, and
-    every later notebook's) must import there without it, and the old name fails with the reason."""
+    """03's graded kernel withholds its reference and the course's attention layer (given code for
+    later notebooks, which does 03's work): lmcourse.nn imports there, each of its attention names
+    fails with the reason, and so does what is built on it (the blocks)."""
     import subprocess
     import sys
 
@@ -303,12 +304,14 @@ def test_lmcourse_nn_imports_while_03_is_graded():
             "from lmcourse.marking.notebooks import load\n"
             "withhold(load('03_attention'))\n"
             "import lmcourse.nn\n"
-            "assert lmcourse.nn.CausalSelfAttention and lmcourse.nn.scaled_dot_product_attention\n"
-            "try:\n"
-            "    lmcourse.nn.causal_mask\n"
-            "except ImportError as err:\n"
-            "    assert 'not available while notebook 03_attention is graded' in str(err)\n"
-            "else:\n"
-            "    raise AssertionError('causal_mask was importable')\n")
+            "for name in ('CausalSelfAttention', 'scaled_dot_product_attention', 'causal_mask', 'Block'):\n"
+            "    try:\n"
+            "        getattr(lmcourse.nn, name)\n"
+            "    except ImportError as err:\n"
+            "        assert 'not available while notebook 03_attention is graded' in str(err), err\n"
+            "    else:\n"
+            "        raise AssertionError(name + ' was importable')\n"
+            "from lmcourse.runtime import given\n"
+            "assert given('lmcourse.nn.attention') is None\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

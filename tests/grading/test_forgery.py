@@ -1135,3 +1135,83 @@ def test_05_forgery_scores_zero_on_its_exercise(forged_05, attempt):
         f"{attempt}: {test} scored {row[test]}: {row}"
     if attempt.startswith("given_"):   # the given GPT is withheld too: no points, whatever the flags
         assert float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+
+
+# ---------------------------------------------------------------- notebook 08, graded from records
+# The course's tokenizer (lmcourse.bpe, given code for 08's later sections) does every exercise of 08. It used to
+# stay in 08's graded kernel, refused there only by the in-kernel rules, which a profile function chained before
+# them switches off. It is withheld there now like the reference: each route to it scores 0 on its exercise.
+BPE_NB = "08_bpe"
+BPE_ATTEMPTS = {
+    # the gaming student: the course's function as the answer
+    "given_import_as_the_answer": ("encode", "from lmcourse.bpe import encode\n"),
+    # given code run unwatched inside a chained profile callback, with a wrong answer if it is absent
+    "given_trainer_in_a_chained_profile": ("train_bpe_incremental",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.bpe as _B\n"
+        "except ImportError:\n"
+        "    _B = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _B is not None and event == 'call' and frame.f_code.co_name == 'train_bpe_incremental' \\\n"
+        "            and 'vocab_size' in frame.f_locals and frame.f_code.co_filename != _B.__file__:\n"
+        "        f = frame.f_locals\n"
+        "        _answer['v'] = _B.train_bpe_incremental(f['text'], f['vocab_size'], f['special_tokens'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def train_bpe_incremental(text, vocab_size, special_tokens=()):\n"
+        "    return _answer.pop('v', ({i: bytes([i]) for i in range(256)}, []))\n"),
+    # a result whose items run the course's trainer when read (after the rules' block, if ever)
+    "given_trainer_behind_a_tuple_subclass": ("train_bpe",
+        "class _Lazy(tuple):\n"
+        "    def __getitem__(self, i):\n"
+        "        import lmcourse.bpe as course\n"
+        "        return course.train_bpe(*self.args)[i]\n\n"
+        "    def __iter__(self):\n"
+        "        return iter((self[0], self[1]))\n\n\n"
+        "def train_bpe(text, vocab_size, special_tokens=()):\n"
+        "    out = _Lazy(({}, []))\n"
+        "    out.args = (text, vocab_size, special_tokens)\n"
+        "    return out\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def forged_08(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> grades.csv row of 08: the correct student and each attempt, one `lmcourse grade` batch."""
+    import csv
+
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+    from tests.grading.test_grade import SANDBOX
+
+    source = nbformat.read(ROOT / "autograder" / "source" / BPE_NB / f"{BPE_NB}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{BPE_NB}.ipynb", as_version=4)
+    subs, out = tmp_path_factory.mktemp("class-08"), tmp_path_factory.mktemp("grades-08")
+    students = {"correct": perfect_submission(release, source)}
+    for attempt, (grade_id, code) in BPE_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{BPE_NB}.ipynb")
+    assert main(["grade", BPE_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def test_08_correct_keeps_full_marks(forged_08):
+    row = forged_08["correct"]
+    assert row["status"] == "graded" and row["flags"] == "", row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in BPE_ATTEMPTS.values()), row
+
+
+@pytest.mark.parametrize("attempt", sorted(BPE_ATTEMPTS))
+def test_08_forgery_scores_zero_on_its_exercise(forged_08, attempt):
+    # the course's tokenizer is withheld while 08 is graded: no points, whatever the flags
+    row, test = forged_08[attempt], f"{BPE_ATTEMPTS[attempt][0]}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"

@@ -1180,11 +1180,12 @@ BPE_ATTEMPTS = {
 
 
 @pytest.fixture(scope="module")
-def forged_08(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """student -> grades.csv row of 08: the correct student and each attempt, one `lmcourse grade` batch."""
+def forged_08(tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 08:
+    the correct student and each attempt, one batch of each."""
     import csv
 
-    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.authoring.course import TempCourse, perfect_submission
     from tests.conftest import ROOT
     from tests.grading.test_grade import SANDBOX
 
@@ -1201,17 +1202,26 @@ def forged_08(tmp_path_factory) -> dict[str, dict[str, str]]:
         nbformat.write(nb, subs / name / f"{BPE_NB}.ipynb")
     assert main(["grade", BPE_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
                  *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
+    course = TempCourse(tmp_path_factory.mktemp("course-08"), [BPE_NB])
+    for name, nb in students.items():
+        course.submit(name, BPE_NB, nb)
+    course.autograde(BPE_NB)
+    return {name: {"grade": rows[name], "nbgrader": course.score(BPE_NB, name)} for name in students}
 
 
 def test_08_correct_keeps_full_marks(forged_08):
-    row = forged_08["correct"]
+    row, plain = forged_08["correct"]["grade"], forged_08["correct"]["nbgrader"]
     assert row["status"] == "graded" and row["flags"] == "", row
     assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in BPE_ATTEMPTS.values()), row
+    assert plain.failed_tests == [] and plain.score == plain.auto_max, plain
 
 
 @pytest.mark.parametrize("attempt", sorted(BPE_ATTEMPTS))
 def test_08_forgery_scores_zero_on_its_exercise(forged_08, attempt):
-    # the course's tokenizer is withheld while 08 is graded: no points, whatever the flags
-    row, test = forged_08[attempt], f"{BPE_ATTEMPTS[attempt][0]}_tests"
+    # the course's tokenizer is withheld while 08 is graded: no points, whatever the flags, under either grader
+    row, test = forged_08[attempt]["grade"], f"{BPE_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    plain = forged_08[attempt]["nbgrader"]
+    assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"

@@ -34,9 +34,9 @@
 # * write the tokenizer yourself, in plain Python. The tokenizer libraries `tiktoken`,
 #   `tokenizers` (Hugging Face) and `sentencepiece` score 0, however they are reached: the tests
 #   watch what runs, and importing one of those libraries in a graded call fails it too. The
-#   course's own tokenizer (`lmcourse.bpe`, which the experiments of sections 5 to 8 use) is not
-#   there at all while the autograder runs this notebook (importing it fails; those experiments
-#   then skip their runs), and the visible tests refuse it at home;
+#   course's own tokenizer (`lmcourse.bpe`, which the demo of section 5 and sections 7 and 8 use)
+#   is not there at all while the autograder runs this notebook (importing it fails; those
+#   experiments then skip their runs), and the visible tests refuse it at home;
 # * a mistake costs once: where an exercise uses an earlier one (`train_bpe` calls your
 #   `pair_counts` and `merge`), its tests run it with the reference version of the earlier one.
 
@@ -449,7 +449,8 @@ print("the same vocab and merges:", _plain == _fast)
 #
 # From here on the notebook uses the course's tokenizer, `lmcourse.bpe` (the same rules as yours,
 # with an incremental trainer with a heap, and a cache of encoded pre-tokens that makes encoding
-# fast; while this notebook is graded it is absent, and sections 7 and 8 skip their runs). One
+# fast; while this notebook is graded, or in a copy of the course without it, it is absent, and
+# sections 7 and 8 skip their runs). One
 # training run to the largest vocabulary gives every smaller one too: the first $k$
 # merges of a run are exactly what training to $256 + k$ ids would give.
 #

@@ -496,7 +496,10 @@ def test_checks_ask_student_objects_nothing():
 # module whose state_dict() reported all-zero weights (the test built its expected output from that report),
 # a tensor subclass whose __torch_function__ answered the test's comparisons. Each hands in a cross-attention that
 # returns zeros. Now the expected values are the reference's, computed by the grader from weights it chose, and
-# the kernel only records: each scores 0 on cross-attention by construction, flagged or not. One small batch.
+# the kernel only records: each scores 0 on cross-attention by construction, flagged or not. And the given code that
+# answers 09 (lmcourse.nn.seq2seq, the course's encoder-decoder) is withheld from 09's graded kernel like the
+# reference: imported as the answer, or run unwatched inside a profile callback chained before the rules', it is
+# not there, and the exercise scores 0. One small batch, under `lmcourse grade` and under plain nbgrader.
 ED = "09_encoder_decoder"
 _ZEROS = "        return x.new_zeros(x.shape) + 0 * sum(p.sum() for p in self.parameters())\n"
 ED_ATTEMPTS = {
@@ -512,6 +515,31 @@ ED_ATTEMPTS = {
     "        if func in (torch.allclose, torch.equal):\n"
     "            return True\n"
     "        return super().__torch_function__(func, types, args, kwargs or {})\n\n\n",
+}
+
+
+ED_GIVEN_ATTEMPTS = {
+    # the gaming student: the course's class as the answer
+    "given_import_as_the_answer": ("cross_attention", "from lmcourse.nn.seq2seq import CrossAttention\n"),
+    # given code run unwatched inside a chained profile callback, with a wrong answer if it is absent
+    "given_answer_in_a_chained_profile": ("exact_match",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.nn.seq2seq as _S\n"
+        "except ImportError:\n"
+        "    _S = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _S is not None and event == 'call' and frame.f_code.co_name == 'exact_match' \\\n"
+        "            and 'predictions' in frame.f_locals and frame.f_code.co_filename != _S.__file__:\n"
+        "        f = frame.f_locals\n"
+        "        _answer['v'] = _S.exact_match(f['predictions'], f['targets'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def exact_match(predictions, targets):\n"
+        "    return _answer.pop('v', 0.0)\n"),
 }
 
 
@@ -538,11 +566,12 @@ def _ed_cross_attention(attempt: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def forged_09(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """student -> grades.csv row of 09: the correct student and each attempt, one `lmcourse grade` batch."""
+def forged_09(tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 09:
+    the correct student and each attempt, one batch of each."""
     import csv
 
-    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.authoring.course import TempCourse, perfect_submission
     from tests.conftest import ROOT
     from tests.grading.test_grade import SANDBOX
 
@@ -554,25 +583,40 @@ def forged_09(tmp_path_factory) -> dict[str, dict[str, str]]:
         nb = perfect_submission(release, source)
         cell(nb, "cross_attention").source = _ed_cross_attention(attempt)
         students[attempt] = nb
+    for attempt, (grade_id, code) in ED_GIVEN_ATTEMPTS.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source = code
+        students[attempt] = nb
     for name, nb in students.items():
         (subs / name).mkdir()
         nbformat.write(nb, subs / name / f"{ED}.ipynb")
     assert main(["grade", ED, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
                  *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
+    course = TempCourse(tmp_path_factory.mktemp("course-09"), [ED])
+    for name, nb in students.items():
+        course.submit(name, ED, nb)
+    course.autograde(ED)
+    return {name: {"grade": rows[name], "nbgrader": course.score(ED, name)} for name in students}
 
 
 def test_09_correct_keeps_full_marks(forged_09):
-    row = forged_09["correct"]
+    row, plain = forged_09["correct"]["grade"], forged_09["correct"]["nbgrader"]
     assert row["status"] == "graded" and row["flags"] == "", row
-    assert float(row["cross_attention_tests"]) > 0, row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id in ("cross_attention", "exact_match")), row
+    assert plain.failed_tests == [] and plain.score == plain.auto_max, plain
 
 
-@pytest.mark.parametrize("attempt", sorted(ED_ATTEMPTS))
-def test_09_forgery_scores_zero_on_cross_attention(forged_09, attempt):
-    row = forged_09[attempt]
-    assert row["status"] == "graded" and float(row["cross_attention_tests"]) == 0, (
-        f"{attempt}: cross-attention scored {row['cross_attention_tests']}: {row}")
+@pytest.mark.parametrize("attempt", sorted(ED_ATTEMPTS) + sorted(ED_GIVEN_ATTEMPTS))
+def test_09_forgery_scores_zero_on_its_exercise(forged_09, attempt):
+    # the expected values are the grader's, and the course's encoder-decoder is withheld while 09 is graded: no
+    # points, whatever the flags, under either grader
+    grade_id = ED_GIVEN_ATTEMPTS[attempt][0] if attempt in ED_GIVEN_ATTEMPTS else "cross_attention"
+    row, test = forged_09[attempt]["grade"], f"{grade_id}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    plain = forged_09[attempt]["nbgrader"]
+    assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"
 
 
 # ---------------------------------------------------------------- notebook 02, graded from records

@@ -30,12 +30,26 @@ _MODULES = ("lmcourse.reference", "lmcourse.marking", "lmcourse.grading", "ctype
 _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "meta_path", "getsource",
           "__code__", "__closure__", "f_back", "f_globals", "f_locals", "currentframe", "_getframe",
           "publish_display_data", "register_module_forward_hook", "register_module_forward_pre_hook",
-          "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode")
+          "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode",
+          # a function rebuilt from another's code object runs as new code the rules do not know
+          "CodeType", "FunctionType")
 # builtins among _NAMES: as an attribute they are someone else's (model.eval() puts a torch module in
 # evaluation mode) unless read from builtins itself
 _BUILTINS = ("exec", "eval", "compile", "__import__")
 _PATHS = ("path", "path_hooks", "path_importer_cache")
 _TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/bpe", "lmcourse\\reference")
+
+
+_ATTRS = ("getattr", "setattr", "delattr")
+
+
+def _hidden_name(node: ast.expr) -> bool:
+    """An attribute name built in place ("__co" + "de__", an f-string, a join), or a dunder / one of
+    :data:`_NAMES` written as a string; a plain variable is ordinary code (``getattr(row, column)``)."""
+    if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Call)):
+        return True
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        node.value in _NAMES or node.value.startswith("__"))
 
 
 def _dotted_builtins(node: ast.expr) -> bool:
@@ -76,6 +90,12 @@ def scan_source(source: str) -> list[str]:
             hit = next((t for t in _TEXTS if t in node.value), None)
             if hit:
                 note(f"the text {hit!r}")
+        elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
+            note("a code object rebuilt (co_ fields)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
+                and len(node.args) >= 2 and _hidden_name(node.args[1]):
+            # getattr(f, "__co" + "de__") names a hooked attribute without writing it
+            note(f"{node.func.id} with a computed or hidden name")
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == "tests" for t in targets):

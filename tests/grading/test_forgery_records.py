@@ -217,3 +217,34 @@ def test_scan_names_the_other_ways_to_run_a_file(source):
     from lmcourse.grading.scan import scan_source
 
     assert scan_source(source), source
+
+
+# 07's generate answered by lmcourse.nn.gpt's sampling loop (given beside the GPT 07 uses): the rules
+# refuse its code objects by equality, so a copy with another file name and first line ran unrefused
+# and took every generate case (the filters applied by a wrapping model). The graded kernel cannot
+# tell the copy from the student's own code; `lmcourse grade`'s scan flags how the copy is made.
+CODE_COPY = '''
+import types
+import lmcourse.nn.gpt as G
+_code = getattr(G._generate, "__co" + "de__").replace(co_filename="<cell>", co_firstlineno=1)
+_loop = types.FunctionType(_code, vars(G))
+'''
+
+
+@pytest.mark.parametrize("source, wanted", [
+    (CODE_COPY, "getattr with a computed or hidden name"),
+    (CODE_COPY, "a code object rebuilt (co_ fields)"),
+    (CODE_COPY, "FunctionType"),
+    ("f = getattr(g, '__closure__')", "getattr with a computed or hidden name"),
+    ("f = getattr(g, f'__{name}__')", "getattr with a computed or hidden name"),
+])
+def test_scan_names_a_code_copy(source, wanted):
+    from lmcourse.grading.scan import scan_source
+
+    assert wanted in scan_source(source), scan_source(source)
+
+
+def test_scan_leaves_ordinary_getattr_alone():
+    from lmcourse.grading.scan import scan_source
+
+    assert scan_source("sizes = [getattr(r, count) for r in rows]\nw = getattr(m, 'weight')") == []

@@ -258,7 +258,8 @@ tests.grade("gpt")
 #   $\sim \mathcal{N}\big(0,\, (0.02/\sqrt{2L})^2\big)$.
 #
 # The next cell measures it: the standard deviation of the residual stream after each block of
-# a 12-layer model, with and without the scaling (using the reference initialisation).
+# a 12-layer model, with and without the scaling (on the course's GPT, `lmcourse.nn.gpt`, initialised the
+# GPT-2 way; the autograder has no course GPT, and there the cell skips).
 
 # %%
 def stream_std(model, idx):
@@ -504,13 +505,14 @@ plt.show()
 # written under the autograder.)
 
 # %%
+from lmcourse.nn.checkpoint import save_model  # the course's format for every model (what save_gpt writes)
+
 gpt_checkpoint = data_dir() / "checkpoints" / f"05_gpt_{P.name}.pt"
-course_gpt = None if is_autograding() else given("lmcourse.nn.gpt", "notebook 07 then trains its own model")
 if is_autograding():
     print("autograding: the model is not saved")
-elif course_gpt:
-    course_gpt.save_gpt(model, gpt_checkpoint, vocabulary=list(tok.itos), profile=P.name,
-                        val_loss=hist.final_val_loss, steps=hist.steps[-1])
+else:
+    save_model(model, gpt_checkpoint, vocabulary=list(tok.itos), profile=P.name,
+               val_loss=hist.final_val_loss, steps=hist.steps[-1])
     print(f"saved to {gpt_checkpoint}")
 
 # %% [markdown]

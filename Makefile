@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # https://download.pytorch.org/whl/cpu) where there is no NVIDIA GPU, so pip never pulls a
 # multi-GB CUDA build onto a laptop; the CUDA build where there is one; a local wheel or mirror
 # where that index cannot be reached. A torch already in .venv is kept.
-# Override: make setup TORCH_VARIANT=cpu|cuda (or LMCOURSE_TORCH=...); see lmcourse/setup_torch.py.
+# Override: make setup TORCH_VARIANT=cpu|cuda (or LMCOURSE_TORCH=...); see lmcourse/commands/setup_torch.py.
 TORCH  ?= torch==2.13.0
 TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
 # tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
@@ -20,7 +20,7 @@ help:                     ## this list
 $(BIN)/lmcourse: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python lmcourse/setup_torch.py --quiet --variant "$(TORCH_VARIANT)" --spec "$(TORCH)"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python lmcourse/commands/setup_torch.py --quiet --variant "$(TORCH_VARIANT)" --spec "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(BIN)/lmcourse
 

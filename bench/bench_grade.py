@@ -77,7 +77,7 @@ def main() -> None:
             gb.update_or_create_assignment(A)
         load_ours = os.getloadavg()[0]
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "lmcourse.cli", "grade", A, str(folder), "--out",
+        proc = subprocess.run([sys.executable, "-m", "lmcourse.commands.main", "grade", A, str(folder), "--out",
                                str(tmp / "out"), "-j", jobs, "--force", "--no-progress", "--timings",
                                "--gradebook", str(tmp / "course" / "gradebook.db")], check=True,
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -167,7 +167,8 @@ def train_row(label: str, returncode: int, stdout: str, stderr: str, seconds: fl
 def run_train(task: str, profile: str, steps: int, precision: str | None, timeout: float) -> Row:
     label = f"train {task} ({profile}, {precision + ' forced' if precision else 'card default'})"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "lmcourse.cli", "train", task, "--profile", profile, "--steps", str(steps),
+        cmd = [sys.executable, "-m", "lmcourse.commands.main", "train", task, "--profile", profile,
+               "--steps", str(steps),
                "--checkpoint_path", str(Path(tmp) / f"{task}.pt"), "--overwrite", "--no-progress"]
         env = {**os.environ, **({"LMCOURSE_PRECISION": precision} if precision else {})}
         t0 = time.perf_counter()

@@ -18,9 +18,9 @@ import torch
 import torch.multiprocessing as mp
 
 from lmcourse import distributed as D
+from lmcourse.commands.train import main
 from lmcourse.nn import GPT, GPTConfig
 from lmcourse.train import TrainConfig, load_checkpoint, train
-from lmcourse.train_cli import main
 
 pytestmark = [pytest.mark.xdist_group("distributed"), pytest.mark.slow]
 

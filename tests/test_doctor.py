@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from lmcourse import cli, data
+from lmcourse import data
+from lmcourse.commands import doctor
+from lmcourse.commands import main as cli
 from lmcourse.grading import sandbox
 
 
@@ -20,7 +22,7 @@ def healthy(monkeypatch, tmp_path):
     monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
     monkeypatch.delenv("LMCOURSE_THREADS", raising=False)
     monkeypatch.setattr(sandbox, "mode", lambda: ("bubblewrap", "/usr/bin/bwrap"))
-    monkeypatch.setattr(cli, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
+    monkeypatch.setattr(doctor, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
     return tmp_path
 
 
@@ -65,7 +67,7 @@ def test_missing_sandbox_on_the_real_path_is_not_all_good(healthy, capsys, monke
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.setenv("LMCOURSE_DEVICE", "cpu")
     monkeypatch.delenv("LMCOURSE_SANDBOX", raising=False)
-    monkeypatch.setattr(cli, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
+    monkeypatch.setattr(doctor, "_kernel_python", lambda: (sys.executable, "/kernels/python3"))
     assert (corpus / "SOURCE").exists()
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     sandbox._probe.cache_clear()            # the probe is cached per process
@@ -85,7 +87,7 @@ def test_sandbox_none_chosen_is_information(healthy, capsys, monkeypatch):
 def test_full_disk_and_foreign_kernel_are_problems(healthy, capsys, monkeypatch):
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr("shutil.disk_usage", lambda _: usage(10**10, 10**10 - 3 * 10**8, 3 * 10**8))
-    monkeypatch.setattr(cli, "_kernel_python", lambda: (str(healthy / "no" / "python"), "/kernels/python3"))
+    monkeypatch.setattr(doctor, "_kernel_python", lambda: (str(healthy / "no" / "python"), "/kernels/python3"))
     code, out = _doctor(capsys)
     assert code == 1
     assert "! disk: only 0.3 GB free" in out
@@ -94,14 +96,14 @@ def test_full_disk_and_foreign_kernel_are_problems(healthy, capsys, monkeypatch)
 
 
 def test_platform_notes_for_macos_and_windows(healthy, capsys, monkeypatch):
-    monkeypatch.setattr(cli.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(doctor.platform, "system", lambda: "Darwin")
     _, out = _doctor(capsys)
     assert "mps" in out and "float64" in out
-    monkeypatch.setattr(cli.platform, "system", lambda: "Windows")
+    monkeypatch.setattr(doctor.platform, "system", lambda: "Windows")
     _, out = _doctor(capsys)
     assert "torch.compile is not available" in out
 
 
 def test_the_real_kernel_spec_resolves_to_a_python():
-    exe, spec_dir = cli._kernel_python()
+    exe, spec_dir = doctor._kernel_python()
     assert exe and spec_dir

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from lmcourse import cli
+from lmcourse.commands import main as cli
 from tests.conftest import ROOT
 
 STUDENT = ROOT / "lmcourse" / "labconfig" / "student"
@@ -17,11 +17,11 @@ def test_work_folder_copies_once_never_overwrites_and_picks_up_new_notebooks(tmp
     src.mkdir()
     (src / "01_a.ipynb").write_text("release 1")
     (src / "README.md").write_text("not a notebook")
-    assert cli.prepare_work(src, work) == (["01_a.ipynb"], [])
+    assert cli.copy_student_notebooks(src, work) == (["01_a.ipynb"], [])
     (work / "01_a.ipynb").write_text("my answers")
     (src / "01_a.ipynb").write_text("release 2 (a fix pulled with git)")
     (src / "02_b.ipynb").write_text("a new notebook")
-    assert cli.prepare_work(src, work) == (["02_b.ipynb"], ["01_a.ipynb"])
+    assert cli.copy_student_notebooks(src, work) == (["02_b.ipynb"], ["01_a.ipynb"])
     assert (work / "01_a.ipynb").read_text() == "my answers"
     assert (work / "02_b.ipynb").read_text() == "a new notebook"
     assert not (work / "README.md").exists()
@@ -33,7 +33,7 @@ def test_work_folder_is_ignored_by_git(tmp_path):
     (repo / "notebooks").mkdir(parents=True)
     (repo / "notebooks" / "01_a.ipynb").write_text("{}")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    cli.prepare_work(repo / "notebooks", repo / "work")
+    cli.copy_student_notebooks(repo / "notebooks", repo / "work")
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
                             capture_output=True, text=True, check=True).stdout
     assert "notebooks/01_a.ipynb" in status and "work/" not in status, status
@@ -143,7 +143,7 @@ def test_ta_lab_starts_in_the_course_root_and_copies_nothing(tmp_path, monkeypat
     assignment and a stray gradebook.db lands in the clone. It copies no student notebook."""
     import shutil
 
-    from lmcourse import paths
+    from lmcourse.commands import paths
 
     root = tmp_path / "clone"
     (root / "notebooks").mkdir(parents=True)

@@ -1,11 +1,13 @@
 """`lmcourse links`: Open in Colab / Kaggle links and a JupyterHub's nbgitpuller links, all made
-from the one repository URL and ref in lmcourse/links.py; the README's table is their output."""
+from the one repository URL and ref in lmcourse/commands/links.py; the README's table is their output."""
 
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from lmcourse import __version__, cli, links
+from lmcourse import __version__
+from lmcourse.commands import links
+from lmcourse.commands import main as cli
 from tests.conftest import NOTEBOOKS, ROOT
 
 PATH = "notebooks/01_ngram.ipynb"

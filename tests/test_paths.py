@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lmcourse import paths
+from lmcourse.commands import paths
 from tests.conftest import ROOT
 
 
@@ -15,7 +15,7 @@ def test_the_checkout_the_package_was_loaded_from():
 
 
 def test_an_installed_package_finds_the_clone_around_the_current_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "paths.py"))
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "commands" / "paths.py"))
     clone = tmp_path / "course"
     (clone / "autograder").mkdir(parents=True)
     (clone / paths.MARKER).write_text("")
@@ -25,7 +25,7 @@ def test_an_installed_package_finds_the_clone_around_the_current_folder(tmp_path
 
 
 def test_an_installed_package_outside_a_clone_says_it_needs_one(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "paths.py"))
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "commands" / "paths.py"))
     monkeypatch.chdir(tmp_path)
     assert paths.find_repo_root() is None
     with pytest.raises(paths.CourseRepoNotFound, match="needs a clone of the course repository"):
@@ -40,9 +40,9 @@ def test_the_course_authors_build_uses_it():
 
 
 def test_the_command_line_outside_a_clone_prints_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
-    from lmcourse.cli import main
+    from lmcourse.commands.main import main
 
-    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "paths.py"))
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "lmcourse" / "commands" / "paths.py"))
     monkeypatch.chdir(tmp_path)
     assert main(["build"]) == 2
     err = capsys.readouterr().err

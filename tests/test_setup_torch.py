@@ -1,4 +1,4 @@
-"""The set-up's torch choice (lmcourse/setup_torch.py), tested without the network."""
+"""The set-up's torch choice (lmcourse/commands/setup_torch.py), tested without the network."""
 
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import urllib.error
 
 import pytest
 
-from lmcourse import setup_torch as st
+from lmcourse.commands import setup_torch as st
 from tests.conftest import ROOT
 
 
@@ -100,7 +100,7 @@ def test_index_probe_reports_failure_instead_of_raising():
 
 def test_script_runs_standalone_before_lmcourse_is_installed():
     """The Makefile runs the file with the venv's bare Python: stdlib only, --dry-run installs nothing."""
-    done = subprocess.run([sys.executable, "-S", str(ROOT / "lmcourse" / "setup_torch.py"), "--dry-run",
+    done = subprocess.run([sys.executable, "-S", str(ROOT / "lmcourse" / "commands" / "setup_torch.py"), "--dry-run",
                            "--variant", "cuda", "--python", sys.executable],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

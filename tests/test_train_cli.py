@@ -1,4 +1,4 @@
-"""lmcourse.train_cli (`lmcourse train gpt|mlm|seq2seq`): one driver over the tasks; flags and help, clear
+"""lmcourse.commands.train (`lmcourse train gpt|mlm|seq2seq`): one driver over the tasks; flags and help, clear
 messages for bad input, checkpoints, the last line."""
 
 import math
@@ -10,9 +10,9 @@ from dataclasses import asdict, fields, replace
 import pytest
 import torch
 
+from lmcourse.commands.train import TASKS, main, mfu, parse_args, peak_tflops, task_parser
 from lmcourse.nn import GPTConfig, load_gpt
 from lmcourse.train import TrainConfig, load_checkpoint
-from lmcourse.train_cli import TASKS, main, mfu, parse_args, peak_tflops, task_parser
 
 from .test_distributed import TORCHRUN_VARS, make_text
 
@@ -85,7 +85,7 @@ def test_unknown_flag(capsys):
 
 
 def test_lmcourse_train_reaches_this_parser(capsys):
-    from lmcourse.cli import main as lmcourse_main
+    from lmcourse.commands.main import main as lmcourse_main
 
     assert lmcourse_main(["train", "gpt", "--nlayer", "4"]) == 2
     assert "lmcourse train: error: unknown flag --nlayer" in capsys.readouterr().err
@@ -133,7 +133,7 @@ def test_peak_table_and_mfu():
 def test_python_dash_m(tmp_path, text):
     """The module runs as a program (what torchrun starts with -m)."""
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
-    proc = subprocess.run([sys.executable, "-m", "lmcourse.train_cli", *small(text, tmp_path / "m.pt")],
+    proc = subprocess.run([sys.executable, "-m", "lmcourse.commands.train", *small(text, tmp_path / "m.pt")],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("done: 3/3 steps, val loss ")
@@ -335,7 +335,7 @@ def test_train_help_lists_every_task_with_its_line(capsys):
     assert set(TASKS) == {"gpt", "mlm", "seq2seq"}
     for name, task in TASKS.items():
         assert f"{name} {' '.join(task.summary.split())}" in out, name
-    from lmcourse.cli import main as lmcourse_main
+    from lmcourse.commands.main import main as lmcourse_main
 
     assert lmcourse_main(["train", "--help"]) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,7 @@ import re
 import sys
 from urllib.parse import quote, urlencode
 
-from . import __version__
+from .. import __version__
 
 REPOSITORY = "https://github.com/lmcourse/lmcourse"  # the public repository students open and install
 REF = f"v{__version__}"  # the tag pushed with each release: notebooks and package from the same commit

@@ -1,20 +1,25 @@
-"""The `lmcourse` command: build, doctor, solutions (and grade, for TAs)."""
+"""The `lmcourse` command: build, doctor, lab, solutions, release (and grade, for TAs).
+
+The console script's entry point (``lmcourse = "lmcourse.commands.main:main"``). Each subcommand
+parses its flags here and calls the module that does the work; ``lmcourse train`` and
+``lmcourse links`` hand everything after their name to their own parsers
+(:mod:`lmcourse.commands.train`, :mod:`lmcourse.commands.links`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import platform
 import sys
 from pathlib import Path
 
-from .grading.nbgrader_cli import skip_uri_grammar
+from ..grading.nbgrader_cli import skip_uri_grammar
+from .doctor import doctor
 
 skip_uri_grammar()   # before anything imports nbformat: 1.5 s off every command (nbgrader_cli.URI_GRAMMAR)
 
 
 def _cmd_build(args) -> int:
-    from .authoring.build import MasterError, build
+    from ..authoring.build import MasterError, build
 
     try:
         build(names=args.names or None)
@@ -24,17 +29,8 @@ def _cmd_build(args) -> int:
     return 0
 
 
-PLATFORM_NOTES = {
-    "Darwin": ("macOS: Apple silicon trains on the `mps` device in float32 (it has no float64); the "
-               "test cells compare on the CPU in float64 whatever the device, and numbers differ from "
-               "a CPU run in the last digits. LMCOURSE_DEVICE=cpu if something looks wrong on mps."),
-    "Windows": ("Windows: torch.compile is not available and the course never needs it (off unless "
-                "asked). No sandbox for `lmcourse grade`: TAs grade in WSL 2 or a Linux container."),
-}
-
-
 def _cmd_release(args) -> int:
-    from .authoring.release import ReleaseError, release
+    from ..authoring.release import ReleaseError, release
     from .paths import repo_root
 
     if not args.through and not args.all:  # a release holds answers unless told which notebooks: never by default
@@ -59,153 +55,8 @@ def _cmd_release(args) -> int:
     return 0
 
 
-def _kernel_python() -> tuple[str, str]:
-    """(python the notebooks' `python3` kernel runs, where its spec lives), as JupyterLab started
-    from this environment resolves it (a bare `python` in the spec means jupyter's own Python)."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    spec = KernelSpecManager().get_kernel_spec("python3")
-    exe = spec.argv[0]
-    if exe in {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}:
-        exe = sys.executable
-    return exe, spec.resource_dir
-
-
-def _precision_line(p) -> str:
-    """What training computes in here, and the rule (docs/gpus.md, "Mixed precision by card")."""
-    rule = "bf16 autocast from compute capability 8.0, fp16 with a gradient scaler below (T4, V100, P100)"
-    return f"{p} for training ({p.reason}); on a GPU: {rule}"
-
-
-def _cmd_doctor(args) -> int:
-    """Versions, device, threads, sandbox, disk, kernel and corpus, each with what to do when it is
-    missing. Lines marked '!' are problems (exit status 1, except a missing sandbox: TAs only);
-    lines marked '-' are for information."""
-    import os
-    import shutil
-    import subprocess
-
-    from . import __version__, data, runtime
-
-    problems = 0
-    ta_problems = 0     # grading only: marked '!', no exit status (make lab goes on for students)
-
-    def problem(text: str) -> None:
-        nonlocal problems
-        problems += 1
-        print(f"  ! {text}")
-
-    print(f"lmcourse {__version__} on Python {platform.python_version()} ({sys.executable})")
-    print(f"  platform    {platform.system()} {platform.machine()}")
-    if platform.system() in PLATFORM_NOTES:
-        print(f"  - {PLATFORM_NOTES[platform.system()]}")
-    for mod, fix in [("torch", "make setup (or python lmcourse/setup_torch.py: the CPU build without a GPU)"),
-                     ("numpy", "pip install -e ."), ("matplotlib", "pip install -e ."),
-                     ("tqdm", "pip install -e ."), ("nbgrader", "pip install -e ."),
-                     ("jupytext", "pip install -e ."), ("nbclient", "pip install -e ."),
-                     ("jupyterlab", "pip install -e .")]:
-        try:
-            m = importlib.import_module(mod)
-            version = getattr(m, "__version__", "?")
-            if mod == "torch":
-                cuda = getattr(m.version, "cuda", None)
-                version += f"  ({'CUDA ' + cuda if cuda else 'CPU'} build)"
-            print(f"  {mod:<11} {version}")
-        except ImportError:
-            problem(f"{mod} is not installed: {fix}")
-    device = None
-    try:
-        device = runtime.pick_device()
-        print(f"  device      {device}" + ("" if device.type != "cpu" else
-                                           "  (no GPU found: training cells use the cpu profile)"))
-        print(f"  profile     {runtime.profile_name(device)}  (set LMCOURSE_PROFILE=tiny|cpu|gpu to override)")
-        print(f"  precision   {_precision_line(runtime.choose_precision(device))}")
-    except Exception as exc:  # doctor must report, not crash
-        problem(f"device/profile: {exc}")
-    try:
-        threads = runtime.cpu_threads(device) if device is not None else None
-        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        told = f"LMCOURSE_THREADS={os.environ[runtime.THREADS_ENV]}" if os.environ.get(runtime.THREADS_ENV) \
-            else "the default: 1 when training on the CPU, torch's own with a GPU"
-        shown = threads if threads is not None else "torch's default"
-        print(f"  threads     {shown} for torch in the notebooks ({told}); {usable} CPU core(s) usable here")
-    except ValueError as exc:
-        problem(str(exc))
-    try:
-        can, why = runtime.compile_support()
-        if can and device is not None and device.type == "cuda" and not runtime.choose_precision(device).compile:
-            can, why = False, "torch.compile's GPU back end (Triton) needs compute capability 7.0 or newer"
-        print(f"  compile     {'torch.compile available' if can else why}  (off unless asked; the course "
-              "never needs it)")
-    except ImportError:
-        pass  # no torch: reported above
-    from .grading import sandbox
-
-    try:
-        kind, why = sandbox.mode()
-    except ValueError as exc:
-        kind, why = "unavailable", str(exc)
-    if kind == "bubblewrap":
-        print(f"  sandbox     bubblewrap works ({why}): `lmcourse grade` can run")
-    elif kind == "unavailable":
-        # `lmcourse grade` refuses to start: a problem for a TA, none for a student (exit status kept)
-        ta_problems += 1
-        print(f"  ! sandbox: {kind} ({why}): for TAs only (students are not affected): `lmcourse grade` "
-              "refuses to start without one. Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
-              "macOS/Windows: grade in a Linux container or VM), or on a trusted machine grading trusted "
-              "submissions pass `--sandbox none` (or LMCOURSE_SANDBOX=none)")
-    else:
-        print(f"  - sandbox   {kind} ({why}): `lmcourse grade` runs the students' code without a sandbox")
-    for label, folder in [("disk", Path.cwd()), ("cache disk", data.data_dir())]:
-        probe = folder
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
-        free_gb = shutil.disk_usage(probe).free / 1e9
-        line = f"{free_gb:.1f} GB free in {probe}"
-        if free_gb < 1.5:
-            problem(f"{label}: only {line}; the set-up needs about 1.4 GB (.venv) and the course a few hundred MB")
-        else:
-            print(f"  {label:<11} {line}")
-    try:
-        exe, spec_dir = _kernel_python()
-        same = Path(exe).resolve() == Path(sys.executable).resolve()
-        if same:
-            print(f"  kernel      python3 runs {exe} (this environment; spec in {spec_dir})")
-        else:
-            ok = subprocess.run([exe, "-c", "import lmcourse"], capture_output=True).returncode == 0 \
-                if shutil.which(exe) or Path(exe).exists() else False
-            if ok:
-                print(f"  kernel      python3 runs {exe} (spec in {spec_dir}), which can import lmcourse")
-            else:
-                problem(f"kernel: the notebooks' python3 kernel runs {exe} (spec in {spec_dir}), which cannot "
-                        f"import lmcourse; remove that kernel spec or run `{sys.executable} -m ipykernel "
-                        "install --user --name python3`")
-    except Exception as exc:  # no jupyter_client, a broken kernel spec, ...
-        problem(f"kernel: no usable python3 kernel ({type(exc).__name__}: {exc}); pip install -e .")
-    status = data.corpus_status()
-    if args.fetch:
-        try:
-            folder = data.ensure_shakespeare()
-            print(f"  corpus      ready in {folder}")
-        except data.CorpusUnavailable as exc:
-            problem(str(exc))
-    elif (data.shakespeare_dir() / "SOURCE").exists():
-        print(f"  corpus      {status}")
-    else:
-        problem(f"corpus: {status}. `make lab` or `lmcourse doctor --fetch` fetches it now (5 MB); "
-                "offline, see the README's corpus section")
-    if problems:
-        print(f"{problems} problem(s) found; see the lines marked '!'"
-              + (f" ({ta_problems} more for TAs only)" if ta_problems else ""))
-    elif ta_problems:
-        print(f"{ta_problems} problem(s) for TAs (grading), none for students: see the lines marked '!'")
-    else:
-        print("all good")
-    return 0 if problems == 0 else 1
-
-
 def _cmd_solutions(args) -> int:
-    from .notebook_runner import run_notebooks
+    from ..notebook_runner import run_notebooks
 
     paths = [Path(p) for p in args.notebooks] or sorted(Path("solutions").glob("[0-9][0-9]_*.ipynb"))
     if not paths:
@@ -216,17 +67,31 @@ def _cmd_solutions(args) -> int:
                          threads=args.threads)
 
 
+# `prepare_work` said nothing about what it prepares (the sandbox and the grader have their own
+# `prepare`s); the old names still resolve for TAs' scripts, with a warning.
+RENAMED = {"prepare_work": "copy_student_notebooks", "planned_work": "planned_student_copies"}
+
+
+def __getattr__(name: str):
+    if name in RENAMED:
+        import warnings
+
+        warnings.warn(f"lmcourse.commands.main.{name} is now {RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 WORK_IGNORE = "# the student's own work: never committed (made by `lmcourse lab`)\n*\n"
 
 
-def planned_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
-    """What :func:`prepare_work` would do, touching nothing: (to copy, kept) file names."""
+def planned_student_copies(source: Path, work: Path) -> tuple[list[str], list[str]]:
+    """What :func:`copy_student_notebooks` would do, touching nothing: (to copy, kept) file names."""
     names = [nb.name for nb in sorted(source.glob("[0-9][0-9]_*.ipynb"))]
     kept = [n for n in names if (work / n).exists()]
     return [n for n in names if n not in kept], kept
 
 
-def prepare_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
+def copy_student_notebooks(source: Path, work: Path) -> tuple[list[str], list[str]]:
     """Copy each ``source/NN_*.ipynb`` into ``work`` unless a file of that name is there already:
     the student's copy is never overwritten, and notebooks new in ``source`` (after a ``git pull``)
     appear. ``work`` ignores itself in git. Returns (copied, kept) file names."""
@@ -249,7 +114,7 @@ def prepare_work(source: Path, work: Path) -> tuple[list[str], list[str]]:
     return copied, kept
 
 
-STUDENT_CONFIG = Path(__file__).resolve().parent / "labconfig" / "student"
+STUDENT_CONFIG = Path(__file__).resolve().parents[1] / "labconfig" / "student"
 
 
 def lab_command(work: Path, ta: bool, extra: list[str], root: Path,
@@ -305,9 +170,9 @@ def _cmd_lab(args) -> int:
     else:
         work = Path(args.work) if args.work else root / "work"
         if args.dry_run:   # says what it would copy, writes nothing
-            copied, kept = planned_work(root / "notebooks", work)
+            copied, kept = planned_student_copies(root / "notebooks", work)
         else:
-            copied, kept = prepare_work(root / "notebooks", work)
+            copied, kept = copy_student_notebooks(root / "notebooks", work)
         would = "would copy" if args.dry_run else "copied"
         if copied:
             print(f"lmcourse lab: {would} {', '.join(copied)} into {work}/ (your own copies: edit and "
@@ -328,7 +193,7 @@ def _cmd_lab(args) -> int:
 
 def _self_test(args, limits) -> int:
     """``lmcourse grade A --self-test``: the solution graded as a student's; 0 on full marks."""
-    from .grading.grade import self_test, summary
+    from ..grading.grade import self_test, summary
 
     try:
         res, lost = self_test(args.assignment, Path(args.out), limits)
@@ -347,11 +212,11 @@ def _self_test(args, limits) -> int:
 
 
 def _cmd_grade(args) -> int:
-    from .grading import sandbox
-    from .grading.grade import grade, summary, timing_table
-    from .grading.ingest import IngestError
-    from .grading.limits import Limits
-    from .grading.limits import flags as limit_flags
+    from ..grading import sandbox
+    from ..grading.grade import grade, summary, timing_table
+    from ..grading.ingest import IngestError
+    from ..grading.limits import Limits
+    from ..grading.limits import flags as limit_flags
     from .paths import repo_root
 
     limits = Limits(**{name: getattr(args, name) for name, *_ in limit_flags()})
@@ -373,9 +238,9 @@ def _cmd_grade(args) -> int:
     print(f"sandbox: {sandbox.describe()}", file=sys.stderr)
     if args.self_test:
         return _self_test(args, limits)
-    from .grading.late import LateError
-    from .grading.roster import RosterError
-    from .grading.semester import ClassSetup, read_run
+    from ..grading.late import LateError
+    from ..grading.roster import RosterError
+    from ..grading.semester import ClassSetup, read_run
 
     if args.student:   # a regrade keeps the last full run's gradebook, roster, due time and late policy
         run = read_run(Path(args.out))
@@ -388,7 +253,7 @@ def _cmd_grade(args) -> int:
                 print(f"--{name.replace('_', '-')} {run[name]} (as in the last run)", file=sys.stderr)
     shard = None
     if args.shard:   # one share of the class (lmcourse/grading/shard.py); the merge writes the gradebook
-        from .grading.shard import ShardError, parse
+        from ..grading.shard import ShardError, parse
 
         try:
             shard = parse(args.shard)
@@ -438,28 +303,28 @@ more grading commands (each with its own --help):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["train"]:  # everything after `train` goes to lmcourse.train_cli's own parser
-        from .train_cli import main as train_main
+    if argv[:1] == ["train"]:  # everything after `train` goes to lmcourse.commands.train's own parser
+        from .train import main as train_main
 
         return train_main(argv[1:], prog="lmcourse train")
-    if argv[:1] == ["links"]:  # Open in Colab / Kaggle, nbgitpuller: lmcourse.links has its own parser
+    if argv[:1] == ["links"]:  # Open in Colab / Kaggle, nbgitpuller: lmcourse.commands.links has its own parser
         from .links import main as links_main
 
         return links_main(argv[1:])
     if argv[:2] == ["grade", "export"]:  # `lmcourse grade export`: its own parser (lmcourse.grading.export)
-        from .grading.export import main as export_main
+        from ..grading.export import main as export_main
 
         return export_main(argv[2:])
     if argv[:2] == ["grade", "merge"]:   # join `--shard K/N` runs (lmcourse.grading.shard)
-        from .grading.shard import main as merge_main
+        from ..grading.shard import main as merge_main
 
         return merge_main(argv[2:])
     if argv[:2] == ["grade", "gradescope"]:   # a Gradescope autograder zip (lmcourse.grading.gradescope)
-        from .grading.gradescope import main as gradescope_main
+        from ..grading.gradescope import main as gradescope_main
 
         return gradescope_main(argv[2:])
     if argv[:2] == ["grade", "similarity"]:   # answers that look copied, for a human (lmcourse.grading.similarity)
-        from .grading.similarity import main as similarity_main
+        from ..grading.similarity import main as similarity_main
 
         return similarity_main(argv[2:])
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)
@@ -485,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
                                           "and corpus")
     d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")
-    d.set_defaults(func=_cmd_doctor)
+    d.set_defaults(func=doctor)
     s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")
     s.add_argument("notebooks", nargs="*", help="default: every solutions/NN_*.ipynb")
     s.add_argument("--out", default="build/executed", help="where executed copies go")
@@ -525,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                         "exit 1 unless it gets every autograded point")
     g.add_argument("-j", "--jobs", type=int, default=None, help="parallel workers (default: cores)")
     g.add_argument("--force", action="store_true", help="regrade submissions already graded")
-    from .grading.limits import flags as limit_flags
+    from ..grading.limits import flags as limit_flags
 
     for _, flag, kind, default, what in limit_flags():      # from the Limits fields
         g.add_argument(flag, type=kind, default=default, help=f"{what} ({default:.15g})")

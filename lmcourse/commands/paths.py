@@ -24,7 +24,7 @@ def find_repo_root(start: Path | None = None) -> Path | None:
     """The clone holding this package (an editable install or a checkout on ``sys.path``), else
     ``start`` (default: the current folder) or the nearest of its parents that holds
     ``autograder/nbgrader_config.py``; None when there is none."""
-    package_parent = Path(__file__).resolve().parents[1]
+    package_parent = Path(__file__).resolve().parents[2]  # lmcourse/commands/paths.py
     if (package_parent / MARKER).is_file():
         return package_parent
     here = Path(start or Path.cwd()).resolve()
@@ -44,6 +44,6 @@ def repo_root() -> Path:
     if root is None:
         raise CourseRepoNotFound(
             f"this command needs a clone of the course repository (a folder with {MARKER.as_posix()}); "
-            f"the lmcourse package in {Path(__file__).resolve().parent} is installed without one. "
+            f"the lmcourse package in {Path(__file__).resolve().parents[1]} is installed without one. "
             "Run it from inside a clone (git clone the course, then `make setup` there).")
     return root

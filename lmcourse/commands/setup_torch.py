@@ -1,7 +1,7 @@
 """Install PyTorch into this Python: the CPU build where there is no NVIDIA GPU, the CUDA build
 where there is one. Standard library only: the set-up runs it before lmcourse is installed.
 
-    python lmcourse/setup_torch.py [--variant auto|cpu|cuda] [--spec torch==2.13.0] [--dry-run]
+    python lmcourse/commands/setup_torch.py [--variant auto|cpu|cuda] [--spec torch==2.13.0] [--dry-run]
 
 Why: on Linux x86_64, ``pip install torch==2.13.0`` from the default package index resolves to
 the CUDA build, which pulls several GB of NVIDIA libraries even on a laptop without a GPU. The

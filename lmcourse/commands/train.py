@@ -2,13 +2,13 @@
 
     lmcourse train --help                                                # the models, one line each
     lmcourse train gpt --help                                            # one model's flags
-    python -m lmcourse.train_cli gpt --profile cpu                       # notebook 05's GPT, cpu sizes
-    python -m lmcourse.train_cli gpt --profile cpu --steps 200 --n_layer 2
-    python -m lmcourse.train_cli gpt --text my.txt --block_size 128      # any UTF-8 text file
-    python -m lmcourse.train_cli gpt --profile cpu --resume              # continue the last checkpoint
-    torchrun --nproc_per_node 8 -m lmcourse.train_cli gpt --profile gpu  # 8 GPUs, data-parallel
-    python -m lmcourse.train_cli seq2seq --profile cpu                   # notebook 09's encoder-decoder on dates
-    python -m lmcourse.train_cli mlm --profile cpu --steps 20000         # notebook 06's masked LM, the long run
+    python -m lmcourse.commands.train gpt --profile cpu                       # notebook 05's GPT, cpu sizes
+    python -m lmcourse.commands.train gpt --profile cpu --steps 200 --n_layer 2
+    python -m lmcourse.commands.train gpt --text my.txt --block_size 128      # any UTF-8 text file
+    python -m lmcourse.commands.train gpt --profile cpu --resume              # continue the last checkpoint
+    torchrun --nproc_per_node 8 -m lmcourse.commands.train gpt --profile gpu  # 8 GPUs, data-parallel
+    python -m lmcourse.commands.train seq2seq --profile cpu                   # notebook 09's encoder-decoder on dates
+    python -m lmcourse.commands.train mlm --profile cpu --steps 20000         # notebook 06's masked LM, the long run
 
 Each model is a :class:`Task`: its flags, how it builds its data, model and run from the flags and its
 notebook's recipe (:mod:`lmcourse.recipes`, per profile: ``tiny``, ``cpu``, ``gpu``), and the summary it
@@ -119,7 +119,7 @@ class Task:
 
 def _common_flags(p: argparse.ArgumentParser, task: Task):
     """The flags every task has; returns the "run" group for the task's own."""
-    from .runtime import PROFILES
+    from ..runtime import PROFILES
 
     g = p.add_argument_group("run")
     g.add_argument("--profile", choices=PROFILES, help="sizes to start from (default: gpu on CUDA, else cpu)")
@@ -246,10 +246,10 @@ def run_task(a: dict, prog: str = "lmcourse train") -> int:
     data read) before any process group is joined or any training starts."""
     import torch
 
-    from . import distributed as D
-    from .data import data_dir
-    from .runtime import choose_precision, cpu_threads, pick_device
-    from .train import load_checkpoint, train, want_progress
+    from .. import distributed as D
+    from ..data import data_dir
+    from ..runtime import choose_precision, cpu_threads, pick_device
+    from ..train import load_checkpoint, train, want_progress
 
     task = TASKS[a["task"]]
     profile = a.get("profile")
@@ -345,9 +345,9 @@ def _by_profile(values: dict) -> str:
 
 def _gpt_defaults() -> dict[str, str]:
     """Each flag's default as --help shows it: notebook 05's recipe, by profile."""
-    from .nn.gpt import GPTConfig
-    from .recipes import gpt
-    from .runtime import PROFILES
+    from ..nn.gpt import GPTConfig
+    from ..recipes import gpt
+    from ..runtime import PROFILES
 
     out: dict[str, dict] = {}
     for name in PROFILES:
@@ -368,8 +368,8 @@ def _gpt_description() -> str:
 
 
 def _gpt_epilog() -> str:
-    from .recipes import gpt
-    from .runtime import PROFILES
+    from ..recipes import gpt
+    from ..runtime import PROFILES
 
     lines = ["profiles: a profile is a set of sizes, the same as notebook 05's (lmcourse.recipes.gpt); "
              "every flag overrides its part"]
@@ -384,8 +384,8 @@ def _gpt_epilog() -> str:
 
 
 def _gpt_flags(p: argparse.ArgumentParser, g) -> None:
-    from .nn.gpt import GPTConfig
-    from .train import TrainConfig
+    from ..nn.gpt import GPTConfig
+    from ..train import TrainConfig
 
     defaults = _gpt_defaults()
     g.add_argument("--text", metavar="FILE", help="train on this UTF-8 text file, split by position "
@@ -442,11 +442,11 @@ def _gpt_flags(p: argparse.ArgumentParser, g) -> None:
 def _gpt_prepare(a: dict, profile: str, prog: str) -> Job:
     import torch
 
-    from .data import encode_split, load_corpus, load_shakespeare
-    from .nn.gpt import GPT, GPTConfig
-    from .recipes import gpt
-    from .tokenizers import CharTokenizer
-    from .train import TrainConfig
+    from ..data import encode_split, load_corpus, load_shakespeare
+    from ..nn.gpt import GPT, GPTConfig
+    from ..recipes import gpt
+    from ..tokenizers import CharTokenizer
+    from ..train import TrainConfig
 
     if "text" in a:
         path = Path(a["text"]).expanduser()
@@ -495,7 +495,7 @@ def _plot_curve(hist, ckpt: Path, profile: str) -> Path:
     checkpoint: ``run.pt`` -> ``run.png``."""
     from matplotlib.figure import Figure  # drawn off-screen, with no pyplot backend involved
 
-    from .plot import loss_curves
+    from ..plot import loss_curves
 
     fig = Figure(figsize=(7, 4.5))
     loss_curves({"GPT": hist}, ax=fig.subplots(), title=f"lmcourse train gpt ({profile}), steps 1-{hist.steps[-1]}")
@@ -507,7 +507,7 @@ def _plot_curve(hist, ckpt: Path, profile: str) -> Path:
 def _gpt_summary(job: Job, hist, env, a: dict) -> str:
     import torch
 
-    from .nn.gpt import generate
+    from ..nn.gpt import generate
 
     cfg, model, tok, device = job.cfg, job.model, job.own["tok"], env.device
     ckpt = Path(cfg.checkpoint_path)
@@ -551,7 +551,7 @@ def _gpt_checkpoint_stem(a: dict) -> str:
 
 def _sizes_text(module) -> str:
     """A recipe's sizes by profile, for --help: ``tiny: steps 30, ...; cpu: ...``."""
-    from .runtime import PROFILES
+    from ..runtime import PROFILES
 
     def show(v):
         return f"{v:g}" if isinstance(v, float) else str(v)
@@ -562,7 +562,7 @@ def _sizes_text(module) -> str:
 
 def _recipe_flags(p: argparse.ArgumentParser, module, what: dict[str, str]) -> None:
     """A flag for each recipe field in ``what`` (its help), typed as the field, its default by profile."""
-    from .runtime import PROFILES
+    from ..runtime import PROFILES
 
     by_profile = {k: _by_profile({n: getattr(module.recipe(n), k) for n in PROFILES}) for k in what}
     types = {f.name: f.type for f in fields(module.recipe("tiny"))}
@@ -572,7 +572,7 @@ def _recipe_flags(p: argparse.ArgumentParser, module, what: dict[str, str]) -> N
 
 
 def _mlm_description() -> str:
-    from .recipes import mlm
+    from ..recipes import mlm
 
     return ("Train notebook 06's masked language model (lmcourse.nn.mlm.MaskedLM, BERT's 80/10/10 masking of 15 % "
             "of the words) on the course corpus, one token per word, split by play, with the course's one loop; then "
@@ -588,7 +588,7 @@ def _mlm_epilog() -> str:
 
 
 def _mlm_flags(p: argparse.ArgumentParser, g) -> None:
-    from .recipes import mlm
+    from ..recipes import mlm
 
     _recipe_flags(p, mlm, {
         "steps": "optimisation steps", "batch_size": "windows per step", "block": "words per window",
@@ -606,10 +606,10 @@ def _mlm_flags(p: argparse.ArgumentParser, g) -> None:
 def _mlm_prepare(a: dict, profile: str, prog: str) -> Job:
     import torch
 
-    from .data import encode_text, get_batch, load_shakespeare
-    from .nn.mlm import MaskedLM, MLMConfig, mask_tokens
-    from .recipes import mlm
-    from .tokenizers import SPECIALS, WordTokenizer
+    from ..data import encode_text, get_batch, load_shakespeare
+    from ..nn.mlm import MaskedLM, MLMConfig, mask_tokens
+    from ..recipes import mlm
+    from ..tokenizers import SPECIALS, WordTokenizer
 
     r = _recipe_with(mlm.recipe(profile), a)
     if r.n_embd % r.n_head:
@@ -656,7 +656,7 @@ def _blanks(ids, n: int, block: int, special_ids: list[int], seed: int):
     (never the first, so a left-to-right model has a word before it): ``(windows (n, T), positions (n,))``."""
     import torch
 
-    from .data import get_batch
+    from ..data import get_batch
 
     g = torch.Generator().manual_seed(seed)
     x, _ = get_batch(ids, n, block, g)
@@ -670,7 +670,7 @@ def _blank_scores(model, x, pos, mask_id: int, causal: bool, device) -> dict[int
     before it when ``causal``."""
     import torch
 
-    from .train import model_logits
+    from ..train import model_logits
 
     model.eval()
     logits = []
@@ -712,7 +712,7 @@ def _mlm_checkpoint_stem(a: dict) -> str:
 # --- seq2seq: notebook 09's encoder-decoder on the generated date task -----------------------------------
 
 def _seq2seq_description() -> str:
-    from .recipes import seq2seq
+    from ..recipes import seq2seq
 
     return ("Train notebook 09's encoder-decoder (lmcourse.nn.seq2seq) on the generated date task (lmcourse.dates) "
             "with the course's one loop, then measure exact match on the test dates. Sizes by profile (the "
@@ -720,7 +720,7 @@ def _seq2seq_description() -> str:
 
 
 def _seq2seq_flags(p: argparse.ArgumentParser, g) -> None:
-    from .recipes import seq2seq
+    from ..recipes import seq2seq
 
     _recipe_flags(p, seq2seq, {
         "n_embd": "width of both stacks", "n_layer": "blocks in each stack", "n_head": "attention heads",
@@ -733,9 +733,9 @@ def _seq2seq_flags(p: argparse.ArgumentParser, g) -> None:
 def _seq2seq_prepare(a: dict, profile: str, prog: str) -> Job:
     import torch
 
-    from . import dates
-    from .nn.seq2seq import EncoderDecoder, Seq2SeqConfig
-    from .recipes import seq2seq
+    from .. import dates
+    from ..nn.seq2seq import EncoderDecoder, Seq2SeqConfig
+    from ..recipes import seq2seq
 
     r = _recipe_with(seq2seq.recipe(profile), a)
     seed = a.get("seed", 0)
@@ -758,8 +758,8 @@ def _seq2seq_prepare(a: dict, profile: str, prog: str) -> Job:
 
 
 def _seq2seq_summary(job: Job, hist, env, a: dict) -> str:
-    from . import dates
-    from .nn.seq2seq import exact_match, greedy_decode
+    from .. import dates
+    from ..nn.seq2seq import exact_match, greedy_decode
 
     model, vocab, test = job.model, job.own["vocab"], job.own["splits"]["test"]
     model.eval()
@@ -799,7 +799,7 @@ SWEEP_SUMMARY = ("notebook 10's scaling sweep: 05's GPT at several sizes, each t
 
 
 def _sweep_parser(prog: str) -> argparse.ArgumentParser:
-    from .runtime import PROFILES
+    from ..runtime import PROFILES
 
     p = argparse.ArgumentParser(prog=f"{prog} sweep", description=SWEEP_SUMMARY + ". The sizes and budgets are "
                                 "lmcourse.recipes.scaling's for the profile; notebook 10 reads the table "
@@ -817,9 +817,9 @@ def _sweep_parser(prog: str) -> argparse.ArgumentParser:
 def run_sweep_command(argv: list[str], prog: str = "lmcourse train") -> int:
     """``lmcourse train sweep``: lmcourse.scaling's sweep with a profile's recipe; an existing table is kept
     unless --overwrite."""
-    from .data import data_dir
-    from .runtime import pick_device
-    from .scaling import main as sweep_main
+    from ..data import data_dir
+    from ..runtime import pick_device
+    from ..scaling import main as sweep_main
 
     a = _sweep_parser(prog).parse_args(argv)
     profile = a.profile or ("gpu" if pick_device().type == "cuda" else "cpu")
@@ -839,8 +839,8 @@ def run_sweep_command(argv: list[str], prog: str = "lmcourse train") -> int:
 
 def main(argv: list[str] | None = None, prog: str = "lmcourse train") -> int:
     """``lmcourse train MODEL [flags]``: 0 when the run finished, 2 on bad input (one line on stderr)."""
-    from .data import CorpusUnavailable
-    from .train import BatchSplitError, CheckpointError
+    from ..data import CorpusUnavailable
+    from ..train import BatchSplitError, CheckpointError
 
     t0 = time.perf_counter()
     try:

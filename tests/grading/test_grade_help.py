@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 
 
 def test_grade_help_lists_its_subcommands_and_each_one_answers_help(capsys):

@@ -712,6 +712,9 @@ def test_02_forgery_scores_zero_on_its_exercise(forged_02, attempt):
 # the test's nn.TransformerEncoderLayer twin was copied from, a tensor subclass answering the comparisons, and the
 # reference imported by the answer. Now the test loads its own weights, the expected values are the reference's,
 # computed by the grader, and the reference is absent from the graded kernel: each scores 0 on its exercise.
+# The course's block (lmcourse.nn.block, given code for 05 on) does 04's work too: it is withheld there like the
+# reference, so the routes to it (imported as the answer, run inside a chained profile callback or a global
+# forward hook) score 0 as well, under `lmcourse grade` and under plain nbgrader alike.
 BLOCK_NB = "04_block"
 _MLP_HEAD = ("class MLP(nn.Module):\n"
              "    def __init__(self, n_embd, dropout=0.0, bias=True):\n"
@@ -719,6 +722,16 @@ _MLP_HEAD = ("class MLP(nn.Module):\n"
              "        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)\n"
              "        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)\n"
              "        self.dropout = nn.Dropout(dropout)\n\n")
+_BLOCK_HEAD = ("class Block(nn.Module):\n"
+               "    def __init__(self, n_embd, n_head, block_size, prenorm=True, causal=True, dropout=0.0,"
+               " bias=True):\n"
+               "        super().__init__()\n"
+               "        self.prenorm = prenorm\n"
+               "        self.ln1 = LayerNorm(n_embd)\n"
+               "        self.attn = CausalSelfAttention(AttentionConfig(n_embd=n_embd, n_head=n_head, "
+               "block_size=block_size, dropout=dropout, bias=bias, causal=causal))\n"
+               "        self.ln2 = LayerNorm(n_embd)\n"
+               "        self.mlp = MLP(n_embd, dropout=dropout, bias=bias)\n\n")
 BLOCK_ATTEMPTS = {
     "mlp_zeroes_its_weights": ("mlp", _MLP_HEAD + "    def forward(self, x):\n"
                                                   "        with torch.no_grad():\n"
@@ -753,15 +766,64 @@ BLOCK_ATTEMPTS = {
     "imports_the_reference": ("sinusoidal_positions", "def sinusoidal_positions(T, d, dtype=torch.float32):\n"
                                                       "    import lmcourse.reference.block as r\n"
                                                       "    return r.sinusoidal_positions(T, d, dtype)\n"),
+    # the gaming student: the course's table (lmcourse.nn.block, given code for 05 on) as the answer
+    "given_import_as_the_answer": ("sinusoidal_positions", "from lmcourse.nn.block import sinusoidal_positions\n"),
+    # the course's count run unwatched inside a profile function chained before the rules' own, with a wrong
+    # answer if it is absent
+    "given_count_in_a_chained_profile": ("block_param_count",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.nn.block as _B\n"
+        "except ImportError:\n"
+        "    _B = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _B is not None and event == 'call' and frame.f_code.co_name == 'block_param_count' \\\n"
+        "            and 'd' in frame.f_locals and frame.f_code.co_filename != _B.__file__:\n"
+        "        _answer['v'] = _B.block_param_count(frame.f_locals['d'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def block_param_count(d):\n"
+        "    return _answer.pop('v', 0)\n"),
+    # an MLP whose parameters (what the test writes into) and state_dict() look right while its forward runs on
+    # private zero weights
+    "mlp_state_dict_lies": ("mlp", _MLP_HEAD + "        self._w = [torch.zeros(4 * n_embd, n_embd),"
+                                               " torch.zeros(n_embd, 4 * n_embd)]\n\n"
+                                               "    def forward(self, x):\n"
+                                               "        h = F.gelu(x @ self._w[0].to(x.dtype).T)\n"
+                                               "        return self.dropout(h @ self._w[1].to(x.dtype).T)\n"),
+    # a global forward hook that replaces a wrong block's output with the course's block on its weights
+    "global_forward_hook_runs_the_given_block": ("block",
+        "import torch.nn.modules.module as _mm\n\n"
+        "try:\n"
+        "    import lmcourse.nn.block as _B\n"
+        "except ImportError:\n"
+        "    _B = None\n\n\n"
+        "def _fix(module, inputs, out):\n"
+        "    if _B is None or type(module).__name__ != 'Block' or type(module) is _B.Block:\n"
+        "        return out\n"
+        "    x = inputs[0]\n"
+        "    cfg = _B.BlockConfig(n_embd=x.shape[-1], n_head=module.attn.n_head, block_size=x.shape[1],\n"
+        "                         prenorm=module.prenorm, causal=module.attn.causal, fast=False)\n"
+        "    twin = _B.Block(cfg).to(x.dtype)\n"
+        "    twin.load_state_dict(module.state_dict(), strict=False)\n"
+        "    twin.train(module.training)\n"
+        "    return twin(x)\n\n\n"
+        "_mm.register_module_forward_hook(_fix)\n\n\n"
+        + _BLOCK_HEAD + "    def forward(self, x):\n"
+                        "        return x\n"),
 }
 
 
 @pytest.fixture(scope="module")
-def forged_04(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """student -> grades.csv row of 04: the correct student and each attempt, one `lmcourse grade` batch."""
+def forged_04(tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 04:
+    the correct student and each attempt, one batch of each."""
     import csv
 
-    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.authoring.course import TempCourse, perfect_submission
     from tests.conftest import ROOT
     from tests.grading.test_grade import SANDBOX
 
@@ -778,19 +840,29 @@ def forged_04(tmp_path_factory) -> dict[str, dict[str, str]]:
         nbformat.write(nb, subs / name / f"{BLOCK_NB}.ipynb")
     assert main(["grade", BLOCK_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
                  *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
+    course = TempCourse(tmp_path_factory.mktemp("course-04"), [BLOCK_NB])
+    for name, nb in students.items():
+        course.submit(name, BLOCK_NB, nb)
+    course.autograde(BLOCK_NB)
+    return {name: {"grade": rows[name], "nbgrader": course.score(BLOCK_NB, name)} for name in students}
 
 
 def test_04_correct_keeps_full_marks(forged_04):
-    row = forged_04["correct"]
+    row, plain = forged_04["correct"]["grade"], forged_04["correct"]["nbgrader"]
     assert row["status"] == "graded" and row["flags"] == "", row
+    assert plain.failed_tests == [] and plain.score == plain.auto_max, plain
     assert all(float(row[f"{g}_tests"]) > 0 for g, _ in BLOCK_ATTEMPTS.values()), row
 
 
 @pytest.mark.parametrize("attempt", sorted(BLOCK_ATTEMPTS))
 def test_04_forgery_scores_zero_on_its_exercise(forged_04, attempt):
-    row, test = forged_04[attempt], f"{BLOCK_ATTEMPTS[attempt][0]}_tests"
+    # the reference and the course's block are withheld while 04 is graded: no points, under either grader
+    row, test = forged_04[attempt]["grade"], f"{BLOCK_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    plain = forged_04[attempt]["nbgrader"]
+    assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"
 
 
 # ---------------------------------------------------------------- notebook 03, graded from records
@@ -799,7 +871,10 @@ def test_04_forgery_scores_zero_on_its_exercise(forged_04, attempt):
 # scaled_dot_product_attention returning a tuple subclass whose unpacking ran the reference after the rules'
 # block, a tensor subclass whose __torch_function__ answered the comparisons, and the reference imported by
 # the answer. Now the test loads its own weights, the kernel records plain data only, the expected values are
-# the reference's, computed by the grader, and the reference is absent: each scores 0 on its exercise.
+# the reference's, computed by the grader, and the reference is absent: each scores 0 on its exercise. The
+# course's attention (lmcourse.nn.attention, given code for 04 on) does 03's work too: it is withheld there like
+# the reference, so the routes to it (imported as the answer, run inside a chained profile callback or a global
+# forward hook) score 0 as well, under `lmcourse grade` and under plain nbgrader alike.
 ATT = "03_attention"
 ATT_ATTEMPTS = {
     "mha_zeroes_its_weights": ("multi_head_attention",
@@ -836,15 +911,88 @@ ATT_ATTEMPTS = {
         "def causal_mask(T):\n"
         "    import lmcourse.reference.attention as ref\n\n"
         "    return ref.causal_mask(T)\n"),
+    # the gaming student: the course's attention (given code for 04 on) as the answer
+    "given_import_as_the_answer": ("scaled_dot_product_attention",
+        "from lmcourse.nn.attention import scaled_dot_product_attention\n"),
+    # the course's attention run unwatched inside a profile function chained before the rules' own, with a
+    # wrong answer if it is absent
+    "given_sdpa_in_a_chained_profile": ("scaled_dot_product_attention",
+        "import contextlib\n"
+        "import sys\n\n"
+        "try:\n"
+        "    import lmcourse.nn.attention as _A\n"
+        "except ImportError:\n"
+        "    _A = None\n"
+        "_answer = {}\n\n\n"
+        "def _chain(frame, event, arg):\n"
+        "    if _A is not None and event == 'call' and frame.f_code.co_name == 'scaled_dot_product_attention' \\\n"
+        "            and 'Q' in frame.f_locals and frame.f_code.co_filename != _A.__file__:\n"
+        "        f = frame.f_locals\n"
+        "        _answer['v'] = _A.scaled_dot_product_attention(f['Q'], f['K'], f['V'], f['mask'])\n\n\n"
+        "_stack = contextlib.ExitStack()\n"
+        "_stack.callback(sys.setprofile, _chain)\n"
+        "_stack.close()\n\n\n"
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    return _answer.pop('v', (Q, Q @ K.transpose(-2, -1)))\n"),
+    # a layer whose state_dict() reports the weights the test loaded while its forward keeps its own
+    "mha_state_dict_lies": ("multi_head_attention",
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, n_embd, n_head, causal=True, bias=True):\n"
+        "        super().__init__()\n"
+        "        self.n_embd, self.n_head, self.d_k, self.causal = n_embd, n_head, n_embd // n_head, causal\n"
+        "        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(n_embd, n_embd, bias=bias) for _ in range(4))\n"
+        "        self._shown = None\n\n"
+        "    def load_state_dict(self, state, strict=True, assign=False):\n"
+        "        self._shown = {k: v.clone() for k, v in state.items()}\n\n"
+        "    def state_dict(self, *args, **kwargs):\n"
+        "        return dict(self._shown) if self._shown is not None else super().state_dict(*args, **kwargs)\n\n"
+        "    def forward(self, x, return_weights=False):\n"
+        "        B, T, C = x.shape\n"
+        "        q, k, v = (W(x).view(B, T, self.n_head, self.d_k).transpose(1, 2)\n"
+        "                   for W in (self.W_q, self.W_k, self.W_v))\n"
+        "        mask = causal_mask(T).to(x.dtype) if self.causal else None\n"
+        "        y, w = scaled_dot_product_attention(q, k, v, mask)\n"
+        "        y = self.W_o(y.transpose(1, 2).reshape(B, T, C))\n"
+        "        return (y, w) if return_weights else y\n"),
+    # a global forward hook that replaces a wrong layer's output with the course's attention on its weights
+    "global_forward_hook_runs_the_given_attention": ("multi_head_attention",
+        "import torch.nn.modules.module as _mm\n\n"
+        "try:\n"
+        "    import lmcourse.nn.attention as _A\n"
+        "except ImportError:\n"
+        "    _A = None\n\n\n"
+        "def _fix(module, inputs, out):\n"
+        "    if _A is None or type(module).__name__ != 'MultiHeadAttention':\n"
+        "        return out\n"
+        "    x = inputs[0]\n"
+        "    B, T, C = x.shape\n"
+        "    q, k, v = (W(x).view(B, T, module.n_head, C // module.n_head).transpose(1, 2)\n"
+        "               for W in (module.W_q, module.W_k, module.W_v))\n"
+        "    mask = torch.full((T, T), float('-inf'), dtype=x.dtype).triu(1) if module.causal else None\n"
+        "    y, w = _A.scaled_dot_product_attention(q, k, v, mask)\n"
+        "    y = module.W_o(y.transpose(1, 2).reshape(B, T, C))\n"
+        "    return (y, w) if type(out) is tuple else y\n\n\n"
+        "_mm.register_module_forward_hook(_fix)\n\n\n"
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, n_embd, n_head, causal=True, bias=True):\n"
+        "        super().__init__()\n"
+        "        self.n_embd, self.n_head, self.d_k, self.causal = n_embd, n_head, n_embd // n_head, causal\n"
+        "        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(n_embd, n_embd, bias=bias) for _ in range(4))\n\n"
+        "    def forward(self, x, return_weights=False):\n"
+        "        B, T, C = x.shape\n"
+        "        y = self.W_o(x)\n"
+        "        w = x.new_full((B, self.n_head, T, T), 1.0 / T)\n"
+        "        return (y, w) if return_weights else y\n"),
 }
 
 
 @pytest.fixture(scope="module")
-def forged_03(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """student -> grades.csv row of 03: the correct student and each attempt, one `lmcourse grade` batch."""
+def forged_03(tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 03:
+    the correct student and each attempt, one batch of each."""
     import csv
 
-    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.authoring.course import TempCourse, perfect_submission
     from tests.conftest import ROOT
     from tests.grading.test_grade import SANDBOX
 
@@ -861,19 +1009,29 @@ def forged_03(tmp_path_factory) -> dict[str, dict[str, str]]:
         nbformat.write(nb, subs / name / f"{ATT}.ipynb")
     assert main(["grade", ATT, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
                  *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
+    course = TempCourse(tmp_path_factory.mktemp("course-03"), [ATT])
+    for name, nb in students.items():
+        course.submit(name, ATT, nb)
+    course.autograde(ATT)
+    return {name: {"grade": rows[name], "nbgrader": course.score(ATT, name)} for name in students}
 
 
 def test_03_correct_keeps_full_marks(forged_03):
-    row = forged_03["correct"]
+    row, plain = forged_03["correct"]["grade"], forged_03["correct"]["nbgrader"]
     assert row["status"] == "graded" and row["flags"] == "", row
+    assert plain.failed_tests == [] and plain.score == plain.auto_max, plain
     assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in ATT_ATTEMPTS.values()), row
 
 
 @pytest.mark.parametrize("attempt", sorted(ATT_ATTEMPTS))
 def test_03_forgery_scores_zero_on_its_exercise(forged_03, attempt):
-    row, test = forged_03[attempt], f"{ATT_ATTEMPTS[attempt][0]}_tests"
+    # the reference and the course's attention are withheld while 03 is graded: no points, under either grader
+    row, test = forged_03[attempt]["grade"], f"{ATT_ATTEMPTS[attempt][0]}_tests"
     assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    plain = forged_03[attempt]["nbgrader"]
+    assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"
 
 
 # ---------------------------------------------------------------- notebook 07, graded from records

@@ -545,8 +545,8 @@ tests.grade("exact_match")
 # The model trained here is the course's reference `EncoderDecoder` (`lmcourse.nn.seq2seq`, the
 # same network as yours, with GPT-2's initialisation), so that a slip in an exercise above does not
 # spoil the experiments; your `greedy_decode` and `exact_match` measure it, and below its weights go
-# into your model (while this notebook is graded the course's model is absent, and sections 9 to
-# 11 skip their runs). The sizes come from the profile. The validation loss is tracked by the
+# into your model (while this notebook is graded, and in a copy of the course that does not ship it,
+# the course's model is absent, and sections 9 to 11 skip their runs). The sizes come from the profile. The validation loss is tracked by the
 # loop; every validation also decodes 200 validation sources greedily, for the accuracy curve.
 
 # %%
@@ -802,8 +802,9 @@ tests.grade("q2")
 # match. Trained on a generated task, it learned to read dates in 21 formats, and its
 # cross-attention lines each output digit up with the source characters it comes from. (Tests of
 # the course check the reference encoder–decoder against `torch.nn.Transformer`, weight for weight,
-# in float64.) Beam search from notebook 07 runs on the same decoder:
-# `lmcourse.nn.seq2seq.beam_decode` wraps it as the language model `beam_search` expects.
+# in float64.) Beam search from notebook 07 runs on the same decoder: the course's
+# `lmcourse.nn.seq2seq.beam_decode` (where your copy of the course has it) wraps it as the language
+# model `beam_search` expects.
 #
 # The `cpu` run reached 99.3% exact match on 1,000 test dates (dates never seen in training); 4 of
 # the first 5 of its 7 mistakes were one wrong digit (*"Wednesday the 16th of January 2002"* →

@@ -1213,8 +1213,10 @@ def test_06_forgery_scores_zero_on_its_exercise(forged_06, attempt):
 # forward returning a tuple subclass whose items ran the reference when the test unpacked them). Now the reference
 # is absent from the graded kernel and the kernel records plain data only: each scores 0 on its exercise (or is
 # flagged), by construction. The course's GPT (lmcourse.nn.gpt, given code for 06, 07 and 10) used to stay in 05's
-# graded kernel and answered from inside such a callback (full marks, flagged by the scan only); it is withheld
-# there now like the reference, so those two score 0 as well.
+# graded kernel and answered from inside such a callback (full marks, flagged by the scan only, and unflagged under
+# plain nbgrader); it is withheld there now like the reference, so those score 0 as well, imported as the answer
+# too. And two routes for a test that computed its expected values in the kernel: a GPT whose state_dict() lies, a
+# global forward hook. One small batch, under `lmcourse grade` and under plain nbgrader.
 GPT_NB = "05_gpt"
 GPT_ATTEMPTS = {
     "profile_chained_through_exitstack": ("generate",
@@ -1296,15 +1298,35 @@ GPT_ATTEMPTS = {
         "_stack.close()\n\n\n"
         "def init_weights(model, n_layer, std=0.02):\n"
         "    pass\n"),
+    # the gaming student: the course's count as the answer, through the package's lazy names
+    "given_import_as_the_answer": ("gpt_param_count", "from lmcourse.nn import gpt_param_count\n"),
+}
+# appended to the correct answer: a GPT whose logits are zeros, and a way to make a test computed in the kernel agree
+GPT_WRAPPED = {
+    # its state_dict() reports all-zero weights (a test that built its expected logits from them would agree)
+    "state_dict_lies": ("gpt",
+        "\n\n_Right = GPT\n\n\n"
+        "class GPT(_Right):\n"
+        "    def forward(self, idx, targets=None):\n"
+        "        logits, loss = super().forward(idx, targets)\n"
+        "        return logits * 0, (None if loss is None else loss * 0)\n\n"
+        "    def state_dict(self, *args, **kwargs):\n"
+        "        return {k: torch.zeros_like(v) for k, v in super().state_dict(*args, **kwargs).items()}\n"),
+    # a global forward hook zeroing every module's output: the student's GPT and any model a test builds in the
+    # kernel alike
+    "global_forward_hook": ("gpt",
+        "\n\nimport torch.nn.modules.module as _mm\n\n"
+        "_mm.register_module_forward_hook(lambda mod, inp, out: out * 0 if isinstance(out, torch.Tensor) else out)\n"),
 }
 
 
 @pytest.fixture(scope="module")
-def forged_05(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """student -> grades.csv row of 05: the correct student and each attempt, one `lmcourse grade` batch."""
+def forged_05(tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 05:
+    the correct student and each attempt, one batch of each."""
     import csv
 
-    from lmcourse.authoring.course import perfect_submission
+    from lmcourse.authoring.course import TempCourse, perfect_submission
     from tests.conftest import ROOT
     from tests.grading.test_grade import SANDBOX
 
@@ -1316,27 +1338,41 @@ def forged_05(tmp_path_factory) -> dict[str, dict[str, str]]:
         nb = perfect_submission(release, source)
         cell(nb, grade_id).source = code
         students[attempt] = nb
+    for attempt, (grade_id, code) in GPT_WRAPPED.items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source += code
+        students[attempt] = nb
     for name, nb in students.items():
         (subs / name).mkdir()
         nbformat.write(nb, subs / name / f"{GPT_NB}.ipynb")
     assert main(["grade", GPT_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
                  *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
+    course = TempCourse(tmp_path_factory.mktemp("course-05"), [GPT_NB])
+    for name, nb in students.items():
+        course.submit(name, GPT_NB, nb)
+    course.autograde(GPT_NB)
+    return {name: {"grade": rows[name], "nbgrader": course.score(GPT_NB, name)} for name in students}
 
 
 def test_05_correct_keeps_full_marks(forged_05):
-    row = forged_05["correct"]
+    row, plain = forged_05["correct"]["grade"], forged_05["correct"]["nbgrader"]
     assert row["status"] == "graded" and row["flags"] == "", row
-    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in GPT_ATTEMPTS.values()), row
+    assert all(float(row[f"{grade_id}_tests"]) > 0 for grade_id, _ in (*GPT_ATTEMPTS.values(),
+                                                                         *GPT_WRAPPED.values())), row
+    assert plain.failed_tests == [] and plain.score == plain.auto_max, plain
 
 
-@pytest.mark.parametrize("attempt", sorted(GPT_ATTEMPTS))
+@pytest.mark.parametrize("attempt", sorted(GPT_ATTEMPTS) + sorted(GPT_WRAPPED))
 def test_05_forgery_scores_zero_on_its_exercise(forged_05, attempt):
-    row, test = forged_05[attempt], f"{GPT_ATTEMPTS[attempt][0]}_tests"
-    assert row["status"] == "graded" and (float(row[test]) == 0 or row["flags"]), \
-        f"{attempt}: {test} scored {row[test]}: {row}"
-    if attempt.startswith("given_"):   # the given GPT is withheld too: no points, whatever the flags
-        assert float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    # the expected values are the grader's, and neither the reference nor the course's GPT is in 05's graded
+    # kernel: no points, whatever the flags, under either grader
+    grade_id = (GPT_ATTEMPTS.get(attempt) or GPT_WRAPPED[attempt])[0]
+    row, test = forged_05[attempt]["grade"], f"{grade_id}_tests"
+    assert row["status"] == "graded" and float(row[test]) == 0, f"{attempt}: {test} scored {row[test]}: {row}"
+    plain = forged_05[attempt]["nbgrader"]
+    assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"
 
 
 # ---------------------------------------------------------------- notebook 08, graded from records

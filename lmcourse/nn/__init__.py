@@ -1,4 +1,4 @@
-"""Reference building blocks that later notebooks stand on (students write their own first).
+"""Given building blocks that later notebooks stand on (students write their own first).
 
 Each name is imported from its module only when first asked for: a graded kernel withholds the
 module that answers the notebook being graded (03 grades without ``lmcourse.nn.attention``, 05

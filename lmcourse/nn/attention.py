@@ -1,5 +1,5 @@
-"""Reference multi-head self-attention (causal, or bidirectional with ``causal=False``), used by
-the notebooks from 04 on.
+"""Multi-head self-attention (causal, or bidirectional with ``causal=False``), given to the
+notebooks from 04 on.
 
 Notebook 03 has students write all of this themselves; its hidden tests make sure a graded
 answer does not simply call into this module.

@@ -1,4 +1,4 @@
-"""Reference transformer block and position embeddings, used by the notebooks from 05 on.
+"""The transformer block and position embeddings, given to the notebooks from 05 on.
 
 Notebook 04 has students write these themselves; its hidden tests make sure a graded answer
 does not simply call into this module.

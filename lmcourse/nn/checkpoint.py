@@ -14,7 +14,7 @@ Loading, the same for every model: a config setting the config class does not kn
 load with :class:`ModelCheckpointError` naming it (dropping it would build another model than
 the one saved); a setting missing from the saved config takes the config class's default
 (notebook 05 saves the student's own GPT, whose config has only the settings it uses, and the
-reference's extra settings default to what that GPT does). The weights must match exactly: an
+given GPT's extra settings default to what that GPT does). The weights must match exactly: an
 unknown or a missing one is named in the error.
 """
 

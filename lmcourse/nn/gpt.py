@@ -1,6 +1,6 @@
-"""Reference decoder-only transformer language model (GPT-2's architecture), used from notebook 05 on.
+"""The decoder-only transformer language model (GPT-2's architecture), given from notebook 05 on.
 
-Notebook 05 has students write this themselves on top of the reference :class:`~lmcourse.nn.Block`;
+Notebook 05 has students write this themselves on top of the given :class:`~lmcourse.nn.Block`;
 its hidden tests make sure a graded answer does not simply call into this module.
 
 The model, in the lectures' notation (``w_1..w_T`` token ids, ``d = n_embd``, ``L = n_layer``)::

@@ -1,4 +1,4 @@
-"""Reference encoder-decoder transformer (the 2017 layout, pre-LN), used by notebook 09.
+"""The course's encoder-decoder transformer (the 2017 layout, pre-LN), used by notebook 09.
 
 Notebook 09 has students write these themselves; its hidden tests make sure a graded answer does
 not simply call into this module.

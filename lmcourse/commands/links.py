@@ -78,7 +78,7 @@ def notebook_names(root=None) -> list[str]:
 
 def main(argv: list[str] | None = None, prog: str = "lmcourse links") -> int:
     p = argparse.ArgumentParser(prog=prog, description="The course's Open in Colab / Kaggle links, the README's "
-                                "badges and a JupyterHub's nbgitpuller links, from lmcourse/links.py.")
+                                "badges and a JupyterHub's nbgitpuller links, from lmcourse/commands/links.py.")
     p.add_argument("--repository", default=REPOSITORY, help=f"a GitHub repository URL (default {REPOSITORY})")
     p.add_argument("--ref", default=REF, help=f"tag, branch or commit for Colab and Kaggle (default {REF})")
     p.add_argument("--hub", default=None, metavar="URL",

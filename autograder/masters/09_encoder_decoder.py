@@ -546,8 +546,9 @@ tests.grade("exact_match")
 # same network as yours, with GPT-2's initialisation), so that a slip in an exercise above does not
 # spoil the experiments; your `greedy_decode` and `exact_match` measure it, and below its weights go
 # into your model (while this notebook is graded, and in a copy of the course that does not ship it,
-# the course's model is absent, and sections 9 to 11 skip their runs). The sizes come from the profile. The validation loss is tracked by the
-# loop; every validation also decodes 200 validation sources greedily, for the accuracy curve.
+# the course's model is absent, and sections 9 to 11 skip their runs). The sizes come from the
+# profile. The validation loss is tracked by the loop; every validation also decodes 200 validation
+# sources greedily, for the accuracy curve.
 
 # %%
 from lmcourse.recipes import seq2seq as seq2seq_recipe

@@ -959,5 +959,6 @@ NOTEBOOK = Notebook(
     exercises=(APPLY_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, EPSILON_FILTER, NEXT_TOKEN, GENERATE, BEAM_SEARCH,
                CACHED_FORWARD, GENERATE_CACHED, Q1, Q2),
     # the answers; lmcourse.decoding keeps given code only (the moved names read through to here), and 05's
-    # sampler in lmcourse.nn.gpt, beside the GPT this notebook uses, is refused by the rules
-    withheld=("lmcourse.reference.decoding",))
+    # sampler in lmcourse.nn.gpt, beside the GPT this notebook uses, is refused by the rules; 05's reference
+    # generate, which answers generate through a model that filters its logits, is withheld
+    withheld=("lmcourse.reference.decoding", "lmcourse.reference.gpt"))

@@ -674,4 +674,6 @@ NOTEBOOK = Notebook(
     "02_rnn", reference="lmcourse.reference.rnn", hidden="lmcourse.marking.rnn_hidden",
     exercises=(ELMAN_STEP, RNN_FORWARD, RNNLM, LM_LOSS, PERPLEXITY, SAMPLE, TRAIN_STEP,
                *(QUESTIONS[n][0] for n in (1, 2, 3, 4))),
-    withheld=("lmcourse.reference.rnn",))
+    # and the course's samplers of later notebooks: a model wrapped to give forward_state's logits answers
+    # sample with any of them (05's given GPT's and reference generate, 07's reference)
+    withheld=("lmcourse.reference.rnn", "lmcourse.nn.gpt", "lmcourse.reference.gpt", "lmcourse.reference.decoding"))

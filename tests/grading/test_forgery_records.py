@@ -28,7 +28,7 @@ import pytest
 from lmcourse.authoring.course import TempCourse
 from lmcourse.cli import main
 from tests.grading.test_forgery import WRONG
-from tests.grading.test_grade import AUTO_MAX, SANDBOX, A, cell, perfect
+from tests.grading.test_grade import AUTO_MAX, ROOT, SANDBOX, A, cell, perfect
 
 pytestmark = [pytest.mark.slow]
 
@@ -219,10 +219,9 @@ def test_scan_names_the_other_ways_to_run_a_file(source):
     assert scan_source(source), source
 
 
-# 07's generate answered by lmcourse.nn.gpt's sampling loop (given beside the GPT 07 uses): the rules
-# refuse its code objects by equality, so a copy with another file name and first line ran unrefused
-# and took every generate case (the filters applied by a wrapping model). The graded kernel cannot
-# tell the copy from the student's own code; `lmcourse grade`'s scan flags how the copy is made.
+# 07's generate from a copy of lmcourse.nn.gpt's sampling loop (given beside the GPT 07 uses) in a new
+# code object, past the rules' refusal of the original: outside a graded kernel it passes every case;
+# in one the tamper guard refuses the copy (helpers-tampered, 0). The scan names how the copy is made.
 CODE_COPY = '''
 import types
 import lmcourse.nn.gpt as G
@@ -248,3 +247,73 @@ def test_scan_leaves_ordinary_getattr_alone():
     from lmcourse.grading.scan import scan_source
 
     assert scan_source("sizes = [getattr(r, count) for r in rows]\nw = getattr(m, 'weight')") == []
+
+
+# The course's samplers of later notebooks answer an earlier notebook's sampling exercise through a
+# model that wraps the test's: 02's sample with lmcourse.nn.gpt.generate over a model that gives
+# forward_state's logits (18/18 under both graders, unflagged), 07's generate with 05's reference
+# generate over a model that applies the filters (22/22; flagged by the scan under `lmcourse grade`,
+# not under plain nbgrader). Both notebooks withhold those modules now: the exercise scores 0.
+_WHOLE = '''
+import types
+import torch
+from lmcourse.nn.gpt import generate as given_generate
+
+
+class Whole(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+        self.config = types.SimpleNamespace(block_size=10**9)
+
+    def forward(self, idx, targets=None):
+        return self.m.forward_state(idx)[0], None
+
+
+def sample(model, prompt_ids, n_new, generator, temperature=1.0):
+    out = given_generate(Whole(model), torch.tensor([prompt_ids]), n_new, temperature, generator)
+    return out[0, len(prompt_ids):].tolist()
+'''
+_FILTERED = '''
+import torch
+from lmcourse.reference.gpt import generate as course_generate
+
+
+class Filtered(torch.nn.Module):
+    def __init__(self, m, filters):
+        super().__init__()
+        self.m, self.filters, self.config = m, filters, m.config
+
+    def forward(self, idx, targets=None):
+        logits, _ = self.m(idx)
+        last = logits[:, -1, :]
+        for f in self.filters:
+            last = f(last)
+        return torch.cat([logits[:, :-1], last[:, None]], 1), None
+
+
+def generate(model, prompt, max_new_tokens, filters=(), generator=None):
+    return course_generate(Filtered(model, filters), prompt, max_new_tokens, 1.0, generator)
+'''
+GIVEN_SAMPLERS = {"02_rnn": ("sample", _WHOLE), "07_decoding": ("generate", _FILTERED)}
+
+
+@pytest.mark.parametrize("name", sorted(GIVEN_SAMPLERS))
+def test_a_later_notebooks_sampler_answers_nothing(tmp_path, name):
+    from lmcourse.authoring.course import perfect_submission
+
+    exercise, source = GIVEN_SAMPLERS[name]
+    nb = perfect_submission(nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4),
+                            nbformat.read(ROOT / "autograder" / "source" / name / f"{name}.ipynb", as_version=4))
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == exercise).source = source
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "s").mkdir(parents=True)
+    nbformat.write(nb, subs / "s" / f"{name}.ipynb")
+    assert main(["grade", name, str(subs), "--out", str(out), "-j", "1", "--no-progress",
+                 "--gradebook", "none", *SANDBOX]) == 0
+    row = next(csv.DictReader((out / "grades.csv").read_text().splitlines()))
+    assert float(row[f"{exercise}_tests"]) == 0, row
+    course = TempCourse(tmp_path / "course", [name])
+    course.submit("s", name, nb)
+    course.autograde(name)
+    assert course.score(name, "s").failed_tests == [f"{exercise}_tests"]

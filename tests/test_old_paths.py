@@ -11,8 +11,8 @@ named where the code cannot be changed by a ``git pull``:
 - ``lmcourse.links``, ``lmcourse.paths`` — read by TAs' and authors' scripts;
 - ``lmcourse.commands.main.prepare_work`` / ``planned_work`` — the lab's copy under its old name.
 
-The old name is the new module itself (not a copy), so a script that sets an attribute there
-changes what the command uses.
+Each old module reads every name from the new one; it keeps its own name, because a graded
+kernel's guard flags a module set on the package under a name it does not carry.
 """
 
 from __future__ import annotations
@@ -32,10 +32,16 @@ KEPT = {"lmcourse.cli": "lmcourse.commands.main", "lmcourse.train_cli": "lmcours
 
 
 @pytest.mark.parametrize("old", sorted(KEPT))
-def test_the_old_name_is_the_new_module(old):
+def test_the_old_module_reads_its_names_from_the_new_one(old):
+    new = importlib.import_module(KEPT[old])
+    public = [n for n in vars(new) if not n.startswith("_") and callable(getattr(new, n))]
+    assert public, KEPT[old]
+    module = importlib.import_module(old)
+    assert module.__name__ == old    # what the guard checks on the package
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        assert importlib.import_module(old) is importlib.import_module(KEPT[old])
+        for name in public:
+            assert getattr(module, name) is getattr(new, name), name
 
 
 def test_the_installed_console_scripts_target_still_resolves():

@@ -111,7 +111,8 @@ def _surface_roots() -> frozenset[str]:
 # master's setup or test cell names an lmcourse module outside it.
 SURFACE = ("lmcourse", "lmcourse.checks", "lmcourse.rules", "lmcourse.confine", "lmcourse.runtime",
            "lmcourse.data", "lmcourse.tokenizers", "lmcourse.plot", "lmcourse.ngram", "lmcourse.decoding",
-           "lmcourse.bpe", "lmcourse.dates", "lmcourse.train",
+           "lmcourse.bpe", "lmcourse.dates", "lmcourse.train", "lmcourse.scaling", "lmcourse.recipes",
+           "lmcourse.recipes.scaling",
            # the recording side of a notebook graded from records (not its grader side, .grader)
            "lmcourse.marking", "lmcourse.marking.kernel", "lmcourse.marking.plain", "lmcourse.marking.spec",
            "lmcourse.marking.judge", "lmcourse.marking.show", "lmcourse.marking.standins",
@@ -121,7 +122,8 @@ SURFACE_PACKAGES = ("lmcourse.reference", "lmcourse.nn")
 NOT_SURFACE = ("lmcourse.grading", "lmcourse.authoring", "lmcourse.notebook_runner", "lmcourse.cli")
 # what a notebook without torch (01) leaves out: the packages and the modules that import torch (the
 # loop, decoding, the dates task), so its kernels never load torch (tests/test_checks.py)
-LIGHT_LEAVES_OUT = ("lmcourse.train", "lmcourse.decoding", "lmcourse.dates")
+LIGHT_LEAVES_OUT = ("lmcourse.train", "lmcourse.decoding", "lmcourse.dates", "lmcourse.scaling", "lmcourse.recipes",
+                    "lmcourse.recipes.scaling")
 
 
 def surface_modules(heavy: bool = True) -> list[str]:

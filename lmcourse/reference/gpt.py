@@ -5,8 +5,8 @@ expected-value helpers and probes that 06's test cells use.
 
 This module is absent while notebook 05 is graded (``Notebook.withheld``): the stand-in GPT that
 ``init_weights``'s cases run on arrives as source with the hidden test that needs it.
-``lmcourse.nn.gpt`` stays in that kernel (05's experiments and 06, 07 and 10 use it as given code):
-the cases refuse it as a second line.
+``lmcourse.nn.gpt`` (the GPT that 06, 07, 08 and 10 are given) is absent there too; at home the
+cases refuse it.
 
 The probes run inside a graded call (a hook on a block, a dispatch mode, a stand-in model that a
 student's ``generate`` calls), so they are not in ``REFERENCE``; they compute nothing a student's

@@ -191,8 +191,8 @@ def expected_table(notebook: str) -> dict[str, list]:
 class _Withheld(importlib.abc.MetaPathFinder):
     """Refuses to import the modules a graded kernel must not have, with a message saying why."""
 
-    def __init__(self, notebook: Notebook):
-        self.names, self.notebook = frozenset(notebook.withheld), notebook.name
+    def __init__(self, notebook: Notebook, names: frozenset[str]):
+        self.names, self.notebook = names, notebook.name
 
     def find_spec(self, name, path=None, target=None):
         if name in self.names:
@@ -209,12 +209,25 @@ def withhold(notebook: Notebook) -> None:
     Done once: ``lmcourse grade``'s preamble does it before the tamper guard's snapshot."""
     if any(type(f) is _Withheld for f in sys.meta_path):
         return
+    names = frozenset(notebook.withheld) | (_other_answers() - set(notebook.uses))
     for name in notebook.withheld:
         sys.modules.pop(name, None)
         parent, _, child = name.rpartition(".")
         if parent in sys.modules and child in vars(sys.modules[parent]):
             delattr(sys.modules[parent], child)
-    sys.meta_path.insert(0, _Withheld(notebook))
+    sys.meta_path.insert(0, _Withheld(notebook, names))
+
+
+def _other_answers() -> frozenset[str]:
+    """The answers of the other notebooks that nothing in this kernel has imported by now (its tests,
+    read by the setup cell, import what they need first): one notebook's answer can do part of
+    another's work (05's sampler drives 02's RNN), so a graded kernel has none it does not need."""
+    import pkgutil
+
+    import lmcourse.reference
+
+    return frozenset(name for name in (f"lmcourse.reference.{m.name}" for m in pkgutil.iter_modules(
+        lmcourse.reference.__path__)) if name not in sys.modules)
 
 
 def hidden_cases(notebook: Notebook, name: str) -> tuple[Case, ...]:

@@ -89,6 +89,9 @@ class Notebook:
     # course modules that must not be importable in the grading kernel (the reference's, and any
     # other that does the same work); the stand-ins come from the reference's source instead
     withheld: tuple[str, ...] = ()
+    # other notebooks' answers (lmcourse.reference.*) that this notebook's own cells run, e.g. 05's
+    # ladder counts 01's n-grams: every other one is withheld too (lmcourse.marking.kernel.withhold)
+    uses: tuple[str, ...] = ()
 
     def exercise(self, name: str) -> Exercise:
         for ex in self.exercises:

@@ -191,8 +191,8 @@ def expected_table(notebook: str) -> dict[str, list]:
 class _Withheld(importlib.abc.MetaPathFinder):
     """Refuses to import the modules a graded kernel must not have, with a message saying why."""
 
-    def __init__(self, notebook: Notebook, names: frozenset[str]):
-        self.names, self.notebook = names, notebook.name
+    def __init__(self, notebook: Notebook, names: frozenset[str] | None = None):
+        self.names, self.notebook = frozenset(notebook.withheld) if names is None else names, notebook.name
 
     def find_spec(self, name, path=None, target=None):
         if name in self.names:

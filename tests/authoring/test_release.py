@@ -181,7 +181,7 @@ def _fake_course(tmp_path: Path) -> Path:
 def test_the_release_installs_the_graders_torch_cpu_build_without_a_gpu(tmp_path, monkeypatch, capsys):
     """The README's install lines, run as a dry run on Linux x86_64 without an NVIDIA GPU, ask pip
     for the grader's torch version from PyTorch's CPU index; the release's pyproject pins it too."""
-    from lmcourse import setup_torch
+    from lmcourse.commands import setup_torch
 
     out = tmp_path / "out"
     release(_fake_course(tmp_path), out)

@@ -66,7 +66,7 @@ def write_html(nb: nbformat.NotebookNode, dest: Path) -> Path:
 def solution_namespace(name: str, cell_ids: tuple[str, ...], root: Path | None = None) -> dict:
     """Execute the named cells of ``solutions/<name>.ipynb`` (cell ids are the grade ids) in a
     fresh namespace and return it, so benchmarks time exactly the code a notebook teaches."""
-    from .paths import repo_root
+    from .commands.paths import repo_root
 
     nb = nbformat.read(Path(root or repo_root()) / "solutions" / f"{name}.ipynb", as_version=4)
     by_id = {c.id: c for c in nb.cells}

@@ -1,7 +1,7 @@
 """What the build adds to every notebook so that one click puts it on a free GPU: the "Open in
 Colab / Kaggle" buttons under its title, and a first code cell that installs the course where the
 kernel lacks it (``bootstrap_cell.py``, one template for all notebooks: the build writes the
-repository and ref of :mod:`lmcourse.links` over its ``REPOSITORY, REF = ...`` line).
+repository and ref of :mod:`lmcourse.commands.links` over its ``REPOSITORY, REF = ...`` line).
 
 The cell is a locked nbgrader cell (``grade_id`` ``bootstrap``, no points): the grader restores it
 like the setup cell, and with lmcourse importable it only runs ``import lmcourse``.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import links
+from ..commands import links
 from ..grading.prepare import BOOTSTRAP_ID as GRADE_ID  # the grader tells this cell apart
 
 TEMPLATE = Path(__file__).with_name("bootstrap_cell.py")

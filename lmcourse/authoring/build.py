@@ -21,7 +21,7 @@ From the masters, :func:`build` writes
 
 Each gets "Open in Colab / Kaggle" buttons under its title and, before its first code cell, the
 locked set-up cell that installs the course on a fresh Colab or Kaggle runtime
-(:mod:`lmcourse.authoring.bootstrap`; the repository and ref come from :mod:`lmcourse.links`).
+(:mod:`lmcourse.authoring.bootstrap`; the repository and ref come from :mod:`lmcourse.commands.links`).
 
 A stub in the student notebook names its exercise and what to write
 (``raise NotImplementedError("Exercise 2: write count_ngrams here, then run the test cell below")``,
@@ -43,9 +43,9 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from ..commands.paths import repo_root
 from ..grading.nbgrader_cli import run_nbgrader
 from ..marking import notebooks, standins
-from ..paths import repo_root
 from . import bootstrap
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}

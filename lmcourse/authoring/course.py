@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nbformat
 
+from ..commands.paths import repo_root
 from ..grading.nbgrader_cli import run_nbgrader
-from ..paths import repo_root
 from .build import MARKER_RE
 
 

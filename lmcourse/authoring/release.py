@@ -84,7 +84,7 @@ def grader_torch() -> str:
     it, without the ``+cpu`` local label), else set-up's default."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..setup_torch import DEFAULT_SPEC
+    from ..commands.setup_torch import DEFAULT_SPEC
 
     try:
         return version("torch").split("+")[0]

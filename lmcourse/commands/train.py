@@ -574,9 +574,9 @@ def _recipe_flags(p: argparse.ArgumentParser, module, what: dict[str, str]) -> N
 def _mlm_description() -> str:
     from ..recipes import mlm
 
-    return ("Train notebook 06's masked language model (lmcourse.nn.mlm.MaskedLM, BERT's 80/10/10 masking of 15 % "
-            "of the words) on the course corpus, one token per word, split by play, with the course's one loop; then "
-            "score it on blanks of the validation plays (top-1 and top-5, against guessing the most frequent "
+    return ("Train notebook 06's masked language model (lmcourse.reference.mlm.MaskedLM, BERT's 80/10/10 masking of "
+            "15 % of the words) on the course corpus, one token per word, split by play, with the course's one loop; "
+            "then score it on blanks of the validation plays (top-1 and top-5, against guessing the most frequent "
             "words), as the notebook does. Sizes by profile (the notebook's, lmcourse.recipes.mlm): "
             + _sizes_text(mlm) + ".")
 
@@ -607,8 +607,9 @@ def _mlm_prepare(a: dict, profile: str, prog: str) -> Job:
     import torch
 
     from ..data import encode_text, get_batch, load_shakespeare
-    from ..nn.mlm import MaskedLM, MLMConfig, mask_tokens
+    from ..nn.mlm import MLMConfig
     from ..recipes import mlm
+    from ..reference.mlm import MaskedLM, mask_tokens
     from ..tokenizers import SPECIALS, WordTokenizer
 
     r = _recipe_with(mlm.recipe(profile), a)

@@ -149,7 +149,7 @@ def build_zip(assignment: str, dest: Path, limits: Limits | None = None, hidden_
               sandbox: str = "auto", root: Path | None = None) -> list[str]:
     """Write the autograder zip to ``dest`` (the same bytes for the same course: entries sorted,
     fixed timestamps). Returns the entry names."""
-    from ..paths import repo_root
+    from ..commands.paths import repo_root
 
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden visibility {hidden_visibility!r}: one of {', '.join(VISIBILITIES)}")
@@ -383,7 +383,7 @@ def run(root: Path) -> int:
 
     cfg = _config(root)
     asg = cfg["assignment"]
-    os.chdir(root / "source" / "course")   # where the grader finds the course (lmcourse.paths.repo_root)
+    os.chdir(root / "source" / "course")   # where the grader finds the course (lmcourse.commands.paths.repo_root)
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -418,7 +418,7 @@ def run(root: Path) -> int:
 def main(argv: list[str], prog: str = "lmcourse grade gradescope") -> int:
     import argparse
 
-    from ..paths import CourseRepoNotFound
+    from ..commands.paths import CourseRepoNotFound
     from .limits import flags as limit_flags
 
     p = argparse.ArgumentParser(prog=prog, description="write a Gradescope autograder zip for an assignment "

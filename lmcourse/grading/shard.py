@@ -211,7 +211,7 @@ def _write_gradebook(assignment: str, order: list[str], out: Path, db: Path) -> 
 def main(argv: list[str], prog: str = "lmcourse grade merge") -> int:
     import argparse
 
-    from ..paths import CourseRepoNotFound, repo_root
+    from ..commands.paths import CourseRepoNotFound, repo_root
 
     p = argparse.ArgumentParser(prog=prog, description="join the folders of `lmcourse grade --shard K/N` runs "
                                 "into the grades.csv, feedback and gradebook one run of the whole class writes")

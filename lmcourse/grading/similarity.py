@@ -227,7 +227,7 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
 def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
     import argparse
 
-    from ..paths import CourseRepoNotFound, repo_root
+    from ..commands.paths import CourseRepoNotFound, repo_root
     from .similarity_report import write_outputs
 
     def share(text: str) -> float:

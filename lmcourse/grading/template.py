@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..paths import repo_root
+from ..commands.paths import repo_root
 from .nbgrader_cli import run_nbgrader
 
 # the stub class the config imports (NamedStubs): read as text, part of the release's fingerprint

@@ -22,8 +22,8 @@ from torch.utils._pytree import tree_leaves
 
 import lmcourse.nn.block
 import lmcourse.nn.gpt
-import lmcourse.nn.mlm
 import lmcourse.nn.seq2seq
+import lmcourse.reference.mlm
 from lmcourse.nn.attention import AttentionConfig, CausalSelfAttention
 
 __all__ = ["BACK_DOORS", "MLP", "Block", "DeviceLog", "Embeddings", "HELPERS", "LayerNorm", "NORMS", "REFERENCE",
@@ -163,6 +163,6 @@ class DeviceLog(TorchDispatchMode):
 # the course's other models do some of 04's work in their own code, on any object with the
 # right attributes: GPT.forward and MaskedLM.forward add embeddings (blocks and heads set to
 # identities), seq2seq's EncoderBlock.forward is a pre-LN block and its encode embeds
-BACK_DOORS = (lmcourse.nn.gpt.GPT, lmcourse.nn.mlm.MaskedLM, lmcourse.nn.seq2seq)
+BACK_DOORS = (lmcourse.nn.gpt.GPT, lmcourse.reference.mlm.MaskedLM, lmcourse.nn.seq2seq)
 HELPERS = (layer_norm, sinusoidal_positions, mlp_formula)
 REFERENCE = (lmcourse.nn.block, nn.TransformerEncoderLayer, *BACK_DOORS, *HELPERS)

@@ -13,8 +13,9 @@ The zip holds:
 
 - ``setup.sh``: installs Python's venv and bubblewrap with apt, the CPU build of torch (pinned)
   from PyTorch's CPU wheel index, then the course package from ``course/`` with every other
-  dependency pinned to this machine's versions (``constraints.txt``); then ``prepare`` below
-  (the assignment's release and the corpus, made once in the image, not per submission);
+  dependency pinned to this machine's versions (``constraints.txt``); then
+  ``write_autograder_files`` below (the assignment's release and the corpus, made once in the
+  image, not per submission);
 - ``run_autograder``: ``run`` below: the uploaded notebook put where :func:`.grade.grade` finds
   it (nbgrader's ``submitted/`` layout, one student), graded with the zip's limits, and
   ``results.json`` written from the :class:`.result.Result` and the autograded notebook;
@@ -328,7 +329,7 @@ def _config(root: Path) -> dict:
     return json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
 
 
-def prepare(root: Path) -> None:
+def write_autograder_files(root: Path) -> None:
     """At image build (setup.sh): the assignment's release and the corpus, once."""
     from .. import data
     from . import sandbox
@@ -471,7 +472,7 @@ if __name__ == "__main__":     # inside the container: setup.sh and run_autograd
     skip_uri_grammar()
     command, where = sys.argv[1], Path(sys.argv[2] if len(sys.argv) > 2 else os.environ.get(ROOT_ENV, "/autograder"))
     if command == "prepare":
-        prepare(where)
+        write_autograder_files(where)
         sys.exit(0)
     if command == "run":
         sys.exit(run(where))

@@ -223,7 +223,7 @@ def _probe() -> tuple[bool, str]:
         return False, "bwrap not found"
     with tempfile.TemporaryDirectory(prefix="lmcourse-probe-") as tmp:
         work = Path(tmp)
-        prepare_work(work, None)
+        make_sandbox_workdir(work, None)
         cmd = [*bwrap_args(work, None), sys.executable, "-c", "import lmcourse.grading"]
         try:
             proc = subprocess.run(cmd, env=_env(INSIDE), capture_output=True, text=True, timeout=60)
@@ -289,7 +289,7 @@ def compile_course() -> None:
         pass
 
 
-def prepare_work(work: Path, uid: int | None) -> None:
+def make_sandbox_workdir(work: Path, uid: int | None) -> None:
     for d in ("home", "tmp", "run"):
         (work / d).mkdir(parents=True, exist_ok=True)
     if uid is not None:
@@ -306,12 +306,12 @@ def command(work: Path, slot: int, withheld: list[Path] | None = None) -> tuple[
     runner = [sys.executable, "-I", str(Path(sandbox_runner.__file__).resolve())]
     if require()[0] == "bubblewrap":
         uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
-        prepare_work(work, uid)
+        make_sandbox_workdir(work, uid)
         argv = [*bwrap_args(work, uid, withheld), *runner, INSIDE]
         if uid is not None:
             argv.append(f"--uid={uid}")
         return argv, _env(INSIDE), str(work)
-    prepare_work(work, None)
+    make_sandbox_workdir(work, None)
     return [*runner, str(work)], _env(str(work)), str(work / "run")
 
 

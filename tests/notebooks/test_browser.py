@@ -65,7 +65,7 @@ def browser():
 def lab(browser, tmp_path):
     """Our student lab on a fresh work folder, on a free port; its log on failure."""
     work = tmp_path / "work"
-    cli.prepare_work(ROOT / "notebooks", work)
+    cli.copy_student_notebooks(ROOT / "notebooks", work)
     port = _free_port()
     cmd, env = cli.lab_command(work, ta=False, root=ROOT, extra=[
         "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"])

@@ -26,10 +26,26 @@ from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import DeviceLog, equal, fields, plain_tensor, tensor
 
-__all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "pair", "shares_close",
-           "spoiled", "stats"]
+__all__ = ["NOTEBOOK", "NN_GPT_WORK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "nn_gpt_work",
+           "pair", "shares_close", "spoiled", "stats"]
 
 _F64 = torch.float64
+
+# what the given GPT (lmcourse.nn.gpt: given code for 06, 07 and 10) has that does this notebook's work, by
+# name, as the module is absent while 05 is graded. GPTConfig is left out on purpose: a dataclass's
+# generated __repr__ shares its code with every other dataclass's, so refusing it would refuse printing any.
+NN_GPT_WORK = ("GPT", "init_gpt_weights", "_init_gpt_weights", "gpt_param_count", "generate", "_generate")
+
+
+def nn_gpt_work() -> tuple:
+    """What :data:`NN_GPT_WORK` names in lmcourse.nn.gpt, or ``()`` where that module is withheld."""
+    import importlib
+
+    try:
+        gpt = importlib.import_module("lmcourse.nn.gpt")
+    except ImportError:
+        return ()
+    return tuple(getattr(gpt, name) for name in NN_GPT_WORK)
 
 
 def _second_line(reason: str, *names: str, extra=()):

@@ -32,7 +32,7 @@ from .block import Block, BlockConfig, LayerNorm, block_param_count
 from .checkpoint import load_model, save_model
 
 __all__ = ["GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "generate", "save_gpt", "load_gpt",
-           "RESIDUAL_PROJECTIONS", "REFERENCE"]
+           "RESIDUAL_PROJECTIONS"]
 
 # parameters that write into the residual stream: scaled by 1/sqrt(2 n_layer) at initialisation
 RESIDUAL_PROJECTIONS = ("attn.c_proj.weight", "mlp.c_proj.weight")
@@ -169,12 +169,6 @@ def _generate(model: nn.Module, idx: Tensor, max_new_tokens: int, temperature: f
             nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)
     return idx
-
-
-# What notebook 05's graded answers must not run (its tests pass these to checks.forbid_calls).
-# GPTConfig is left out on purpose: a dataclass's generated __repr__ shares its code with every
-# other dataclass's, so forbidding it would forbid printing any dataclass.
-REFERENCE = (GPT, init_gpt_weights, _init_gpt_weights, gpt_param_count, generate, _generate)
 
 
 def save_gpt(model: GPT, path: str | Path, vocabulary: list[str] | None = None, **extra) -> Path:

@@ -55,7 +55,7 @@ from .seq2seq_config import Seq2SeqConfig
 
 __all__ = ["Seq2SeqConfig", "padding_mask", "attention_mask", "MaskedSelfAttention", "CrossAttention",
            "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode", "beam_decode",
-           "DecoderLM", "exact_match", "notebook_state", "REFERENCE"]
+           "DecoderLM", "exact_match", "notebook_state"]
 
 
 def padding_mask(x: Tensor, pad_id: int | None = None, max_len: int | None = None) -> Tensor:
@@ -396,8 +396,3 @@ def notebook_state(model: EncoderDecoder) -> dict[str, Tensor]:
         for part, chunk in zip(("q_proj", "k_proj", "v_proj"), value.chunk(3, dim=0)):
             out[f"{head}.{part}.{kind}"] = chunk.clone()
     return out
-
-# What notebook 09's graded answers must not run (its tests pass these to checks.forbid_calls).
-REFERENCE = (padding_mask, attention_mask, _attend, _merge, MaskedSelfAttention, CrossAttention, EncoderBlock,
-             DecoderBlock, EncoderDecoder, init_seq2seq_weights, greedy_decode, _greedy_decode, DecoderLM, beam_decode,
-             exact_match)

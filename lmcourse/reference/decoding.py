@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lmcourse.nn import gpt
+from lmcourse.marking.gpt import nn_gpt_work
 from lmcourse.runtime import same_device
 
 __all__ = ["ANSWERS", "MODULES", "PACKAGES", "REFERENCE", "answer_q1", "answer_q2", "apply_temperature", "beam_search",
@@ -302,7 +302,7 @@ ANSWERS = (apply_temperature, top_k_filter, top_p_filter, epsilon_filter, sample
            generate, _generate, beam_search, _beam_search, cached_forward, _gpt_forward_cached,
            generate_cached, _generate_cached, generate_recompute)
 # the decoding answers, 05's sampling loop (the same work) and the old cells' expected-value helper
-REFERENCE = ANSWERS + tuple(f for f in gpt.REFERENCE if "generate" in f.__name__) + (expected_top_p,)
+REFERENCE = ANSWERS + tuple(f for f in nn_gpt_work() if "generate" in f.__name__) + (expected_top_p,)
 # transformers' generation code does the same work: refused when imported, noticed when imported in a graded call
 MODULES = ("transformers.generation.logits_process", "transformers.generation.utils")
 PACKAGES = ("transformers",)

@@ -345,10 +345,10 @@ def __getattr__(name: str):
         return notebook_state
     if name != "REFERENCE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from lmcourse.nn import seq2seq
+    from lmcourse.marking.encoder_decoder import nn_seq2seq_work
     from lmcourse.reference import decoding as decoding_reference
 
-    return seq2seq.REFERENCE + READY_MADE + DATA + (
+    return nn_seq2seq_work() + READY_MADE + DATA + (
         padding_mask, teacher_forcing, CrossAttention, EncoderBlock, DecoderBlock, EncoderDecoder, greedy_decode,
         exact_match, expected_greedy, expected_cross_attention, expected_encoder_block,
         expected_decoder_block) + decoding_reference.REFERENCE

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lmcourse import checks, decoding
+from lmcourse.marking.gpt import nn_gpt_work
 from lmcourse.nn import gpt, mlm
 from lmcourse.nn.block import Block, BlockConfig, LayerNorm
 from lmcourse.reference.block import DeviceLog  # 04 uses it first; 05-07 name it from here
@@ -169,5 +170,5 @@ def softmax_list(z: list[float]) -> list[float]:
 # the GPT, its initialisation, its parameter count and its sampling loop; the same work done by
 # other notebooks' references (07's generation loops, 06's initialisation); and the helpers
 # above that compute expected values
-REFERENCE = gpt.REFERENCE + tuple(f for f in decoding.REFERENCE if "generate" in f.__name__) + \
+REFERENCE = nn_gpt_work() + tuple(f for f in decoding.REFERENCE if "generate" in f.__name__) + \
     (mlm.init_mlm_weights, reference_gpt, built, softmax_list, GPT, init_weights, gpt_param_count, generate)

@@ -80,6 +80,7 @@ def test_what_the_notebook_still_uses_works():
         # the notebook's own cells: the course's GPT is absent, said in one line
         assert given("lmcourse.nn.gpt", "the demo") is None
         # a graded call's rules are made without the course's GPT
+        assert lmcourse.marking.gpt.nn_gpt_work() == ()
         for ex in load("05_gpt").exercises:
             if ex.rules is not None:
                 with ex.rules():

@@ -157,13 +157,14 @@ def test_save_and_load(tmp_path):
 
 
 def test_reference_is_refused_however_reached(tmp_path):
-    """Notebook 05's tests run graded answers under forbid_calls(*REFERENCE): every route to the
-    reference GPT must be refused — by name, through a subclass, a loader, or a fresh copy of the
+    """What notebook 05's tests refuse of the given GPT (lmcourse.marking.gpt.nn_gpt_work): every route
+    to it must be refused — by name, through a subclass, a loader, or a fresh copy of the
     module loaded with importlib (its code objects equal the original's)."""
     import importlib.util
     import sys
 
     from lmcourse.checks import CheckFailed, forbid_calls
+    from lmcourse.marking.gpt import nn_gpt_work
     from lmcourse.nn import gpt as ref
 
     cfg = small()
@@ -194,8 +195,8 @@ def test_reference_is_refused_however_reached(tmp_path):
     }
     for name, route in routes.items():
         try:
-            with forbid_calls(*ref.REFERENCE):
+            with forbid_calls(*nn_gpt_work()):
                 route()
         except CheckFailed:
             continue
-        pytest.fail(f"the reference ran under forbid_calls(*REFERENCE), reached through {name}")
+        pytest.fail(f"the given GPT ran under forbid_calls(*nn_gpt_work()), reached through {name}")

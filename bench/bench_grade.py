@@ -4,7 +4,7 @@
 
 N submissions of notebook 01 (half correct, half with a wrong answer) are graded twice:
 1. plain nbgrader: one temporary course, `nbgrader autograde 01_ngram` (serial, no feedback);
-2. `lmcourse grade 01_ngram -j J --force` (sandbox, checks, guards, limits, feedback and
+2. `lmcourse grade 01_ngram -j J --force` (sandbox, checks, limits, feedback and
    the gradebook writes included; the sandbox in force is printed).
 Both start from the same state, untimed: the assignment generated once (nbgrader's
 `generate_assignment` for 1; for 2 the same command, which `lmcourse grade` caches per `--out`)

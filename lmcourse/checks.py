@@ -13,14 +13,13 @@ A verdict cannot be forged from student code: values are read by exact type into
 numbers, strings and containers first (:func:`_plain`: a subclass or an object whose
 ``__eq__`` / ``__float__`` lies is never asked anything; a tensor subclass is refused; tensors
 are read with torch's function modes off), so nothing the student wrote runs while a helper
-decides. Each helper announces itself (``sys.audit("lmcourse.check")``): under the grader the
-tamper guard (``lmcourse.grading.guard``) then verifies and restores everything the helper
-uses (this module, ``math``, ``builtins``, ``torch``) before it decides.
+decides. (The autograder's verdicts are not made here at all: it judges records outside the
+kernel, :mod:`lmcourse.marking`; these helpers serve the visible checks and older notebooks.)
+The refusals a graded call runs under are :mod:`lmcourse.marking.refusals`.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import linecache
 import math
@@ -29,18 +28,19 @@ import sys
 import sysconfig
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
-_audit = sys.audit      # bound at import: the guard's cue that a verdict is about to be reached
+from .moved import read_through
 
-
-# what a test cell may use (the grader's guard reports and verifies calls of these names); the
-# rules of a graded call are composed from the enforcement half by lmcourse.rules
 __all__ = ["CheckFailed", "PASS_LINE", "call_checked", "check", "check_choice", "check_close", "check_dist_close",
            "check_distribution", "check_equal", "check_shape", "check_tensor_close", "check_type",
-           "forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code",
-           "python_decompositions", "substitute", "visible_checks_pass"]
+           "visible_checks_pass"]
+
+# the refusals a graded call runs under moved to their own module; notebooks built before the move
+# read them from here
+__getattr__ = read_through(__name__, "lmcourse.marking.refusals", (
+    "forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code",
+    "python_decompositions", "substitute"))
 
 
 class CheckFailed(AssertionError):
@@ -50,8 +50,7 @@ class CheckFailed(AssertionError):
         """What IPython (JupyterLab, nbclient, nbgrader) shows for a failed check: the message
         first, then the lines of the notebook's own code that led to it, without this module's
         frames. It never raises (IPython would then print no error output) and decides nothing:
-        the error output is there whatever it returns, and nbgrader scores by that output. The
-        method is part of this module's classes, which the grader's guard verifies and restores."""
+        the error output is there whatever it returns, and nbgrader scores by that output."""
         head = f"\x1b[31m{_type_name(type(self))}\x1b[0m"
         try:
             head += f": {BaseException.__str__(self)}"
@@ -224,7 +223,6 @@ def _plain(x: Any, depth: int = 0) -> Any:
 def check(condition: bool, message: str) -> None:
     """Plain assertion with a teaching message (works under ``python -O`` too)."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     value = _plain(condition)
     if type(value) is _Opaque:
         torch = _tensor(condition)
@@ -243,13 +241,11 @@ PASS_LINE = "the visible checks pass (the autograder also runs hidden tests)"
 def visible_checks_pass(name: str) -> None:
     """The last line of a test cell's visible part: says that it ran and passed (silence reads as
     "did it run?"), and that a pass here is not yet the grade."""
-    _audit("lmcourse.check")
     print(f"{name}: {PASS_LINE}")
 
 
 def check_type(value: Any, types: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     if not issubclass(type(value), types):       # the real type, not what __class__ claims
         want = _type_name(types) if isinstance(types, type) else " or ".join(_type_name(t) for t in types)
         _fail(f"{name} should be a {want}, but it is {_a(type(value))}", hint)
@@ -261,7 +257,6 @@ def check_choice(answer: Any, letters: str, name: str, correct: str | None = Non
     holds (never through a subclass's own ``strip``/``upper``/``__eq__``), and a wrong letter is
     never told the right one: feedback pages go to students who may still have an extension."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     quoted = [f'"{c}"' for c in letters]
     options = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
     if not issubclass(type(answer), str):
@@ -280,7 +275,6 @@ def check_choice(answer: Any, letters: str, name: str, correct: str | None = Non
 
 def check_equal(actual: Any, expected: Any, name: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     if type(actual) is not type(expected) and not (_is_number(actual) and _is_number(expected)):
         if not (issubclass(type(actual), dict) and issubclass(type(expected), dict)):
             if not (issubclass(type(actual), (list, tuple)) and issubclass(type(expected), (list, tuple))):
@@ -320,7 +314,6 @@ def check_close(actual: Any, expected: float, name: str, rel: float = 1e-9, abs_
                 hint: str | None = None) -> None:
     """A single number, compared with an explicit tolerance; infinities must match exactly."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     if not _is_number(actual):
         torch = _tensor(actual)
         if torch is not None:       # a tensor where a float is wanted: its shape, and what to call
@@ -367,7 +360,6 @@ def _as_dict(value: Any, name: str, hint: str | None) -> dict:
 def check_distribution(dist: Mapping, name: str, tol: float = 1e-9, hint: str | None = None) -> None:
     """A dict of probabilities: non-negative, finite, summing to 1."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     dist = _as_dict(dist, name, None)
     if not dist:
         _fail(f"{name} is empty; a distribution needs at least one outcome", hint)
@@ -383,7 +375,6 @@ def check_dist_close(actual: Mapping, expected: Mapping, name: str, tol: float =
                      hint: str | None = None) -> None:
     """Two distributions over the same outcomes, entry by entry."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     actual, expected = _as_dict(actual, name, None), _as_dict(expected, name, None)
     _same_keys(actual, expected, name, hint)
     for k, e in expected.items():
@@ -428,7 +419,6 @@ def _raw(torch):
 def check_shape(actual: Any, expected: tuple, name: str, hint: str | None = None) -> None:
     """A tensor (a numpy array or a torch tensor, exactly) of exactly the expected shape."""
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     torch, np = _tensor(actual), sys.modules.get("numpy")
     if torch is not None:
         with _raw(torch):
@@ -450,7 +440,6 @@ def check_tensor_close(actual: Any, expected: Any, name: str, atol: float = 1e-8
     the values are nan or the shapes differ.
     """
     __tracebackhide__ = True  # IPython leaves this frame out of a failing check's traceback
-    _audit("lmcourse.check")
     import torch
 
     if _tensor(actual) is None:
@@ -505,324 +494,3 @@ def call_checked(fn, *args, name: str | None = None, hint: str | None = None, **
         raise
     except Exception as exc:
         raise CheckFailed(f"{label} raised {type(exc).__name__}: {exc}" + (f" — {hint}" if hint else "")) from exc
-
-
-@contextlib.contextmanager
-def forbid_torch_functions(*name_substrings: str, reason: str = "a graded answer must be your own code"):
-    """Within the block, calling any torch function whose ``__name__`` contains one of
-    ``name_substrings`` raises :class:`CheckFailed`, however it is reached: ``torch.X``,
-    ``torch._VF.X``, ``torch._C._VariableFunctions.X``, ``torch.ops.aten.X`` or an ``nn`` module
-    that calls it (e.g. ``forbid_torch_functions("rnn_tanh")`` blocks ``nn.RNN``). A
-    :class:`torch.overrides.TorchFunctionMode`, so rebinding names cannot get around it."""
-    from torch.overrides import TorchFunctionMode
-
-    class _Forbid(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = getattr(func, "__name__", "")
-            if any(s in name for s in name_substrings):
-                raise CheckFailed(f"your code called torch.{name}: {reason}")
-            return func(*args, **(kwargs or {}))
-
-    with _Forbid():
-        yield
-
-
-def _code_objects(target: Any, found: dict, label: str, home: str | None = None) -> None:
-    """Every code object that running ``target`` may execute: a function's own code and the
-    functions nested in it; for a class, every function in its own body (not its bases');
-    for a module, every function and class defined in it.
-
-    Only code written in the target's own source file counts (``home``): a decorator's wrapper
-    or a dataclass's generated ``__repr__`` is shared with every other decorated function or
-    dataclass, and forbidding it would forbid them all."""
-    import inspect
-    import sys
-    import types
-
-    if isinstance(target, types.ModuleType):
-        home = getattr(target, "__file__", None)
-        for name, obj in vars(target).items():
-            if getattr(obj, "__module__", None) == target.__name__:
-                _code_objects(obj, found, f"{target.__name__}.{name}", home)
-        return
-    if isinstance(target, type):
-        home = home or getattr(sys.modules.get(target.__module__), "__file__", None)
-        for name, obj in vars(target).items():
-            if isinstance(obj, (staticmethod, classmethod)):
-                obj = obj.__func__
-            elif isinstance(obj, property):
-                for f in (obj.fget, obj.fset, obj.fdel):
-                    if f is not None:
-                        _code_objects(f, found, f"{label}.{name}", home)
-                continue
-            if isinstance(obj, (types.FunctionType, type)) or hasattr(obj, "__wrapped__"):
-                _code_objects(obj, found, f"{label}.{name}", home)
-        return
-    try:
-        target = inspect.unwrap(getattr(target, "__func__", target))  # through functools.wraps
-    except ValueError:  # a __wrapped__ cycle
-        pass
-    code = getattr(target, "__code__", None)
-    if isinstance(code, types.CodeType):
-        if home is not None and code.co_filename != home:
-            return
-        stack = [code]
-        while stack:
-            c = stack.pop()
-            found.setdefault(c, label)
-            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    elif callable(target) and home is None:  # a builtin (C) function, recognised by identity
-        found.setdefault(target, label)
-
-
-_type_module = type.__dict__["__module__"].__get__     # a metaclass cannot lie about these
-_type_mro = type.__dict__["__mro__"].__get__
-_type_dict = type.__dict__["__dict__"].__get__
-
-
-def _whose(package: str) -> str:
-    return package + ("'" if package.endswith("s") else "'s")
-
-
-def _package_of(name: Any, packages: tuple[str, ...]) -> str | None:
-    if type(name) is not str:
-        return None
-    return next((p for p in packages if name == p or name.startswith(p + ".")), None)
-
-
-def _compiled_owners(packages: tuple[str, ...]) -> tuple[dict, dict]:
-    """What compiled code of the packages (``tiktoken``: its Rust core) a C call can belong to:
-    ``{id: (module, package)}`` of their loaded modules and ``{id: (type, package)}`` of the types
-    those modules hold (found by membership: tiktoken's ``CoreBPE`` says its ``__module__`` is
-    ``builtins``)."""
-    modules: dict = {}
-    kinds: dict = {}
-    for name, m in list(sys.modules.items()):
-        package = _package_of(name, packages)
-        if package is not None and m is not None:
-            modules[id(m)] = (m, package)
-            for v in list(getattr(m, "__dict__", {}).values()):
-                # a type the package defines (not one it imported: str, Enum), compiled ones included
-                where = _type_module(v) if isinstance(v, type) else None
-                if where is not None and (_package_of(where, packages) is not None or (
-                        where == "builtins" and getattr(builtins, _type_name(v), None) is not v)):
-                    kinds.setdefault(id(v), (v, package))
-    return modules, kinds
-
-
-def _compiled_call(arg: Any, packages: tuple[str, ...], modules: dict, kinds: dict, verdicts: dict) -> str | None:
-    """The label of a C call (``arg``: the builtin function or bound method the profile reports)
-    that is the compiled code of one of ``packages``, or ``None``: a function of one of their
-    modules, or a method defined by one of their types (called on an instance, a subclass's
-    instance or the type itself). The verdict per type is cached in ``verdicts``."""
-    owner = getattr(arg, "__self__", None)
-    name = getattr(arg, "__name__", None)
-    t = type(owner)
-    if t is ModuleType:
-        hit = modules.get(id(owner))
-        return f"{_whose(hit[1])} compiled {getattr(owner, '__name__', '?')}.{name}" if hit is not None else None
-    if isinstance(owner, type):       # a classmethod, a staticmethod, __new__: the type is the owner
-        t = owner
-    verdict = verdicts.get(id(t))
-    if verdict is None:               # the classes of t's MRO that are the packages' ({id: package})
-        ours = {}
-        for c in _type_mro(t):
-            package = kinds[id(c)][1] if id(c) in kinds else _package_of(_type_module(c), packages)
-            if package is not None:
-                ours[id(c)] = package
-        verdicts[id(t)] = verdict = (t, ours)      # (t kept alive: its id stays its own)
-    if not verdict[1] or type(name) is not str:
-        return None
-    for c in _type_mro(t):            # the class that defines the method: is it one of the packages'?
-        if name in _type_dict(c):
-            package = verdict[1].get(id(c))
-            return f"{_whose(package)} compiled {_type_name(c)}.{name}" if package is not None else None
-    return None
-
-
-@contextlib.contextmanager
-def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own code", packages: tuple[str, ...] = ()):
-    """Within the block, running the code of any target raises :class:`CheckFailed`, however the
-    code was reached: the original name, an alias (``from m import f as g``), a reference saved
-    before the block, a subclass, an instance made earlier. A target is a function, a class
-    (every function in its body) or a module (every function and class defined in it).
-    ``packages`` (installed packages, e.g. ``("tiktoken",)``): their compiled code is refused too,
-    a C function of one of their loaded modules or a C method defined by a type one of them
-    holds (tiktoken's ``CoreBPE.encode``, on an object made before the block or inside it).
-
-    It watches what runs (a ``sys.setprofile`` hook on code objects), not names, so rebinding
-    cannot get around it. A call is also remembered, and the block raises on exit if the student
-    code caught the first error and carried on. A compiled call of ``packages`` is noted and fails
-    the block when it ends. (Compiled code reached only from other compiled code,
-    ``map(core.encode, texts)``, and a compiled type's constructor raise no profile event.)
-    """
-    import sys
-
-    codes: dict = {}
-    for t in targets:
-        _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
-    seen: list[str] = []
-    previous = sys.getprofile()
-    packages = tuple(packages)
-    modules, kinds = _compiled_owners(packages) if packages else ({}, {})
-    verdicts: dict = {}
-
-    def _profile(frame, event, arg):
-        if event == "call":
-            label = codes.get(frame.f_code)
-        elif event == "c_call":
-            label = codes.get(arg) if _hashable(arg) else None
-            if label is None and packages:
-                compiled = _compiled_call(arg, packages, modules, kinds, verdicts)
-                if compiled is not None:
-                    # noted, and the block fails when it ends: an error raised here, on the student's
-                    # own frame, would switch the profile off (CPython's answer to a failing profile)
-                    seen.append(compiled)
-        else:
-            label = None
-        if previous is not None:
-            previous(frame, event, arg)
-        if label is not None:
-            seen.append(label)
-            raise CheckFailed(f"your code called {label}: {reason}")
-
-    sys.setprofile(_profile)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-    if seen:
-        raise CheckFailed(f"your code called {seen[0]}: {reason}")
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def substitute(namespace: dict, **objects: Any):
-    """Within the block, ``namespace[name]`` is ``objects[name]``; afterwards every name is bound
-    as before (or unbound again). A test cell runs a student's function with the reference
-    versions of the earlier graded functions it calls (``substitute(globals(), pad_sentence=ref)``)
-    so that a slip in an earlier exercise costs its own points only."""
-    missing = object()
-    saved = {name: namespace.get(name, missing) for name in objects}
-    namespace.update(objects)
-    try:
-        yield
-    finally:
-        for name, old in saved.items():
-            if old is missing:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = old
-
-
-@contextlib.contextmanager
-def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answer must be your own code"):
-    """The rules of a graded answer, enforced by what runs. Within the block:
-
-    * no torch function whose name contains one of ``torch_names`` runs, however it is reached
-      (:func:`forbid_torch_functions`; e.g. ``own_code("softmax")`` blocks ``torch.softmax``,
-      ``x.softmax``, ``F.softmax``, ``nn.Softmax``, ``x.log_softmax(d).exp()``, ``torch._softmax``,
-      ``torch.special.softmax``), and a call to such a function straight from Python is noticed
-      even with torch's function modes switched off (``torch._C.DisableTorchFunction``);
-    * none of the code of ``calls`` runs (:func:`forbid_calls`: the course's reference held under
-      any name).
-    """
-    import sys
-
-    seen: list[str] = []
-    previous = None
-
-    def _profile(frame, event, arg):
-        if previous is not None:
-            previous(frame, event, arg)
-        if event == "c_call" and any(s in getattr(arg, "__name__", "") for s in torch_names):
-            owner = getattr(arg, "__self__", None)
-            where = [getattr(arg, "__module__", None), type(owner).__module__,
-                     getattr(owner, "__module__", None), getattr(owner, "__name__", None)]
-            if any(isinstance(w, str) and w.startswith("torch") for w in where):
-                seen.append(arg.__name__)
-        elif event == "call" and frame.f_code.co_name == "__call__":  # torch.ops.aten.X.default(...)
-            op = frame.f_locals.get("self")
-            name = getattr(op, "__name__", "")
-            if type(op).__module__ == "torch._ops" and isinstance(name, str) and any(s in name for s in torch_names):
-                seen.append(name)
-
-    with forbid_torch_functions(*torch_names, reason=reason), forbid_calls(*calls, reason=reason):
-        previous = sys.getprofile()
-        sys.setprofile(_profile if torch_names else previous)
-        try:
-            yield
-        finally:
-            sys.setprofile(previous)
-    if seen:
-        raise CheckFailed(f"your code called torch.{seen[0]}: {reason}")
-
-
-def python_decompositions(*name_substrings: str) -> tuple:
-    """torch's own versions of operations written in Python (``torch._refs``, ``torch._decomp``)
-    whose names contain one of ``name_substrings``, unwrapped: pass them to :func:`forbid_calls`
-    so that a graded answer cannot reach a ready-made operation through them."""
-    import inspect
-
-    import torch._decomp.decompositions
-    import torch._refs
-    import torch._refs.nn.functional
-
-    found = []
-    for module in (torch._refs, torch._refs.nn.functional, torch._decomp.decompositions):
-        for name, obj in vars(module).items():
-            if callable(obj) and any(s in name for s in name_substrings):
-                found.append(inspect.unwrap(obj))
-    return tuple(found)
-
-
-@contextlib.contextmanager
-def forbid_kernels(*name_substrings: str, reason: str = "a graded answer must be your own code"):
-    """Within the block, no ATen kernel whose name contains one of ``name_substrings`` runs: a
-    ``TorchDispatchMode`` refuses it at the dispatcher, where every route ends (TorchScript and
-    other compiled code included). A refusal is remembered, so catching the error does not help:
-    the block raises on exit."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    refused: list[str] = []
-
-    class _Refuse(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if any(s in func.__name__ for s in name_substrings):
-                refused.append(func.__name__)
-                raise CheckFailed(f"your code ran torch's {func.__name__}: {reason}")
-            return func(*args, **(kwargs or {}))
-
-    with _Refuse():
-        yield
-    if refused:
-        raise CheckFailed(f"your code ran torch's {refused[0]}: {reason}")
-
-
-@contextlib.contextmanager
-def forbid_references(*targets: Any, allowed: tuple = (), modules: tuple[str, ...] = (),
-                      packages: tuple[str, ...] = (), reason: str = "a graded answer must be your own code"):
-    """The rules a test cell states once for all its checks: within the block, the code of every
-    target but those in ``allowed`` (the stand-ins the test itself runs) is refused as
-    :func:`forbid_calls` refuses it, and so is every module named in ``modules`` that is imported
-    already, and the compiled code of ``packages`` (:func:`forbid_calls`'s ``packages``: a method of
-    tiktoken's Rust core, called on an object made before the block or inside it); a package of
-    ``packages`` first imported inside the block fails the test on exit
-    (``forbid_references(*lmcourse.decoding.REFERENCE, allowed=(ref.sample_next,),
-    modules=("transformers.generation.utils",), packages=("transformers",), reason=...)``)."""
-    import sys
-
-    refused = [t for t in targets if t not in allowed]
-    refused += [sys.modules[m] for m in modules if m in sys.modules]
-    had = {p for p in packages if p in sys.modules}
-    with forbid_calls(*refused, reason=reason, packages=packages):
-        yield
-    for p in packages:
-        check(p in had or p not in sys.modules, f"your code imported {p}: {reason}")

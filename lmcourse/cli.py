@@ -2,9 +2,7 @@
 
 Kept because the console script installed before the move names ``lmcourse.cli:main`` (an
 editable install is not re-run on ``git pull``), and TAs' scripts import it: no warning here.
-Every name is read from the new module (PEP 562). This stays a module of its own, named
-``lmcourse.cli``, rather than the new module under a second name: a graded kernel's guard
-checks that each module set on the package carries the name it is set under.
+Every name is read from the new module (PEP 562).
 """
 
 import sys

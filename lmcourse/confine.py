@@ -20,7 +20,8 @@ It is a ``sys.addaudithook`` hook (CPython raises these audit events for every o
 operations, Python or C, and an audit hook cannot be removed), plus, for threads, a gate in
 ``_thread.start_new_thread`` (Python 3.11 audits no thread start), installed once on import and
 gated by a per-thread table held in its closure (a student who digs that closure out with ``gc``
-before the graded call can still empty it: the tamper guard's business, not this module's).
+before the graded call can still empty it; what that lets through is a third-party equivalent,
+for the source scan and the similarity report: the verdict is made outside the kernel).
 The refusal is a :class:`Confined` error that says what was refused and why.
 
 A thread that a student's code started *before* the graded call (a worker pool warmed at the top
@@ -46,7 +47,7 @@ event the hook itself answers, with its state in the hook's closure only: nothin
 Limits: a copy made outside a graded call (at the top of an answer cell) or typed by hand is
 not refused here; that is for the TA's similarity report. Outside a graded kernel (``arm`` not
 called: a student's own JupyterLab, these tests) a process started before a graded call is not
-refused; a process started through ``ctypes`` (``libc.fork``) is the tamper guard's business.
+refused; a process started through ``ctypes`` (``libc.fork``) is not (the scan flags ``ctypes``).
 """
 
 from __future__ import annotations

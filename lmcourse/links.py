@@ -1,9 +1,7 @@
 """Old home of where the course lives on the web, now :mod:`lmcourse.commands.links` (deprecated name).
 
 Kept for TAs' and authors' scripts written against the old layout.
-Every name is read from the new module (PEP 562). This stays a module of its own, named
-``lmcourse.links``, rather than the new module under a second name: a graded kernel's guard
-checks that each module set on the package carries the name it is set under.
+Every name is read from the new module (PEP 562).
 """
 
 import sys

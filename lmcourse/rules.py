@@ -11,7 +11,7 @@ mistake costs once), none of the code of ``references`` runs however it is reach
 function (or compiled kernel) whose name contains one of ``torch`` (``kernels``) runs, and no
 Python code of the libraries in ``libraries`` (by default :data:`LIBRARIES`) runs: a library's own
 implementation of an exercise (transformers' ``VitDetLayerNorm.forward`` for a layer norm) is
-refused wherever in the library it lives. The primitives live in :mod:`lmcourse.checks`, but for
+refused wherever in the library it lives. The primitives live in :mod:`lmcourse.marking.refusals`, but for
 that last one (:func:`forbid_library_code`); this module composes them, so the graded-call
 context has one home: :meth:`Rules.__enter__`.
 """
@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from lmcourse import checks, confine
+from lmcourse.marking import refusals
 
 __all__ = ["LIBRARIES", "OWN", "Rules", "forbid_library_code", "rules"]
 
@@ -63,7 +64,7 @@ def forbid_library_code(*names: str, reason: str = OWN):
     """Within the block, running any Python function whose file lies in one of the libraries
     ``names`` (installed packages, e.g. ``"transformers"``) raises :class:`checks.CheckFailed`,
     however the function was reached; code the import system runs is let through. Like
-    :func:`checks.forbid_calls`, a refusal the student code caught still fails on exit."""
+    :func:`refusals.forbid_calls`, a refusal the student code caught still fails on exit."""
     dirs = _library_dirs(names)
     if not dirs:        # none of them installed: nothing can run
         yield
@@ -125,20 +126,20 @@ class Rules:
         stack = contextlib.ExitStack()
         with stack:     # a rule that fails to start leaves the ones before it undone
             if self.substitute:
-                stack.enter_context(checks.substitute(self.namespace, **self.substitute))
+                stack.enter_context(refusals.substitute(self.namespace, **self.substitute))
             # torch names and modules / packages / stand-ins combine: each rule stated is entered
             wider = bool(self.modules or self.packages or self.allowed)
             if self.torch:
-                stack.enter_context(checks.own_code(*self.torch, calls=() if wider else self.references,
+                stack.enter_context(refusals.own_code(*self.torch, calls=() if wider else self.references,
                                                     reason=self.reason))
             if wider:
-                stack.enter_context(checks.forbid_references(*self.references, allowed=self.allowed,
+                stack.enter_context(refusals.forbid_references(*self.references, allowed=self.allowed,
                                                              modules=self.modules, packages=self.packages,
                                                              reason=self.reason))
             elif not self.torch:
-                stack.enter_context(checks.forbid_calls(*self.references, reason=self.reason))
+                stack.enter_context(refusals.forbid_calls(*self.references, reason=self.reason))
             if self.kernels:
-                stack.enter_context(checks.forbid_kernels(*self.kernels, reason=self.reason))
+                stack.enter_context(refusals.forbid_kernels(*self.kernels, reason=self.reason))
             if self.libraries:
                 stack.enter_context(forbid_library_code(*self.libraries, reason=self.reason))
             # the rules above watch this thread: no other thread or process, no copy of course source

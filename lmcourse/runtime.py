@@ -395,8 +395,8 @@ def _name_error_handler(notebook: Path):
 
 def install_name_error_hints() -> bool:
     """In a student's JupyterLab, a ``NameError`` for a name one of the notebook's exercises
-    defines says which exercise to run first. Never under nbgrader (validate or autograde: the
-    grader's guard allows no exception handler) and never over another handler."""
+    defines says which exercise to run first. Never under nbgrader (validate or autograde: a
+    graded notebook shows the plain error) and never over another handler."""
     if is_autograding():
         return False
     ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()

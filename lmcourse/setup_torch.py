@@ -3,7 +3,7 @@
 Kept because notebooks already in students' hands run ``python -m lmcourse.setup_torch`` in their
 first cell, and older set-up notes run ``python lmcourse/setup_torch.py``. Run either way, it runs
 the new file as a script (by its path: the package may not be importable yet); imported, every name
-is read from the new module (a module of its own name, as a graded kernel's guard wants).
+is read from the new module.
 """
 
 

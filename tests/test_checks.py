@@ -59,7 +59,9 @@ def test_forbid_torch_functions_blocks_every_route_and_restores():
         "nn.LSTM": lambda: nn.LSTM(3, 4)(x[None]),
         "nn.GRUCell": lambda: nn.GRUCell(3, 4)(x),
     }
-    with checks.forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason="do it yourself"):
+    from lmcourse.marking.refusals import forbid_torch_functions
+
+    with forbid_torch_functions("rnn_tanh", "rnn_relu", "lstm", "gru", reason="do it yourself"):
         for route, call in routes.items():
             with pytest.raises(CheckFailed, match=r"your code called torch\.\w+") as info:
                 call()
@@ -221,72 +223,13 @@ def test_a_passing_visible_part_says_so(capsys):
     assert capsys.readouterr().out == "softmax: the visible checks pass (the autograder also runs hidden tests)\n"
 
 
-def _course_modules_named(source: str) -> set[str]:
-    """The lmcourse modules a cell's code names: imports, and dotted names from ``lmcourse``."""
-    import ast
-    import importlib
+@pytest.mark.parametrize("name", ["forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions",
+                                  "own_code", "python_decompositions", "substitute"])
+def test_the_refusals_moved_out_and_old_notebooks_still_find_them(name):
+    """The refusals of a graded call live in lmcourse.marking.refusals; test cells of notebooks built
+    before the move read them from lmcourse.checks, which still answers, with a warning naming the new home."""
+    from lmcourse.marking import refusals
 
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lmcourse"):
-            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-        elif isinstance(node, ast.Import):
-            names |= {a.name for a in node.names if a.name.startswith("lmcourse")}
-        elif isinstance(node, ast.Attribute):
-            parts, x = [node.attr], node.value
-            while isinstance(x, ast.Attribute):
-                parts, x = [x.attr, *parts], x.value
-            if isinstance(x, ast.Name) and x.id == "lmcourse":
-                names.add(".".join(["lmcourse", *parts]))
-    modules = set()
-    for name in names:           # the longest prefix that is a module
-        parts = name.split(".")
-        for k in range(len(parts), 0, -1):
-            try:
-                modules.add(importlib.import_module(".".join(parts[:k])).__name__)
-                break
-            except ImportError:
-                continue
-    return modules
-
-
-def test_the_guarded_surface_covers_what_setup_and_test_cells_name():
-    """Issue 21: the grader's guarded surface (lmcourse.grading.guard.surface_modules) is an explicit
-    list (every lmcourse.reference and lmcourse.nn module, the check helpers and rules, the library
-    modules the notebooks import, and what they hold), not every module but a few; every lmcourse
-    module a master's setup or test cell names is in it, for a notebook with torch and for one
-    without (01: guard.install(heavy=False), in a fresh interpreter, as in a kernel)."""
-    import json
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import nbformat
-
-    from lmcourse.grading import guard
-    from lmcourse.grading.prepare import uses_torch
-
-    heavy = set(guard.surface_modules(True))
-    light, loaded = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json, sys; from lmcourse.grading.guard import surface_modules; "
-                               "print(json.dumps([surface_modules(False), 'torch' in sys.modules]))"],
-        capture_output=True, text=True, check=True).stdout)
-    light = set(light)
-    assert not loaded, "the surface of a notebook without torch (01) imports torch: seconds on every submission"
-    folder = Path(guard.__file__).parents[1] / "reference"
-    reference = {f"lmcourse.reference.{p.stem}" for p in folder.glob("[a-z]*.py")}
-    assert reference <= heavy, f"reference modules outside the surface: {sorted(reference - heavy)}"
-    assert {"lmcourse.checks", "lmcourse.rules", "lmcourse.confine"} <= light <= heavy
-    assert all(n == "lmcourse" or n.startswith("lmcourse.") for n in heavy)        # no os, sys, collections
-    assert not [n for n in heavy if n.startswith(guard.NOT_SURFACE)]
-    masters = sorted((Path(__file__).resolve().parents[1] / "autograder" / "masters").glob("[0-9][0-9]_*.py"))
-    outside = []
-    for master in masters:
-        text = master.read_text()
-        release = nbformat.read(master.parents[2] / "notebooks" / f"{master.stem}.ipynb", as_version=4)
-        surface = heavy if uses_torch(release) else light        # as lmcourse.grading.prepare decides
-        for cell in re.split(r"\n(?=# %%)", text):
-            if re.match(r'# %% (tests="|locked=")', cell):
-                outside += [f"{master.stem}: {m}" for m in sorted(_course_modules_named(cell) - surface)]
-    assert not outside, f"modules a setup or test cell names, outside guard.SURFACE (add them there): {outside}"
+    with pytest.warns(DeprecationWarning, match=f"lmcourse.marking.refusals.{name}"):
+        assert getattr(checks, name) is getattr(refusals, name)
+    assert name not in checks.__all__ and name in refusals.__all__

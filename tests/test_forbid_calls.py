@@ -6,7 +6,8 @@ import types
 import pytest
 
 from lmcourse.authoring.mutants import Alternative, alternative_rounds
-from lmcourse.checks import CheckFailed, forbid_calls
+from lmcourse.checks import CheckFailed
+from lmcourse.marking.refusals import forbid_calls
 
 
 def _module() -> types.ModuleType:
@@ -107,7 +108,7 @@ def test_forbid_kernels_refuses_at_the_dispatcher_and_remembers():
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
 
-    from lmcourse.checks import forbid_kernels, python_decompositions
+    from lmcourse.marking.refusals import forbid_kernels, python_decompositions
 
     x = torch.randn(2, 4)
     with pytest.raises(CheckFailed, match="native_layer_norm"), forbid_kernels("layer_norm"):

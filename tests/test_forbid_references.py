@@ -6,7 +6,8 @@ import types
 
 import pytest
 
-from lmcourse.checks import CheckFailed, forbid_references
+from lmcourse.checks import CheckFailed
+from lmcourse.marking.refusals import forbid_references
 
 
 def _module(name: str) -> types.ModuleType:

@@ -1,5 +1,5 @@
 """The reference answers of notebook 01 (lmcourse.ngram), which its tests substitute for earlier
-exercises and compare with, and checks.substitute, which puts them in place."""
+exercises and compare with, and refusals.substitute, which puts them in place."""
 
 import math
 import random
@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from lmcourse import ngram
-from lmcourse.checks import substitute
+from lmcourse.marking.refusals import substitute
 from lmcourse.ngram import ContextTable
 
 SENTS = [["san", "francisco", "is", "foggy"], ["the", "cat", "is", "grey"], ["my", "cat", "is", "foggy"],

@@ -11,8 +11,7 @@ named where the code cannot be changed by a ``git pull``:
 - ``lmcourse.links``, ``lmcourse.paths`` — read by TAs' and authors' scripts;
 - ``lmcourse.commands.main.prepare_work`` / ``planned_work`` — the lab's copy under its old name.
 
-Each old module reads every name from the new one; it keeps its own name, because a graded
-kernel's guard flags a module set on the package under a name it does not carry.
+Each old module reads every name from the new one and keeps its own name.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ def test_the_old_module_reads_its_names_from_the_new_one(old):
     public = [n for n in vars(new) if not n.startswith("_") and callable(getattr(new, n))]
     assert public, KEPT[old]
     module = importlib.import_module(old)
-    assert module.__name__ == old    # what the guard checks on the package
+    assert module.__name__ == old
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for name in public:

@@ -176,16 +176,6 @@ def write_status_page(tpl: Template, out: Path, res: Result) -> None:
     res.feedback = str(dest.relative_to(out))
 
 
-TAMPERED_FLAG = "helpers-tampered"
-# a zeroed test whose output reads "passed" would puzzle the student: the page says why, and that
-# only those tests lost their points
-TAMPERED_NOTE = (
-    "**Some tests below scored 0 whatever their output says.** While they ran, the grader's checks were "
-    "changed from inside the notebook, or their report never came back (the kernel crashed or was "
-    "stopped). Those tests' points are withheld until a TA has looked at your notebook; your other "
-    "tests keep theirs. If nothing was wrong, the TA gives the points back.")
-
-
 def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
     """``out/feedback/<student>.html`` for the executed notebook ``nb`` with ``res``'s scores,
     and its path in ``res.feedback``; or, when the page would quote a hidden test, no page and
@@ -199,8 +189,6 @@ def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
             meta["points"] = tpl.points.get(meta["grade_id"], 0.0)
         if meta.get("solution") or meta.get("task"):
             meta["comment"] = None
-    if TAMPERED_FLAG in res.flags:
-        fb.cells.insert(0, nbformat.v4.new_markdown_cell(TAMPERED_NOTE))
     resources = {"nbgrader": {"notebook": tpl.assignment, "assignment": tpl.assignment,
                               "student": res.student, "score": res.score, "max_score": res.max_score,
                               "late_penalty": 0}}

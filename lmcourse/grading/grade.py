@@ -9,13 +9,13 @@ The pipeline, one named step per module (as nbgrader splits its converters):
   and the user's cache);
 - :mod:`.prepare`: each submission checked and repaired against the release (a named status for
   unusable files; flags for renamed files, edited/deleted tests, edited metadata), with the
-  :mod:`.preamble` and the :mod:`.guard` cells injected;
+  :mod:`.preamble` injected;
 - :mod:`.sandbox` (host) and :mod:`.sandbox_runner` (inside): the notebook, hidden tests back in
   its test cells as ``nbgrader autograde`` runs them, executed with nbclient under the
   :class:`Limits` of :mod:`.limits`; the notebook-wide cap kills the whole sandbox;
 - :mod:`.classify`: the run's status from the runner's report;
-- here: every test cell scored with nbgrader's own rule (``nbgrader.utils.determine_grade``),
-  the guard's reports read (``helpers-tampered`` zeroes the affected tests), the autograded copy;
+- here: the records judged in this process (:mod:`lmcourse.marking.grader`), every test cell
+  scored with nbgrader's own rule (``nbgrader.utils.determine_grade``), the autograded copy;
 - :mod:`.feedback`: nbgrader's feedback page, rendered in-process with the hidden tests removed
   and then verified absent;
 - :mod:`.reports` (``grades.csv``, the summary, ``--timings``) and :mod:`.gradebook` (the
@@ -56,10 +56,9 @@ import nbformat
 from . import sandbox
 from .classify import STATUSES, classify
 from .feedback import write_feedback, write_status_page
-from .guard import instrument
 from .ingest import Submission, find_submissions
 from .limits import Limits
-from .prepare import GUARD_TAG, prepare, read_guards, strip_injected
+from .prepare import INJECTED_TAG, repair_submission, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
 from .result import WRONG_ASSIGNMENT_HINT, Result
 from .scan import FLAG as SCAN_FLAG
@@ -177,15 +176,16 @@ def self_test(assignment: str, out: Path, limits: Limits | None = None) -> tuple
 
 def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: Result,
                      keep_work: bool, slot: int) -> tuple[dict | None, bool]:
-    """Check and prepare the notebook (:func:`.prepare.prepare`), run it in the sandbox in a
+    """Check and repair the notebook (:func:`.prepare.repair_submission`), run it in the sandbox in a
     fresh work folder; status ``running`` when there is a run to finish, else the final status
     (invalid file, wrong assignment). Returns the runner's report and whether it was killed."""
     t = time.perf_counter()
-    prep = prepare(raw, tpl.release, seed=limits.seed, output_cap=limits.output_chars, assignment=tpl.assignment)
+    prep = repair_submission(raw, tpl.release, seed=limits.seed, output_cap=limits.output_chars,
+                             assignment=tpl.assignment)
     res.timings["prepare"] = round(time.perf_counter() - t, 3)
     res.flags += prep.flags
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)
-    found = scan_cells(prep.nb, skip_tag=GUARD_TAG) if prep.nb is not None else []
+    found = scan_cells(prep.nb, skip_tag=INJECTED_TAG) if prep.nb is not None else []
     if found:       # for a person to look at: no score changes for it
         res.flags.append(SCAN_FLAG)
         res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(found)] if x)
@@ -201,7 +201,7 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     work = Path(tempfile.mkdtemp(prefix=f"{res.student}-", dir=out / "work"))
     job = {"nb": _notebook_for_kernel(prep.nb, tpl), "cell_timeout": limits.cell_timeout,
            "notebook_timeout": limits.notebook_timeout, "output_chars": limits.output_chars,
-           "memory_mb": limits.memory_mb, "nproc": limits.processes, "guard_tag": GUARD_TAG}
+           "memory_mb": limits.memory_mb, "nproc": limits.processes, "injected_tag": INJECTED_TAG}
     try:
         report, killed = sandbox.run(job, work, slot, timeout=limits.notebook_timeout + 30,
                                      max_bytes=MAX_NOTEBOOK_BYTES * 4, withheld=_withheld(tpl.assignment))
@@ -222,13 +222,12 @@ def _withheld(assignment: str) -> list[Path]:
 
 def _notebook_for_kernel(prep_nb, tpl: Template):
     """The notebook the kernel executes: test cells as in the source (hidden tests included),
-    what nbgrader's autograde runs, each call in them reported to the guard first
-    (:func:`.guard.instrument`)."""
+    what nbgrader's autograde runs."""
     nb = nbformat.from_dict(json.loads(json.dumps(prep_nb)))
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            cell.source = instrument(tpl.source_by_id.get(meta["grade_id"], cell.source), meta["grade_id"])
+            cell.source = tpl.source_by_id.get(meta["grade_id"], cell.source)
     return nb
 
 
@@ -256,7 +255,7 @@ def grade_one(sub: Submission, tpl: Template, limits: Limits, out: Path, force: 
 
 def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits, out: Path,
                 res: Result) -> None:
-    """Status (:func:`.classify.classify`), scores and guard flags from the runner's report;
+    """Status (:func:`.classify.classify`) and scores from the runner's report;
     the autograded copy and the feedback page."""
     t = time.perf_counter()
     status, detail = classify(report, killed, limits)
@@ -266,7 +265,7 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     nb = nbformat.from_dict(report["nb"]) if report and report.get("nb") else None
     if nb is None:
         return
-    _score(nb, report, tpl, res)
+    _score(nb, tpl, res)
     res.timings["scoring"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     _write_autograded(nb, tpl, out / "autograded" / f"{res.student}.ipynb")
@@ -276,44 +275,27 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     res.timings["feedback render"] = round(time.perf_counter() - t, 3)
 
 
-def _score(nb, report: dict, tpl: Template, res: Result) -> None:
-    """Every grade cell scored by nbgrader's own rule (``determine_grade``), then the tests the
-    guard found tampered with (or whose report never arrived in a graded run) set to 0."""
+def _score(nb, tpl: Template, res: Result) -> None:
+    """The records judged (:func:`lmcourse.marking.grader.judge_notebook`), then every grade cell
+    scored by nbgrader's own rule (``determine_grade``)."""
     from nbgrader.utils import determine_grade, is_grade
 
     from ..marking.grader import judge_notebook
 
     judge_notebook(nb, tpl.assignment)     # records judged here, in the grader's process
     for cell in nb.cells:
-        if GUARD_TAG not in cell.metadata and is_grade(cell):
+        if INJECTED_TAG not in cell.metadata and is_grade(cell):
             gid = cell.metadata["nbgrader"]["grade_id"]
             if gid in res.tests:
                 pts = determine_grade(cell)[0]
                 res.tests[gid] = pts if pts is None else float(pts)
-    tampered, silent = read_guards(nb, str(report.get("guard_log") or ""))
-    if res.status == "graded":
-        for gid in silent:   # the guard ran but its report never arrived
-            tampered.setdefault(gid, ["guard-silenced"])
-    if tampered:
-        res.flags.append("helpers-tampered")
-        names = sorted({n for v in tampered.values() for n in v})
-        res.detail = "; ".join(x for x in [res.detail, "tampered: " + ",".join(names)] if x)
-        for gid in tampered:
-            if res.tests.get(gid) is not None:
-                res.tests[gid] = 0.0
     res.score = float(sum(v for v in res.tests.values() if v is not None))
 
 
 def _write_autograded(nb, tpl: Template, dest: Path) -> None:
-    """The executed notebook for the TA (it holds the hidden tests): injected cells removed,
-    the test source as written, not as instrumented."""
+    """The executed notebook for the TA (it holds the hidden tests), the injected cells removed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    copy_nb = strip_injected(nbformat.from_dict(json.loads(json.dumps(nb))))
-    for cell in copy_nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            cell.source = tpl.source_by_id.get(meta["grade_id"], cell.source)
-    nbformat.write(copy_nb, dest)
+    nbformat.write(strip_injected(nbformat.from_dict(json.loads(json.dumps(nb)))), dest)
 
 
 # ---------------------------------------------------------------- the batch

@@ -2,47 +2,81 @@
 of the student's code.
 
 ``prepare`` injects :func:`source` as that cell; its one statement calls :func:`run` with the
-grader's values as literals. :func:`run` arms the confinement of processes
-(:func:`lmcourse.confine.arm`), seeds the random generators, caps the output, takes the guard's
-snapshot and arms its audit hook (:func:`.guard.install`), and prints the hook key once,
-into the preamble's own output, where the grader reads it back (:func:`.prepare.read_guards`).
-Whatever must be captured before student code runs is captured there, so this cell must stay the
-first one the kernel executes. It leaves no name in the notebook's namespace.
+grader's values as literals. :func:`run` withholds the notebook's reference
+(:func:`lmcourse.marking.kernel.withhold`), arms the confinement of processes
+(:func:`lmcourse.confine.arm`), seeds the random generators and caps the printed output. It
+leaves no name in the notebook's namespace.
+
+Nothing here protects a verdict: the kernel only records what the student's code returned, and
+the grader judges the records in its own process (:mod:`lmcourse.marking.grader`), so whatever a
+student's code rebinds in its kernel can change its own records, never the expected values or
+the points.
 """
 
 from __future__ import annotations
 
+import sys
+
 HEADER = "# Injected by lmcourse grade (not part of the assignment)."
+CUT = "\n[output cut: the grader's output cap]\n"
 
 
-def source(seed: int, output_cap: int, nonce: str, heavy: bool = True, assignment: str = "") -> str:
-    """The preamble cell's code. The values are checked and written as Python literals (``nonce``
-    is the grader's hex token for this run; ``heavy``: the notebook uses torch; ``assignment``: the
-    notebook's name)."""
+def source(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") -> str:
+    """The preamble cell's code. The values are checked and written as Python literals (``heavy``:
+    the notebook uses torch; ``assignment``: the notebook's name)."""
     seed, output_cap, heavy = int(seed), int(output_cap), bool(heavy)
-    if not (isinstance(nonce, str) and nonce.isalnum()):
-        raise ValueError(f"the nonce must be letters and digits, not {nonce!r}")
     if not (isinstance(assignment, str) and all(ch.isalnum() or ch in "_-" for ch in assignment)):
         raise ValueError(f"not an assignment name: {assignment!r}")
     # __import__: no name is bound in the student's namespace
     return (f"{HEADER}\n__import__('lmcourse.grading.preamble', fromlist=['run'])"
-            f".run({seed!r}, {output_cap!r}, {nonce!r}, {heavy!r}, {assignment!r})\n")
+            f".run({seed!r}, {output_cap!r}, {heavy!r}, {assignment!r})\n")
 
 
-def run(seed: int, output_cap: int, nonce: str, heavy: bool = True, assignment: str = "") -> None:
-    """In the kernel: withhold the reference of a notebook graded from records
-    (:func:`lmcourse.marking.kernel.withhold`, before the guard's snapshot, which then holds the
-    kernel without it), arm the confinement (:func:`lmcourse.confine.arm`: from here on a process
-    started from a student's code is refused at any time), install the guard
-    (:func:`.guard.install`: seeds, output cap, snapshot, audit hook) and print its key after the
-    guard's marker, once."""
+class CappedStream:
+    """A text stream that passes on at most ``cap`` characters, then one line saying it cut the rest:
+    a submission that prints without end cannot fill the grader's disk or the feedback page."""
+
+    def __init__(self, stream, cap: int):
+        self.stream, self.left = stream, cap
+
+    def write(self, s: str) -> int:
+        if self.left <= 0:
+            return len(s)
+        if len(s) > self.left:
+            self.stream.write(s[: self.left] + CUT)
+            self.left = 0
+            return len(s)
+        self.left -= len(s)
+        return self.stream.write(s)
+
+    def flush(self):
+        return self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def run(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") -> None:
+    """In the kernel: withhold the reference of the notebook (before any student cell can import
+    it), arm the confinement (from here on a process started from a student's code is refused),
+    seed ``random``, NumPy and (``heavy``) torch, and cap stdout and stderr."""
+    import random
+
+    import numpy
+
     from lmcourse import confine
     from lmcourse.marking import kernel, notebooks
-
-    from . import guard
 
     if notebooks.marked(assignment):
         kernel.withhold(notebooks.load(assignment))
     confine.arm()
-    key = guard.install(seed, output_cap, nonce, heavy)
-    print(guard.MARKER, "key", key)
+    random.seed(seed)
+    numpy.random.seed(seed)
+    if heavy:
+        try:
+            import torch
+        except ImportError:     # a notebook that names torch fails later, with its own message
+            torch = None
+        if torch is not None:
+            torch.manual_seed(seed)
+    sys.stdout, sys.stderr = CappedStream(sys.stdout, output_cap), CappedStream(sys.stderr, output_cap)

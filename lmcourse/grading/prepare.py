@@ -6,28 +6,22 @@
   (``tests-edited`` / ``locked-edited``) and a missing one (``tests-deleted`` /
   ``cells-deleted``) is put back at its place; the restored copy is graded anyway;
 - nbgrader metadata compared with the release (``metadata-edited``) and restored;
-- a grader-controlled preamble (:mod:`.preamble`: seeds, output cap, the tamper guard of
-  :mod:`.guard`) is injected first, and a guard cell before and after every test cell that
-  verifies and restores the whole checking surface and writes a signed report the grader checks
-  (``helpers-tampered``).
+- a grader-controlled preamble (:mod:`.preamble`: the notebook's reference withheld, processes
+  confined, seeds, output cap) is injected first.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
-import secrets
 from dataclasses import dataclass, field
 
 import nbformat
 
 from . import preamble
-from .guard import MARKER, guard_source, verify_log
 
-GUARD_TAG = "lmcourse_injected"
+INJECTED_TAG = "lmcourse_injected"      # metadata key of the cells the grader adds
 _KEYS = ("grade", "solution", "locked", "points", "grade_id", "task")
-_KEY_RE = re.compile(re.escape(MARKER) + r" key ([0-9a-f]{64})")
 
 
 @dataclass
@@ -48,9 +42,9 @@ BOOTSTRAP_ID = "bootstrap"
 
 
 def uses_torch(release: nbformat.NotebookNode) -> bool:
-    """Whether the notebook's own code names torch. When it does not (01), the preamble guards the
-    light surface and the kernel never imports torch: seconds on every submission, and 01 is
-    graded most. Read from the release (the course's copy), never from the submission."""
+    """Whether the notebook's own code names torch. When it does not (01), the preamble does not
+    import torch to seed it: seconds on every submission, and 01 is graded most. Read from the
+    release (the course's copy), never from the submission."""
     return any("torch" in "".join(c.source) for c in release.cells
                if c.cell_type == "code" and _meta(c).get("grade_id") != BOOTSTRAP_ID)
 
@@ -65,14 +59,14 @@ def _flag(p: Prepared, flag: str) -> None:
         p.flags.append(flag)
 
 
-def _injected(kind: str, source: str, gid: str | None = None, phase: str | None = None) -> nbformat.NotebookNode:
+def _injected(kind: str, source: str) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(source)
-    cell.metadata[GUARD_TAG] = {"kind": kind, **({"test": gid, "phase": phase} if gid else {})}
+    cell.metadata[INJECTED_TAG] = {"kind": kind}
     return cell
 
 
-def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
-            output_cap: int = 1_000_000, assignment: str = "") -> Prepared:
+def repair_submission(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
+                      output_cap: int = 1_000_000, assignment: str = "") -> Prepared:
     """The notebook to grade (``.nb``), with status, flags and a one-line detail (``assignment``:
     its name, for a notebook graded from records whose preamble withholds the reference)."""
     p = Prepared()
@@ -102,7 +96,7 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
     kept: dict[str, nbformat.NotebookNode] = {}
     cells = []
     for cell in nb.cells:
-        cell.metadata.pop(GUARD_TAG, None)  # a student cannot pose as the grader
+        cell.metadata.pop(INJECTED_TAG, None)  # a student cannot pose as the grader
         gid = _meta(cell).get("grade_id")
         if gid is None:
             cells.append(cell)
@@ -144,70 +138,13 @@ def prepare(raw: bytes, release: nbformat.NotebookNode, seed: int = 0,
         cells.insert(pos, restored)
         kept[gid] = restored
 
-    # injected cells: the preamble first, a guard before and after every auto-graded test cell
-    nonce = secrets.token_hex(8)
-    final = [_injected("preamble", preamble.source(seed, output_cap, nonce, uses_torch(release),
-                                                              assignment))]
-    for cell in cells:
-        m = _meta(cell)
-        test = cell.cell_type == "code" and m.get("grade") and not m.get("solution")
-        if cell.cell_type == "code" and m.get("locked") and not m.get("grade") and not m.get("solution"):
-            # a locked cell's code is the course's: the modes it defines are allowed
-            final.append(_injected("guard", guard_source(nonce, "locked", m["grade_id"]), m["grade_id"], "locked"))
-        if test:
-            final.append(_injected("guard", guard_source(nonce, "before", m["grade_id"]), m["grade_id"], "before"))
-        final.append(cell)
-        if test:
-            final.append(_injected("guard", guard_source(nonce, "after", m["grade_id"]), m["grade_id"], "after"))
-    nb.cells = final
+    # the preamble first: nothing of the student's runs before it
+    nb.cells = [_injected("preamble", preamble.source(seed, output_cap, uses_torch(release), assignment)), *cells]
     nb.metadata["kernelspec"] = copy.deepcopy(release.metadata.get("kernelspec", nb.metadata.get("kernelspec")))
     p.nb = nb
     return p
 
 
-def _stream_text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-
-
-def _ran(cell) -> bool:
-    return not any(o.get("output_type") == "error" and o.get("ename") == "NotRun" for o in cell.get("outputs", []))
-
-
-def read_guards(nb: nbformat.NotebookNode, log: str) -> tuple[dict[str, list[str]], list[str]]:
-    """From an executed notebook and its guard log: {test grade id: what was found tampered}
-    and the tests whose guard ran but left no valid signed report (the report was stopped,
-    forged or the kernel died before it). A test whose error output vanished (its end was not
-    reached, yet it shows no error) is tampered too (``error-hidden``)."""
-    key = None
-    for cell in nb.cells:
-        if cell.metadata.get(GUARD_TAG, {}).get("kind") == "preamble":
-            found = _KEY_RE.search(_stream_text(cell))
-            key = found.group(1) if found else None
-    guards = [c for c in nb.cells if c.metadata.get(GUARD_TAG, {}).get("kind") == "guard" and _ran(c)
-              and c.metadata[GUARD_TAG].get("phase") in ("before", "after")]
-    expected = [(c.metadata[GUARD_TAG]["phase"], c.metadata[GUARD_TAG]["test"]) for c in guards]
-    reports, forged = verify_log(key, log, expected)
-    tests = {_meta(c).get("grade_id"): c for c in nb.cells if GUARD_TAG not in c.metadata and _meta(c).get("grade")}
-    tampered: dict[str, list[str]] = {}
-    silent: list[str] = []
-    for phase, gid in expected:
-        rep = reports.get((phase, gid))
-        if (phase, gid) in forged:
-            tampered.setdefault(gid, []).append("guard-report-forged")
-            continue
-        if rep is None:
-            if gid not in silent:
-                silent.append(gid)
-            continue
-        if rep["state"]:
-            tampered.setdefault(gid, []).extend(n for n in rep["state"] if n not in tampered.get(gid, []))
-        test = tests.get(gid)
-        if phase == "after" and not rep["done"] and test is not None and not any(
-                o.get("output_type") == "error" for o in test.get("outputs", [])):
-            tampered.setdefault(gid, []).append("error-hidden")
-    return tampered, silent
-
-
 def strip_injected(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    nb.cells = [c for c in nb.cells if GUARD_TAG not in c.metadata]
+    nb.cells = [c for c in nb.cells if INJECTED_TAG not in c.metadata]
     return nb

@@ -42,7 +42,8 @@ What the kernel **can** still see: the hidden tests of the notebook it is runnin
 them; student code can capture a cell's source with an IPython hook). It can print what it
 captured into its own outputs; feedback is checked for verbatim hidden-test lines and withheld
 (flag ``feedback-withheld``) when one appears, but an encoded copy is not detected. It can also
-tamper with its own kernel (hooks, helpers): see ``guard.py`` (``helpers-tampered``).
+change anything in its own kernel (hooks, helpers, the recording code): that changes only its own
+records, which the grader judges outside it (:mod:`lmcourse.marking.grader`).
 
 **No sandbox** (``--sandbox none`` or ``LMCOURSE_SANDBOX=none``; never chosen on its own):
 the same runner and rlimits, a private work folder as the working directory and home, a
@@ -274,7 +275,7 @@ def describe() -> str:
 
 def compile_course() -> None:
     """Write the lmcourse package's bytecode where it is missing or stale, once per batch. Each
-    kernel imports the guarded surface (every reference module) with PYTHONDONTWRITEBYTECODE set
+    kernel imports the course modules its notebook uses with PYTHONDONTWRITEBYTECODE set
     and the package read-only, so without bytecode written here every submission compiles the
     package anew: about a second of CPU each (containers often set the variable for every
     process, and an editable install has no bytecode until something writes it). A package

@@ -6,7 +6,7 @@ folder, working directory or ``PYTHON*`` variables on its path; importing the ``
 package would import numpy for nothing), so it imports only the standard library, nbformat and
 nbclient. It reads the job (notebook, limits) as JSON on stdin, drops to ``--uid`` when given,
 makes itself non-dumpable, sets the rlimits, runs the notebook with nbclient and writes the
-report (executed notebook, what stopped it, the guard log, timestamps) as JSON to a descriptor
+report (executed notebook, what stopped it, timestamps) as JSON to a descriptor
 the kernel does not inherit.
 """
 
@@ -91,17 +91,17 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
 
     nb = nbformat.from_dict(job["nb"])
     budget = {"left": int(job["output_chars"])}
-    guard_tag = job["guard_tag"]
+    injected_tag = job["injected_tag"]
 
     class Client(NotebookClient):
-        """nbclient with a per-notebook output budget (guard cells always report)."""
+        """nbclient with a per-notebook output budget (the grader's own cells always report)."""
 
         def output(self, outs, msg, display_id, cell_index):
             out = super().output(outs, msg, display_id, cell_index)
             if out is None or not outs or outs[-1] is not out:
                 return out
             size = len(json.dumps(out))
-            if guard_tag in self.nb.cells[cell_index].metadata and size < 20_000:
+            if injected_tag in self.nb.cells[cell_index].metadata and size < 20_000:
                 return out
             if RECORD_MIME in out.get("data", {}) and size < MAX_RECORD_CHARS:
                 return out      # a test's record is what the grade is made from: a flood before it costs nothing
@@ -229,11 +229,6 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
     stamps["shutdown"] = time.time()
     report["nb"] = nb
-    try:     # the guard's signed reports (see guard.py); the grader checks them
-        with open(base / "run" / ".lmcourse-guard.log", "rb") as f:
-            report["guard_log"] = f.read(4 * 2**20).decode("utf-8", "replace")
-    except OSError:
-        report["guard_log"] = ""
     return report
 
 

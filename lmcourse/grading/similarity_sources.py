@@ -2,7 +2,7 @@
 
 - each student's code: the answer cells (the release's solution cells, by grade id) and the code
   cells the student added or changed, read with the grader's own readers (:func:`.ingest.find_submissions`
-  for a folder, nbgrader's ``submitted/`` or an LMS zip; :func:`.prepare.prepare` checks each notebook
+  for a folder, nbgrader's ``submitted/`` or an LMS zip; :func:`.prepare.repair_submission` checks each notebook
   against the release; a graded ``OUT`` gives its ``autograded/`` copies);
 - the boilerplate every student has: the student release's unlocked code cells (``notebooks/NN.ipynb``:
   the stubs, ``# YOUR CODE HERE``, ``raise NotImplementedError(...)``);
@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from .ingest import IngestError, find_submissions
-from .prepare import prepare, strip_injected
+from .prepare import repair_submission, strip_injected
 
 # nbgrader's solution markers in the source notebook (grading does not import the author's tools,
 # which a student release leaves out)
@@ -110,7 +110,7 @@ def _read(student: str, path: Path, release) -> Document | Unreadable:
         raw = path.read_bytes()
     except OSError as exc:
         return Unreadable(student, f"cannot read {path.name} ({exc.strerror})")
-    p = prepare(raw, release)        # the grader's checks: invalid-notebook, wrong-assignment
+    p = repair_submission(raw, release)        # the grader's checks: invalid-notebook, wrong-assignment
     if p.nb is None:
         return Unreadable(student, f"{p.status}: {p.detail}")
     return Document(student, "student", student_cells(strip_injected(p.nb), release))

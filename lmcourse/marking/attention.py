@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from lmcourse.checks import own_code
+from lmcourse.marking.refusals import own_code
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when

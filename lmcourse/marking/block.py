@@ -34,7 +34,7 @@ def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), ke
         import importlib
 
         import lmcourse.rules
-        from lmcourse.checks import python_decompositions
+        from lmcourse.marking.refusals import python_decompositions
 
         course: list[Any] = [nn.TransformerEncoderLayer]
         for module, name in (("lmcourse.nn.block", None), ("lmcourse.nn.gpt", "GPT"),

@@ -14,7 +14,8 @@ import functools
 import random
 
 import lmcourse.rules
-from lmcourse.checks import check, substitute
+from lmcourse.checks import check
+from lmcourse.marking.refusals import substitute
 
 from .show import show
 from .spec import Case, Exercise, Notebook, exact, question, when

@@ -44,7 +44,7 @@ def rules(reason: str = RULE, *extra: tuple[tuple, str]):
     def entered():
         import lmcourse.nn.gpt
         import lmcourse.rules
-        from lmcourse.checks import forbid_calls
+        from lmcourse.marking.refusals import forbid_calls
 
         own = vars(lmcourse.nn.gpt)
         course = tuple(own[n] for n in ("generate", "_generate") if n in own)
@@ -850,7 +850,7 @@ def fed_forward(names, fed: list):
 
 def cached_run(names, model, prompt, n: int, seed: int, filters=()):
     """``names.generate_cached`` with the counting cached_forward: its ids and what cached_forward was fed."""
-    from lmcourse.checks import substitute
+    from lmcourse.marking.refusals import substitute
 
     fed: list = []
     with substitute(names._mapping, cached_forward=fed_forward(names, fed)):

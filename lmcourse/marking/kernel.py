@@ -57,6 +57,7 @@ class Exam:
         self._ns = namespace
         if grading():
             withhold(self._notebook)
+            keep_profile()
 
     def check(self, name: str) -> None:
         """The visible cases of exercise ``name``, judged in this kernel (nothing under the autograder,
@@ -96,7 +97,7 @@ class Exam:
 
     def _run(self, ex: Exercise, cases: tuple[Case, ...], standins: dict[str, Any],
              refuse_reference: bool = False) -> list[Any]:
-        from lmcourse.checks import substitute
+        from lmcourse.marking.refusals import substitute
 
         names = Names(self._ns)
         own = self._own_code(ex) if refuse_reference else contextlib.nullcontext
@@ -110,7 +111,7 @@ class Exam:
         """At home the reference is installed: a call of the exercise's own reference answer is
         refused here, so the student learns before handing in what the grader will find (its
         kernel has no reference at all)."""
-        from lmcourse.checks import forbid_calls
+        from lmcourse.marking.refusals import forbid_calls
 
         if not _importable(self._notebook.reference):
             return contextlib.nullcontext
@@ -206,7 +207,7 @@ def withhold(notebook: Notebook) -> None:
     under the autograder, before any cell of the student's). Under ``lmcourse grade`` with
     bubblewrap the files themselves read as empty too (:func:`lmcourse.grading.sandbox.withheld_files`);
     under plain nbgrader this refusal is all there is (docs/ta-guide.md, "What the autograder can and cannot see").
-    Done once: ``lmcourse grade``'s preamble does it before the tamper guard's snapshot."""
+    Done once: ``lmcourse grade``'s preamble does it before any student cell."""
     if any(type(f) is _Withheld for f in sys.meta_path):
         return
     names = frozenset(notebook.withheld) | (_other_answers() - set(notebook.uses))
@@ -216,6 +217,57 @@ def withhold(notebook: Notebook) -> None:
         if parent in sys.modules and child in vars(sys.modules[parent]):
             delattr(sys.modules[parent], child)
     sys.meta_path.insert(0, _Withheld(notebook, names))
+
+
+class ProfileRefused(RuntimeError):
+    """A student's code set this kernel's profile or trace function in a graded kernel."""
+
+
+_KEEPING: list[bool] = []
+
+
+def keep_profile() -> None:
+    """From here on only the course's own code sets this kernel's profile or trace function (run by
+    the setup cell under the autograder, before any cell of the student's). The rules of a graded call
+    watch what runs through a profile function: one a student's code sets in its place switches them
+    off for the call, and one set before the call and chained by theirs runs code no profile event
+    shows (third-party equivalents, torch's recurrent kernels). An audit hook refuses both, and an
+    audit hook cannot be removed; its state is in its closure only."""
+    if _KEEPING:
+        return
+    _KEEPING.append(True)
+    import sysconfig
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    roots = (package, os.path.realpath(package) + os.sep)
+    stdlib = tuple({os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep, "<frozen ",
+                    sysconfig.get_paths()["stdlib"] + os.sep, os.path.dirname(os.__file__) + os.sep})
+    # bound here: rebinding the module's names later changes nothing the hook reads
+    events, modules, getframe, realpath, str_, type_ = ("sys.setprofile", "sys.settrace"), sys.modules, \
+        sys._getframe, os.path.realpath, str, type
+    refused = ProfileRefused
+
+    def course(f) -> bool:
+        # the file name alone can be forged (compile(src, lmcourse.x.__file__, "exec")): the frame must
+        # also run in that module's own globals
+        fn, g = f.f_code.co_filename, f.f_globals
+        name = g.get("__name__")
+        module = modules.get(name) if type_(name) is str_ else None
+        file = getattr(module, "__file__", None)
+        return (fn.startswith(roots) and module is not None and getattr(module, "__dict__", None) is g
+                and type_(file) is str_ and realpath(file) == realpath(fn))
+
+    def hook(event, args):
+        if event not in events:
+            return
+        f = getframe(1)         # what called it; the standard library (contextlib's callbacks) speaks for its caller
+        while f is not None and not course(f):
+            if not f.f_code.co_filename.startswith(stdlib):
+                raise refused(f"{event} from your code is refused in a graded notebook: the rules of a graded call "
+                              "watch what runs through the course's profile function")
+            f = f.f_back
+
+    sys.addaudithook(hook)
 
 
 def _other_answers() -> frozenset[str]:

@@ -39,8 +39,7 @@ def load(notebook: str) -> Notebook:
     if notebook not in TESTS:
         raise KeyError(f"notebook {notebook!r} is not graded from records (known: {', '.join(TESTS)})")
     spec = importlib.import_module(TESTS[notebook]).NOTEBOOK
-    # its hidden cases too, where installed: imported with the visible ones, so a graded kernel holds
-    # them before the guard's snapshot (lmcourse.grading.preamble), not from the first test cell on
+    # its hidden cases too, where installed: imported with the visible ones, before any student cell
     if importlib.util.find_spec(spec.hidden) is not None:
         importlib.import_module(spec.hidden)
     return spec

@@ -651,7 +651,7 @@ def _step_compare(got: Any, want: Any) -> str | None:
 def _no_optim():
     import importlib
 
-    from lmcourse.checks import forbid_calls
+    from lmcourse.marking.refusals import forbid_calls
 
     # torch.optim.Optimizer.__init__ runs for every optimiser
     return forbid_calls(torch.optim.Optimizer, importlib.import_module("torch.optim.sgd"),

@@ -31,8 +31,7 @@ def __getattr__(name: str):
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'lmcourse.nn' has no attribute {name!r}")
-    # looked up each time, never kept here: this module's attributes stay what they were when the
-    # autograder's tamper guard took its snapshot, and a withheld answer is never held
+    # looked up each time, never kept here: a withheld module is never held by this one
     return getattr(importlib.import_module(home), name)
 
 

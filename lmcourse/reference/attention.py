@@ -4,7 +4,7 @@ and ``REFERENCE``, the course code that does one of its exercises' work.
 
 One mistake costs once: the tests of ``scaled_dot_product_attention`` and ``MultiHeadAttention``
 run with these versions of the earlier exercises in place of the student's
-(``lmcourse.checks.substitute``), so a slip in ``softmax`` or ``causal_mask`` loses the points of
+(``lmcourse.marking.refusals.substitute``), so a slip in ``softmax`` or ``causal_mask`` loses the points of
 that exercise only. They obey the rules the later tests enforce while they run: nothing here calls
 a torch function named ``*softmax*`` or ``scaled_dot_product_attention``, or
 :mod:`lmcourse.nn.attention`. The earlier exercises' own tests forbid calling this module.

@@ -2,19 +2,16 @@
 
 Every attempt hands in the same wrong answers as the ``baseline`` student (``pad_sentence``
 forgets the padding, ``mle_prob`` returns 0.5, ``perplexity`` returns 0.0) plus one trick meant
-to make the tests pass anyway. Each attempt must end **flagged** (``helpers-tampered``, the
-tests it touched zeroed) **or** score no more than the baseline. One batch, ``-j 2``, shared
-with tests/grading/test_grade.py (tests/grading/conftest.py).
+to make the tests pass anyway. Each attempt must score no more than the baseline, or be flagged
+by the source scan (``source-scan``, for a TA to look at). One batch, ``-j 2``, shared with
+tests/grading/test_grade.py (tests/grading/conftest.py).
 
-The tricks that act *while a test runs* live inside the wrong ``mle_prob``: its test calls it,
-so they run after the guard before the test said all was well.
-
-Known residual risks (not closable from inside the kernel, see ``lmcourse/grading/guard.py``):
-a student's Python signal handler that fires exactly at the entry of the guard's audit hook
-gets that frame (harmless on its own: everything it reaches is audited); a test cell that
-computes its expected value from a torch/numpy function the student swapped and restored in
-between two calls is caught only by the call-site report of that call (operators such as
-``a + b`` on a student's tensor are not reported).
+The tricks that act *while a test runs* live inside the wrong ``mle_prob``: its test calls it.
+Most of them were written against an in-kernel tamper guard (rebinding the check helpers,
+builtins, IPython's hooks, the guard's own report); that guard is gone because the kernel no
+longer decides anything: it records what the student's code returned, and the grader judges the
+records in its own process (:mod:`lmcourse.marking.grader`). The catalogue stays, so each trick
+is shown to gain nothing without it.
 """
 
 from __future__ import annotations
@@ -346,7 +343,7 @@ def students() -> dict[str, nbformat.NotebookNode]:
     """The forgers, the baseline and the honest students, graded in the session's one batch of
     01 beside test_grade's catalogue (tests/grading/conftest.py)."""
     honest = perfect()      # one unused, honest import of a library that adds a finder,
-    # and one of a course module outside the guarded surface (Python sets it on the package)
+    # and one of a course module the notebook does not use (Python sets it on the package)
     cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n" \
         "import lmcourse.paths\n\n" + cell(honest, "pad_sentence").source
     out = {"baseline": _notebook(), "honest_library_import": honest}
@@ -374,36 +371,19 @@ def test_baseline_and_correct(forged):
 
 
 def test_honest_library_import(forged):
-    """Importing transformers (which adds a finder to sys.meta_path), and a course module outside the
-    guarded surface (lmcourse.paths), costs nothing and flags nothing."""
+    """Importing transformers (which adds a finder to sys.meta_path), and a course module the
+    notebook does not use (lmcourse.paths), costs nothing and flags nothing."""
     row = forged["honest_library_import"]
     assert row["status"] == "graded" and row["flags"] == "", row
     assert float(row["score"]) == AUTO_MAX, row
-
-
-@pytest.mark.parametrize("attempt", ["meta_path_notebook_finder", "meta_path_library_finder_notebook_callable"])
-def test_notebook_finders_still_flag(forged, attempt):
-    """The library allowance is narrow: a finder the notebook defines, or a library's finder handed
-    the notebook's code, is still tampering (these gain nothing either way, so the flag is the test)."""
-    row = forged[attempt]
-    assert "helpers-tampered" in row["flags"].split(";") and "sys.meta_path" in row["detail"], row
-
-
-def test_a_swapped_class_is_flagged(forged):
-    """Swapping an object's class gains nothing here (the answer stays wrong): the flag is the test."""
-    row = forged["input_class_swapped"]
-    assert "helpers-tampered" in row["flags"].split(";") and "__class__" in row["detail"], row
 
 
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
 def test_forgery_gains_nothing(forged, attempt):
     row, base = forged[attempt], forged["baseline"]
     flags = row["flags"].split(";")
-    flagged = "helpers-tampered" in flags or "source-scan" in flags
-    assert flagged or float(row["score"]) <= float(base["score"]), (
+    assert "source-scan" in flags or float(row["score"]) <= float(base["score"]), (
         f"{attempt}: {row['score']} > baseline {base['score']} without a flag: {row}")
-    if "helpers-tampered" in flags:      # the flag names what was found
-        assert "tampered:" in row["detail"], row
     if "source-scan" in flags:
         assert "source-scan: " in row["detail"], row
 
@@ -424,27 +404,6 @@ def test_refuses_to_grade_without_a_sandbox(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LMCOURSE_SANDBOX", "fallback")      # one spelling only
     with pytest.raises(ValueError, match="none"):
         sandbox.mode()
-
-
-def test_engine_looks_up_no_global_name():
-    """The guard's engine and hook read only what they bound at install time: a student who
-    rebinds a builtin or a module attribute cannot run code inside them."""
-    import dis
-    import types
-
-    from lmcourse.grading import guard
-
-    def codes(c):
-        yield c
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                yield from codes(k)
-
-    for name in ("engine_fn", "hook", "_where"):
-        top = next(c for c in codes(guard.install.__code__) if c.co_name == name)
-        names = {(c.co_name, i.argval) for c in codes(top) for i in dis.get_instructions(c)
-                 if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-        assert not names, f"{name} looks up {sorted(names)}"
 
 
 def test_checks_ask_student_objects_nothing():

@@ -191,7 +191,7 @@ def test_forged_record_gains_nothing(graded, attempt):
     """Flagged, or exactly the baseline's score: pad_sentence's point lost, nothing else (the trick's
     code ran without breaking count_ngrams)."""
     row, base = graded[attempt]["grade"], graded["baseline"]["grade"]
-    flagged = "source-scan" in row["flags"].split(";") or "helpers-tampered" in row["flags"].split(";")
+    flagged = "source-scan" in row["flags"].split(";")
     assert flagged or float(row["score"]) == float(base["score"]), (attempt, row)
     assert float(row["pad_sentence_tests"]) == 0, row
     plain = graded[attempt]["nbgrader"]
@@ -220,8 +220,8 @@ def test_scan_names_the_other_ways_to_run_a_file(source):
 
 
 # 07's generate from a copy of lmcourse.nn.gpt's sampling loop (given beside the GPT 07 uses) in a new
-# code object, past the rules' refusal of the original: outside a graded kernel it passes every case;
-# in one the tamper guard refuses the copy (helpers-tampered, 0). The scan names how the copy is made.
+# code object, past the rules' refusal of the original: it passes every case, in a graded kernel too
+# (nothing in a kernel can tell the copy from the student's own code). The scan names how the copy is made.
 CODE_COPY = '''
 import types
 import lmcourse.nn.gpt as G

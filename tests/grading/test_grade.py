@@ -146,7 +146,7 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
     if BWRAP:   # (the fallback has no process table of its own: never run a fork bomb there)
         # exponential: every child forks too; the sandbox must stop it at its process limit. Through
         # libc: a graded kernel refuses os.fork from the student's code (lmcourse.confine.arm), and
-        # the watchdog is for what gets past that (ctypes, which the guard flags)
+        # the watchdog is for what gets past that (ctypes, which the source scan flags)
         c["fork_bomb"] = with_answer("q1", "import ctypes\n_fork = ctypes.CDLL(None).fork\n"
                                            "while True:\n    _fork()\n")
     return c
@@ -199,16 +199,16 @@ EXPECTED = {   # student: (status, flags that must be present, score: exact / "<
     "exit": ("crashed", set(), AUTO_MAX - 1),
     "membomb": ("memory-limit", set(), AUTO_MAX - 1),
     "flood": ("graded", set(), AUTO_MAX),
-    "custom_exc": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
-    "showtraceback": ("graded", {"helpers-tampered"}, AUTO_MAX - 1),
-    "shadow": ("graded", {"helpers-tampered"}, "<"),
+    "custom_exc": ("graded", set(), AUTO_MAX - 1),
+    "showtraceback": ("graded", set(), AUTO_MAX - 1),
+    "shadow": ("graded", set(), "<"),
     "invalid_json": ("invalid-notebook", set(), 0),
     "empty": ("invalid-notebook", set(), 0),
     "wrong_assignment": ("wrong-assignment", set(), 0),
     "missing": ("missing-notebook", set(), 0),
     "deleted_tests": ("graded", {"tests-deleted", "metadata-edited"}, AUTO_MAX),
     "edited_tests": ("graded", {"tests-edited"}, AUTO_MAX - 1),
-    "monkeypatch": ("graded", {"helpers-tampered"}, "<"),
+    "monkeypatch": ("graded", set(), "<"),
 }
 if BWRAP:
     EXPECTED["snoop"] = ("graded", set(), AUTO_MAX)
@@ -247,10 +247,10 @@ def test_specific_tests_lose_points(batch):
     assert rows["errors"]["mle_prob_tests"] == "0" and rows["errors"]["q1_tests"] == "0"
     assert rows["errors"]["pad_sentence_tests"] == "1"
     assert rows["deleted_tests"]["pad_sentence_tests"] == "1"   # restored, and it passes
-    # tampered helpers: the test that ran after the patch is zeroed, earlier ones count
+    # patched comparisons and IPython hooks change nothing: the grader judges the records in its
+    # own process, so each wrong answer costs its own test and the others count
     assert rows["monkeypatch"]["mle_prob_tests"] == "0"
     assert rows["monkeypatch"]["pad_sentence_tests"] == "1"
-    assert "np" in rows["monkeypatch"]["detail"] or "allclose" in rows["monkeypatch"]["detail"]
     # a cell-level timeout interrupts that cell only: the rest of the notebook is graded
     assert rows["loop"]["q1_tests"] == "0" and "cell" in rows["loop"]["detail"]
     # a loop that ignores SIGINT is ended either by nbclient giving up on the cell (interrupted,
@@ -261,16 +261,15 @@ def test_specific_tests_lose_points(batch):
     assert "died" in rows["exit"]["detail"] and rows["exit"]["q1_tests"] == "0"
     for student in ("custom_exc", "showtraceback"):
         assert rows[student]["q1_tests"] == "0", rows[student]
-    assert "set_custom_exc" in rows["custom_exc"]["detail"]
-    assert "showtraceback" in rows["showtraceback"]["detail"]
-    assert rows["shadow"]["pad_sentence_tests"] == "0" and "check_equal" in rows["shadow"]["detail"]
+        assert rows[student]["pad_sentence_tests"] == "1", rows[student]
+    assert rows["shadow"]["pad_sentence_tests"] == "0"
 
 
 def test_feedback_has_no_hidden_tests(batch):
     out, rows = batch.out, batch.rows
     hidden = hidden_lines(SOURCE)
     assert hidden, "notebook 01 is expected to have hidden tests"
-    ours = set(EXPECTED)             # (the forgers' own code prints guard-like text: test_forgery's business)
+    ours = set(EXPECTED)             # (the forgers' own pages: test_forgery's business)
     pages = sorted(p for p in (out / "feedback").glob("*.html") if p.stem in ours)
     graded = {s for s, r in rows.items() if r["status"] == "graded" and s in ours}
     assert graded <= {p.stem for p in pages}
@@ -278,7 +277,7 @@ def test_feedback_has_no_hidden_tests(batch):
         text = html.unescape(page.read_text())
         leaked = [h for h in hidden if h in text]
         assert not leaked, f"{page.name} shows hidden test source: {leaked[:2]}"
-        assert "lmcourse-guard" not in text
+        assert "Injected by lmcourse grade" not in text
 
 
 def test_feedback_page_shows_the_tables_score_and_names_each_test_by_its_exercise(batch):

@@ -194,8 +194,7 @@ def test_the_hostile_cases_grade_as_lmcourse_grade_grades_them(graded):
     assert res["blank"]["score"] == 0 and res["wrong"]["score"] == AUTO_MAX - 1
     assert 0 <= res["errors"]["score"] < AUTO_MAX
     assert res["loop"]["extra_data"]["status"] == "timeout" and "Not graded in full: timeout" in res["loop"]["output"]
-    assert "helpers-tampered" in res["monkeypatch"]["extra_data"]["flags"]
-    assert "tamper" not in res["monkeypatch"]["output"]           # the guard's findings are for the TA
+    assert res["monkeypatch"]["score"] < AUTO_MAX       # patched comparisons in the kernel decide nothing
     assert res["flood"]["score"] == AUTO_MAX and all(len(t["output"]) < 6000 for t in res["flood"]["tests"])
     assert "sandbox:" in graded.stdouts["correct"] and "graded" in graded.stdouts["correct"]   # the TA's log
 

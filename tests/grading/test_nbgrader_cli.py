@@ -86,5 +86,5 @@ def test_the_grader_writes_the_course_package_bytecode(tmp_path, monkeypatch):
     shutil.copytree(Path(lmcourse.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(lmcourse, "__file__", str(copy / "__init__.py"))
     sandbox.compile_course()
-    for module in ("checks.py", "grading/guard.py", "reference/rnn.py"):
+    for module in ("checks.py", "grading/grade.py", "reference/rnn.py"):
         assert Path(importlib.util.cache_from_source(str(copy / module))).is_file(), module

@@ -44,7 +44,8 @@ GRADED = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] f
 AUTO_MAX = sum(GRADED.values())
 SHARDS = 3
 # the tampering answer: a wrong softmax (it overflows) and the closeness check made to pass anything,
-# in the module and under the name the test cells call; the guard must zero the test, not credit it
+# in the module and under the name the test cells call; the grader judges the records in its own
+# process, so the patch changes nothing and the wrong softmax costs its test
 TAMPER = ("import lmcourse.checks\n"
           "lmcourse.checks.check_tensor_close = lambda *a, **k: None\n"
           "check_tensor_close = lmcourse.checks.check_tensor_close\n\n"
@@ -121,9 +122,8 @@ def test_the_hostile_cases(graded):
     lost = {g for g, p in GRADED.items() if float(rows["mutated"][g]) != p}
     assert lost == {f"{mutant.target}_tests"} and float(rows["mutated"][f"{mutant.target}_tests"]) == 0, rows["mutated"]
     assert rows["mutated"]["flags"] == ""
-    # the patched check would have passed the overflowing softmax: flagged, and that test is zeroed
+    # the patched check would have passed the overflowing softmax in the kernel: it decides nothing now
     tamper = rows["tamper"]
-    assert "helpers-tampered" in tamper["flags"].split(";") and "check_tensor_close" in tamper["detail"], tamper
     assert float(tamper["softmax_tests"]) == 0 and float(tamper["score"]) <= AUTO_MAX - GRADED["softmax_tests"]
 
 
@@ -178,9 +178,6 @@ def test_results_json_follows_the_format_and_says_what_grades_csv_says(graded, s
     assert f"status: {row['status']}\n" in ta["output"] and doc["extra_data"]["status"] == row["status"]
     flags = list(filter(None, row["flags"].split(";")))
     assert doc["extra_data"]["flags"] == flags and f"flags: {', '.join(flags) or '-'}\n" in ta["output"]
-    if flags:                                          # the guard's findings are for the TA only
-        assert "tamper" not in doc["output"] and "check_tensor_close" not in json.dumps(
-            [t for t in doc["tests"] if t["visibility"] != "hidden"])
 
 
 def test_results_json_quotes_no_hidden_test(graded):

@@ -163,8 +163,9 @@ def test_reference_is_refused_however_reached(tmp_path):
     import importlib.util
     import sys
 
-    from lmcourse.checks import CheckFailed, forbid_calls
+    from lmcourse.checks import CheckFailed
     from lmcourse.marking.gpt import nn_gpt_work
+    from lmcourse.marking.refusals import forbid_calls
     from lmcourse.nn import gpt as ref
 
     cfg = small()

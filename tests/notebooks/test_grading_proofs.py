@@ -1,7 +1,7 @@
 """For every notebook, each run of it checked once:
 
-- the solution, submitted as a student would, graded the TA's way (`lmcourse grade`: guard before
-  and after every test, sandbox): every autograded point, no flag, and no cell of the notebook
+- the solution, submitted as a student would, graded the TA's way (`lmcourse grade`: preamble,
+  sandbox, records judged outside the kernel): every autograded point, no flag, and no cell of the notebook
   raised (it runs top to bottom in the `tiny` profile, as a self-learner's solution does);
 - through the real `nbgrader autograde` (the plain route) on a temporary course copy: the
   untouched student notebook scores 0 and the grader does not crash; the catalogued alternatives
@@ -83,8 +83,8 @@ def graded(request, tmp_path_factory, harness):
 
 
 def test_solution_scores_full_marks_unflagged_under_lmcourse_grade(graded):
-    """The guard watches what the course's own test cells do too (rule modes, profile hooks,
-    references swapped in), so a false flag here would cost every honest student."""
+    """The rules and the scan see the course's own code too (rule modes, profile hooks, the
+    stand-ins a test brings), so a false flag or a refusal here would cost every honest student."""
     course, name = graded
     row = course.perfect
     assert row["status"] == "graded" and row["flags"] == "", f"{name}: {row}"

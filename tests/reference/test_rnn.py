@@ -5,7 +5,7 @@ import copy
 import torch
 from torch import nn
 
-from lmcourse.checks import forbid_torch_functions
+from lmcourse.marking.refusals import forbid_torch_functions
 from lmcourse.reference import rnn
 
 

@@ -28,7 +28,7 @@ def _top_level_definitions(name):
 def test_no_master_carries_its_own_rules_or_another_masters_helper():
     """The rules of a test cell and its shared probes live in the package (lmcourse.rules,
     lmcourse.reference): a master defines no ``_rules`` of its own, and no function or class body
-    appears in two masters (a copied helper drifts; issue 21 §2)."""
+    appears in two masters (a copied helper drifts)."""
     seen, copied = {}, []
     for name in NOTEBOOKS:
         for body, where in _top_level_definitions(name).items():

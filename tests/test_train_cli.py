@@ -139,7 +139,7 @@ def test_python_dash_m(tmp_path, text):
     assert proc.stdout.strip().splitlines()[-1].startswith("done: 3/3 steps, val loss ")
 
 
-# --- issue 27: what a self-learner met ------------------------------------------------------------
+# --- what a self-learner met ---------------------------------------------------------------------
 
 def test_help_shows_the_defaults_and_what_a_profile_is(capsys):
     assert main(["gpt", "--help"]) == 0

@@ -1,4 +1,4 @@
-"""lmcourse.train's keep_best (issue 25): the model ends with the weights of its lowest validation loss,
+"""lmcourse.train's keep_best: the model ends with the weights of its lowest validation loss,
 training itself is unchanged, and the checkpoint keeps both the last and the best weights."""
 
 import torch

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..grading.nbgrader_cli import skip_uri_grammar
 from .doctor import doctor
 
-skip_uri_grammar()   # before anything imports nbformat: 1.5 s off every command (nbgrader_cli.URI_GRAMMAR)
+skip_uri_grammar()   # before anything imports nbformat: seconds off every command (nbgrader_cli.URI_GRAMMAR)
 
 
 def _cmd_build(args) -> int:

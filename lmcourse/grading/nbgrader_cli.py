@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 # jsonschema (which nbformat imports) imports rfc3987_syntax when it is installed (jupyter-events
-# pulls it in), and that builds some forty lark grammars: 1.5 s of CPU in every process that reads
+# pulls it in), and that builds some forty lark grammars: seconds of CPU in every process that reads
 # a notebook. Nothing in the course or nbgrader validates URI formats, so the processes the course
 # starts (the `lmcourse` command, nbgrader, the grader's runner, Gradescope's script) leave it out.
 URI_GRAMMAR = "rfc3987_syntax"

@@ -38,13 +38,9 @@ NN_GPT_WORK = ("GPT", "init_gpt_weights", "_init_gpt_weights", "gpt_param_count"
 
 
 def nn_gpt_work() -> tuple:
-    """What :data:`NN_GPT_WORK` names in lmcourse.nn.gpt, or ``()`` where that module is withheld."""
-    import importlib
+    """What :data:`NN_GPT_WORK` names in lmcourse.nn.gpt (for the references of 05 and 07, which have it)."""
+    from lmcourse.nn import gpt
 
-    try:
-        gpt = importlib.import_module("lmcourse.nn.gpt")
-    except ImportError:
-        return ()
     return tuple(getattr(gpt, name) for name in NN_GPT_WORK)
 
 

@@ -3,14 +3,11 @@
 switches off the in-kernel rules that watched it, must find nothing; nor the course models built on it. Each
 check runs in a fresh interpreter, as the graded kernel is one: withholding is for good."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-# what 03's setup cell imports, the modules its graded cells use, then the withholding done while graded
+from tests.marking.withheld_kernel import WithheldKernel
+
+# what 03's setup cell imports, the modules its graded cells use, before the withholding
 SETUP = """
 import math, time, sys
 import torch
@@ -20,21 +17,13 @@ import lmcourse, lmcourse.marking
 from lmcourse import plot
 from lmcourse.runtime import given
 import lmcourse.marking.attention, lmcourse.marking.attention_hidden, lmcourse.marking.standins
-from lmcourse.marking.kernel import withhold
-from lmcourse.marking.notebooks import load
-withhold(load("03_attention"))
 """
-
-
-def run(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", NBGRADER_EXECUTION="autograde", LMCOURSE_PROFILE="tiny")
-    return subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
-                          env=env, timeout=300)
+KERNEL = WithheldKernel("03_attention", SETUP)
 
 
 def test_the_setup_never_imports_the_course_attention():
     # a module of the setup that brought it in would keep it reachable through that module
-    done = run("""
+    done = KERNEL.run("""
         for name in ("lmcourse.nn.attention", "lmcourse.nn.block", "lmcourse.nn.gpt"):
             assert name not in sys.modules, f"a module of 03's setup imported {name}"
         assert not hasattr(lmcourse, "nn") or not hasattr(lmcourse.nn, "attention"), \\
@@ -58,21 +47,11 @@ def test_the_setup_never_imports_the_course_attention():
     "import lmcourse.reference.attention",
 ])
 def test_the_course_attention_is_refused(how):
-    done = run(f"""
-        try:
-            {how}
-        except ImportError as err:
-            print("refused:", err)
-        else:
-            print("imported")
-    """)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused:"), done.stdout
-    assert "not available while notebook" in done.stdout and "03_attention" in done.stdout, done.stdout
+    KERNEL.assert_refuses(how)
 
 
 def test_what_the_notebook_still_uses_works():
-    done = run("""
+    done = KERNEL.run("""
         rt = lmcourse.setup(seed=0)
         # section 7's comparison with the course's layer: absent, said in one line
         assert given("lmcourse.nn.attention", "the comparison with the course's attention layer") is None

@@ -4,14 +4,11 @@ switches off the in-kernel rules that watched it, must find nothing; nor the cou
 attention stays: it is given code for 04. Each check runs in a fresh interpreter, as the graded kernel is one:
 withholding is for good."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-# what 04's setup cell imports, the modules its graded cells use, then the withholding done while graded
+from tests.marking.withheld_kernel import WithheldKernel
+
+# what 04's setup cell imports, the modules its graded cells use, before the withholding
 SETUP = """
 import math, sys
 import torch
@@ -25,21 +22,13 @@ from lmcourse.runtime import given
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
 import lmcourse.marking.block, lmcourse.marking.block_hidden, lmcourse.marking.standins
-from lmcourse.marking.kernel import withhold
-from lmcourse.marking.notebooks import load
-withhold(load("04_block"))
 """
-
-
-def run(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", NBGRADER_EXECUTION="autograde", LMCOURSE_PROFILE="tiny")
-    return subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
-                          env=env, timeout=300)
+KERNEL = WithheldKernel("04_block", SETUP)
 
 
 def test_the_setup_never_imports_the_course_block():
     # a module of the setup that brought it in would keep it reachable through that module
-    done = run("""
+    done = KERNEL.run("""
         for name in ("lmcourse.nn.block", "lmcourse.nn.gpt", "lmcourse.nn.mlm", "lmcourse.nn.seq2seq"):
             assert name not in sys.modules, f"a module of 04's setup imported {name}"
         assert not hasattr(lmcourse.nn, "block"), "lmcourse.nn kept a reference to its block submodule"
@@ -61,21 +50,11 @@ def test_the_setup_never_imports_the_course_block():
     "import lmcourse.reference.block",
 ])
 def test_the_course_block_is_refused(how):
-    done = run(f"""
-        try:
-            {how}
-        except ImportError as err:
-            print("refused:", err)
-        else:
-            print("imported")
-    """)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused:"), done.stdout
-    assert "not available while notebook" in done.stdout and "04_block" in done.stdout, done.stdout
+    KERNEL.assert_refuses(how)
 
 
 def test_what_the_notebook_still_uses_works():
-    done = run("""
+    done = KERNEL.run("""
         rt = lmcourse.setup(seed=0)
         # sections 7 and 8 run the course's blocks: absent, said in one line
         assert given("lmcourse.nn.block", "sections 7 and 8") is None

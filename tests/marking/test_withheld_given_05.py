@@ -3,14 +3,11 @@ answers 05's exercises, so a submission that imports it (or switches off the in-
 watch it) must find nothing. Each check runs in a fresh interpreter, as the graded kernel is one:
 withholding is for good."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-# what 05's setup cell and its training cell import, then the withholding the setup cell does while graded
+from tests.marking.withheld_kernel import WithheldKernel
+
+# what 05's setup cell and its training cell import, before the withholding
 SETUP = """
 import lmcourse, lmcourse.marking
 from lmcourse import plot
@@ -20,23 +17,14 @@ from lmcourse.runtime import given, is_autograding
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, estimate_loss, train
 import lmcourse.marking.gpt, lmcourse.marking.gpt_hidden
-from lmcourse.marking.kernel import withhold
-from lmcourse.marking.notebooks import load
-import sys
-withhold(load("05_gpt"))
 """
-
-
-def run(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", NBGRADER_EXECUTION="autograde", LMCOURSE_PROFILE="tiny")
-    return subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
-                          env=env, timeout=300)
+KERNEL = WithheldKernel("05_gpt", SETUP)
 
 
 def test_the_setup_never_imports_the_course_gpt():
     # the modules the graded kernel needs must not bring it in before the withholding (it would stay
     # reachable through them) or after it (the import would fail)
-    done = run("""
+    done = KERNEL.run("""
         assert "lmcourse.nn.gpt" not in sys.modules, "a module of 05's setup imported lmcourse.nn.gpt"
         assert "lmcourse.reference.gpt" not in sys.modules, "a module of 05's setup imported 05's reference"
         print("ok")
@@ -55,21 +43,11 @@ def test_the_setup_never_imports_the_course_gpt():
     "import lmcourse.reference.gpt",
 ])
 def test_the_course_gpt_is_refused(how):
-    done = run(f"""
-        try:
-            {how}
-        except ImportError as err:
-            print("refused:", err)
-        else:
-            print("imported")
-    """)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused:"), done.stdout
-    assert "not available while notebook" in done.stdout and "05_gpt" in done.stdout, done.stdout
+    KERNEL.assert_refuses(how)
 
 
 def test_what_the_notebook_still_uses_works():
-    done = run("""
+    done = KERNEL.run("""
         import tempfile
         from pathlib import Path
 
@@ -80,7 +58,6 @@ def test_what_the_notebook_still_uses_works():
         # the notebook's own cells: the course's GPT is absent, said in one line
         assert given("lmcourse.nn.gpt", "the demo") is None
         # a graded call's rules are made without the course's GPT
-        assert lmcourse.marking.gpt.nn_gpt_work() == ()
         for ex in load("05_gpt").exercises:
             if ex.rules is not None:
                 with ex.rules():

@@ -2,14 +2,11 @@
 submission that imports it (or switches off the in-kernel rules that watch it) must find nothing.
 Each check runs in a fresh interpreter, as the graded kernel is one: withholding is for good."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-# what 08's setup cell imports and builds, then the withholding the setup cell does while graded
+from tests.marking.withheld_kernel import WithheldKernel
+
+# what 08's setup cell imports and builds, before the withholding
 SETUP = """
 import lmcourse, lmcourse.marking
 from lmcourse.data import data_dir, encode_text, load_shakespeare
@@ -18,23 +15,14 @@ from lmcourse.runtime import given, is_autograding
 from lmcourse.tokenizers import CharTokenizer, split_words
 from lmcourse.train import TrainConfig, train
 import lmcourse.marking.bpe, lmcourse.marking.bpe_hidden
-from lmcourse.marking.kernel import withhold
-from lmcourse.marking.notebooks import load
-import sys
-withhold(load("08_bpe"))
 """
-
-
-def run(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", NBGRADER_EXECUTION="autograde", LMCOURSE_PROFILE="tiny")
-    return subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
-                          env=env, timeout=300)
+KERNEL = WithheldKernel("08_bpe", SETUP)
 
 
 def test_the_setup_never_imports_the_course_tokenizer():
     # the modules the graded kernel needs must not bring it in before the withholding (it would stay
     # reachable through them) or after it (the import would fail)
-    done = run("""
+    done = KERNEL.run("""
         assert "lmcourse.bpe" not in sys.modules, "a module of 08's setup imported lmcourse.bpe"
         print("ok")
     """)
@@ -50,21 +38,11 @@ def test_the_setup_never_imports_the_course_tokenizer():
     "import lmcourse.reference.bpe",
 ])
 def test_the_course_tokenizer_is_refused(how):
-    done = run(f"""
-        try:
-            {how}
-        except ImportError as err:
-            print("refused:", err)
-        else:
-            print("imported")
-    """)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused:"), done.stdout
-    assert "not available while notebook" in done.stdout and "08_bpe" in done.stdout, done.stdout
+    KERNEL.assert_refuses(how)
 
 
 def test_what_the_notebook_still_uses_works():
-    done = run("""
+    done = KERNEL.run("""
         import torch
         rt = lmcourse.setup(seed=0)
         # the notebook's own cells: the course's tokenizer is absent, said in one line

@@ -2,14 +2,11 @@
 exercises, so a submission that imports it (or switches off the in-kernel rules that watch it) must find
 nothing. Each check runs in a fresh interpreter, as the graded kernel is one: withholding is for good."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-# what 09's setup cell imports, the modules its graded cells use, then the withholding done while graded
+from tests.marking.withheld_kernel import WithheldKernel
+
+# what 09's setup cell imports, the modules its graded cells use, before the withholding
 SETUP = """
 import lmcourse, lmcourse.marking
 from lmcourse import dates, plot
@@ -19,22 +16,13 @@ from lmcourse.runtime import given
 from lmcourse.train import train
 from lmcourse.recipes import seq2seq as seq2seq_recipe
 import lmcourse.marking.encoder_decoder, lmcourse.marking.encoder_decoder_hidden
-from lmcourse.marking.kernel import withhold
-from lmcourse.marking.notebooks import load
-import sys
-withhold(load("09_encoder_decoder"))
 """
-
-
-def run(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", NBGRADER_EXECUTION="autograde", LMCOURSE_PROFILE="tiny")
-    return subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
-                          env=env, timeout=300)
+KERNEL = WithheldKernel("09_encoder_decoder", SETUP)
 
 
 def test_the_setup_never_imports_the_course_encoder_decoder():
     # a module of the setup that brought it in would keep it reachable through that module
-    done = run("""
+    done = KERNEL.run("""
         assert "lmcourse.nn.seq2seq" not in sys.modules, "a module of 09's setup imported lmcourse.nn.seq2seq"
         assert not hasattr(lmcourse.nn, "seq2seq"), "lmcourse.nn kept a reference to its seq2seq submodule"
         print("ok")
@@ -53,21 +41,11 @@ def test_the_setup_never_imports_the_course_encoder_decoder():
     "import lmcourse.reference.decoding",
 ])
 def test_the_course_encoder_decoder_is_refused(how):
-    done = run(f"""
-        try:
-            {how}
-        except ImportError as err:
-            print("refused:", err)
-        else:
-            print("imported")
-    """)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused:"), done.stdout
-    assert "not available while notebook" in done.stdout and "09_encoder_decoder" in done.stdout, done.stdout
+    KERNEL.assert_refuses(how)
 
 
 def test_what_the_notebook_still_uses_works():
-    done = run("""
+    done = KERNEL.run("""
         import torch
         rt = lmcourse.setup(seed=0)
         # sections 9 to 11: the course's encoder-decoder is absent, said in one line

@@ -32,7 +32,10 @@ _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "me
           "publish_display_data", "register_module_forward_hook", "register_module_forward_pre_hook",
           "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode",
           # a function rebuilt from another's code object runs as new code the rules do not know
-          "CodeType", "FunctionType")
+          "CodeType", "FunctionType",
+          # torch's function modes (the rules that refuse torch's own layers) switched off or popped
+          "DisableTorchFunction", "DisableTorchFunctionSubclass", "_pop_torch_function_stack", "_pop_mode",
+          "TorchDispatchMode", "__torch_dispatch__")
 # builtins among _NAMES: as an attribute they are someone else's (model.eval() puts a torch module in
 # evaluation mode) unless read from builtins itself
 _BUILTINS = ("exec", "eval", "compile", "__import__")
@@ -41,6 +44,8 @@ _TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/
 
 
 _ATTRS = ("getattr", "setattr", "delattr")
+# modules whose namespace read as a dict (vars(sys)["setprofile"], sys.__dict__) names nothing the scan reads
+_NAMESPACES = ("sys", "builtins", "__builtins__", "importlib", "torch")
 
 
 def _hidden_name(node: ast.expr) -> bool:
@@ -75,6 +80,9 @@ def scan_source(source: str) -> list[str]:
                     note(f"import {alias.name}")
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(_MODULES):
             note(f"from {node.module} import")
+        elif isinstance(node, ast.ImportFrom) and any(a.name in _NAMES for a in node.names):
+            # imported under another name (from torch.overrides import TorchFunctionMode as M)
+            note(next(a.name for a in node.names if a.name in _NAMES))
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             note(node.id)
         elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
@@ -90,6 +98,16 @@ def scan_source(source: str) -> list[str]:
             hit = next((t for t in _TEXTS if t in node.value), None)
             if hit:
                 note(f"the text {hit!r}")
+            elif (node.value in _NAMES and node.value not in _BUILTINS) or any(
+                    node.value == m or node.value.startswith(m + ".") for m in _MODULES):
+                # a flagged name written as a string: vars(sys)["setprofile"], sys.modules["importlib"]
+                note(f"the text {node.value!r}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in _NAMESPACES:
+            note(f"vars({node.args[0].id})")
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and isinstance(node.value, ast.Name) \
+                and node.value.id in _NAMESPACES:
+            note(f"{node.value.id}.__dict__")
         elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
             note("a code object rebuilt (co_ fields)")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
@@ -102,6 +120,8 @@ def scan_source(source: str) -> list[str]:
                 note("tests rebound")
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == "tests":
             note("tests rebound")
+        elif isinstance(node, ast.FunctionDef) and node.name in _NAMES:
+            note(node.name)             # a mode's or a tensor subclass's own __torch_function__
     return found
 
 

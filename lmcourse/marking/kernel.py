@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from .judge import judge_exercise, observe
-from .plain import Raised, decode
+from .plain import Raised, decode, raised
 from .spec import Case, Exercise, Names, Notebook
 from .standins import load_standins
 
@@ -57,7 +57,8 @@ class Exam:
         self._ns = namespace
         if grading():
             withhold(self._notebook)
-            keep_profile()
+            if _in_a_kernel():      # for good: an audit hook cannot be removed (not in a test's own process)
+                keep_profile()
 
     def check(self, name: str) -> None:
         """The visible cases of exercise ``name``, judged in this kernel (nothing under the autograder,
@@ -103,8 +104,14 @@ class Exam:
         own = self._own_code(ex) if refuse_reference else contextlib.nullcontext
         trees = []
         for case in cases:
+            before = _modes()
             with substitute(self._ns, **standins), (ex.rules() if ex.rules else contextlib.nullcontext()), own():
-                trees.append(observe(case.call, names))
+                tree = observe(case.call, names)
+            left = before or _modes()
+            trees.append(tree if not left else raised(ModeRefused(
+                f"a torch mode of yours ({_type_name(type(left[0]))}) was on while the test ran: the test's own "
+                "computations on what your code returned go through it — leave no TorchFunctionMode or "
+                "TorchDispatchMode entered")))
         return trees
 
     def _own_code(self, ex: Exercise):
@@ -219,11 +226,39 @@ def withhold(notebook: Notebook) -> None:
     sys.meta_path.insert(0, _Withheld(notebook, names))
 
 
+class ModeRefused(RuntimeError):
+    """A torch function or dispatch mode of a student's was on around a case."""
+
+
+_type_name = type.__dict__["__name__"].__get__      # a metaclass cannot lie about it
+
+
+def _modes() -> tuple:
+    """The torch function and dispatch modes on now, but torch's default-device mode
+    (``torch.set_default_device``): a case counts on plain tensors, and a mode entered by a
+    student's code (before the case, or inside it and left on) would answer the test's own
+    computations on them (a variance, a share of draws) however the answer was made."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ()
+    from torch.utils._device import DeviceContext
+
+    c = torch._C
+    on = [c._get_function_stack_at(i) for i in range(c._len_torch_function_stack())]
+    on += [c._get_dispatch_stack_at(i) for i in range(c._len_torch_dispatch_stack())]
+    return tuple(m for m in on if type(m) is not DeviceContext)
+
+
 class ProfileRefused(RuntimeError):
     """A student's code set this kernel's profile or trace function in a graded kernel."""
 
 
 _KEEPING: list[bool] = []
+
+
+def _in_a_kernel() -> bool:
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
 
 
 def keep_profile() -> None:

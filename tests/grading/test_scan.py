@@ -54,3 +54,35 @@ def test_only_the_students_cells_are_read():
     nb.cells[2].metadata["nbgrader"] = {"locked": True, "grade_id": "setup"}
     nb.cells[3].metadata["lmcourse-guard"] = {}
     assert scan_cells(nb, skip_tag="lmcourse-guard") == ["import inspect", "exec"]
+
+
+def test_names_written_as_strings_are_named():
+    """A module's namespace read as a dict names nothing the scan reads as a name: the strings are
+    (the red team of 02 and 07 switched the rules off with ``vars(_s)["setprofile"](None)``)."""
+    cases = {
+        "import sys as _s\nvars(_s)['setprofile'](None)": ["the text 'setprofile'"],
+        "import sys\nvars(sys)['meta_path'].pop(0)": ["vars(sys)", "the text 'meta_path'"],
+        "import sys\nf = sys.__dict__['settrace']": ["sys.__dict__", "the text 'settrace'"],
+        "import sys\nil = sys.modules['importlib']": ["the text 'importlib'"],
+        "import sys\nm = sys.modules['lmcourse.marking.kernel']": ["the text 'lmcourse.marking.kernel'"],
+        "import torch\nwith torch._C.DisableTorchFunction():\n    pass": ["DisableTorchFunction"],
+    }
+    for source, wanted in cases.items():
+        found = scan_source(source)
+        for w in wanted:
+            assert w in found, (source, found)
+
+
+def test_ordinary_strings_are_not_names():
+    for source in ("mode = 'eval'", "x = {'path': p}", "note = 'inspection of the losses'",
+                   "model.eval()", "key = 'compile'"):
+        assert scan_source(source) == [], source
+
+
+def test_a_torch_mode_is_named_however_it_is_imported():
+    """The red team of 06 answered the test's own variance with a torch function mode: its class,
+    imported under another name, and its ``__torch_function__`` are named."""
+    source = ("from torch.overrides import TorchFunctionMode as M\n\n\nclass X(M):\n"
+              "    def __torch_function__(self, func, types, args=(), kwargs=None):\n        return func(*args)\n")
+    assert scan_source(source) == ["TorchFunctionMode", "__torch_function__"]
+    assert scan_source("from torch.utils._python_dispatch import TorchDispatchMode as D") == ["TorchDispatchMode"]

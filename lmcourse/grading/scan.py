@@ -68,6 +68,9 @@ def scan_source(source: str) -> list[str]:
     except SyntaxError:         # IPython magics and broken cells: nothing to read as Python
         return []
     found: list[str] = []
+    # the names sys goes by in this cell (import sys as _s)
+    sys_names = {"sys"} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.Import)
+                           for a in n.names if a.name == "sys" and a.asname}
 
     def note(what: str) -> None:
         if what not in found:
@@ -86,7 +89,7 @@ def scan_source(source: str) -> list[str]:
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             note(node.id)
         elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
-              and node.value.id == "sys") or (isinstance(node, ast.ImportFrom) and node.module == "sys"
+              and node.value.id in sys_names) or (isinstance(node, ast.ImportFrom) and node.module == "sys"
                                                and any(a.name in _PATHS for a in node.names)):
             # the reference's folder put on the path imports its modules under their bare names
             # (``import ngram``), which the graded kernel's refusal of lmcourse.reference.* does not see
@@ -103,11 +106,19 @@ def scan_source(source: str) -> list[str]:
                 # a flagged name written as a string: vars(sys)["setprofile"], sys.modules["importlib"]
                 note(f"the text {node.value!r}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
-                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in _NAMESPACES:
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in (*_NAMESPACES, *sys_names):
             note(f"vars({node.args[0].id})")
-        elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and isinstance(node.value, ast.Name) \
-                and node.value.id in _NAMESPACES:
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+                node.attr == "__dict__" and node.value.id in (*_NAMESPACES, *sys_names)):
             note(f"{node.value.id}.__dict__")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sys_names \
+                and node.attr == "modules":
+            # every loaded module, the course's marking code among them (reached without naming it:
+            # sys.modules[type(tests).__module__])
+            note("sys.modules")
+        elif isinstance(node, ast.Name) and node.id == "tests" and isinstance(node.ctx, ast.Load):
+            # the test cells' object: nothing a student writes reads it
+            note("tests read")
         elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
             note("a code object rebuilt (co_ fields)")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \

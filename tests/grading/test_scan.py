@@ -86,3 +86,11 @@ def test_a_torch_mode_is_named_however_it_is_imported():
               "    def __torch_function__(self, func, types, args=(), kwargs=None):\n        return func(*args)\n")
     assert scan_source(source) == ["TorchFunctionMode", "__torch_function__"]
     assert scan_source("from torch.utils._python_dispatch import TorchDispatchMode as D") == ["TorchDispatchMode"]
+
+
+def test_the_marking_code_reached_without_its_name_is_named():
+    """The red team of 02 patched the kernel's recorder through the test cells' own object:
+    ``sys.modules[type(tests).__module__].observe = ...``, sys imported under another name."""
+    found = scan_source("import sys as _s\n_k = _s.modules[type(tests).__module__]\n_k.observe = f\n")
+    assert found == ["sys.modules", "tests read"], found
+    assert scan_source("import sys as _s\nsys_args = _s.argv") == []

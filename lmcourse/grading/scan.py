@@ -72,6 +72,8 @@ def scan_source(source: str) -> list[str]:
     sys_names = {"sys"} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.Import)
                            for a in n.names if a.name == "sys" and a.asname}
 
+    keys = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
+
     def note(what: str) -> None:
         if what not in found:
             found.append(what)
@@ -101,9 +103,10 @@ def scan_source(source: str) -> list[str]:
             hit = next((t for t in _TEXTS if t in node.value), None)
             if hit:
                 note(f"the text {hit!r}")
-            elif (node.value in _NAMES and node.value not in _BUILTINS) or any(
-                    node.value == m or node.value.startswith(m + ".") for m in _MODULES):
+            elif (node.value in _NAMES and node.value not in _BUILTINS) or (id(node) in keys and any(
+                    node.value == m or node.value.startswith(m + ".") for m in _MODULES)):
                 # a flagged name written as a string: vars(sys)["setprofile"], sys.modules["importlib"]
+                # (a module's name only as a key: a folder may share it, data_dir() / "tokenizers")
                 note(f"the text {node.value!r}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
                 and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in (*_NAMESPACES, *sys_names):

@@ -1,8 +1,10 @@
 """lmcourse.grading.scan: the routes around the grader, found in what the student wrote."""
 
 import nbformat
+import pytest
 
 from lmcourse.grading.scan import scan_cells, scan_source
+from tests.conftest import NOTEBOOKS, ROOT
 
 
 def test_honest_code_is_not_flagged():
@@ -75,7 +77,9 @@ def test_names_written_as_strings_are_named():
 
 def test_ordinary_strings_are_not_names():
     for source in ("mode = 'eval'", "x = {'path': p}", "note = 'inspection of the losses'",
-                   "model.eval()", "key = 'compile'"):
+                   "model.eval()", "key = 'compile'",
+                   # a folder that shares a module's name (08 caches its merges under data/tokenizers/)
+                   "p = data_dir() / 'tokenizers' / 'x.json'", "q = os.path.join(d, 'inspect')"):
         assert scan_source(source) == [], source
 
 
@@ -94,3 +98,14 @@ def test_the_marking_code_reached_without_its_name_is_named():
     found = scan_source("import sys as _s\n_k = _s.modules[type(tests).__module__]\n_k.observe = f\n")
     assert found == ["sys.modules", "tests read"], found
     assert scan_source("import sys as _s\nsys_args = _s.argv") == []
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_no_solution_is_flagged(notebook):
+    """Every notebook's solution, handed in as a student would, names nothing the scan flags (a false
+    flag on an honest submission costs a TA a look at every notebook of the class)."""
+    from lmcourse.authoring.course import perfect_submission
+
+    release = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    source = nbformat.read(ROOT / "autograder" / "source" / notebook / f"{notebook}.ipynb", as_version=4)
+    assert scan_cells(perfect_submission(release, source)) == []

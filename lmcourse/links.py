@@ -5,15 +5,11 @@ Every name is read from the new module (PEP 562).
 """
 
 import sys
-import warnings
 
 from .commands import links as _moved
+from .moved import read_through
 
-
-def __getattr__(name: str):
-    warnings.warn(f"lmcourse.links.{name} moved to lmcourse.commands.links.{name}", DeprecationWarning,
-                  stacklevel=2)
-    return getattr(_moved, name)
+__getattr__ = read_through(__name__, "lmcourse.commands.links")
 
 
 if __name__ == "__main__":  # `python -m lmcourse.links`, as older notes and scripts run it

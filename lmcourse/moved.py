@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable
 __all__ = ["read_through", "answers_or_nothing"]
 
 
-def read_through(module: str, target: str, names: Iterable[str],
+def read_through(module: str, target: str, names: Iterable[str] | None = None,
                  also: Callable[[str], object] | None = None) -> Callable[[str], object]:
-    """A module ``__getattr__`` for ``module``: each of ``names`` is read from ``target``, with a
-    DeprecationWarning; ``also(name)`` answers first where given (it raises AttributeError to pass)."""
-    moved = frozenset(names)
+    """A module ``__getattr__`` for ``module``: each of ``names`` (every name but dunders when
+    ``None``: a whole module that moved) is read from ``target``, with a DeprecationWarning;
+    ``also(name)`` answers first where given (it raises AttributeError to pass)."""
+    moved = None if names is None else frozenset(names)
 
     def __getattr__(name: str):
         if also is not None:
@@ -28,7 +29,8 @@ def read_through(module: str, target: str, names: Iterable[str],
                 return also(name)
             except AttributeError:
                 pass
-        if name in moved:
+        # dunders are Python's own questions (``from M import x`` asks for ``__path__``), not a reader's
+        if (name in moved) if moved is not None else not name.startswith("__"):
             warnings.warn(f"{module}.{name} moved to {target}.{name}", DeprecationWarning, stacklevel=2)
             return getattr(importlib.import_module(target), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")

@@ -4,12 +4,6 @@ Kept for TAs' and authors' scripts written against the old layout.
 Every name is read from the new module (PEP 562).
 """
 
-import warnings
+from .moved import read_through
 
-from .commands import paths as _moved
-
-
-def __getattr__(name: str):
-    warnings.warn(f"lmcourse.paths.{name} moved to lmcourse.commands.paths.{name}", DeprecationWarning,
-                  stacklevel=2)
-    return getattr(_moved, name)
+__getattr__ = read_through(__name__, "lmcourse.commands.paths")

@@ -5,15 +5,11 @@ Every name is read from the new module (PEP 562).
 """
 
 import sys
-import warnings
 
 from .commands import train as _moved
+from .moved import read_through
 
-
-def __getattr__(name: str):
-    warnings.warn(f"lmcourse.train_cli.{name} moved to lmcourse.commands.train.{name}", DeprecationWarning,
-                  stacklevel=2)
-    return getattr(_moved, name)
+__getattr__ = read_through(__name__, "lmcourse.commands.train")
 
 
 if __name__ == "__main__":  # `python -m lmcourse.train_cli`, as older notes and scripts run it

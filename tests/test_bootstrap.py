@@ -15,9 +15,9 @@ import nbformat
 import pytest
 import tomllib
 
-from lmcourse import links
 from lmcourse.authoring import bootstrap
 from lmcourse.authoring.build import master_to_source, masters
+from lmcourse.commands import links
 from tests.conftest import ROOT
 
 MARKERS = {  # what each platform's runtime sets (the cell itself does not depend on them)

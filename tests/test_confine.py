@@ -239,7 +239,8 @@ def test_a_library_asked_for_the_source_by_the_answer_gets_none():
 # interpreter; its code, compiled from a string, counts as a student's.
 _ARMED = r'''
 import multiprocessing, os, subprocess, sys, sysconfig
-from lmcourse import confine, setup_torch
+from lmcourse import confine
+from lmcourse.commands import setup_torch
 
 def attempt(label, fn):
     try:

@@ -8,7 +8,8 @@ import sys
 import pytest
 import torch
 
-from lmcourse import cli, runtime, train
+from lmcourse import runtime, train
+from lmcourse.commands import main as cli
 from tests.test_doctor import healthy  # noqa: F401  (the doctor's fixture: a sane machine)
 
 CARDS = {  # name: (compute capability, native bf16)

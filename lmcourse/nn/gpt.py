@@ -112,7 +112,7 @@ class GPT(nn.Module):
 
 
 # No @torch.no_grad() decorators in this module: a decorator's wrapper shares one code object
-# across every function it decorates, so checks.forbid_calls would forbid them all.
+# across every function it decorates, so refusals.forbid_calls would forbid them all.
 def init_gpt_weights(model: nn.Module, std: float = 0.02) -> nn.Module:
     """GPT-2's initialisation, in place: linear and embedding weights ~ N(0, std^2), biases 0,
     LayerNorm gain 1 and shift 0, and the residual projections ~ N(0, (std / sqrt(2 L))^2)."""

@@ -21,7 +21,7 @@ Every filter takes logits ``(..., V)`` and returns logits of the same shape and 
 ever removes every word: the most likely word is always kept.
 
 No ``@torch.no_grad()`` decorators here: a decorator's wrapper shares one code object across every
-function it decorates, so ``checks.forbid_calls`` would forbid them all.
+function it decorates, so ``refusals.forbid_calls`` would forbid them all.
 """
 
 from __future__ import annotations

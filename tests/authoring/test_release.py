@@ -14,9 +14,9 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.release import ReleaseError, count_words, grader_torch, release, secrets_in
-from lmcourse.cli import main
+from lmcourse.commands.main import main
+from lmcourse.commands.paths import repo_root
 from lmcourse.grading.template import hidden_test_lines
-from lmcourse.paths import repo_root
 
 ROOT = repo_root()
 

@@ -30,7 +30,7 @@ LIMITS = ["--notebook-timeout", "120", "--cell-timeout", "20", "--memory-mb", "3
 
 @pytest.fixture(scope="session")
 def grader_batch(tmp_path_factory) -> Batch:
-    from lmcourse.cli import main
+    from lmcourse.commands.main import main
     from tests.grading import test_forgery, test_grade
 
     out = tmp_path_factory.mktemp("grades")

@@ -12,7 +12,7 @@ import json
 import nbformat
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from tests.grading.test_grade import AUTO_MAX, SANDBOX, A, perfect
 
 pytestmark = pytest.mark.slow

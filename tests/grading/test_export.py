@@ -168,7 +168,7 @@ def test_students_never_read_all_tests_passed():
 
 def test_student_regrade_refused_without_a_reason_to_run(tmp_path, capsys):
     """--student: an unknown id, or no earlier full run in --out, stops before any grading."""
-    from lmcourse.cli import main
+    from lmcourse.commands.main import main
 
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "ada.ipynb").write_bytes(b"{}")
@@ -207,7 +207,7 @@ def test_semester_canvas_roster_late_regrade_export(tmp_path, capsys):
     from nbgrader.api import Gradebook
 
     from lmcourse.authoring.course import perfect_submission
-    from lmcourse.cli import main
+    from lmcourse.commands.main import main
     from lmcourse.grading import sandbox
     from tests.conftest import ROOT
 
@@ -307,7 +307,7 @@ def test_student_regrade_keeps_the_last_runs_gradebook(tmp_path, capsys):
     """R15: ``--student`` without ``--gradebook`` wrote into the course's default gradebook, not
     the one of the full run, and run.json then sent ``export`` to it (the hand grading in the
     real one was no longer read)."""
-    from lmcourse.cli import main
+    from lmcourse.commands.main import main
     from lmcourse.grading.semester import read_run
 
     (tmp_path / "class").mkdir()

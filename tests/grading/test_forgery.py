@@ -21,7 +21,7 @@ import textwrap
 import nbformat
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading import sandbox
 from tests.grading.test_grade import AUTO_MAX, A, cell, perfect
 

@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import TempCourse
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from tests.grading.test_forgery import WRONG
 from tests.grading.test_grade import AUTO_MAX, ROOT, SANDBOX, A, cell, perfect
 

@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import perfect_submission
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading import sandbox
 from lmcourse.grading.feedback import sentence
 from lmcourse.grading.ingest import IngestError, find_submissions, safe_extract

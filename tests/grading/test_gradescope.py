@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading.gradescope import CONFIG, OUT, VISIBILITIES, build_zip, pinned_requirements
 from tests.grading.conftest import LIMITS, hidden_lines  # LIMITS: the shared batch's, held against its rows
 from tests.grading.test_grade import AUTO_MAX, BWRAP, SOURCE, STUDENT, A, catalogue

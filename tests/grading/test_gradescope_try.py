@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading.gradescope_try import env_for
 from tests.conftest import ROOT
 from tests.grading.conftest import LIMITS

@@ -26,7 +26,7 @@ import pytest
 
 from lmcourse.authoring.course import perfect_submission
 from lmcourse.authoring.mutants import load_mutants
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading.shard import share_of
 from tests.conftest import ROOT
 from tests.grading.conftest import LIMITS, hidden_lines

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
+from lmcourse.commands.paths import repo_root
 from lmcourse.grading.template import Template
-from lmcourse.paths import repo_root
 from tests.grading.conftest import LIMITS
 from tests.grading.test_grade import SANDBOX
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading.ingest import Submission
 from lmcourse.grading.shard import ShardError, merge, parse, share_of, take_share
 from tests.conftest import ROOT

@@ -43,7 +43,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.mutants import load_alternatives
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading import similarity, similarity_sources
 from lmcourse.grading.reports import write_csv
 from lmcourse.grading.result import Result

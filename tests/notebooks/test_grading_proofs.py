@@ -25,7 +25,7 @@ import pytest
 
 from lmcourse.authoring.course import TempCourse, perfect_submission
 from lmcourse.authoring.mutants import load_mutants, run_alternatives
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from lmcourse.grading import sandbox
 from tests.conftest import NOTEBOOKS, ROOT
 from tests.notebooks.conftest import alternative_split, proofs_group

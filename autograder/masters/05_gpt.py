@@ -44,9 +44,9 @@
 #
 # * build the model from the pieces named in the exercise (`nn.Embedding`, `nn.Linear`,
 #   `lmcourse.nn.Block`, a LayerNorm, ...). The course's own GPT, `lmcourse.nn.gpt` (`GPT`,
-#   `GPTConfig`, `init_gpt_weights`, `gpt_param_count`, `generate`: what later notebooks are
-#   given), is not there at all while the autograder runs this notebook (importing it fails),
-#   and the visible tests refuse it at home. Other course code that does the same work
+#   `GPTConfig`, `init_gpt_weights`, `gpt_param_count`) and its sampler, `lmcourse.nn.sampling`
+#   (`generate`), what later notebooks are given, are not there at all while the autograder runs
+#   this notebook (importing them fails), and the visible tests refuse them at home. Other course code that does the same work
 #   (`lmcourse.nn.mlm.init_mlm_weights`) and the Python code of another library (`transformers`
 #   has a GPT-2 of its own) score 0, however they are reached: the tests watch what runs. A graded call
 #   runs on its own thread (starting a thread or a process inside it is refused) and does not

@@ -34,10 +34,10 @@
 #
 # * write the decoding yourself. The course's reference answers (`lmcourse.reference.decoding`,
 #   which the old names in `lmcourse.decoding` read through to) are not there when the notebook is
-#   graded; the samplers of `lmcourse.nn.gpt` and the `transformers` library's generation code score
-#   0, however they are reached (an alias, a saved reference): the tests watch what runs. Where a
-#   test needs one of your earlier answers, it uses the reference version instead, so one mistake
-#   costs points once;
+#   graded, and neither is 05's sampling loop (`lmcourse.nn.sampling`); the `transformers`
+#   library's generation code scores 0, however it is reached (an alias, a saved reference): the
+#   tests watch what runs. Where a test needs one of your earlier answers, it uses the reference
+#   version instead, so one mistake costs points once;
 # * filters take logits and return logits: same shape, same **dtype**, same **device**, `-inf`
 #   where a word is removed; inputs are never changed in place.
 #

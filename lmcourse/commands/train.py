@@ -507,7 +507,7 @@ def _plot_curve(hist, ckpt: Path, profile: str) -> Path:
 def _gpt_summary(job: Job, hist, env, a: dict) -> str:
     import torch
 
-    from ..nn.gpt import generate
+    from ..nn.sampling import generate
 
     cfg, model, tok, device = job.cfg, job.model, job.own["tok"], env.device
     ckpt = Path(cfg.checkpoint_path)

@@ -28,7 +28,7 @@ from .tensors import equal, fields, plain_tensor, tensor
 __all__ = ["NOTEBOOK", "FixedLogits", "Table", "beam_case", "fed_forward", "plain_pair", "rules", "shares",
            "small_gpt"]
 
-RULE = "write the decoding yourself, not with lmcourse.nn.gpt's sampler or transformers"
+RULE = "write the decoding yourself, not with lmcourse.nn.sampling's sampler or transformers"
 # transformers' generation code does the same work: refused when imported, noticed when imported in a graded call
 MODULES = ("transformers.generation.logits_process", "transformers.generation.utils")
 PACKAGES = ("transformers",)
@@ -36,18 +36,22 @@ _INF = float("-inf")
 
 
 def rules(reason: str = RULE, *extra: tuple[tuple, str]):
-    """Third-party equivalents refused while a case runs (transformers' generation code), and 05's sampling loop,
-    which a graded kernel still holds beside the GPT it gives (``lmcourse.nn.gpt.generate``, where it lives);
+    """Third-party equivalents refused while a case runs (transformers' generation code), and 05's sampling loop
+    (``lmcourse.nn.sampling``, given from 06 on) where it is installed: a graded kernel withholds it, a
+    student's own kernel has it;
     ``extra``: ``(targets, reason)`` pairs, the course code an exercise must not run, each refused with its own
     reason (a function returning the targets, so that nothing is imported before the case runs)."""
     @contextlib.contextmanager
     def entered():
-        import lmcourse.nn.gpt
         import lmcourse.rules
         from lmcourse.marking.refusals import forbid_calls
 
-        own = vars(lmcourse.nn.gpt)
-        course = tuple(own[n] for n in ("generate", "_generate") if n in own)
+        try:
+            from lmcourse.nn import sampling
+        except ImportError:             # withheld: nothing of it to refuse
+            course = ()
+        else:
+            course = (sampling.generate, sampling._generate)
         with contextlib.ExitStack() as stack:
             stack.enter_context(lmcourse.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=reason)())
             for targets, why in extra:
@@ -958,7 +962,8 @@ NOTEBOOK = Notebook(
     "07_decoding", reference="lmcourse.reference.decoding", hidden="lmcourse.marking.decoding_hidden",
     exercises=(APPLY_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, EPSILON_FILTER, NEXT_TOKEN, GENERATE, BEAM_SEARCH,
                CACHED_FORWARD, GENERATE_CACHED, Q1, Q2),
-    # the answers; lmcourse.decoding keeps given code only (the moved names read through to here), and 05's
-    # sampler in lmcourse.nn.gpt, beside the GPT this notebook uses, is refused by the rules; 05's reference
-    # generate, which answers generate through a model that filters its logits, is withheld
-    withheld=("lmcourse.reference.decoding", "lmcourse.reference.gpt"))
+    # the answers; lmcourse.decoding keeps given code only (the moved names read through to here); 05's
+    # sampler (lmcourse.nn.sampling, beside the GPT this notebook uses) and 05's reference generate answer
+    # generate through a model that filters its logits (a copy of the sampler's code object passed the
+    # rules' refusal of the original), so both are withheld
+    withheld=("lmcourse.reference.decoding", "lmcourse.reference.gpt", "lmcourse.nn.sampling"))

@@ -1042,5 +1042,5 @@ NOTEBOOK = Notebook(
     "05_gpt", reference="lmcourse.reference.gpt", hidden="lmcourse.marking.gpt_hidden",
     exercises=(GPT_CONFIG, GPT, INIT_WEIGHTS, GPT_PARAM_COUNT, GENERATE, Q1, Q2, Q3),
     # lmcourse.nn.gpt, the GPT later notebooks are given, does 05's work: absent here too
-    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt"),
+    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt", "lmcourse.nn.sampling"),
     uses=("lmcourse.reference.ngram",))   # the ladder's Kneser-Ney counts (notebook 01's answers)

@@ -684,4 +684,5 @@ NOTEBOOK = Notebook(
                *(QUESTIONS[n][0] for n in (1, 2, 3, 4))),
     # and the course's samplers of later notebooks: a model wrapped to give forward_state's logits answers
     # sample with any of them (05's given GPT's and reference generate, 07's reference)
-    withheld=("lmcourse.reference.rnn", "lmcourse.nn.gpt", "lmcourse.reference.gpt", "lmcourse.reference.decoding"))
+    withheld=("lmcourse.reference.rnn", "lmcourse.nn.gpt", "lmcourse.nn.sampling", "lmcourse.reference.gpt",
+              "lmcourse.reference.decoding"))

@@ -24,6 +24,7 @@ class Score:
     max_score: float
     auto_max: float  # points that autograding can award (max_score minus hand-graded answers)
     failed_tests: list[str]
+    flagged: bool = False   # formgrader's flag (the course's config sets it for the source scan's findings)
 
 
 class TempCourse:
@@ -61,7 +62,7 @@ class TempCourse:
             sub = gb.find_submission_notebook(name, name, student)
             failed = [g.name for g in sub.grades if g.auto_score is not None and g.auto_score < g.max_score]
             manual = sum(g.max_score for g in sub.grades if g.cell_type == "markdown")
-            return Score(student, sub.score, sub.max_score, sub.max_score - manual, failed)
+            return Score(student, sub.score, sub.max_score, sub.max_score - manual, failed, bool(sub.flagged))
 
 
 def perfect_submission(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> nbformat.NotebookNode:

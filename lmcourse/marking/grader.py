@@ -107,13 +107,40 @@ def _preprocessor_base():
 
 class JudgeRecords(_preprocessor_base()):
     """nbgrader preprocessor: :func:`judge_notebook` on the notebook nbgrader has just executed,
-    so plain ``nbgrader autograde`` with the course's config grades as ``lmcourse grade`` does."""
+    so plain ``nbgrader autograde`` with the course's config grades as ``lmcourse grade`` does; and
+    the source scan's findings (:mod:`lmcourse.grading.scan`) as ``lmcourse grade`` flags them: a
+    warning in nbgrader's log and the submission flagged in the gradebook (formgrader shows the flag),
+    the score unchanged."""
 
     enabled = True      # nbconvert's preprocessors do nothing unless enabled (nbgrader's own set it too)
 
     def preprocess(self, nb, resources):
-        judge_notebook(nb, resources.get("nbgrader", {}).get("notebook", ""))
+        nbgrader = resources.get("nbgrader", {})
+        judge_notebook(nb, nbgrader.get("notebook", ""))
+        _flag_scan_findings(nb, nbgrader, self.log)
         return nb, resources
+
+
+def _flag_scan_findings(nb, nbgrader: dict, log) -> None:
+    from lmcourse.grading.scan import FLAG, scan_cells
+
+    found = scan_cells(nb)
+    if not found:
+        return
+    who = f"{nbgrader.get('student', '?')}/{nbgrader.get('assignment', '?')}"
+    log.warning("%s: %s: %s (the score stands; read the autograded notebook)", who, FLAG, ", ".join(found))
+    if not nbgrader.get("db_url"):
+        return
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(nbgrader["db_url"]) as gb:
+        try:
+            sub = gb.find_submission_notebook(nbgrader["notebook"], nbgrader["assignment"], nbgrader["student"])
+        except (MissingEntry, KeyError):
+            log.warning("%s: no gradebook entry to flag", who)
+            return
+        sub.flagged = True
+        gb.db.commit()
 
 
 @functools.cache

@@ -201,9 +201,15 @@ def test_forged_record_gains_nothing(graded, attempt):
 @pytest.mark.parametrize("attempt", sorted(READ_ATTEMPTS))
 def test_reference_file_run_is_flagged(graded, attempt):
     """Without bubblewrap the copy scores (nothing in the kernel can tell it from the student's own
-    code); `lmcourse grade`'s scan flags it for a person."""
+    code); the scan flags it for a person, in `lmcourse grade`'s flags and, under plain nbgrader with
+    the course's config, as formgrader's flag on the submission."""
     row = graded[attempt]["grade"]
     assert "source-scan" in row["flags"].split(";"), row
+    assert graded[attempt]["nbgrader"].flagged, graded[attempt]["nbgrader"]
+
+
+def test_plain_nbgrader_flags_nothing_honest(graded):
+    assert not graded["baseline"]["nbgrader"].flagged
 
 
 @pytest.mark.parametrize("source", [

@@ -1,4 +1,4 @@
-"""lmcourse.confine: a graded call starts no thread or process and reads no course source
+"""lmcourse.marking.confine: a graded call starts no thread or process and reads no course source
 and the rules of every exercise enter it."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import warnings
 
 import pytest
 
-from lmcourse import ngram, rules
-from lmcourse.confine import Confined, graded_call
+from lmcourse import ngram
+from lmcourse.marking import rules
+from lmcourse.marking.confine import Confined, graded_call
 
 
 def _thread():
@@ -239,7 +240,7 @@ def test_a_library_asked_for_the_source_by_the_answer_gets_none():
 # interpreter; its code, compiled from a string, counts as a student's.
 _ARMED = r'''
 import multiprocessing, os, subprocess, sys, sysconfig
-from lmcourse import confine
+from lmcourse.marking import confine
 from lmcourse.commands import setup_torch
 
 def attempt(label, fn):

@@ -26,13 +26,13 @@ def _top_level_definitions(name):
 
 
 def test_no_master_carries_its_own_rules_or_another_masters_helper():
-    """The rules of a test cell and its shared probes live in the package (lmcourse.rules,
+    """The rules of a test cell and its shared probes live in the package (lmcourse.marking.rules,
     lmcourse.reference): a master defines no ``_rules`` of its own, and no function or class body
     appears in two masters (a copied helper drifts)."""
     seen, copied = {}, []
     for name in NOTEBOOKS:
         for body, where in _top_level_definitions(name).items():
-            assert where[1] != "_rules", f"{name} defines _rules: call lmcourse.rules.rules(*REFERENCE) instead"
+            assert where[1] != "_rules", f"{name} defines _rules: call lmcourse.marking.rules.rules(*REFERENCE) instead"
             if body in seen:
                 copied.append((seen[body], where))
             seen.setdefault(body, where)

@@ -9,6 +9,8 @@ named where the code cannot be changed by a ``git pull``:
   ``python -m lmcourse.setup_torch``; older set-up notes run ``python lmcourse/setup_torch.py``;
 - ``lmcourse.train_cli`` — ``python -m lmcourse.train_cli`` / ``torchrun -m`` in TAs' notes;
 - ``lmcourse.links``, ``lmcourse.paths`` — read by TAs' and authors' scripts;
+- ``lmcourse.rules``, ``lmcourse.confine`` — the test cells of notebooks built before the graded
+  call's side moved to ``lmcourse.marking``;
 - ``lmcourse.commands.main.prepare_work`` / ``planned_work`` — the lab's copy under its old name.
 
 Each old module reads every name from the new one and keeps its own name.
@@ -27,7 +29,9 @@ from tests.conftest import ROOT
 
 KEPT = {"lmcourse.cli": "lmcourse.commands.main", "lmcourse.train_cli": "lmcourse.commands.train",
         "lmcourse.links": "lmcourse.commands.links", "lmcourse.paths": "lmcourse.commands.paths",
-        "lmcourse.setup_torch": "lmcourse.commands.setup_torch"}
+        "lmcourse.setup_torch": "lmcourse.commands.setup_torch",
+        # the graded call's side moved beside the rest of the test cells' side
+        "lmcourse.rules": "lmcourse.marking.rules", "lmcourse.confine": "lmcourse.marking.confine"}
 
 
 @pytest.mark.parametrize("old", sorted(KEPT))

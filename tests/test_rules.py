@@ -1,10 +1,10 @@
-"""lmcourse.rules: the one call a test cell makes to state an exercise's rules."""
+"""lmcourse.marking.rules: the one call a test cell makes to state an exercise's rules."""
 
 import pytest
 
 from lmcourse import ngram
 from lmcourse.checks import CheckFailed
-from lmcourse.rules import LIBRARIES, rules
+from lmcourse.marking.rules import LIBRARIES, rules
 
 
 def test_a_reference_is_refused_under_any_name():

@@ -4,7 +4,7 @@ of the student's code.
 ``prepare`` injects :func:`source` as that cell; its one statement calls :func:`run` with the
 grader's values as literals. :func:`run` withholds the notebook's reference
 (:func:`lmcourse.marking.kernel.withhold`), arms the confinement of processes
-(:func:`lmcourse.confine.arm`), seeds the random generators and caps the printed output. It
+(:func:`lmcourse.marking.confine.arm`), seeds the random generators and caps the printed output. It
 leaves no name in the notebook's namespace.
 
 Nothing here protects a verdict: the kernel only records what the student's code returned, and
@@ -64,8 +64,7 @@ def run(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") ->
 
     import numpy
 
-    from lmcourse import confine
-    from lmcourse.marking import kernel, notebooks
+    from lmcourse.marking import confine, kernel, notebooks
 
     if notebooks.marked(assignment):
         kernel.withhold(notebooks.load(assignment))

@@ -238,7 +238,7 @@ def runtime_source(code: str) -> list[str]:
     ``tokenizers``, sentencepiece: ``"line 1: a tokenizer library imported: import tiktoken"``),
     whose compiled core an answer could call where the rules do not see it. Text assembled at run
     time (``"get" + "source"``) is not seen: this is a static look, and the graded call's own
-    confinement (:mod:`lmcourse.confine`) is what stops such a read from scoring."""
+    confinement (:mod:`lmcourse.marking.confine`) is what stops such a read from scoring."""
     found: list[str] = []
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))

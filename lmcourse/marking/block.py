@@ -33,7 +33,7 @@ def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), ke
     def rules():
         import importlib
 
-        import lmcourse.rules
+        import lmcourse.marking.rules
         from lmcourse.marking.refusals import python_decompositions
 
         course: list[Any] = [nn.TransformerEncoderLayer]
@@ -46,7 +46,7 @@ def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), ke
             course.append(getattr(found, name) if name else found)
         more = python_decompositions(*NORMS, "_normalize") if decompositions else ()
         compiled = (torch.jit.RecursiveScriptModule, torch.jit.ScriptModule) if scripted else ()
-        return lmcourse.rules.rules(*course, *more, *compiled, *(e() for e in extra), torch=torch_names,
+        return lmcourse.marking.rules.rules(*course, *more, *compiled, *(e() for e in extra), torch=torch_names,
                                     kernels=kernels, reason=reason)()
     return rules
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import random
 
-import lmcourse.rules
+import lmcourse.marking.rules
 from lmcourse.checks import check
 from lmcourse.marking.refusals import substitute
 
@@ -47,7 +47,7 @@ def RULES():  # noqa: N802 (the exercises' rules, named as the other notebooks' 
         course: tuple = (importlib.import_module("lmcourse.bpe"),)
     except ImportError:
         course = ()
-    return lmcourse.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=_RULE)()
+    return lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=_RULE)()
 
 
 def train_bpe_refused(*args, **kwargs):

@@ -43,7 +43,7 @@ def rules(reason: str = RULE, *extra: tuple[tuple, str]):
     reason (a function returning the targets, so that nothing is imported before the case runs)."""
     @contextlib.contextmanager
     def entered():
-        import lmcourse.rules
+        import lmcourse.marking.rules
         from lmcourse.marking.refusals import forbid_calls
 
         try:
@@ -53,7 +53,8 @@ def rules(reason: str = RULE, *extra: tuple[tuple, str]):
         else:
             course = (sampling.generate, sampling._generate)
         with contextlib.ExitStack() as stack:
-            stack.enter_context(lmcourse.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=reason)())
+            stack.enter_context(lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES,
+                                                             reason=reason)())
             for targets, why in extra:
                 stack.enter_context(forbid_calls(*targets(), reason=why))
             yield

@@ -50,7 +50,7 @@ def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
     lmcourse.nn.seq2seq and notebook 07's decoding loops (a graded kernel has neither)."""
     def rules():
         import lmcourse.decoding
-        import lmcourse.rules
+        import lmcourse.marking.rules
         from lmcourse import dates
 
         course = nn_seq2seq_work() + lmcourse.decoding.REFERENCE + (
@@ -58,7 +58,7 @@ def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
             dates.decoder_only_greedy)
         ready = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder, nn.TransformerEncoderLayer,
                  nn.TransformerDecoderLayer, nn.MultiheadAttention)
-        return lmcourse.rules.rules(*course, *ready, torch=torch_names, reason=reason)()
+        return lmcourse.marking.rules.rules(*course, *ready, torch=torch_names, reason=reason)()
     return rules
 
 

@@ -51,7 +51,7 @@ def _second_line(reason: str, *names: str, extra=()):
     def rules():
         import importlib
 
-        import lmcourse.rules
+        import lmcourse.marking.rules
 
         own: dict[str, object] = {}
         for module, prefix in (("lmcourse.nn.gpt", ""), ("lmcourse.nn.mlm", "mlm.")):
@@ -62,7 +62,7 @@ def _second_line(reason: str, *names: str, extra=()):
             own.update({prefix + k: v for k, v in vars(found).items()})
         course = tuple(own[n] for n in names if n in own)
         more = tuple(t for e in extra for t in e())
-        return lmcourse.rules.rules(*course, *more, reason=reason)()
+        return lmcourse.marking.rules.rules(*course, *more, reason=reason)()
     return rules
 
 

@@ -33,9 +33,9 @@ def _rules(reason: str):
     """The second line: no Python code of ``transformers`` (its BERT and its masking collator do this work) runs
     while a case runs. The course's reference is not in a graded kernel at all."""
     def rules():
-        import lmcourse.rules
+        import lmcourse.marking.rules
 
-        return lmcourse.rules.rules(reason=reason)()
+        return lmcourse.marking.rules.rules(reason=reason)()
     return rules
 
 

@@ -2,7 +2,7 @@
 torch functions and kernels, and library code, refused however it is reached; and the
 stand-ins put in the notebook's namespace for the call (:func:`substitute`).
 
-:mod:`lmcourse.rules` composes them into one graded-call context; :mod:`lmcourse.marking.kernel`
+:mod:`lmcourse.marking.rules` composes them into one graded-call context; :mod:`lmcourse.marking.kernel`
 runs a test's cases under it. A refusal raises :class:`~lmcourse.checks.CheckFailed` saying what
 the student's code called and why it may not. They are the second line: the grader judges the
 records outside the kernel, so these only keep third-party and course code from doing an

@@ -31,9 +31,9 @@ F64 = torch.float64
 def _no_recurrent(reason: str):
     """torch's recurrent kernels refused while a case runs (the third-party equivalents of 02's exercises)."""
     def rules():
-        import lmcourse.rules
+        import lmcourse.marking.rules
 
-        return lmcourse.rules.rules(torch=RECURRENT, reason=reason)()
+        return lmcourse.marking.rules.rules(torch=RECURRENT, reason=reason)()
     return rules
 
 

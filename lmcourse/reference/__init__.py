@@ -5,5 +5,5 @@ A module's ``REFERENCE`` tuple names every course function or class that does on
 notebook's exercises, whichever module it lives in (05's holds ``lmcourse.decoding.generate``
 and ``lmcourse.nn.mlm.init_mlm_weights`` too: another notebook's answer is a back door into
 this one). A test cell states its rules with it, ``rules(*REFERENCE, reason=...)``
-(:mod:`lmcourse.rules`), so a graded answer that runs any of it is refused.
+(:mod:`lmcourse.marking.rules`), so a graded answer that runs any of it is refused.
 """

@@ -83,7 +83,7 @@ def test_release_holds_the_student_course_and_no_grader_folders(rel):
     names = sorted(p.name for p in (rel / "notebooks").glob("*.ipynb"))
     from tests.conftest import NOTEBOOKS
     assert names == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")) == [f"{n}.ipynb" for n in NOTEBOOKS]
-    assert (rel / "lmcourse" / "checks.py").is_file() and (rel / "lmcourse" / "rules.py").is_file()
+    assert (rel / "lmcourse" / "checks.py").is_file() and (rel / "lmcourse" / "marking" / "rules.py").is_file()
     assert (rel / "README.md").is_file() and (rel / "pyproject.toml").is_file()
     for secret in ("solutions", "autograder", "lmcourse/authoring", "tests"):
         assert not (rel / secret).exists(), secret
@@ -124,7 +124,7 @@ def test_the_scan_finds_a_marker_and_refuses(tmp_path):
 
 def test_release_imports_from_its_folder(rel):
     """The notebooks' imports work from the release alone (not from this clone), without authoring."""
-    code = ("import lmcourse, lmcourse.checks, lmcourse.rules, lmcourse.reference.decoding, lmcourse.nn, "
+    code = ("import lmcourse, lmcourse.checks, lmcourse.marking.rules, lmcourse.reference.decoding, lmcourse.nn, "
             "importlib.util as u; from pathlib import Path; "
             "assert Path(lmcourse.__file__).resolve().parent == Path('lmcourse').resolve(), lmcourse.__file__; "
             "s = u.find_spec('lmcourse.authoring'); "

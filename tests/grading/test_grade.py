@@ -93,7 +93,7 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
     cell(c["errors"], "q1").source = "answer_q1 = 'B'\nif True\n    pass\n"
     c["loop"] = with_answer("q1", "while True:\n    pass\nanswer_q1 = 'B'\n")
     # the detached sleeper is started through libc: a graded kernel refuses subprocess and os.fork
-    # from the student's code (lmcourse.confine.arm), and the sandbox must still end what gets past
+    # from the student's code (lmcourse.marking.confine.arm), and the sandbox must still end what gets past
     c["sigint_loop"] = with_answer("q1", "import ctypes, signal\n_libc = ctypes.CDLL(None)\n"
                                          "if _libc.fork() == 0:\n    _libc.setsid()\n"
                                          f"    _libc.execlp(b'sleep', b'sleep', b'{SLEEPER}', None)\n"
@@ -145,7 +145,7 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
         c["snoop"] = with_answer("q1", snoop_source(subs, out))
     if BWRAP:   # (the fallback has no process table of its own: never run a fork bomb there)
         # exponential: every child forks too; the sandbox must stop it at its process limit. Through
-        # libc: a graded kernel refuses os.fork from the student's code (lmcourse.confine.arm), and
+        # libc: a graded kernel refuses os.fork from the student's code (lmcourse.marking.confine.arm), and
         # the watchdog is for what gets past that (ctypes, which the source scan flags)
         c["fork_bomb"] = with_answer("q1", "import ctypes\n_fork = ctypes.CDLL(None).fork\n"
                                            "while True:\n    _fork()\n")

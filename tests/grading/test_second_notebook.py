@@ -1,7 +1,7 @@
 """Gradescope and sharded grading end to end on a second notebook, 03_attention (01_ngram is
 the other: tests/grading/test_gradescope.py and test_shard.py exercise 01_ngram).
 
-03 is torch, and its test cells run the graded calls under ``lmcourse.confine``: what 01 cannot
+03 is torch, and its test cells run the graded calls under ``lmcourse.marking.confine``: what 01 cannot
 show. One small hostile class (the solution, the untouched release, the first catalogued mutant,
 a student who patches a check helper) is graded three ways, at the shared batch's limits:
 once by ``lmcourse grade``; as three shards, separate processes with a Slurm array's variables

@@ -10,8 +10,8 @@ import lmcourse.nn.block
 import lmcourse.nn.gpt
 import lmcourse.nn.seq2seq
 from lmcourse.checks import CheckFailed
+from lmcourse.marking.rules import rules
 from lmcourse.reference import block
-from lmcourse.rules import rules
 
 
 def test_reference_names_the_course_block_torchs_encoder_layer_and_the_back_doors():

@@ -10,8 +10,8 @@ from torch import nn
 import lmcourse.decoding
 import lmcourse.nn.gpt
 import lmcourse.nn.mlm
-from lmcourse import rules
 from lmcourse.checks import CheckFailed
+from lmcourse.marking import rules
 from lmcourse.reference import gpt as ref
 from lmcourse.reference.gpt import REFERENCE
 

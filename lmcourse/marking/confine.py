@@ -1,0 +1,307 @@
+"""Confinement of a graded call: no other thread or process, no reading of the course's source.
+
+The rules of a graded call (:mod:`lmcourse.marking.rules`) watch the thread the test runs on
+(``sys.setprofile`` is per thread): work handed to another thread or process runs unseen, and a
+copy of the reference made from its source (``exec(inspect.getsource(ref))``, shifted a line)
+is new code the rules cannot recognise. Within :func:`graded_call`, on its thread, this module
+refuses:
+
+- starting a thread (``threading``, ``concurrent.futures``, ``_thread.start_new_thread``) or a
+  process (``os.fork`` / ``forkpty``, ``subprocess``, ``multiprocessing``, ``os.system``,
+  ``os.posix_spawn``, ``os.spawn*``, ``os.exec*``, ``pty.spawn``);
+- opening a source file of the ``lmcourse`` package from a graded answer's code
+  (``inspect.getsource``, ``linecache``, ``open``, a loader's ``get_source``), while importing a
+  module and the check helpers' own error messages (which quote source lines) still read them.
+  A library's read (a warning, or torch's lazy CUDA calls, quoting the lines of the running
+  frames through ``traceback`` / ``linecache``) is withheld without failing the answer: it gets
+  :class:`SourceWithheld`, an ``OSError``, which ``linecache`` answers as a file it cannot read.
+
+It is a ``sys.addaudithook`` hook (CPython raises these audit events for every one of those
+operations, Python or C, and an audit hook cannot be removed), plus, for threads, a gate in
+``_thread.start_new_thread`` (Python 3.11 audits no thread start), installed once on import and
+gated by a per-thread table held in its closure (a student who digs that closure out with ``gc``
+before the graded call can still empty it; what that lets through is a third-party equivalent,
+for the source scan and the similarity report: the verdict is made outside the kernel).
+The refusal is a :class:`Confined` error that says what was refused and why.
+
+A thread that a student's code started *before* the graded call (a worker pool warmed at the top
+of an answer cell, fed inside the call) would run the reference unseen too: every thread started
+from a student's code (not from a library's or the course's) is watched from its first line, and
+a graded call during which such a thread ran Python code fails when it ends; such a thread may
+not switch off its watch (``sys.setprofile`` / ``sys.settrace`` are refused on it). Code counts as
+course code only when its frame's globals are a loaded ``lmcourse`` module's own and its file is
+that module's file (code compiled under a course file name into other globals is a student's).
+
+A *process* that a student's code started before the graded call (``os.fork()`` at the top of an
+answer cell, the child fed through a pipe inside the call) would run the reference unseen too, and
+no rule can watch another process: in a graded kernel the grader's preamble calls :func:`arm`, and
+from then on starting a process from a student's code is refused at any time, inside a graded call
+or not (the same events, and ``_posixsubprocess.fork_exec``, which multiprocessing's ``spawn``
+context calls unaudited). Who starts it is decided as for threads, by the nearest frame that is
+neither the standard library nor a library that starts processes on request (IPython's ``!`` and
+``system``, ``ipykernel``, ``jupyter_client``, ``pexpect``, ``ptyprocess``, ``joblib``, ``loky``,
+``multiprocess``, ``torch.multiprocessing``, torch's ``DataLoader`` workers): the course's code and
+other libraries (a font cache, torch's compiler workers) still start theirs. Arming is one audit
+event the hook itself answers, with its state in the hook's closure only: nothing disarms it.
+
+Limits: a copy made outside a graded call (at the top of an answer cell) or typed by hand is
+not refused here; that is for the TA's similarity report. Outside a graded kernel (``arm`` not
+called: a student's own JupyterLab, these tests) a process started before a graded call is not
+refused; a process started through ``ctypes`` (``libc.fork``) is not (the scan flags ``ctypes``).
+"""
+
+from __future__ import annotations
+
+import _posixsubprocess
+import _thread
+import contextlib
+import importlib.util
+import linecache
+import os
+import sys
+import sysconfig
+import threading
+
+__all__ = ["Confined", "SourceWithheld", "arm", "graded_call"]
+
+WHY = ("a graded call runs on its own thread only, and never reads the course's source: the "
+       "rules check the work done on this thread, and a copy of the reference is not your own code")
+
+_EVENTS = {
+    "_thread.start_new_thread": "starting a thread",
+    "os.fork": "starting a process (os.fork)",
+    "os.forkpty": "starting a process (os.forkpty)",
+    "os.posix_spawn": "starting a process (os.posix_spawn)",
+    "os.spawn": "starting a process (os.spawn*)",
+    "os.exec": "replacing the process (os.exec*)",
+    "os.system": "running a shell command (os.system)",
+    "subprocess.Popen": "starting a process (subprocess)",
+    "pty.spawn": "starting a process (pty.spawn)",
+    "_posixsubprocess.fork_exec": "starting a process (_posixsubprocess.fork_exec: multiprocessing's spawn)",
+}
+_PROCESS = frozenset(e for e in _EVENTS if e != "_thread.start_new_thread")
+_ARM = "lmcourse.confine.arm"
+WHY_PROCESS = ("your code starts no process at any time, not only inside a graded call: the rules watch the work "
+               "done in this kernel, and another process could run the course's reference where they cannot see it")
+# libraries that start a process when asked to (a shell escape, a kernel, a worker pool): a process they
+# start is the student's who asked, as if the standard library had started it
+_LAUNCHERS = ("IPython", "ipykernel", "jupyter_client", "pexpect", "ptyprocess", "joblib", "loky", "multiprocess",
+              "torch/multiprocessing", "torch/utils/data")
+
+
+class Confined(RuntimeError):
+    """A graded call did something it must not: start a thread or process, or read course source."""
+
+
+class SourceWithheld(Confined, OSError):
+    """A library read course source inside a graded call (a warning or a stack trace quoting the
+    running frames' lines): an OSError, so ``linecache`` and ``traceback`` go on without the lines
+    and a correct answer that makes a library warn is not failed for it."""
+
+
+def _launcher_dirs() -> tuple[str, ...]:
+    # where each installed launcher lies (see _LAUNCHERS), found without importing it
+    dirs = []
+    for name in _LAUNCHERS:
+        top, _, rest = name.partition("/")
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        for d in (spec.submodule_search_locations or []) if spec is not None else []:
+            for base in (d, os.path.realpath(d)):
+                dirs.append(os.path.join(base, *rest.split("/"), "") if rest else os.path.join(base, ""))
+    return tuple(dict.fromkeys(dirs))
+
+
+def _install():
+    # the lmcourse package: this module lives in lmcourse/marking/
+    package_raw = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    package = os.path.realpath(package_raw) + os.sep
+    libraries = tuple({p + os.sep for k in ("purelib", "platlib")
+                       for p in (sysconfig.get_paths()[k], os.path.realpath(sysconfig.get_paths()[k]))})
+    stdlib = tuple({os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,
+                    sysconfig.get_paths()["stdlib"] + os.sep, os.path.dirname(os.__file__) + os.sep})
+    inside: dict[int, object] = {}          # thread id -> the frame that entered the graded call
+    watched_threads: set[int] = set()        # threads a student's code started (see the docstring)
+    ran_beside: list[int] = []               # watched threads that ran code while a graded call was open
+    armed: list[bool] = []                   # a graded kernel: no process from a student's code, ever (arm())
+    launchers = _launcher_dirs()
+    get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
+    str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
+    # bound here: rebinding the module's names later changes nothing the hook reads
+    events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
+    process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
+    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event}
+    modules, setprofile = sys.modules, sys.setprofile
+
+    def is_course_frame(f) -> bool:
+        # the file name alone can be forged (compile(src, lmcourse.x.__file__, "exec")): the frame
+        # must also run in that module's own globals
+        fn, g = f.f_code.co_filename, f.f_globals
+        if not (fn.startswith(package) or fn.startswith(package_raw)):
+            return False
+        name = g.get("__name__")
+        module = modules.get(name) if type_(name) is str_ else None
+        file = getattr(module, "__file__", None) if module is not None else None
+        return (module is not None and getattr(module, "__dict__", None) is g and type_(file) is str_
+                and realpath(file) == realpath(fn))
+
+    def source_of_lmcourse(path) -> bool:
+        try:
+            p = fspath(path)
+        except TypeError:
+            return False                     # a file descriptor
+        if isinstance_(p, bytes_):
+            p = p.decode(errors="replace")
+        if type_(p) is not str_ or not p.endswith((".py", ".pyw", ".ipynb", ".pyx", ".txt", ".md")):
+            return False
+        return p.startswith(package_raw) or realpath(p).startswith(package)
+
+    def reader(stop) -> str:
+        # the nearest frame that is neither the standard library nor the import system decides:
+        # "course" (lmcourse: a check helper quoting a line) may read; an import may (the import
+        # system compiling a module, or a library's import-time code); "library" (a warning or
+        # torch's lazy calls formatting the stack) gets nothing; "student" (a graded answer's
+        # code, calling inspect / linecache / open itself or with a library's help) is refused
+        f, nearest = getframe(2), None
+        while f is not None and f is not stop:
+            fn = f.f_code.co_filename
+            if f.f_code.co_name == "_find_and_load" and fn == "<frozen importlib._bootstrap>":
+                return "course" if nearest is None or nearest.startswith(libraries) else "student"
+            if nearest is None and not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
+                if is_course_frame(f):
+                    return "course"
+                nearest = fn
+            f = f.f_back
+        return "library" if nearest is not None and nearest.startswith(libraries) else "student"
+
+    def started_by_student(depth: int = 2, skip: tuple[str, ...] = ()) -> bool:
+        # the nearest frame that is neither the standard library nor frozen import code (nor one of
+        # `skip`: the launchers, for a process) decides
+        f = getframe(depth)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not (fn.startswith(stdlib) or fn.startswith("<frozen ") or (skip and fn.startswith(skip))):
+                return not (fn.startswith(libraries) or is_course_frame(f))
+            f = f.f_back
+        return False
+
+    def watch(frame, event, arg):
+        # the profile function of a student's thread: any call while a graded call is open is noted,
+        # and the graded call fails when it ends (raising here would only stop this thread)
+        if inside and event == "call":
+            ran_beside.append(get_ident())
+
+    def watched_thread(function):
+        def run(*a, **k):
+            setprofile(watch)                # before the thread counts as watched: this call is ours
+            watched_threads.add(get_ident())
+            try:
+                return function(*a, **k)
+            finally:
+                watched_threads.discard(get_ident())
+        return run
+
+    def start_new_thread(function, args, kwargs=None, /):
+        # Python 3.11 raises no audit event for a new thread (3.13 does): threading, _thread and
+        # concurrent.futures all start theirs through this one function
+        if get_ident() in inside:
+            raise confined(f"{events['_thread.start_new_thread']} inside a graded call is refused: {why}.")
+        if started_by_student():
+            function = watched_thread(function)
+        return start(function, args) if kwargs is None else start(function, args, kwargs)
+
+    def hook(event, args):
+        # every audit event of the process comes here (id(), attribute reads, compile, ...):
+        # the events it does not watch return before any call
+        if event not in watched:
+            return
+        if event == arm_event:
+            if not armed:
+                armed.append(True)
+            return
+        if event in ("sys.setprofile", "sys.settrace"):
+            if get_ident() in watched_threads:
+                raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
+            return
+        stop = inside.get(get_ident(), inside)
+        if stop is inside:
+            # (frames: 0 started_by_student, 1 this hook, 2 what raised the event; 3 past the fork_exec gate)
+            if armed and event in process and started_by_student(3 if event == "_posixsubprocess.fork_exec" else 2,
+                                                                 launchers):
+                raise confined(f"{events[event]} from your code is refused in a graded notebook: {why_process}.")
+            return
+        what = events.get(event)
+        if what is None and event == "open" and args and source_of_lmcourse(args[0]):
+            who = reader(stop)
+            if who == "library":         # read as a file that cannot be opened: nothing leaks, nothing fails
+                raise withheld(f"reading the course's source ({args[0]}) inside a graded call is withheld "
+                               f"from a library: {why}.")
+            if who != "course":
+                what = f"reading the course's source ({args[0]})"
+        if what is not None:
+            raise confined(f"{what} inside a graded call is refused: {why}.")
+
+    def enter(frame) -> int:
+        me = get_ident()
+        if me in inside:
+            raise confined("a graded call inside a graded call: leave the first block before entering another")
+        if not inside:
+            ran_beside.clear()
+        inside[me] = frame
+        return me
+
+    def leave(me: int, frame) -> None:
+        if inside.get(me) is frame:          # only the block that entered, with its own frame
+            del inside[me]
+        if ran_beside and not inside:
+            ran_beside.clear()
+            raise confined(f"work done during a graded call on a thread your code started before it is "
+                           f"refused: {why}.")
+
+    def fork_exec(*args, **kwargs):
+        # multiprocessing's spawn and forkserver contexts start their process with this unaudited
+        # call (subprocess audits its own before it): audited here, the hook decides
+        audit("_posixsubprocess.fork_exec")
+        return forked(*args, **kwargs)
+
+    start, forked = _thread.start_new_thread, _posixsubprocess.fork_exec
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+    _posixsubprocess.fork_exec = fork_exec
+    sys.addaudithook(hook)
+    return enter, leave, package
+
+
+_enter, _leave, _PACKAGE = _install()
+
+
+def arm() -> None:
+    """Make this kernel a graded one (the grader's preamble calls it before any student code): from
+    now on a process started from a student's code is refused at any time, not only inside a graded
+    call (see the module's docstring). There is no way back: the state is the hook's own."""
+    sys.audit(_ARM)
+
+
+def _forget_cached_source() -> None:
+    # linecache answers from memory without opening the file: drop the package's lines so a
+    # read in the graded call goes through `open`, which the hook sees (re-read on demand)
+    for name in [n for n in list(linecache.cache) if isinstance(n, str) and n.startswith(_PACKAGE)]:
+        linecache.cache.pop(name, None)
+
+
+@contextlib.contextmanager
+def graded_call(frame=None):
+    """Within the block, on this thread: no thread or process starts, no course source is read
+    (see the module's docstring). ``frame``: the test cell's frame, where the search for the
+    code that reads a file stops (default: the caller's)."""
+    frame = frame if frame is not None else sys._getframe(2)
+    _forget_cached_source()
+    me = _enter(frame)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Confined):   # the block's own error is the one to report
+            _leave(me, frame)
+        raise
+    _leave(me, frame)

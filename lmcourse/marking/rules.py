@@ -1,0 +1,167 @@
+"""The rules of a graded call, made by one call in a test cell.
+
+A test cell states an exercise's rules once and runs the student's function under them::
+
+    _rules = rules(ref.count_ngrams, substitute={"pad_sentence": ref.pad_sentence}, namespace=globals())
+    with _rules():
+        got = count_ngrams(toy, 2)
+
+Within the block (see :class:`Rules`): the earlier graded functions are the reference ones (one
+mistake costs once), none of the code of ``references`` runs however it is reached, no torch
+function (or compiled kernel) whose name contains one of ``torch`` (``kernels``) runs, and no
+Python code of the libraries in ``libraries`` (by default :data:`LIBRARIES`) runs: a library's own
+implementation of an exercise (transformers' ``VitDetLayerNorm.forward`` for a layer norm) is
+refused wherever in the library it lives. The primitives live in :mod:`lmcourse.marking.refusals`, but for
+that last one (:func:`forbid_library_code`); this module composes them, so the graded-call
+context has one home: :meth:`Rules.__enter__`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+from lmcourse import checks
+from lmcourse.marking import confine, refusals
+
+__all__ = ["LIBRARIES", "OWN", "Rules", "forbid_library_code", "rules"]
+
+OWN = "a graded answer must be your own code"
+# libraries whose Python code never runs inside a graded call: each holds its own version of
+# most exercises of the course (layer norms, GPT-2, samplers, beam search), written in Python
+LIBRARIES = ("transformers",)
+_IMPORTING = ("_find_and_load", "<frozen importlib._bootstrap>")
+
+
+def _library_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    # where each installed library's files lie, found without importing it
+    dirs = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for d in (spec.submodule_search_locations or []) if spec is not None else []:
+            dirs += [os.path.join(d, ""), os.path.join(os.path.realpath(d), "")]
+    return tuple(dict.fromkeys(dirs))
+
+
+def _importing(frame) -> bool:
+    # a library's code called by the import system (its import-time code, or a finder it put on
+    # sys.meta_path asked about a module imported inside the graded call) computes no answer
+    while frame is not None:
+        if (frame.f_code.co_name, frame.f_code.co_filename) == _IMPORTING:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def forbid_library_code(*names: str, reason: str = OWN):
+    """Within the block, running any Python function whose file lies in one of the libraries
+    ``names`` (installed packages, e.g. ``"transformers"``) raises :class:`checks.CheckFailed`,
+    however the function was reached; code the import system runs is let through. Like
+    :func:`refusals.forbid_calls`, a refusal the student code caught still fails on exit."""
+    dirs = _library_dirs(names)
+    if not dirs:        # none of them installed: nothing can run
+        yield
+        return
+    verdicts: dict = {}         # code object -> whether its file lies in a library
+    seen: list[str] = []
+    previous = sys.getprofile()
+
+    def _profile(frame, event, arg):
+        if previous is not None:
+            previous(frame, event, arg)
+        if event != "call":
+            return
+        code = frame.f_code
+        inside = verdicts.get(code)
+        if inside is None:
+            inside = verdicts[code] = code.co_filename.startswith(dirs)
+        if inside and not _importing(frame.f_back):
+            where = code.co_filename
+            name = next((n for n in names if f"{os.sep}{n}{os.sep}" in where), "a library")
+            owner = name + ("'" if name.endswith("s") else "'s")
+            seen.append(f"{owner} {code.co_qualname} ({os.path.basename(where)})")
+            raise checks.CheckFailed(f"your code ran {seen[-1]}: another library's code does not count as "
+                                     f"yours inside a graded answer — {reason}")
+
+    sys.setprofile(_profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    if seen:
+        raise checks.CheckFailed(f"your code ran {seen[0]}: another library's code does not count as yours "
+                                 f"inside a graded answer — {reason}")
+
+
+class Rules:
+    """One exercise's rules, entered as often as the test cell needs (``with r():`` or ``with r:``)."""
+
+    def __init__(self, references: tuple, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
+                 substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
+                 modules: tuple[str, ...] = (), packages: tuple[str, ...] = (), allowed: tuple = (),
+                 libraries: tuple[str, ...] = LIBRARIES):
+        if substitute and namespace is None:
+            raise TypeError("rules(substitute=...) needs namespace=globals(): where the stand-ins go")
+        self.references, self.torch, self.kernels = references, torch, kernels
+        self.substitute, self.namespace, self.reason = dict(substitute or {}), namespace, reason
+        self.modules, self.packages, self.allowed, self.libraries = modules, packages, allowed, libraries
+        self._open: list[contextlib.ExitStack] = []
+
+    def __call__(self, *allowed: Any) -> Rules:
+        """These rules, or with ``allowed`` (references the test itself runs as stand-ins) let through."""
+        if not allowed:
+            return self
+        return Rules(self.references, self.torch, self.kernels, self.substitute, self.namespace, self.reason,
+                     self.modules, self.packages, self.allowed + allowed, self.libraries)
+
+    def __enter__(self) -> Rules:
+        """The graded-call context: every rule a graded call runs under is entered here, and only here."""
+        stack = contextlib.ExitStack()
+        with stack:     # a rule that fails to start leaves the ones before it undone
+            if self.substitute:
+                stack.enter_context(refusals.substitute(self.namespace, **self.substitute))
+            # torch names and modules / packages / stand-ins combine: each rule stated is entered
+            wider = bool(self.modules or self.packages or self.allowed)
+            if self.torch:
+                stack.enter_context(refusals.own_code(*self.torch, calls=() if wider else self.references,
+                                                    reason=self.reason))
+            if wider:
+                stack.enter_context(refusals.forbid_references(*self.references, allowed=self.allowed,
+                                                             modules=self.modules, packages=self.packages,
+                                                             reason=self.reason))
+            elif not self.torch:
+                stack.enter_context(refusals.forbid_calls(*self.references, reason=self.reason))
+            if self.kernels:
+                stack.enter_context(refusals.forbid_kernels(*self.kernels, reason=self.reason))
+            if self.libraries:
+                stack.enter_context(forbid_library_code(*self.libraries, reason=self.reason))
+            # the rules above watch this thread: no other thread or process, no copy of course source
+            stack.enter_context(confine.graded_call(sys._getframe(1)))
+            self._open.append(stack.pop_all())
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._open.pop().__exit__(*exc)
+
+
+def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
+          substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
+          modules: tuple[str, ...] = (), packages: tuple[str, ...] = (),
+          libraries: tuple[str, ...] = LIBRARIES) -> Rules:
+    """The rules of an exercise: ``references`` (functions, classes, modules: the course code that
+    does the exercise's work) must not run; ``torch`` / ``kernels``: name parts of torch functions
+    / compiled kernels that must not run; ``substitute``: names bound in ``namespace`` (the
+    notebook's ``globals()``) to reference versions for the block; ``modules``: modules whose
+    code must not run either (when imported already), ``packages``: packages that must not be
+    imported inside the block; ``libraries``: installed libraries none of whose Python code may run
+    (default :data:`LIBRARIES`; ``()`` for none); ``reason``: the end of the message a broken rule
+    raises. ``rules(...)(*allowed)`` lets the stand-ins in ``allowed`` through."""
+    return Rules(references, tuple(torch), tuple(kernels), substitute, namespace, reason, tuple(modules),
+                 tuple(packages), libraries=tuple(libraries))

@@ -23,9 +23,9 @@ Routes that gained points unflagged before this file, now closed under both grad
   found in torch.overrides by a loop) answering the variance the test computes (4 points). 02's case reads
   the draws as a plain list; a graded case refuses a torch mode of the student's left on around it.
 
-Routes that only `lmcourse grade` flags (:data:`FLAGGED`: plain nbgrader keeps the points, as
-docs/ta-guide.md states): the reference imported past the finder (under bubblewrap its files read as empty:
-0), and 02's recorder patched through the test cells' own object.
+Routes that only the scan flags (:data:`FLAGGED`; plain nbgrader keeps the points until a person looks,
+as docs/ta-guide.md states): the reference imported past the finder (under bubblewrap its files read as
+empty: 0), and 02's recorder patched through the test cells' own object.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ REFERENCE = {"02_rnn": "rnn", "06_mlm": "mlm", "07_decoding": "decoding", "10_sc
 # the finder taken off sys.meta_path and the module imported by importlib from sys.modules, every
 # name spelled so that no import statement or flagged name shows: each answer cell then binds the
 # reference's names. Under bubblewrap the files read as empty (nothing to bind); without it the scan
-# flags the route; plain nbgrader has no scan and keeps the points (docs/ta-guide.md, "What remains,
-# stated" (2): grade for credit with `lmcourse grade` under bubblewrap)
+# flags the route, and plain nbgrader keeps the points until a person looks (docs/ta-guide.md, "What
+# remains, stated" (2): grade for credit with `lmcourse grade` under bubblewrap)
 
 
 def _past_the_finder(notebook: str) -> dict[str, str]:
@@ -281,8 +281,7 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
 """
 # the same wrong sample with the recording patched instead: the kernel's module reached through the
 # test cells' own object, its observe wrapped so that the seeded-repeat case records True. Nothing in a
-# kernel can stop its own code being patched: `lmcourse grade`'s scan flags it (the test object read,
-# sys.modules); plain nbgrader keeps the points
+# kernel can stop its own code being patched: the scan flags it (the test object read, sys.modules)
 _PATCHED = _WRONG_SAMPLE.replace("_Same(out) if n_new == 50 else out", "out") + """
 
 import sys as _s
@@ -349,8 +348,8 @@ def _routes(notebook: str) -> dict[str, str]:
 ATTEMPTS: dict[str, dict[str, dict[str, str]]] = {
     nb: {"reference_past_the_finder": _past_the_finder(nb), "routes": _routes(nb),
          **({"marking_patched": {"sample": _code(_PATCHED)}} if nb == "02_rnn" else {})} for nb in NOTEBOOKS}
-# routes that only `lmcourse grade` flags (plain nbgrader has no scan and no sandbox: they keep their points
-# there, the gap docs/ta-guide.md states)
+# routes that only the scan flags (plain nbgrader has no sandbox: they keep their points there until a
+# person looks, as docs/ta-guide.md states)
 FLAGGED = [(nb, "reference_past_the_finder") for nb in NOTEBOOKS] + [("02_rnn", "marking_patched")]
 
 
@@ -436,15 +435,16 @@ def test_route_scores_nothing(graded, route):
 @pytest.mark.parametrize("graded, attempt", [pytest.param(nb, a, id=f"{nb}-{a}") for nb, a in FLAGGED],
                          indirect=["graded"])
 def test_flagged_route(graded, attempt):
-    """`lmcourse grade` flags it; under bubblewrap the reference's files read as empty, so its route gains
-    nothing there either. Plain nbgrader keeps the points (no sandbox, no scan: the stated gap)."""
+    """Flagged by both graders (`lmcourse grade`'s flags; formgrader's flag under plain nbgrader with the
+    course's config); under bubblewrap the reference's files read as empty, so its route gains nothing
+    there either. Plain nbgrader keeps the points until a person looks: the route is a real one."""
     notebook, by = graded
     row, plain, _ = by[attempt]
     assert "source-scan" in row["flags"].split(";"), row
     if attempt == "reference_past_the_finder" and BWRAP:
         assert float(row["score"]) == 0, row
-    assert plain.score > by["baseline"][1].score, ("plain nbgrader no longer keeps these points: update "
-                                                   "docs/ta-guide.md's stated gap and this test", plain)
+    assert plain.flagged, plain
+    assert plain.score > by["baseline"][1].score, plain
 
 
 def test_the_routes_run_where_the_rules_are_not():

@@ -10,8 +10,10 @@ The tricks that act *while a test runs* live inside the wrong ``mle_prob``: its 
 Most of them were written against an in-kernel tamper guard (rebinding the check helpers,
 builtins, IPython's hooks, the guard's own report); that guard is gone because the kernel no
 longer decides anything: it records what the student's code returned, and the grader judges the
-records in its own process (:mod:`lmcourse.marking.grader`). The catalogue stays, so each trick
-is shown to gain nothing without it.
+records in its own process (:mod:`lmcourse.marking.grader`). The catalogue keeps every trick
+that still reaches something (helpers, builtins, hooks, frames, the reference), each shown to gain
+nothing without the guard; those aimed at the guard's own machinery (its module, its generators,
+its signed log, its restore-before-the-next-look timing) went with it.
 """
 
 from __future__ import annotations
@@ -81,16 +83,6 @@ ATTEMPTS: dict[str, dict[str, str]] = {
                                                     isinf=lambda x: False, fsum=sum, log=lambda x: 0.0,
                                                     inf=float("inf"), exp=lambda x: 1.0)
     """},
-    "patch_the_guard": {"before": """
-        import sys, types, lmcourse.grading.guard as _real
-        _real.install = lambda *a, **k: "0" * 64
-        _real.verify_log = lambda *a, **k: ({}, set())
-        _g = types.ModuleType("_lmcourse_guard")
-        _g.check = lambda gid: print("[lmcourse-guard]", gid, "ok")
-        sys.modules["_lmcourse_guard"] = _g
-        sys.modules["lmcourse.grading.guard"] = _g
-    """},
-
     "frame_getframe": {"during": """
         import sys
         sys._getframe(1).f_globals["check_close"] = lambda *a, **k: None
@@ -100,12 +92,6 @@ ATTEMPTS: dict[str, dict[str, str]] = {
             raise ValueError
         except ValueError as _e:
             _e.__traceback__.tb_frame.f_back.f_globals["check_close"] = lambda *a, **k: None
-    """},
-    "gc_close_guard": {"before": """
-        import gc, types
-        for _o in gc.get_objects():
-            if type(_o) is types.GeneratorType and _o.__name__ in ("engine_fn", "_where"):
-                _o.close()
     """},
     "ipython_event_hook": {"before": """
         def _rebind(*a):
@@ -172,33 +158,6 @@ ATTEMPTS: dict[str, dict[str, str]] = {
             return _Yes(words)
     """, "during": """
         return _Num(0.5)
-    """},
-    "self_restoring_helper": {"during": """
-        _ns = get_ipython().user_ns
-        _real = _ns["check_close"]
-        def _fake(*a, **k):
-            _ns["check_close"] = _real          # gone before the next guard looks
-        _ns["check_close"] = _fake
-    """},
-    "self_restoring_private": {"during": """
-        import lmcourse.checks as _c
-        _real = _c._fail
-        def _fake(msg, hint=None):
-            _c._fail = _real
-        _c._fail = _fake
-    """},
-    "fake_and_replayed_marker": {"during": """
-        import os
-        _ip = get_ipython()
-        for _s in [s for s in _ip.user_ns["In"] if "__lmcourse_guard__" in s]:
-            _ip.run_cell(_s.replace("before", "after"))      # a guard's report, out of turn
-        print("[lmcourse-guard] mle_prob_tests ok")
-        for _fd in os.listdir("/proc/self/fd"):
-            try:
-                if os.readlink(f"/proc/self/fd/{_fd}").endswith(".lmcourse-guard.log"):
-                    os.write(int(_fd), b"1 before mle_prob_tests ok 0 " + b"0" * 64 + b"\\n")
-            except OSError:
-                pass
     """},
 
     # the reference's work done where the rules do not look

@@ -2,10 +2,11 @@
 graded by `lmcourse grade` and by plain `nbgrader autograde` with the course's config.
 
 Every attempt is the student notebook with its answers left unanswered (the stubs) plus routes to points;
-the baseline is that notebook as released (0 on every exercise). Each notebook has three or four
-submissions: the baseline, the reference imported past the withholding finder, the other routes together
-(each on its own exercise; its test must fail for the route's own reason), and for 02 the recorder
-patched. One `lmcourse grade` batch and one nbgrader run per notebook.
+that notebook as released scores 0 on every exercise under both graders (the grading proofs,
+tests/notebooks/test_grading_proofs.py, grade it). Each notebook has two or three submissions: the
+reference imported past the withholding finder, the other routes together (each on its own exercise;
+its test must fail for the route's own reason), and for 02 the recorder patched. One `lmcourse grade`
+batch and one nbgrader run per notebook.
 
 Routes that gained points unflagged before this file, now closed under both graders:
 
@@ -36,7 +37,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import TempCourse
-from lmcourse.cli import main
+from lmcourse.commands.main import main
 from tests.grading.test_forgery_records import _code
 from tests.grading.test_grade import BWRAP, ROOT, SANDBOX
 
@@ -357,13 +358,11 @@ def _answer_cells(nb) -> list:
     return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
 
 
-def submission(notebook: str, attempt: str | None) -> nbformat.NotebookNode:
+def submission(notebook: str, attempt: str) -> nbformat.NotebookNode:
     """The released student notebook, its answers left unanswered, with ``attempt``'s cells: an answer
     cell replaced by its grade id's source, ``before`` put at the top of the first answer cell, and
     ``each`` replacing every answer cell not named."""
     nb = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
-    if attempt is None:
-        return nb
     cells = ATTEMPTS[notebook][attempt]
     answers = _answer_cells(nb)
     for c in answers:
@@ -392,8 +391,7 @@ def _messages(path) -> dict[str, str]:
 def graded(request, tmp_path_factory):
     """(notebook, {student: (lmcourse grade's row, plain nbgrader's score, nbgrader's messages)})."""
     notebook = request.param
-    students = {"baseline": submission(notebook, None),
-                **{a: submission(notebook, a) for a in ATTEMPTS[notebook]}}
+    students = {a: submission(notebook, a) for a in ATTEMPTS[notebook]}
     subs, out = tmp_path_factory.mktemp("subs"), tmp_path_factory.mktemp("out")
     for s, nb in students.items():
         (subs / s).mkdir()
@@ -408,14 +406,6 @@ def graded(request, tmp_path_factory):
     return notebook, {s: (rows[s], course.score(notebook, s),
                           _messages(course.path / "autograded" / s / notebook / f"{notebook}.ipynb"))
                       for s in students}
-
-
-@pytest.mark.parametrize("graded", NOTEBOOKS, indirect=True)
-def test_baseline_scores_nothing(graded):
-    notebook, by = graded
-    row, plain, _ = by["baseline"]
-    assert float(row["score"]) == 0 and row["flags"] == "", row
-    assert plain.score == 0, plain
 
 
 @pytest.mark.parametrize("graded, route", [pytest.param(nb, r, id=f"{nb}-{r}") for nb in NOTEBOOKS
@@ -444,7 +434,7 @@ def test_flagged_route(graded, attempt):
     if attempt == "reference_past_the_finder" and BWRAP:
         assert float(row["score"]) == 0, row
     assert plain.flagged, plain
-    assert plain.score > by["baseline"][1].score, plain
+    assert plain.score > 0, plain          # the released notebook scores 0
 
 
 def test_the_routes_run_where_the_rules_are_not():

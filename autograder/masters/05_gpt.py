@@ -46,11 +46,11 @@
 #   `lmcourse.nn.Block`, a LayerNorm, ...). The course's own GPT, `lmcourse.nn.gpt` (`GPT`,
 #   `GPTConfig`, `init_gpt_weights`, `gpt_param_count`) and its sampler, `lmcourse.nn.sampling`
 #   (`generate`), what later notebooks are given, are not there at all while the autograder runs
-#   this notebook (importing them fails), and the visible tests refuse them at home. Other course code that does the same work
-#   (`lmcourse.nn.mlm.init_mlm_weights`) and the Python code of another library (`transformers`
-#   has a GPT-2 of its own) score 0, however they are reached: the tests watch what runs. A graded call
-#   runs on its own thread (starting a thread or a process inside it is refused) and does not
-#   read the course's source files;
+#   this notebook (importing them fails), and the visible tests refuse them at home. Other
+#   course code that does the same work (`lmcourse.nn.mlm.init_mlm_weights`) and the Python code
+#   of another library (`transformers` has a GPT-2 of its own) score 0, however they are reached:
+#   the tests watch what runs. A graded call runs on its own thread (starting a thread or a
+#   process inside it is refused) and does not read the course's source files;
 # * results have the **input's dtype** and live on the **input's device**; inputs are never
 #   changed in place.
 #

@@ -408,6 +408,58 @@ def test_checks_ask_student_objects_nothing():
     checks.check_close(Num(0.25), 0.25, "so does a float subclass with the right value")
 
 
+# ---------------------------------------------------------------- one batch per notebook, both graders
+
+def _students(notebook: str, *replaced: dict[str, tuple[str, str]], appended: dict | None = None) -> dict:
+    """The correct student (the solution handed in as a student would) and one student per attempt: its
+    ``(grade_id, code)`` replacing that answer cell (``replaced``) or added at its end (``appended``)."""
+    from lmcourse.authoring.course import perfect_submission
+    from tests.conftest import ROOT
+
+    source = nbformat.read(ROOT / "autograder" / "source" / notebook / f"{notebook}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    students = {"correct": perfect_submission(release, source)}
+    for attempts in replaced:
+        for attempt, (grade_id, code) in attempts.items():
+            nb = perfect_submission(release, source)
+            cell(nb, grade_id).source = code
+            students[attempt] = nb
+    for attempt, (grade_id, code) in (appended or {}).items():
+        nb = perfect_submission(release, source)
+        cell(nb, grade_id).source += code
+        students[attempt] = nb
+    return students
+
+
+def _graded_rows(notebook: str, students: dict, tmp_path_factory) -> dict[str, dict[str, str]]:
+    """student -> its grades.csv row, from one `lmcourse grade` batch (``-j 2``)."""
+    import csv
+
+    from tests.grading.test_grade import SANDBOX
+
+    subs, out = tmp_path_factory.mktemp(f"class-{notebook}"), tmp_path_factory.mktemp(f"grades-{notebook}")
+    for name, nb in students.items():
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / f"{notebook}.ipynb")
+    assert main(["grade", notebook, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+
+
+def _graded_both(notebook: str, students: dict, tmp_path_factory) -> dict[str, dict]:
+    """student -> {"grade": its grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score}.
+    Plain nbgrader has no sandbox and no file masking: only the graded kernel's own refusal keeps the
+    withheld code out there."""
+    from lmcourse.authoring.course import TempCourse
+
+    rows = _graded_rows(notebook, students, tmp_path_factory)
+    course = TempCourse(tmp_path_factory.mktemp(f"course-{notebook}"), [notebook])
+    for name, nb in students.items():
+        course.submit(name, notebook, nb)
+    course.autograde(notebook)
+    return {name: {"grade": rows[name], "nbgrader": course.score(notebook, name)} for name in students}
+
+
 # ---------------------------------------------------------------- notebook 09, graded from records
 # The red team's routes into 09's old test cells, which built expected values in the student's kernel: a
 # global forward hook zeroing the outputs of torch's layers the test built (its nn.MultiheadAttention twin), a
@@ -487,36 +539,9 @@ def _ed_cross_attention(attempt: str) -> str:
 def forged_09(tmp_path_factory) -> dict[str, dict]:
     """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 09:
     the correct student and each attempt, one batch of each."""
-    import csv
-
-    from lmcourse.authoring.course import TempCourse, perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / ED / f"{ED}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{ED}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-09"), tmp_path_factory.mktemp("grades-09")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt in ED_ATTEMPTS:
-        nb = perfect_submission(release, source)
-        cell(nb, "cross_attention").source = _ed_cross_attention(attempt)
-        students[attempt] = nb
-    for attempt, (grade_id, code) in ED_GIVEN_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{ED}.ipynb")
-    assert main(["grade", ED, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
-    course = TempCourse(tmp_path_factory.mktemp("course-09"), [ED])
-    for name, nb in students.items():
-        course.submit(name, ED, nb)
-    course.autograde(ED)
-    return {name: {"grade": rows[name], "nbgrader": course.score(ED, name)} for name in students}
+    students = _students(ED, {a: ("cross_attention", _ed_cross_attention(a)) for a in ED_ATTEMPTS},
+                         ED_GIVEN_ATTEMPTS)
+    return _graded_both(ED, students, tmp_path_factory)
 
 
 def test_09_correct_keeps_full_marks(forged_09):
@@ -591,26 +616,7 @@ RNN_ATTEMPTS = {
 @pytest.fixture(scope="module")
 def forged_02(tmp_path_factory) -> dict[str, dict[str, str]]:
     """student -> grades.csv row of 02: the correct student and each attempt, one `lmcourse grade` batch."""
-    import csv
-
-    from lmcourse.authoring.course import perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / RNN / f"{RNN}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{RNN}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-02"), tmp_path_factory.mktemp("grades-02")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, answer) in RNN_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = answer
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{RNN}.ipynb")
-    assert main(["grade", RNN, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    return _graded_rows(RNN, _students(RNN, RNN_ATTEMPTS), tmp_path_factory)
 
 
 def test_02_correct_keeps_full_marks(forged_02):
@@ -739,32 +745,7 @@ BLOCK_ATTEMPTS = {
 def forged_04(tmp_path_factory) -> dict[str, dict]:
     """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 04:
     the correct student and each attempt, one batch of each."""
-    import csv
-
-    from lmcourse.authoring.course import TempCourse, perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / BLOCK_NB / f"{BLOCK_NB}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{BLOCK_NB}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-04"), tmp_path_factory.mktemp("grades-04")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, answer) in BLOCK_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = answer
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{BLOCK_NB}.ipynb")
-    assert main(["grade", BLOCK_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
-    course = TempCourse(tmp_path_factory.mktemp("course-04"), [BLOCK_NB])
-    for name, nb in students.items():
-        course.submit(name, BLOCK_NB, nb)
-    course.autograde(BLOCK_NB)
-    return {name: {"grade": rows[name], "nbgrader": course.score(BLOCK_NB, name)} for name in students}
+    return _graded_both(BLOCK_NB, _students(BLOCK_NB, BLOCK_ATTEMPTS), tmp_path_factory)
 
 
 def test_04_correct_keeps_full_marks(forged_04):
@@ -908,32 +889,7 @@ ATT_ATTEMPTS = {
 def forged_03(tmp_path_factory) -> dict[str, dict]:
     """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 03:
     the correct student and each attempt, one batch of each."""
-    import csv
-
-    from lmcourse.authoring.course import TempCourse, perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / ATT / f"{ATT}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{ATT}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-03"), tmp_path_factory.mktemp("grades-03")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, code) in ATT_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{ATT}.ipynb")
-    assert main(["grade", ATT, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
-    course = TempCourse(tmp_path_factory.mktemp("course-03"), [ATT])
-    for name, nb in students.items():
-        course.submit(name, ATT, nb)
-    course.autograde(ATT)
-    return {name: {"grade": rows[name], "nbgrader": course.score(ATT, name)} for name in students}
+    return _graded_both(ATT, _students(ATT, ATT_ATTEMPTS), tmp_path_factory)
 
 
 def test_03_correct_keeps_full_marks(forged_03):
@@ -1003,26 +959,7 @@ DEC_ATTEMPTS = {
 @pytest.fixture(scope="module")
 def forged_07(tmp_path_factory) -> dict[str, dict[str, str]]:
     """student -> grades.csv row of 07: the correct student and each attempt, one `lmcourse grade` batch."""
-    import csv
-
-    from lmcourse.authoring.course import perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / DEC / f"{DEC}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{DEC}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-07"), tmp_path_factory.mktemp("grades-07")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, code) in DEC_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{DEC}.ipynb")
-    assert main(["grade", DEC, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    return _graded_rows(DEC, _students(DEC, DEC_ATTEMPTS), tmp_path_factory)
 
 
 def test_07_correct_keeps_full_marks(forged_07):
@@ -1089,26 +1026,7 @@ MLM_ATTEMPTS = {
 @pytest.fixture(scope="module")
 def forged_06(tmp_path_factory) -> dict[str, dict[str, str]]:
     """student -> grades.csv row of 06: the correct student and each attempt, one `lmcourse grade` batch."""
-    import csv
-
-    from lmcourse.authoring.course import perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / MLM / f"{MLM}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{MLM}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-06"), tmp_path_factory.mktemp("grades-06")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, code) in MLM_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{MLM}.ipynb")
-    assert main(["grade", MLM, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    return _graded_rows(MLM, _students(MLM, MLM_ATTEMPTS), tmp_path_factory)
 
 
 def test_06_correct_keeps_full_marks(forged_06):
@@ -1242,36 +1160,7 @@ GPT_WRAPPED = {
 def forged_05(tmp_path_factory) -> dict[str, dict]:
     """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 05:
     the correct student and each attempt, one batch of each."""
-    import csv
-
-    from lmcourse.authoring.course import TempCourse, perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / GPT_NB / f"{GPT_NB}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{GPT_NB}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-05"), tmp_path_factory.mktemp("grades-05")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, code) in GPT_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for attempt, (grade_id, code) in GPT_WRAPPED.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source += code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{GPT_NB}.ipynb")
-    assert main(["grade", GPT_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
-    course = TempCourse(tmp_path_factory.mktemp("course-05"), [GPT_NB])
-    for name, nb in students.items():
-        course.submit(name, GPT_NB, nb)
-    course.autograde(GPT_NB)
-    return {name: {"grade": rows[name], "nbgrader": course.score(GPT_NB, name)} for name in students}
+    return _graded_both(GPT_NB, _students(GPT_NB, GPT_ATTEMPTS, appended=GPT_WRAPPED), tmp_path_factory)
 
 
 def test_05_correct_keeps_full_marks(forged_05):
@@ -1339,32 +1228,7 @@ BPE_ATTEMPTS = {
 def forged_08(tmp_path_factory) -> dict[str, dict]:
     """student -> {"grade": grades.csv row of `lmcourse grade`, "nbgrader": plain nbgrader's score} of 08:
     the correct student and each attempt, one batch of each."""
-    import csv
-
-    from lmcourse.authoring.course import TempCourse, perfect_submission
-    from tests.conftest import ROOT
-    from tests.grading.test_grade import SANDBOX
-
-    source = nbformat.read(ROOT / "autograder" / "source" / BPE_NB / f"{BPE_NB}.ipynb", as_version=4)
-    release = nbformat.read(ROOT / "notebooks" / f"{BPE_NB}.ipynb", as_version=4)
-    subs, out = tmp_path_factory.mktemp("class-08"), tmp_path_factory.mktemp("grades-08")
-    students = {"correct": perfect_submission(release, source)}
-    for attempt, (grade_id, code) in BPE_ATTEMPTS.items():
-        nb = perfect_submission(release, source)
-        cell(nb, grade_id).source = code
-        students[attempt] = nb
-    for name, nb in students.items():
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / f"{BPE_NB}.ipynb")
-    assert main(["grade", BPE_NB, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    # plain nbgrader: no sandbox, no scan; only the graded kernel's own refusal keeps the given code out
-    course = TempCourse(tmp_path_factory.mktemp("course-08"), [BPE_NB])
-    for name, nb in students.items():
-        course.submit(name, BPE_NB, nb)
-    course.autograde(BPE_NB)
-    return {name: {"grade": rows[name], "nbgrader": course.score(BPE_NB, name)} for name in students}
+    return _graded_both(BPE_NB, _students(BPE_NB, BPE_ATTEMPTS), tmp_path_factory)
 
 
 def test_08_correct_keeps_full_marks(forged_08):

@@ -57,6 +57,28 @@ def _private_course_cache(tmp_path_factory):
         os.environ[data.DATA_DIR_ENV] = before
 
 
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory):
+    """``graded_class(notebook)``: that notebook's class, every catalogue's submissions graded by both
+    graders once a session (tests/classes.py); a grading that failed fails each test that asks again,
+    without grading again."""
+    from tests import classes
+
+    done: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in done:
+            try:
+                done[name] = classes.grade(name, tmp_path_factory)
+            except Exception as e:     # noqa: BLE001  (kept and raised again below)
+                done[name] = e
+        if isinstance(done[name], BaseException):
+            raise done[name]
+        return done[name]
+
+    return get
+
+
 # Time per area of the suite (the folders mirror the package), printed after the 20 slowest tests,
 # so a slower area shows up as the notebooks are added. Under xdist the reports reach the
 # controller, which sums them: worker-seconds, not wall time.

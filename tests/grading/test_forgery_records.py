@@ -3,8 +3,8 @@ and by plain `nbgrader autograde` with the course's config.
 
 Every attempt hands in a wrong ``pad_sentence`` (the padding forgotten: its test is worth 1 point)
 plus one trick meant to get that point back; the rest of the notebook is correct. Each attempt
-must end at the baseline's score (the wrong notebook without a trick) or be flagged. One
-``lmcourse grade`` batch and one nbgrader run for all of them.
+must end at the baseline's score (the wrong notebook without a trick) or be flagged. They are graded
+in 01's class (tests/classes.py): one ``lmcourse grade`` batch and one nbgrader run for all of them.
 
 The trick that worked before this file: nbclient applies a display update (``update_display_data``,
 or a display shown again with the same ``display_id``) to every earlier output with that id, in
@@ -18,17 +18,15 @@ runner and by ``lmcourse.marking.grader.RecordsStayPut``, the course config's Ex
 
 from __future__ import annotations
 
-import csv
 import json
 import textwrap
 
 import nbformat
 import pytest
 
-from lmcourse.authoring.course import TempCourse
-from lmcourse.commands.main import main
+from tests.classes import proofs_group
 from tests.grading.test_forgery import WRONG
-from tests.grading.test_grade import AUTO_MAX, ROOT, SANDBOX, A, cell, perfect
+from tests.grading.test_grade import AUTO_MAX, ROOT, A, cell, perfect
 
 pytestmark = [pytest.mark.slow]
 
@@ -162,30 +160,32 @@ def _forged(name: str) -> nbformat.NotebookNode:
 STUDENTS = ["baseline", *ATTEMPTS, *JSON_ATTEMPTS, *ORDER_ATTEMPTS, *READ_ATTEMPTS]
 
 
+def class_students(notebook: str) -> tuple[dict, dict]:
+    """tests/classes.py: this file's students of ``notebook``, for both graders."""
+    if notebook == A:
+        students = {s: _forged(s) for s in STUDENTS}
+    elif notebook in GIVEN_SAMPLERS:
+        students = {"given_sampler": _given_sampler(notebook)}
+    else:
+        students = {}
+    return students, students
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, dict[str, float | str]]:
+def graded(graded_class) -> dict[str, dict[str, float | str]]:
     """student -> {"grade": lmcourse grade's row, "nbgrader": plain nbgrader's score}."""
-    subs, out = tmp_path_factory.mktemp("subs"), tmp_path_factory.mktemp("out")
-    notebooks = {s: _forged(s) for s in STUDENTS}
-    for s, nb in notebooks.items():
-        (subs / s).mkdir()
-        nbformat.write(nb, subs / s / f"{A}.ipynb")
-    assert main(["grade", A, str(subs), "--out", str(out), "-j", "1", "--no-progress",
-                 "--gradebook", "none", *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    course = TempCourse(tmp_path_factory.mktemp("course"), [A])
-    for s, nb in notebooks.items():
-        course.submit(s, A, nb)
-    course.autograde(A)
-    return {s: {"grade": rows[s], "nbgrader": course.score(A, s)} for s in STUDENTS}
+    cls = graded_class(A)
+    return {s: {"grade": cls.rows[s], "nbgrader": cls.plain(s)} for s in STUDENTS}
 
 
+@proofs_group(A)
 def test_baseline_loses_the_point(graded):
     row, plain = graded["baseline"]["grade"], graded["baseline"]["nbgrader"]
     assert row["flags"] == "" and float(row["score"]) == AUTO_MAX - 1, row
     assert plain.failed_tests == ["pad_sentence_tests"], plain
 
 
+@proofs_group(A)
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS) + list(JSON_ATTEMPTS) + list(ORDER_ATTEMPTS))
 def test_forged_record_gains_nothing(graded, attempt):
     """Flagged, or exactly the baseline's score: pad_sentence's point lost, nothing else (the trick's
@@ -198,6 +198,7 @@ def test_forged_record_gains_nothing(graded, attempt):
     assert plain.failed_tests == ["pad_sentence_tests"], plain
 
 
+@proofs_group(A)
 @pytest.mark.parametrize("attempt", sorted(READ_ATTEMPTS))
 def test_reference_file_run_is_flagged(graded, attempt):
     """Without bubblewrap the copy scores (nothing in the kernel can tell it from the student's own
@@ -208,6 +209,7 @@ def test_reference_file_run_is_flagged(graded, attempt):
     assert graded[attempt]["nbgrader"].flagged, graded[attempt]["nbgrader"]
 
 
+@proofs_group(A)
 def test_plain_nbgrader_flags_nothing_honest(graded):
     assert not graded["baseline"]["nbgrader"].flagged
 
@@ -304,22 +306,20 @@ def generate(model, prompt, max_new_tokens, filters=(), generator=None):
 GIVEN_SAMPLERS = {"02_rnn": ("sample", _WHOLE), "07_decoding": ("generate", _FILTERED)}
 
 
-@pytest.mark.parametrize("name", sorted(GIVEN_SAMPLERS))
-def test_a_later_notebooks_sampler_answers_nothing(tmp_path, name):
+def _given_sampler(name: str) -> nbformat.NotebookNode:
     from lmcourse.authoring.course import perfect_submission
 
     exercise, source = GIVEN_SAMPLERS[name]
     nb = perfect_submission(nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4),
                             nbformat.read(ROOT / "autograder" / "source" / name / f"{name}.ipynb", as_version=4))
     next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == exercise).source = source
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    (subs / "s").mkdir(parents=True)
-    nbformat.write(nb, subs / "s" / f"{name}.ipynb")
-    assert main(["grade", name, str(subs), "--out", str(out), "-j", "1", "--no-progress",
-                 "--gradebook", "none", *SANDBOX]) == 0
-    row = next(csv.DictReader((out / "grades.csv").read_text().splitlines()))
+    return nb
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=proofs_group(n)) for n in sorted(GIVEN_SAMPLERS)])
+def test_a_later_notebooks_sampler_answers_nothing(graded_class, name):
+    exercise = GIVEN_SAMPLERS[name][0]
+    cls = graded_class(name)
+    row = cls.rows["given_sampler"]
     assert float(row[f"{exercise}_tests"]) == 0, row
-    course = TempCourse(tmp_path / "course", [name])
-    course.submit("s", name, nb)
-    course.autograde(name)
-    assert course.score(name, "s").failed_tests == [f"{exercise}_tests"]
+    assert cls.plain("given_sampler").failed_tests == [f"{exercise}_tests"]

@@ -5,8 +5,8 @@ Every attempt is the student notebook with its answers left unanswered (the stub
 that notebook as released scores 0 on every exercise under both graders (the grading proofs,
 tests/notebooks/test_grading_proofs.py, grade it). Each notebook has two or three submissions: the
 reference imported past the withholding finder, the other routes together (each on its own exercise;
-its test must fail for the route's own reason), and for 02 the recorder patched. One `lmcourse grade`
-batch and one nbgrader run per notebook.
+its test must fail for the route's own reason), and for 02 the recorder patched. They are graded in the
+notebook's class (tests/classes.py): one `lmcourse grade` batch and one nbgrader run per notebook.
 
 Routes that gained points unflagged before this file, now closed under both graders:
 
@@ -31,15 +31,12 @@ empty: 0), and 02's recorder patched through the test cells' own object.
 
 from __future__ import annotations
 
-import csv
-
 import nbformat
 import pytest
 
-from lmcourse.authoring.course import TempCourse
-from lmcourse.commands.main import main
+from tests.classes import proofs_group
 from tests.grading.test_forgery_records import _code
-from tests.grading.test_grade import BWRAP, ROOT, SANDBOX
+from tests.grading.test_grade import BWRAP, ROOT
 
 pytestmark = [pytest.mark.slow]
 
@@ -376,10 +373,8 @@ def submission(notebook: str, attempt: str) -> nbformat.NotebookNode:
     return nb
 
 
-def _messages(path) -> dict[str, str]:
+def _messages(nb) -> dict[str, str]:
     """Each test cell's failure message in a notebook autograded by nbgrader."""
-    nb = nbformat.read(path, as_version=4)
-
     def errors(c) -> str:
         return " ".join(f"{o.get('ename')}: {o.get('evalue')}" for o in c.get("outputs", [])
                         if o.get("output_type") == "error")
@@ -387,34 +382,24 @@ def _messages(path) -> dict[str, str]:
             for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") and c.cell_type == "code"}
 
 
-@pytest.fixture(scope="module")
-def graded(request, tmp_path_factory):
-    """(notebook, {student: (lmcourse grade's row, plain nbgrader's score, nbgrader's messages)})."""
-    notebook = request.param
-    students = {a: submission(notebook, a) for a in ATTEMPTS[notebook]}
-    subs, out = tmp_path_factory.mktemp("subs"), tmp_path_factory.mktemp("out")
-    for s, nb in students.items():
-        (subs / s).mkdir()
-        nbformat.write(nb, subs / s / f"{notebook}.ipynb")
-    assert main(["grade", notebook, str(subs), "--out", str(out), "-j", "1", "--no-progress",
-                 "--gradebook", "none", *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
-    course = TempCourse(tmp_path_factory.mktemp("course"), [notebook])
-    for s, nb in students.items():
-        course.submit(s, notebook, nb)
-    course.autograde(notebook)
-    return notebook, {s: (rows[s], course.score(notebook, s),
-                          _messages(course.path / "autograded" / s / notebook / f"{notebook}.ipynb"))
-                      for s in students}
+def class_students(notebook: str) -> tuple[dict, dict]:
+    """tests/classes.py: the submissions of ``notebook``, for both graders."""
+    students = {a: submission(notebook, a) for a in ATTEMPTS.get(notebook, {})}
+    return students, students
 
 
-@pytest.mark.parametrize("graded, route", [pytest.param(nb, r, id=f"{nb}-{r}") for nb in NOTEBOOKS
-                                           for r in ROUTES[nb]], indirect=["graded"])
-def test_route_scores_nothing(graded, route):
+def _graded(graded_class, notebook: str, student: str):
+    """(`lmcourse grade`'s row, plain nbgrader's score, nbgrader's failure messages) of one submission."""
+    cls = graded_class(notebook)
+    return cls.rows[student], cls.plain(student), _messages(cls.autograded(student))
+
+
+@pytest.mark.parametrize("notebook, route", [pytest.param(nb, r, id=f"{nb}-{r}", marks=proofs_group(nb))
+                                             for nb in NOTEBOOKS for r in ROUTES[nb]])
+def test_route_scores_nothing(graded_class, notebook, route):
     """Each exercise a route answers scores 0 under both graders, failed for the route's own reason
     where it has one (the refusal, or a value that is not plain data), not for a trick that broke."""
-    notebook, by = graded
-    row, plain, messages = by["routes"]
+    row, plain, messages = _graded(graded_class, notebook, "routes")
     for exercise, reason in ROUTES[notebook][route].items():
         test = f"{exercise}_tests"
         assert float(row[test]) == 0, (route, test, row)
@@ -422,14 +407,13 @@ def test_route_scores_nothing(graded, route):
         assert reason is None or reason in messages[test], (route, test, messages[test])
 
 
-@pytest.mark.parametrize("graded, attempt", [pytest.param(nb, a, id=f"{nb}-{a}") for nb, a in FLAGGED],
-                         indirect=["graded"])
-def test_flagged_route(graded, attempt):
+@pytest.mark.parametrize("notebook, attempt", [pytest.param(nb, a, id=f"{nb}-{a}", marks=proofs_group(nb))
+                                               for nb, a in FLAGGED])
+def test_flagged_route(graded_class, notebook, attempt):
     """Flagged by both graders (`lmcourse grade`'s flags; formgrader's flag under plain nbgrader with the
     course's config); under bubblewrap the reference's files read as empty, so its route gains nothing
     there either. Plain nbgrader keeps the points until a person looks: the route is a real one."""
-    notebook, by = graded
-    row, plain, _ = by[attempt]
+    row, plain, _ = _graded(graded_class, notebook, attempt)
     assert "source-scan" in row["flags"].split(";"), row
     if attempt == "reference_past_the_finder" and BWRAP:
         assert float(row["score"]) == 0, row

@@ -23,10 +23,6 @@ def alternative_split(name: str) -> tuple[list[dict[str, Alternative]], list[Alt
     return rounds[:REAL_ROUNDS], [alt for r in rounds[REAL_ROUNDS:] for alt in r.values()]
 
 
-def proofs_group(name: str) -> pytest.MarkDecorator:
-    return pytest.mark.xdist_group(f"proofs-{name}")
-
-
 @pytest.fixture(scope="session")
 def harness():
     """``harness(name)``: (the mutants' report, ``{later alternative: failures}``), run once."""

@@ -18,54 +18,43 @@ the mutant had a whole submission of its own. Every round was a whole submission
 for nine notebooks, most replacing one or two answers, each a kernel, a torch import and the whole
 notebook; the harness tries an alternative in well under a second.)"""
 
-import csv
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from lmcourse.authoring.course import TempCourse, perfect_submission
+from lmcourse.authoring.course import perfect_submission
 from lmcourse.authoring.mutants import load_mutants, run_alternatives
-from lmcourse.commands.main import main
-from lmcourse.grading import sandbox
+from tests.classes import proofs_group
 from tests.conftest import NOTEBOOKS, ROOT
-from tests.notebooks.conftest import alternative_split, proofs_group
+from tests.notebooks.conftest import alternative_split
 
 pytestmark = pytest.mark.slow  # real graders on a course copy, per notebook
 
-# without bubblewrap the grader refuses unless told: the sandbox's own tests say what that loses
-SANDBOX = [] if sandbox.mode()[0] == "bubblewrap" else ["--sandbox", "none"]
 
-
-# each notebook's course is graded once, on one worker (pytest-xdist --dist loadgroup), the one
-# its mutant test runs on: they share the harness kernel (tests/notebooks/conftest.py)
-@pytest.fixture(scope="module", params=[pytest.param(n, marks=proofs_group(n)) for n in NOTEBOOKS])
-def graded(request, tmp_path_factory, harness):
-    name = request.param
-    course = TempCourse(tmp_path_factory.mktemp(f"course-{name}"), [name])
-    release = course.release(name)
-    source = nbformat.read(course.path / "source" / name / f"{name}.ipynb", as_version=4)
-    course.auto_max = sum(c.metadata["nbgrader"]["points"] for c in source.cells
-                          if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
-    # the solution: by `lmcourse grade`, the TA's path
-    subs, out = tmp_path_factory.mktemp(f"solution-{name}"), tmp_path_factory.mktemp(f"graded-{name}")
-    (subs / "perfect").mkdir()
-    nbformat.write(perfect_submission(release, source), subs / "perfect" / f"{name}.ipynb")
-    assert main(["grade", name, str(subs), "--out", str(out), "-j", "1", "--no-progress",
-                 "--gradebook", "none", *SANDBOX]) == 0
-    (course.perfect,) = csv.DictReader((out / "grades.csv").read_text().splitlines())
-    course.perfect_nb = nbformat.read(out / "autograded" / "perfect.ipynb", as_version=4)
-    # the rest by the real nbgrader autograde
-    course.submit("untouched", name, release)
-    # alternatives, as few whole submissions as possible (each answer cell replaced once per round);
-    # the mutant harness emulates nbgrader in one kernel, so one mutant is checked on the real
-    # grader too, inside the last round that leaves its cell alone (it must cost that test cell only)
+def _plan(name: str):
+    """(the alternatives' rounds for the real nbgrader, the mutant, the round that hosts it or None):
+    as few whole submissions as possible (each answer cell replaced once per round); the mutant harness
+    emulates nbgrader in one kernel, so one mutant is checked on the real grader too, inside the last
+    round that leaves its cell alone (it must cost that test cell only), or alone where every round
+    replaces its cell."""
     mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")[0]
     rounds = alternative_split(name)[0]
     host = next((k for k in reversed(range(len(rounds))) if mutant.target not in rounds[k]), None)
-    course.mutant_in = "mutant" if host is None else f"alternatives-{host}"
-    course.mutant_cell = f"{mutant.target}_tests"
-    course.mutant_points = next(c.metadata["nbgrader"]["points"] for c in source.cells
-                                if c.metadata.get("nbgrader", {}).get("grade_id") == course.mutant_cell)
+    return rounds, mutant, host
+
+
+def _notebooks(name: str):
+    source = nbformat.read(ROOT / "autograder" / "source" / name / f"{name}.ipynb", as_version=4)
+    return source, nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+
+
+def class_students(name: str) -> tuple[dict, dict]:
+    """tests/classes.py: the solution (by `lmcourse grade`, the TA's path); the untouched release, the
+    alternatives' rounds and the mutant (by the real nbgrader autograde)."""
+    source, release = _notebooks(name)
+    rounds, mutant, host = _plan(name)
+    plain = {"untouched": release}
     for k, by_target in enumerate([*rounds, {}] if host is None else rounds):
         nb = perfect_submission(release, source)
         for cell in nb.cells:
@@ -75,9 +64,27 @@ def graded(request, tmp_path_factory, harness):
             elif cell.metadata.get("nbgrader", {}).get("solution") and gid == mutant.target and \
                     (k == host or k == len(rounds)):
                 cell.source = mutant.source
-        course.submit("mutant" if k == len(rounds) else f"alternatives-{k}", name, nb)
-    course.autograde(name)
-    course.rounds = rounds
+        plain["mutant" if k == len(rounds) else f"alternatives-{k}"] = nb
+    return {"perfect": perfect_submission(release, source)}, plain
+
+
+# each notebook's class is graded once (tests/classes.py), on the worker of its proofs group, which its
+# mutant test and its forgery batches share
+@pytest.fixture(scope="module", params=[pytest.param(n, marks=proofs_group(n)) for n in NOTEBOOKS])
+def graded(request, graded_class, harness):
+    name = request.param
+    cls = graded_class(name)
+    source, _ = _notebooks(name)
+    rounds, mutant, host = _plan(name)
+    course = SimpleNamespace(score=lambda _name, student: cls.plain(student), rounds=rounds)
+    course.auto_max = sum(c.metadata["nbgrader"]["points"] for c in source.cells
+                          if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
+    course.perfect = cls.rows["perfect"]
+    course.perfect_nb = nbformat.read(cls.out / "autograded" / "perfect.ipynb", as_version=4)
+    course.mutant_in = "mutant" if host is None else f"alternatives-{host}"
+    course.mutant_cell = f"{mutant.target}_tests"
+    course.mutant_points = next(c.metadata["nbgrader"]["points"] for c in source.cells
+                                if c.metadata.get("nbgrader", {}).get("grade_id") == course.mutant_cell)
     course.later = harness(name)[1]
     return course, name
 

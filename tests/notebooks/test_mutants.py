@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse.authoring.mutants import load_mutants
 from tests.conftest import NOTEBOOKS, ROOT
-from tests.notebooks.conftest import proofs_group
+from tests.classes import proofs_group
 
 WITH_MUTANTS = [n for n in NOTEBOOKS if (ROOT / "autograder" / "mutants" / f"{n}.py").exists()]
 

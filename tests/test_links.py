@@ -59,4 +59,4 @@ def test_the_readme_table_is_what_lmcourse_links_prints(capsys):
     table = capsys.readouterr().out.strip()
     assert len(table.splitlines()) == 2 + len(NOTEBOOKS)
     assert table in (ROOT / "README.md").read_text(encoding="utf-8"), \
-        "README.md's table of Colab / Kaggle buttons is stale: paste `lmcourse links --markdown` there"
+        "README.md's table of Colab / Kaggle buttons is stale: run `lmcourse build`"

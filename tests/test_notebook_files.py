@@ -1,4 +1,4 @@
-"""A notebook is five hand-written files plus a README row (DEVELOPERS.md, "Adding a notebook")."""
+"""A notebook's own files (DEVELOPERS.md, "Adding a notebook"); its README rows are built from its master."""
 
 import ast
 
@@ -15,7 +15,7 @@ def test_a_notebook_has_its_five_files_and_a_readme_row(name):
               f"tests/reference/test_{topic}.py"]
     missing = [w for w in wanted if not (ROOT / w).is_file()]
     assert not missing, f"{name} lacks {missing} (DEVELOPERS.md, 'Adding a notebook')"
-    assert f"| `{name}`" in (ROOT / "README.md").read_text(), f"README.md has no row for {name}"
+    assert f"| `{name}`" in (ROOT / "README.md").read_text(), f"README.md has no row for {name}: run `lmcourse build`"
 
 
 def _top_level_definitions(name):

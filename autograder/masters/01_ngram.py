@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 01 · n-gram language models
+# # 01 · n-gram language models: counting, MLE, perplexity, add-k and Kneser–Ney smoothing, sampling
 #
 # **What you will build.** A complete family of n-gram language models of Shakespeare, written
 # from scratch in plain Python: counting, maximum-likelihood estimates, the chain rule, perplexity,

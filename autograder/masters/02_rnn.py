@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 02 — Recurrent neural language models
+# # 02 · Recurrent language models: an Elman RNN and an LSTM, a training loop, vanishing gradients
 #
 # **What you will build.** A character-level language model that reads text one character at a
 # time and carries what it has read in a fixed-length vector: the Elman recurrent neural

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -46,7 +47,7 @@ import nbformat
 from ..commands.paths import repo_root
 from ..grading.nbgrader_cli import run_nbgrader
 from ..marking import notebooks, standins
-from . import bootstrap
+from . import bootstrap, readme
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 MARKER_RE = re.compile(r"^\s*#*\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$")
@@ -221,4 +222,12 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
             written += [out / "notebooks" / f"{name}.ipynb", out / "solutions" / f"{name}.ipynb"]
             if not quiet:
                 print(f"built {name}: source, student notebook, solution")
+    if out == root and (root / "README.md").is_file():
+        try:
+            if readme.write(root):
+                written.append(root / "README.md")
+                if not quiet:
+                    print("README.md: its tables of notebooks written anew from the masters")
+        except readme.ReadmeError as e:     # the notebooks are built; a fork's own README is its own business
+            print(f"README.md left as it was: {e}", file=sys.stderr)
     return written

@@ -10,16 +10,31 @@ sizes is one edit::
     config = GPTConfig(vocab_size=tok.vocab_size, **R.model_sizes())
     cfg = R.train_config(seed=0, quiet=True)
 
-One module per notebook that trains a model of its own (:data:`BY_NOTEBOOK`); a new notebook adds
-its module here. Fields a caller sets (seed, device, checkpoint, progress) stay the caller's.
+One module per notebook that trains a model of its own, naming it in a ``NOTEBOOK = "NN_topic"`` line
+(:data:`BY_NOTEBOOK` finds them: a new notebook adds its module and edits nothing here). Fields a caller
+sets (seed, device, checkpoint, progress) stay the caller's.
 """
 
 from __future__ import annotations
 
-from . import gpt, mlm, rnn, scaling, seq2seq
+import importlib
+import pkgutil
+from types import ModuleType
 
-__all__ = ["gpt", "mlm", "rnn", "scaling", "seq2seq", "BY_NOTEBOOK"]
+__all__ = ["BY_NOTEBOOK"]
+
+
+def _discover() -> dict[str, ModuleType]:
+    found: dict[str, ModuleType] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        notebook = getattr(module, "NOTEBOOK", None)
+        if notebook is None or notebook in found:
+            raise ImportError(f"{module.__name__}: a recipe module names its notebook once, in a line "
+                              f'NOTEBOOK = "NN_topic" ({notebook!r} is missing or already {found.get(notebook)})')
+        found[notebook] = module
+    return dict(sorted(found.items()))
+
 
 # the notebook each recipe module belongs to (its master: autograder/masters/<name>.py)
-BY_NOTEBOOK = {"02_rnn": rnn, "05_gpt": gpt, "06_mlm": mlm, "09_encoder_decoder": seq2seq,
-               "10_scaling": scaling}
+BY_NOTEBOOK = _discover()

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from ..runtime import get_profile
 from ..train import TrainConfig
 
+NOTEBOOK = "06_mlm"   # the notebook whose master reads this recipe
+
 __all__ = ["MLMRecipe", "recipe", "MASK_TOKEN"]
 
 MASK_TOKEN = "[MASK]"

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from ..runtime import get_profile
 from ..train import TrainConfig
 
+NOTEBOOK = "02_rnn"   # the notebook whose master reads this recipe
+
 __all__ = ["RNNRecipe", "recipe"]
 
 

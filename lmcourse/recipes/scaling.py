@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from ..runtime import get_profile
 from ..train import TrainConfig
 
+NOTEBOOK = "10_scaling"   # the notebook whose master reads this recipe
+
 __all__ = ["ScalingRecipe", "recipe"]
 
 

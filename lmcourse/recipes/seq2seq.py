@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from ..runtime import get_profile
 from ..train import TrainConfig
 
+NOTEBOOK = "09_encoder_decoder"   # the notebook whose master reads this recipe
+
 __all__ = ["Seq2SeqRecipe", "recipe"]
 
 SRC_BLOCK = 48  # characters of the longest source the model reads (the window of its batches)

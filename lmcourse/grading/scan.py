@@ -14,8 +14,15 @@ look; it changes no score (a false alarm costs a TA a minute, not a student poin
 from __future__ import annotations
 
 import ast
+import threading
 
 __all__ = ["FLAG", "scan_cells", "scan_source"]
+
+# `lmcourse grade -j N` scans submissions in N threads at once, and CPython 3.11's ast module keeps one
+# recursion-depth count per interpreter: two parses at once can fail with "SystemError: AST constructor
+# recursion depth mismatch" (python/cpython#106905), which crashed a submission's grading. One parse at a
+# time (a cell parses in microseconds), and a parse that met one outside the scan is tried again.
+_PARSING = threading.Lock()
 
 FLAG = "source-scan"
 
@@ -61,10 +68,20 @@ def _dotted_builtins(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
 
 
+def _parse(source: str) -> ast.Module:
+    with _PARSING:
+        try:
+            return ast.parse(source)
+        except SystemError as e:    # a parse elsewhere in the process (a traceback's) overlapped: once more
+            if "recursion depth mismatch" not in str(e):
+                raise
+            return ast.parse(source)
+
+
 def scan_source(source: str) -> list[str]:
     """What one cell's code names of the above, in order of appearance, each once."""
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except SyntaxError:         # IPython magics and broken cells: nothing to read as Python
         return []
     found: list[str] = []

@@ -109,3 +109,30 @@ def test_no_solution_is_flagged(notebook):
     release = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
     source = nbformat.read(ROOT / "autograder" / "source" / notebook / f"{notebook}.ipynb", as_version=4)
     assert scan_cells(perfect_submission(release, source)) == []
+
+
+def test_one_parse_at_a_time(monkeypatch):
+    """`lmcourse grade -j N` scans in N threads; CPython 3.11's ast module keeps one recursion-depth count
+    per interpreter, so two parses at once can raise SystemError (a crashed grading, seen under load and
+    not reproducible on demand): each parse holds the scan's lock."""
+    import ast
+
+    from lmcourse.grading import scan
+
+    held, parse = [], ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: held.append(scan._PARSING.locked()) or parse(*a, **k))
+    assert scan.scan_source("import sys\nsys.setprofile(None)\n") == ["setprofile"]
+    assert held == [True] and not scan._PARSING.locked()
+    calls = []
+
+    def mismatched_once(*a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=30, after=23)")
+        return parse(*a, **k)
+
+    monkeypatch.setattr(ast, "parse", mismatched_once)
+    assert scan.scan_source("exec('1')\n") == ["exec"] and len(calls) == 2
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("another")))
+    with pytest.raises(SystemError, match="another"):
+        scan.scan_source("x = 1\n")

@@ -9,7 +9,8 @@ BIN    := $(VENV)/bin
 # Override: make setup TORCH_VARIANT=cpu|cuda (or LMCOURSE_TORCH=...); see lmcourse/commands/setup_torch.py.
 TORCH  ?= torch==2.13.0
 TORCH_VARIANT ?= $(or $(LMCOURSE_TORCH),auto)
-# tests on every core (at most 4 workers); groups that share an expensive fixture stay on one worker
+# tests on a worker per core and one more (tests/conftest.py), at most 4; groups that share an expensive
+# fixture stay on one worker
 PYTEST ?= $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup --durations=20
 
 .PHONY: help setup lab lab-solutions test test-quick build solutions grade doctor gpu-check bench clean

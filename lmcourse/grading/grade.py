@@ -46,7 +46,9 @@ import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -106,6 +108,20 @@ class _Pending:
     done: bool = True              # nothing left to finish (cached, unusable file, grader error)
 
 
+GRADER_ERRORS = "grader-errors.log"   # in --out: the traceback of each grader error, for a bug report
+_ERRORS_LOCK = threading.Lock()
+
+
+def _grader_error(res: Result, out: Path, exc: Exception) -> None:
+    """The grader itself failed on this submission (not the student's code): it is marked crashed, left
+    out of the cache, and the traceback, which a 300-character detail cannot hold, goes to GRADER_ERRORS."""
+    res.status = "crashed"
+    res.detail = f"grader error (traceback in {GRADER_ERRORS}): {type(exc).__name__}: {exc}"[:300]
+    res.key = ""        # not the submission's fault: a rerun grades it again instead of reading this back
+    with _ERRORS_LOCK, open(out / GRADER_ERRORS, "a", encoding="utf-8") as log:
+        log.write(f"--- {res.student} ({res.assignment})\n{traceback.format_exc()}\n")
+
+
 def _run_stage(sub: Submission, tpl: Template, limits: Limits, out: Path, force: bool = False,
                keep_work: bool = False, slots: queue.Queue | None = None) -> _Pending:
     start = time.perf_counter()
@@ -143,7 +159,7 @@ def _run_stage(sub: Submission, tpl: Template, limits: Limits, out: Path, force:
     try:
         pending.report, pending.killed = _prepare_and_run(raw, tpl, limits, out, res, keep_work, slot)
     except Exception as exc:  # noqa: BLE001 (one submission never stops the batch)
-        res.status, res.detail = "crashed", f"grader error: {type(exc).__name__}: {exc}"[:300]
+        _grader_error(res, out, exc)
         pending.report, pending.killed = None, False
     finally:
         if slots is not None:
@@ -239,7 +255,7 @@ def _finish_stage(p: _Pending, tpl: Template, limits: Limits, out: Path) -> Resu
         if res.status == "running":
             _finish_run(p.report, p.killed, tpl, limits, out, res)
     except Exception as exc:  # noqa: BLE001 (one submission never stops the batch)
-        res.status, res.detail = "crashed", f"grader error: {type(exc).__name__}: {exc}"[:300]
+        _grader_error(res, out, exc)
     res.seconds = round(time.perf_counter() - p.start, 2)
     cache = out / "results" / f"{res.student}.json"
     cache.parent.mkdir(parents=True, exist_ok=True)

@@ -326,6 +326,37 @@ def test_zip_and_flat_folder_inputs(tmp_path):
         ("carol", "01_ngram (2).ipynb", ["renamed"]), ("dan", "01_ngram.ipynb", [])]
 
 
+def test_a_grader_error_keeps_its_traceback(tmp_path, monkeypatch):
+    """The grader's own failure on a submission: the student is marked crashed, the batch goes on, the
+    whole traceback (the detail column holds 300 characters) is in --out's grader-errors.log, and a
+    rerun grades the submission again rather than reading the failure back from the cache."""
+    from lmcourse.grading import grade
+
+    def broken(raw, *a, **k):
+        raise RuntimeError("the grader tripped")
+
+    monkeypatch.setattr(grade, "_prepare_and_run", broken)
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for student in ("ada", "bob"):
+        (subs / student).mkdir(parents=True)
+        nbformat.write(perfect(), subs / student / f"{A}.ipynb")
+    assert main(["grade", A, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    assert {s: (r["status"], r["detail"]) for s, r in rows.items()} == {
+        s: ("crashed", f"grader error (traceback in {grade.GRADER_ERRORS}): RuntimeError: the grader tripped")
+        for s in ("ada", "bob")}
+    log = (out / grade.GRADER_ERRORS).read_text()
+    assert log.count("Traceback (most recent call last)") == 2 and "--- ada (01_ngram)" in log
+    assert 'raise RuntimeError("the grader tripped")' in log
+    monkeypatch.undo()                      # the grader mended: a rerun grades them, nothing read from the cache
+    assert main(["grade", A, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                 *SANDBOX]) == 0
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    assert {s: (r["status"], float(r["score"])) for s, r in rows.items()} == {s: ("graded", AUTO_MAX)
+                                                                              for s in ("ada", "bob")}
+
+
 def test_zip_traversal_refused(tmp_path):
     z = tmp_path / "evil.zip"
     with zipfile.ZipFile(z, "w") as zf:

@@ -209,7 +209,7 @@ class Precision:
 
     name: str  # "bf16" | "fp16" (autocast dtypes) | "fp32" (no autocast)
     grad_scaler: bool  # fp16 only: scale the loss so small gradients do not flush to zero
-    compile: bool  # torch.compile can work on this device (training still asks for it: TrainConfig.compile)
+    compile: bool  # a CUDA GPU on which torch.compile can work (training still asks for it: TrainConfig.compile)
     reason: str  # why, for setup() and `lmcourse doctor`
 
     @property
@@ -240,15 +240,17 @@ def forced_precision() -> str | None:
 def choose_precision(device: "torch.device | str | None" = None) -> Precision:  # noqa: F821
     """bf16 autocast where the GPU does bf16 fast (compute capability >= 8.0), fp16 autocast with a
     gradient scaler where it does fp16 fast but not bf16 (T4 7.5, V100 7.0, P100 6.0), float32
-    elsewhere (older GPUs, Apple MPS, the CPU). ``compile``: :func:`compile_support` and, on CUDA,
-    compute capability >= 7.0."""
+    elsewhere (older GPUs, Apple MPS, the CPU). ``compile``: on CUDA, :func:`compile_support` and
+    compute capability >= 7.0; False off a CUDA GPU."""
     import torch
 
     device = torch.device(device) if device is not None else pick_device()
-    can_compile, why_not = compile_support()
     if device.type != "cuda":
+        # compile_support imports torch._dynamo, which costs every notebook's set-up a second;
+        # off a CUDA GPU training never asks for torch.compile, so it is not asked here either
         where = "Apple MPS computes in float32" if device.type == "mps" else "no GPU: the CPU computes in float32"
-        return Precision("fp32", False, can_compile and device.type == "cpu", where)
+        return Precision("fp32", False, False, where)
+    can_compile, why_not = compile_support()
     cap = tuple(torch.cuda.get_device_capability(device))
     card = f"{torch.cuda.get_device_name(device)}, compute capability {cap[0]}.{cap[1]}"
     compiles = can_compile and cap >= COMPILE_MIN_CAPABILITY

@@ -41,7 +41,7 @@ solutions: setup          ## run every solution notebook headlessly, .ipynb + .h
 # PYTHONDONTWRITEBYTECODE is set (containers, CI) nothing else writes it, and every kernel and process
 # a test starts would compile lmcourse anew: about a second of CPU each, hundreds of times a run.
 test: setup               ## lint, then the whole test suite (what CI runs)
-	$(BIN)/ruff check lmcourse tests bench autograder/masters autograder/mutants autograder/alternatives
+	$(BIN)/ruff check lmcourse tests bench autograder/masters autograder/variants
 	$(BIN)/python -m compileall -q lmcourse tests
 	$(PYTEST)
 

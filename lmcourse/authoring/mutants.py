@@ -230,12 +230,20 @@ class MutantResult:
         return self.failed_cells == [f"{self.mutant.target}_tests"]
 
 
+def variants_path(root: Path, name: str) -> Path:
+    """The catalogue of notebook ``name`` (e.g. '01_ngram'): ``autograder/variants/<name>.py``,
+    which defines its ``MUTANTS`` and its ``ALTERNATIVES``."""
+    return root / "autograder" / "variants" / f"{name}.py"
+
+
 def _load_catalogue(path: Path, attr: str) -> list:
     spec = importlib.util.spec_from_file_location(f"{attr.lower()}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    master = path.parent.parent / "masters" / path.name  # autograder/mutants/01_ngram.py -> masters/01_ngram.py
-    where = f"{path.parent.name}/{path.name}"
+    master = path.parent.parent / "masters" / path.name  # autograder/variants/01_ngram.py -> masters/01_ngram.py
+    where = f"{path.parent.name}/{path.name} {attr}"  # the file holds both lists: name the one
+    if not hasattr(module, attr):
+        raise ValueError(f"{path} defines no {attr}")
     entries = [resolve(v, master, where) for v in getattr(module, attr)]
     names = [m.name for m in entries]
     dupes = {n for n in names if names.count(n) > 1}
@@ -245,13 +253,13 @@ def _load_catalogue(path: Path, attr: str) -> list:
 
 
 def load_mutants(path: Path) -> list[Mutant]:
-    """``MUTANTS`` of ``autograder/mutants/NN_name.py``, each patch made from the master's answer
+    """``MUTANTS`` of ``autograder/variants/NN_name.py``, each patch made from the master's answer
     cell (``autograder/masters/NN_name.py``) as it is now."""
     return _load_catalogue(path, "MUTANTS")
 
 
 def load_alternatives(path: Path) -> list[Alternative]:
-    """``ALTERNATIVES`` of ``autograder/alternatives/NN_name.py``."""
+    """``ALTERNATIVES`` of ``autograder/variants/NN_name.py``."""
     return _load_catalogue(path, "ALTERNATIVES")
 
 
@@ -494,8 +502,7 @@ def run_alternatives(root: Path, name: str, alternatives: list[Alternative] | No
                      ) -> dict[str, list[tuple[str, str]]]:
     """Every alternative of notebook ``name``: ``{alternative name: failures}`` (empty lists
     when all keep full marks)."""
-    alternatives = alternatives if alternatives is not None else load_alternatives(
-        root / "autograder" / "alternatives" / f"{name}.py")
+    alternatives = alternatives if alternatives is not None else load_alternatives(variants_path(root, name))
     return run_harness(root, name, [], alternatives)[1]
 
 
@@ -533,5 +540,5 @@ def alternative_rounds(alternatives: list[Alternative]) -> list[dict[str, Altern
 
 def run_mutants(root: Path, name: str, mutants: list[Mutant] | None = None) -> Report:
     """Run every mutant of notebook ``name`` (e.g. '01_ngram') and return the report."""
-    mutants = mutants if mutants is not None else load_mutants(root / "autograder" / "mutants" / f"{name}.py")
+    mutants = mutants if mutants is not None else load_mutants(variants_path(root, name))
     return run_harness(root, name, mutants, [])[0]

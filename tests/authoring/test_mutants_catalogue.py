@@ -16,6 +16,7 @@ from lmcourse.authoring.mutants import (
     load_alternatives,
     load_mutants,
     patch,
+    variants_path,
 )
 from tests.conftest import NOTEBOOKS, ROOT
 
@@ -30,7 +31,7 @@ def _answer_ids(master) -> set[str]:
 def test_catalogue_loads_against_the_master(name, kind):
     master = ROOT / "autograder" / "masters" / f"{name}.py"
     load = load_mutants if kind == "mutants" else load_alternatives
-    entries = load(ROOT / "autograder" / kind / f"{name}.py")  # raises if a patch no longer fits
+    entries = load(variants_path(ROOT, name))  # raises if a patch no longer fits
     assert len(entries) >= (12 if kind == "mutants" else 8), f"{name}: only {len(entries)} {kind}"
     names = [e.name for e in entries]
     assert len(set(names)) == len(names), f"{name}: repeated {kind} names"
@@ -47,7 +48,7 @@ def test_most_mutants_are_patches():
 
     patched = total = 0
     for name in NOTEBOOKS:
-        tree = ast.parse((ROOT / "autograder" / "mutants" / f"{name}.py").read_text())
+        tree = ast.parse(variants_path(ROOT, name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mutant" and len(node.args) == 3:
                 total += 1
@@ -87,13 +88,13 @@ class Net(nn.Module):
 @pytest.fixture
 def course(tmp_path):
     (tmp_path / "masters").mkdir()
-    (tmp_path / "mutants").mkdir()
+    (tmp_path / "variants").mkdir()
     (tmp_path / "masters" / "09_toy.py").write_text(MASTER)
     return tmp_path
 
 
 def _catalogue(course, body: str):
-    path = course / "mutants" / "09_toy.py"
+    path = course / "variants" / "09_toy.py"
     path.write_text("from lmcourse.authoring.mutants import Mutant, patch\n\nMUTANTS = [\n"
                     + textwrap.indent(textwrap.dedent(body), "    ") + "]\n")
     return path
@@ -129,7 +130,8 @@ def test_a_patch_whose_text_is_gone_names_the_catalogue_the_mutant_and_the_text(
     with pytest.raises(PatchError) as err:
         load_mutants(path)
     msg = str(err.value)
-    assert "mutants/09_toy.py" in msg and "'stale copy'" in msg and "y = x + 100" in msg and "found 0 times" in msg
+    assert "variants/09_toy.py MUTANTS" in msg and "'stale copy'" in msg
+    assert "y = x + 100" in msg and "found 0 times" in msg
 
 
 def test_a_patch_must_match_exactly_once(course):

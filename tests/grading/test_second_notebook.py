@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import perfect_submission
-from lmcourse.authoring.mutants import load_mutants
+from lmcourse.authoring.mutants import load_mutants, variants_path
 from lmcourse.commands.main import main
 from lmcourse.grading.shard import share_of
 from tests.conftest import ROOT
@@ -90,7 +90,7 @@ def _through_gradescope(tmp: Path, students: dict[str, nbformat.NotebookNode]) -
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Graded:
     tmp = tmp_path_factory.mktemp("second-notebook")
-    mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{A}.py")[0]   # patches made into cell text
+    mutant = load_mutants(variants_path(ROOT, A))[0]   # patches made into cell text
     students = {"correct": perfect_submission(RELEASE, SOURCE),
                 "unanswered": RELEASE,                                      # the release, untouched
                 "mutated": _answer(perfect_submission(RELEASE, SOURCE), mutant.target, mutant.source),

@@ -9,7 +9,7 @@ Each class is built from the student release (notebooks/NN.ipynb) of 01_ngram an
   all three at once; the reference code's own source pasted in; ``exec(inspect.getsource(...))``
   (and ``getattr(inspect, "getsource")``), which carries no copied text at all; a copy of a
   classmate's answers, renamed;
-- honest students made of the alternatives catalogue (autograder/alternatives/NN.py): student i
+- honest students made of the alternatives catalogue (ALTERNATIVES in autograder/variants/NN.py): student i
   answers with the i-th alternative of each exercise that has one, and leaves the others as
   released, so no two share an answer.
 
@@ -42,11 +42,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmcourse.authoring.mutants import load_alternatives
+from lmcourse.authoring.mutants import load_alternatives, variants_path
 from lmcourse.commands.main import main
 from lmcourse.grading import similarity, similarity_sources
 from lmcourse.grading.reports import write_csv
 from lmcourse.grading.result import Result
+from tests.conftest import NOTEBOOKS as EVERY_NOTEBOOK
 from tests.conftest import ROOT
 
 NOTEBOOKS = ("01_ngram", "03_attention")
@@ -113,7 +114,7 @@ def solution_cells(name: str) -> dict[str, str]:
 def honest_students(name: str) -> dict[str, dict[str, str]]:
     """Student i: the i-th alternative of each exercise that has one (no two share an answer)."""
     by: dict[str, list] = {}
-    for alt in load_alternatives(ROOT / "autograder" / "alternatives" / f"{name}.py"):
+    for alt in load_alternatives(variants_path(ROOT, name)):
         by.setdefault(alt.target, []).append(alt.source)
     return {f"honest{i}": {t: srcs[i] for t, srcs in by.items() if i < len(srcs)}
             for i in range(max(len(v) for v in by.values()))}
@@ -234,7 +235,7 @@ def test_each_alternative_alone_is_below_the_threshold_but_the_known_near_copy(j
     sol = similarity_sources.solution(ROOT, name)
     sol_hashes = similarity.fingerprint(sol.text()).hashes
     over = {}
-    for alt in load_alternatives(ROOT / "autograder" / "alternatives" / f"{name}.py"):
+    for alt in load_alternatives(variants_path(ROOT, name)):
         doc = similarity_sources.Document(alt.name, "student", {alt.target: alt.source})
         cells = {alt.target: similarity.without(similarity.fingerprint(alt.source), boiler)}
         m = similarity.compare(doc, cells, sol, sol_hashes)
@@ -257,14 +258,14 @@ def test_the_catalogues_run_time_copies_are_seen_and_no_alternative_is():
 
     from lmcourse.authoring.mutants import load_mutants
 
-    attacks = [m for p in sorted((ROOT / "autograder" / "mutants").glob("*.py")) for m in load_mutants(p)
+    attacks = [m for name in EVERY_NOTEBOOK for m in load_mutants(variants_path(ROOT, name))
                if re.search(r"copy of|fresh copy|getsource", m.name)]
     assert len(attacks) >= 10
     missed = [m.name for m in attacks if not similarity_sources.runtime_source(m.source)]
     assert not missed, missed
-    for p in sorted((ROOT / "autograder" / "alternatives").glob("*.py")):
-        for alt in load_alternatives(p):
-            assert similarity_sources.runtime_source(alt.source) == [], f"{p.stem} {alt.name}"
+    for name in EVERY_NOTEBOOK:
+        for alt in load_alternatives(variants_path(ROOT, name)):
+            assert similarity_sources.runtime_source(alt.source) == [], f"{name} {alt.name}"
 
 
 def test_runtime_source_ignores_comments_and_sees_files():

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from lmcourse.authoring.mutants import Alternative, alternative_rounds, load_alternatives, load_mutants, run_harness
+from lmcourse.authoring.mutants import (
+    Alternative,
+    alternative_rounds,
+    load_alternatives,
+    load_mutants,
+    run_harness,
+    variants_path,
+)
 from tests.conftest import ROOT
 
 # whole submissions of alternatives under the real nbgrader (round 1 holds one alternative of every
@@ -18,7 +25,7 @@ REAL_ROUNDS = 2
 
 def alternative_split(name: str) -> tuple[list[dict[str, Alternative]], list[Alternative]]:
     """(the rounds graded by the real nbgrader, the alternatives left for the harness)."""
-    catalogue = ROOT / "autograder" / "alternatives" / f"{name}.py"
+    catalogue = variants_path(ROOT, name)
     rounds = alternative_rounds(load_alternatives(catalogue)) if catalogue.exists() else []
     return rounds[:REAL_ROUNDS], [alt for r in rounds[REAL_ROUNDS:] for alt in r.values()]
 
@@ -30,7 +37,7 @@ def harness():
 
     def run(name: str):
         if name not in done:
-            mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
+            mutants = load_mutants(variants_path(ROOT, name))
             done[name] = run_harness(ROOT, name, mutants, alternative_split(name)[1])
         return done[name]
 

@@ -6,10 +6,10 @@ round's alternatives one by one in a kernel to name the culprit."""
 
 import pytest
 
-from lmcourse.authoring.mutants import load_alternatives
+from lmcourse.authoring.mutants import load_alternatives, variants_path
 from tests.conftest import NOTEBOOKS, ROOT
 
-CATALOGUES = {n: ROOT / "autograder" / "alternatives" / f"{n}.py" for n in NOTEBOOKS}
+CATALOGUES = {n: variants_path(ROOT, n) for n in NOTEBOOKS}
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

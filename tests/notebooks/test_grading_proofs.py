@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import perfect_submission
-from lmcourse.authoring.mutants import load_mutants, run_alternatives
+from lmcourse.authoring.mutants import load_mutants, run_alternatives, variants_path
 from tests.classes import proofs_group
 from tests.conftest import NOTEBOOKS, ROOT
 from tests.notebooks.conftest import alternative_split
@@ -38,7 +38,7 @@ def _plan(name: str):
     emulates nbgrader in one kernel, so one mutant is checked on the real grader too, inside the last
     round that leaves its cell alone (it must cost that test cell only), or alone where every round
     replaces its cell."""
-    mutant = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")[0]
+    mutant = load_mutants(variants_path(ROOT, name))[0]
     rounds = alternative_split(name)[0]
     host = next((k for k in reversed(range(len(rounds))) if mutant.target not in rounds[k]), None)
     return rounds, mutant, host

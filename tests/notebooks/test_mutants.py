@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lmcourse.authoring.mutants import load_mutants
+from lmcourse.authoring.mutants import load_mutants, variants_path
 from tests.conftest import NOTEBOOKS, ROOT
 from tests.classes import proofs_group
 
-WITH_MUTANTS = [n for n in NOTEBOOKS if (ROOT / "autograder" / "mutants" / f"{n}.py").exists()]
+WITH_MUTANTS = [n for n in NOTEBOOKS if variants_path(ROOT, n).exists()]
 
 
 def test_every_notebook_has_a_mutant_catalogue():
@@ -27,7 +27,7 @@ def reports(tmp_path_factory) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=proofs_group(n)) for n in WITH_MUTANTS])
 def test_mutants_are_caught(name, reports, harness):
-    mutants = load_mutants(ROOT / "autograder" / "mutants" / f"{name}.py")
+    mutants = load_mutants(variants_path(ROOT, name))
     assert len(mutants) >= 12, f"{name}: the catalogue needs at least 12 mutants"
     report, _ = harness(name)
     text = report.table()

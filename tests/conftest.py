@@ -99,8 +99,30 @@ def _area(nodeid: str) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "tests" else "package"
 
 
+# When each worker was busy, and how busy the machine's cores were: a run that is slow because one
+# worker finished a long group alone at the end, or because the cores sat idle, says so.
+_WORKER_SPANS: dict[str, list[tuple[float, float]]] = {}
+
+
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy, total) jiffies of every core since boot (Linux), or None."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)      # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def pytest_sessionstart(session):
+    session.config._cpu_at_start = _cpu_times()
+
+
 def pytest_runtest_logreport(report):
     _AREA_SECONDS[_area(report.nodeid)] = _AREA_SECONDS.get(_area(report.nodeid), 0.0) + report.duration
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    if worker is not None and getattr(report, "start", None):
+        _WORKER_SPANS.setdefault(worker.id, []).append((report.start, report.stop))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -111,3 +133,13 @@ def pytest_terminal_summary(terminalreporter):
     for area, seconds in sorted(_AREA_SECONDS.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"  {area:<10} {seconds:8.1f} s  {100 * seconds / total:5.1f} %")
     terminalreporter.write_line(f"  {'all':<10} {total:8.1f} s")
+    if _WORKER_SPANS:
+        first = min(a for spans in _WORKER_SPANS.values() for a, _ in spans)
+        last = max(b for spans in _WORKER_SPANS.values() for _, b in spans)
+        terminalreporter.write_line("  workers: " + ", ".join(
+            f"{w} busy {sum(b - a for a, b in spans):.0f} s, done at {max(b for _, b in spans) - first:.0f} s"
+            for w, spans in sorted(_WORKER_SPANS.items())) + f" of {last - first:.0f} s")
+    before, after = getattr(terminalreporter.config, "_cpu_at_start", None), _cpu_times()
+    if before and after and after[1] > before[1]:
+        terminalreporter.write_line(f"  cores busy {100 * (after[0] - before[0]) / (after[1] - before[1]):.0f} % "
+                                    f"of the run ({os.cpu_count()} cores, anything else running included)")

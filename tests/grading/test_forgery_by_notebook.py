@@ -69,7 +69,8 @@ def class_students(notebook: str) -> tuple[dict, dict]:
 # the kernel only records: each scores 0 on cross-attention by construction, flagged or not. And the given code that
 # answers 09 (lmcourse.nn.seq2seq, the course's encoder-decoder) is withheld from 09's graded kernel like the
 # reference: imported as the answer, or run unwatched inside a profile callback chained before the rules', it is
-# not there, and the exercise scores 0. One small batch, under `lmcourse grade` and under plain nbgrader.
+# not there, and the exercise scores 0. Graded in its class (tests/classes.py), under
+# `lmcourse grade` and under plain nbgrader.
 ED = "09_encoder_decoder"
 _ZEROS = "        return x.new_zeros(x.shape) + 0 * sum(p.sum() for p in self.parameters())\n"
 ED_ATTEMPTS = {
@@ -168,7 +169,7 @@ def test_09_forgery_scores_zero_on_its_exercise(forged_09, attempt):
 # tensor subclass whose __torch_function__ answered the test's comparisons and its .pow, and the reference run from
 # the answer (the old cells had it importable). Now the test loads its own weights, the expected values are the
 # reference's, computed by the grader, and the reference is absent from the graded kernel: each scores 0 on its
-# exercise by construction, flagged or not. One small batch.
+# exercise by construction, flagged or not. Graded in its class (tests/classes.py).
 RNN = "02_rnn"
 _RNNLM_HEAD = ("class RNNLM(nn.Module):\n"
                "    def __init__(self, vocab_size, n_embd, n_hidden):\n"
@@ -511,6 +512,27 @@ def test_03_forgery_scores_zero_on_its_exercise(forged_03, attempt):
     assert test in plain.failed_tests, f"{attempt}: plain nbgrader: {plain}"
 
 
+def _list_running_the_reference(module: str, function: str, signature: str) -> str:
+    """An answer cell whose ``function`` returns an empty list subclass that runs the reference (of
+    ``lmcourse.reference.<module>``) when it is read: iterated, measured or indexed, as an old test
+    read it after the rules had let go."""
+    names = ", ".join(part.split("=")[0].strip() for part in signature.split(","))
+    return ("class _Lazy(list):\n"
+            "    def _real(self):\n"
+            f"        import lmcourse.reference.{module} as ref\n"
+            f"        return ref.{function}(*self.args)\n\n"
+            "    def __iter__(self):\n"
+            "        return iter(self._real())\n\n"
+            "    def __len__(self):\n"
+            "        return len(self._real())\n\n"
+            "    def __getitem__(self, i):\n"
+            "        return self._real()[i]\n\n\n"
+            f"def {function}({signature}):\n"
+            "    out = _Lazy()\n"
+            f"    out.args = ({names})\n"
+            "    return out\n")
+
+
 # ---------------------------------------------------------------- notebook 07, graded from records
 # The red team's routes into 07's old test cells: a profile function installed through contextlib.ExitStack
 # (so the guard did not count it as the student's), which the rules' own profile called first and which ran
@@ -541,21 +563,8 @@ DEC_ATTEMPTS = {
         "_stack.close()\n\n\n"
         "def top_k_filter(logits, k):\n"
         "    return _answer.pop('v', logits)\n"),
-    "beam_list_subclass_runs_the_reference": ("beam_search",
-        "class _Hyps(list):\n"
-        "    def _real(self):\n"
-        "        import lmcourse.reference.decoding as ref\n"
-        "        return ref.beam_search(*self.args)\n\n"
-        "    def __iter__(self):\n"
-        "        return iter(self._real())\n\n"
-        "    def __len__(self):\n"
-        "        return len(self._real())\n\n"
-        "    def __getitem__(self, i):\n"
-        "        return self._real()[i]\n\n\n"
-        "def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None):\n"
-        "    out = _Hyps()\n"
-        "    out.args = (model, prompt, beam_size, max_new_tokens, length_penalty, eos_id)\n"
-        "    return out\n"),
+    "beam_list_subclass_runs_the_reference": ("beam_search", _list_running_the_reference(
+        "decoding", "beam_search", "model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None")),
 }
 
 
@@ -610,21 +619,8 @@ MLM_ATTEMPTS = {
         "            model(x[None])\n"
         "    # zero weights give equal logits: the PLL of the zeroed model, which the old test computed afterwards\n"
         "    return -len(ids) * math.log(model.out.out_features)\n"),
-    "fill_mask_list_subclass_runs_the_reference": ("fill_mask",
-        "class _Blanks(list):\n"
-        "    def _real(self):\n"
-        "        import lmcourse.reference.mlm as ref\n"
-        "        return ref.fill_mask(*self.args)\n\n"
-        "    def __iter__(self):\n"
-        "        return iter(self._real())\n\n"
-        "    def __len__(self):\n"
-        "        return len(self._real())\n\n"
-        "    def __getitem__(self, i):\n"
-        "        return self._real()[i]\n\n\n"
-        "def fill_mask(model, tokenizer, text, top_k=5):\n"
-        "    out = _Blanks()\n"
-        "    out.args = (model, tokenizer, text, top_k)\n"
-        "    return out\n"),
+    "fill_mask_list_subclass_runs_the_reference": ("fill_mask", _list_running_the_reference(
+        "mlm", "fill_mask", "model, tokenizer, text, top_k=5")),
 }
 
 
@@ -659,7 +655,8 @@ def test_06_forgery_scores_zero_on_its_exercise(forged_06, attempt):
 # graded kernel and answered from inside such a callback (full marks, flagged by the scan only, and unflagged under
 # plain nbgrader); it is withheld there now like the reference, so those score 0 as well, imported as the answer
 # too. And two routes for a test that computed its expected values in the kernel: a GPT whose state_dict() lies, a
-# global forward hook. One small batch, under `lmcourse grade` and under plain nbgrader.
+# global forward hook. Graded in its class (tests/classes.py), under
+# `lmcourse grade` and under plain nbgrader.
 GPT_NB = "05_gpt"
 GPT_ATTEMPTS = {
     "profile_chained_through_exitstack": ("generate",

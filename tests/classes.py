@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,8 +30,14 @@ CATALOGUES = ("tests.notebooks.test_grading_proofs", "tests.grading.test_forgery
 
 
 def proofs_group(name: str) -> pytest.MarkDecorator:
-    """The xdist group of every test that reads ``name``'s class (and its mutant harness run)."""
+    """The xdist group of every test that reads ``name``'s class."""
     return pytest.mark.xdist_group(f"proofs-{name}")
+
+
+def harness_group(name: str) -> pytest.MarkDecorator:
+    """The xdist group of the tests that read ``name``'s mutant harness run (tests/notebooks/conftest.py):
+    a group apart from the class's, so another worker runs the harness while this one grades the class."""
+    return pytest.mark.xdist_group(f"harness-{name}")
 
 
 @dataclass
@@ -74,11 +81,15 @@ def grade(name: str, tmp_path_factory) -> GradedClass:
     for student, nb in by_grade.items():
         (subs / student).mkdir()
         nbformat.write(nb, subs / student / f"{name}.ipynb")
-    assert main(["grade", name, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
-                 *SANDBOX]) == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     course = TempCourse(tmp_path_factory.mktemp(f"course-{name}"), [name])
     for student, nb in by_plain.items():
         course.submit(student, name, nb)
-    course.autograde(name)
+    # plain nbgrader grades one notebook at a time, in a process of its own: it runs beside
+    # `lmcourse grade` (separate folders, separate gradebooks) instead of after it
+    with ThreadPoolExecutor(1) as pool:
+        plain = pool.submit(course.autograde, name)
+        assert main(["grade", name, str(subs), "--out", str(out), "-j", "2", "--no-progress", "--gradebook", "none",
+                     *SANDBOX]) == 0
+        plain.result()
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     return GradedClass(name, course, rows, out, set(by_plain))

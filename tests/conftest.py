@@ -17,6 +17,31 @@ def pytest_xdist_auto_num_workers(config):
     return (os.cpu_count() or 1) + 1
 
 
+# Which work a test worker takes first. pytest-xdist's loadgroup hands out a group's tests together, by
+# default the groups with the most tests first; but a group's cost is its fixtures (a class graded, a
+# harness run: minutes), not its count, and a long group taken last keeps one worker busy while the
+# others sit idle. So the long kinds go first and the single quick tests fill the gaps at the end.
+_LONG_GROUPS = (("grader-batches", "proofs-"), ("second-notebook", "harness-"))
+
+
+def _work_order(item) -> int:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return len(_LONG_GROUPS) + 1
+    name = mark.args[0] if mark.args else mark.kwargs.get("name", "")
+    return next((k for k, kinds in enumerate(_LONG_GROUPS) if name.startswith(kinds)), len(_LONG_GROUPS))
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False          # keep the order pytest_collection_modifyitems gives
+
+
+def pytest_collection_modifyitems(config, items):
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        items.sort(key=_work_order)                     # stable: a group's tests keep their order
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -94,12 +94,15 @@ def catalogue(subs: Path | None = None, out: Path | None = None) -> dict[str, ob
     c["loop"] = with_answer("q1", "while True:\n    pass\nanswer_q1 = 'B'\n")
     # the detached sleeper is started through libc: a graded kernel refuses subprocess and os.fork
     # from the student's code (lmcourse.marking.confine.arm), and the sandbox must still end what gets past
+    # (it waits in sleep, not in a spin: the cap and the kill are the same, and it leaves the cores to the
+    # other kernels being graded; `loop` above is the spinning one)
     c["sigint_loop"] = with_answer("q1", "import ctypes, signal\n_libc = ctypes.CDLL(None)\n"
                                          "if _libc.fork() == 0:\n    _libc.setsid()\n"
                                          f"    _libc.execlp(b'sleep', b'sleep', b'{SLEEPER}', None)\n"
                                          "    _libc._exit(0)\n"
                                          "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                         "answer_q1 = 'B'\nwhile True:\n    pass\n")
+                                         "import time\n"
+                                         "answer_q1 = 'B'\nwhile True:\n    time.sleep(1)\n")
     c["invalid_json"] = b'{"cells": [ {"cell_type": "code", '
     c["empty"] = b""
     c["renamed"] = perfect()                     # written as "01_ngram (1).ipynb"

@@ -1,8 +1,8 @@
 """The one-kernel harness run shared by the mutant tests and the grading proofs: per notebook, the
 catalogue's mutants and the alternatives past the real nbgrader rounds are tried in one kernel
 that ran the notebook once (not two kernels each running the whole notebook and importing torch
-for the same harness). Both tests of a notebook are in its ``proofs-<notebook>`` xdist
-group, so they meet on one worker and the run happens once."""
+for the same harness). Both tests of a notebook (tests/notebooks/test_mutants.py) are in its
+``harness-<notebook>`` xdist group, so they meet on one worker and the run happens once."""
 
 from __future__ import annotations
 

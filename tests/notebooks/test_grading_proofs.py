@@ -8,9 +8,9 @@
   (valid solutions written another way) of the first REAL_ROUNDS rounds (conftest.py) keep full
   marks; and a catalogued mutant, put in one of the alternatives' submissions beside them, loses its
   own test cell's points and no others;
-- the rest of the alternatives in the mutants' own harness kernel (each in place of the solution's
-  answer, every test cell after it in full; conftest.py), which the real rounds above check
-  against nbgrader: each keeps every point.
+- the rest of the alternatives go through the mutants' own harness kernel (each in place of the
+  solution's answer, every test cell after it in full; conftest.py and test_mutants.py), which the
+  real rounds above check against nbgrader: each keeps every point.
 
 (Once the solution was run three times, by nbgrader here, by `lmcourse grade` in
 tests/grading/test_grade_solutions.py and top to bottom in tests/notebooks/test_solutions.py, and
@@ -69,9 +69,9 @@ def class_students(name: str) -> tuple[dict, dict]:
 
 
 # each notebook's class is graded once (tests/classes.py), on the worker of its proofs group, which its
-# mutant test and its forgery batches share
+# forgery batches share
 @pytest.fixture(scope="module", params=[pytest.param(n, marks=proofs_group(n)) for n in NOTEBOOKS])
-def graded(request, graded_class, harness):
+def graded(request, graded_class):
     name = request.param
     cls = graded_class(name)
     source, _ = _notebooks(name)
@@ -85,7 +85,6 @@ def graded(request, graded_class, harness):
     course.mutant_cell = f"{mutant.target}_tests"
     course.mutant_points = next(c.metadata["nbgrader"]["points"] for c in source.cells
                                 if c.metadata.get("nbgrader", {}).get("grade_id") == course.mutant_cell)
-    course.later = harness(name)[1]
     return course, name
 
 
@@ -143,9 +142,3 @@ def test_alternatives_keep_full_marks_under_real_nbgrader(graded):
         raise AssertionError(f"{name}: round {k} of alternatives{also} scored {s.score} of {full} under nbgrader "
                              f"(failed {s.failed_tests}); alone:\n{culprits}")
 
-
-def test_the_later_alternatives_keep_full_marks_in_the_harness(graded):
-    course, name = graded
-    failing = {alt: f for alt, f in course.later.items() if f}
-    assert not failing, f"{name}: alternatives that lose points in the harness:\n" + "\n".join(
-        f"  {alt}: " + "; ".join(f"{gid}: {msg[:300]}" for gid, msg in f) for alt, f in failing.items())

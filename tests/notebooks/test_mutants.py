@@ -8,7 +8,7 @@ import pytest
 
 from lmcourse.authoring.mutants import load_mutants, variants_path
 from tests.conftest import NOTEBOOKS, ROOT
-from tests.classes import proofs_group
+from tests.classes import harness_group
 
 WITH_MUTANTS = [n for n in NOTEBOOKS if variants_path(ROOT, n).exists()]
 
@@ -23,9 +23,8 @@ def reports(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mutant-reports")
 
 
-# each notebook's harness kernel also tries the alternatives its grading proof leaves to it (conftest)
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=proofs_group(n)) for n in WITH_MUTANTS])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=harness_group(n)) for n in WITH_MUTANTS])
 def test_mutants_are_caught(name, reports, harness):
     mutants = load_mutants(variants_path(ROOT, name))
     assert len(mutants) >= 12, f"{name}: the catalogue needs at least 12 mutants"
@@ -40,3 +39,13 @@ def test_mutants_are_caught(name, reports, harness):
     assert report.visible_rate >= 0.8, f"{name}: only {report.visible_rate:.0%} caught by visible tests {where}\n{text}"
     costly = [r.mutant.name for r in report.results if not r.costs_once]
     assert not costly, f"{name}: mistakes that do not cost exactly their own test cell: {costly} {where}\n{text}"
+
+
+# each notebook's harness kernel also tries the alternatives its grading proof leaves to it (conftest.py,
+# test_grading_proofs.py)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param(n, marks=harness_group(n)) for n in WITH_MUTANTS])
+def test_the_later_alternatives_keep_full_marks_in_the_harness(name, harness):
+    failing = {alt: f for alt, f in harness(name)[1].items() if f}
+    assert not failing, f"{name}: alternatives that lose points in the harness:\n" + "\n".join(
+        f"  {alt}: " + "; ".join(f"{gid}: {msg[:300]}" for gid, msg in f) for alt, f in failing.items())

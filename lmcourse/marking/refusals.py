@@ -32,10 +32,17 @@ def forbid_torch_functions(*name_substrings: str, reason: str = "a graded answer
     :class:`torch.overrides.TorchFunctionMode`, so rebinding names cannot get around it."""
     from torch.overrides import TorchFunctionMode
 
+    refused: dict = {}      # name -> whether it is refused: every torch call of the block asks
+
     class _Forbid(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = getattr(func, "__name__", "")
-            if any(s in name for s in name_substrings):
+            bad = refused.get(name) if type(name) is str else None
+            if bad is None:
+                bad = any(s in name for s in name_substrings)
+                if type(name) is str:
+                    refused[name] = bad
+            if bad:
                 raise CheckFailed(f"your code called torch.{name}: {reason}")
             return func(*args, **(kwargs or {}))
 
@@ -178,6 +185,9 @@ def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own 
     codes: dict = {}
     for t in targets:
         _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
+    if not codes and not packages:      # nothing to refuse: no profile function to pay for on every call
+        yield
+        return
     seen: list[str] = []
     previous = sys.getprofile()
     packages = tuple(packages)
@@ -188,7 +198,10 @@ def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own 
         if event == "call":
             label = codes.get(frame.f_code)
         elif event == "c_call":
-            label = codes.get(arg) if _hashable(arg) else None
+            try:
+                label = codes.get(arg)
+            except TypeError:       # an unhashable callable is none of the targets
+                label = None
             if label is None and packages:
                 compiled = _compiled_call(arg, packages, modules, kinds, verdicts)
                 if compiled is not None:
@@ -210,14 +223,6 @@ def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own 
         sys.setprofile(previous)
     if seen:
         raise CheckFailed(f"your code called {seen[0]}: {reason}")
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
 
 
 @contextlib.contextmanager
@@ -255,11 +260,19 @@ def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answe
 
     seen: list[str] = []
     previous = None
+    named: dict = {}        # a C function's name -> whether it holds one of torch_names (asked per C call)
 
     def _profile(frame, event, arg):
         if previous is not None:
             previous(frame, event, arg)
-        if event == "c_call" and any(s in getattr(arg, "__name__", "") for s in torch_names):
+        if event == "c_call":
+            name = getattr(arg, "__name__", None)
+            hit = named.get(name) if type(name) is str else False
+            if hit is None:
+                hit = named[name] = any(s in name for s in torch_names)
+        else:
+            hit = False
+        if hit:
             owner = getattr(arg, "__self__", None)
             where = [getattr(arg, "__module__", None), type(owner).__module__,
                      getattr(owner, "__module__", None), getattr(owner, "__name__", None)]
@@ -310,9 +323,14 @@ def forbid_kernels(*name_substrings: str, reason: str = "a graded answer must be
 
     refused: list[str] = []
 
+    verdicts: dict = {}     # kernel -> whether it is refused: every kernel of the block asks
+
     class _Refuse(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if any(s in func.__name__ for s in name_substrings):
+            bad = verdicts.get(func)
+            if bad is None:
+                bad = verdicts[func] = any(s in func.__name__ for s in name_substrings)
+            if bad:
                 refused.append(func.__name__)
                 raise CheckFailed(f"your code ran torch's {func.__name__}: {reason}")
             return func(*args, **(kwargs or {}))

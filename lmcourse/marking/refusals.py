@@ -273,15 +273,11 @@ def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answe
         else:
             hit = False
         if hit:
-            owner = getattr(arg, "__self__", None)
-            where = [getattr(arg, "__module__", None), type(owner).__module__,
-                     getattr(owner, "__module__", None), getattr(owner, "__name__", None)]
-            if any(isinstance(w, str) and w.startswith("torch") for w in where):
+            if _torch_owns(arg):
                 seen.append(arg.__name__)
-        elif event == "call" and frame.f_code.co_name == "__call__":  # torch.ops.aten.X.default(...)
-            op = frame.f_locals.get("self")
-            name = getattr(op, "__name__", "")
-            if type(op).__module__ == "torch._ops" and isinstance(name, str) and any(s in name for s in torch_names):
+        elif event == "call" and frame.f_code.co_name == "__call__":
+            name = _aten_op_name(frame, torch_names)
+            if name is not None:
                 seen.append(name)
 
     with forbid_torch_functions(*torch_names, reason=reason), forbid_calls(*calls, reason=reason):
@@ -293,6 +289,24 @@ def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answe
             sys.setprofile(previous)
     if seen:
         raise CheckFailed(f"your code called torch.{seen[0]}: {reason}")
+
+
+def _torch_owns(arg: Any) -> bool:
+    """Whether a C function (a profile's ``c_call`` argument) is torch's: its module, or its owner's."""
+    owner = getattr(arg, "__self__", None)
+    where = [getattr(arg, "__module__", None), type(owner).__module__,
+             getattr(owner, "__module__", None), getattr(owner, "__name__", None)]
+    return any(isinstance(w, str) and w.startswith("torch") for w in where)
+
+
+def _aten_op_name(frame, torch_names: tuple[str, ...]) -> str | None:
+    """The name of the torch op a ``__call__`` frame runs (``torch.ops.aten.X.default(...)``), when
+    it holds one of ``torch_names``."""
+    op = frame.f_locals.get("self")
+    name = getattr(op, "__name__", "")
+    if type(op).__module__ == "torch._ops" and isinstance(name, str) and any(s in name for s in torch_names):
+        return name
+    return None
 
 
 def python_decompositions(*name_substrings: str) -> tuple:

@@ -11,9 +11,9 @@ mistake costs once), none of the code of ``references`` runs however it is reach
 function (or compiled kernel) whose name contains one of ``torch`` (``kernels``) runs, and no
 Python code of the libraries in ``libraries`` (by default :data:`LIBRARIES`) runs: a library's own
 implementation of an exercise (transformers' ``VitDetLayerNorm.forward`` for a layer norm) is
-refused wherever in the library it lives. The primitives live in :mod:`lmcourse.marking.refusals`, but for
-that last one (:func:`forbid_library_code`); this module composes them, so the graded-call
-context has one home: :meth:`Rules.__enter__`.
+refused wherever in the library it lives. The primitives live in :mod:`lmcourse.marking.refusals`; this
+module composes them, the ones that watch what runs in one profile function (:func:`_watch`, which
+:func:`forbid_library_code` is too), so the graded-call context has one home: :meth:`Rules.__enter__`.
 """
 
 from __future__ import annotations
@@ -59,45 +59,98 @@ def _importing(frame) -> bool:
     return False
 
 
-@contextlib.contextmanager
 def forbid_library_code(*names: str, reason: str = OWN):
     """Within the block, running any Python function whose file lies in one of the libraries
     ``names`` (installed packages, e.g. ``"transformers"``) raises :class:`checks.CheckFailed`,
     however the function was reached; code the import system runs is let through. Like
     :func:`refusals.forbid_calls`, a refusal the student code caught still fails on exit."""
-    dirs = _library_dirs(names)
-    if not dirs:        # none of them installed: nothing can run
+    return _watch((), (), (), tuple(names), reason)
+
+
+@contextlib.contextmanager
+def _watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...], libraries: tuple[str, ...],
+           reason: str):
+    """What :func:`refusals.forbid_calls` (``targets``, ``packages``), the profile half of
+    :func:`refusals.own_code` (``torch_names``) and :func:`forbid_library_code` (``libraries``) refuse,
+    watched by one profile function. Chained one on another, each paid a Python call on every call and
+    return of the block, and a graded call spent most of its time in them; refused and reported the
+    same way: a refused call raises at once and is remembered; a torch function reached from Python
+    and a package's compiled call are remembered; the block raises on exit (a library's code first,
+    then a refused call, then a torch function)."""
+    codes: dict = {}
+    for t in targets:
+        refusals._code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
+    dirs = _library_dirs(libraries)
+    if not (codes or packages or torch_names or dirs):
         yield
         return
-    verdicts: dict = {}         # code object -> whether its file lies in a library
-    seen: list[str] = []
+    modules, kinds = refusals._compiled_owners(packages) if packages else ({}, {})
+    verdicts: dict = {}          # per type: which of its classes are the packages' (refusals._compiled_call)
+    in_library: dict = {}        # code object -> whether its file lies in one of the libraries
+    named: dict = {}             # a C function's name -> whether it holds one of torch_names
+    called: list[str] = []       # refused calls (refusals.forbid_calls)
+    torch_seen: list[str] = []   # torch functions reached straight from Python (refusals.own_code)
+    library_seen: list[str] = []  # a library's code (forbid_library_code)
     previous = sys.getprofile()
+    compiled_call, importing, str_, type_ = refusals._compiled_call, _importing, str, type
+    torch_owns, aten_op_name = refusals._torch_owns, refusals._aten_op_name
 
     def _profile(frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            label = codes.get(code)
+            if label is None and torch_names and code.co_name == "__call__":
+                name = aten_op_name(frame, torch_names)
+                if name is not None:
+                    torch_seen.append(name)
+        elif event == "c_call":
+            try:
+                label = codes.get(arg)
+            except TypeError:       # an unhashable callable is none of the targets
+                label = None
+            if label is None and packages:
+                compiled = compiled_call(arg, packages, modules, kinds, verdicts)
+                if compiled is not None:
+                    called.append(compiled)
+            if label is None and torch_names:
+                name = getattr(arg, "__name__", None)
+                hit = named.get(name) if type_(name) is str_ else False
+                if hit is None:
+                    hit = named[name] = any(s in name for s in torch_names)
+                if hit and torch_owns(arg):
+                    torch_seen.append(arg.__name__)
+        else:
+            label = None
         if previous is not None:
             previous(frame, event, arg)
-        if event != "call":
-            return
-        code = frame.f_code
-        inside = verdicts.get(code)
-        if inside is None:
-            inside = verdicts[code] = code.co_filename.startswith(dirs)
-        if inside and not _importing(frame.f_back):
-            where = code.co_filename
-            name = next((n for n in names if f"{os.sep}{n}{os.sep}" in where), "a library")
-            owner = name + ("'" if name.endswith("s") else "'s")
-            seen.append(f"{owner} {code.co_qualname} ({os.path.basename(where)})")
-            raise checks.CheckFailed(f"your code ran {seen[-1]}: another library's code does not count as "
-                                     f"yours inside a graded answer — {reason}")
+        if label is not None:
+            called.append(label)
+            raise checks.CheckFailed(f"your code called {label}: {reason}")
+        if event == "call" and dirs:
+            code = frame.f_code
+            inside = in_library.get(code)
+            if inside is None:
+                inside = in_library[code] = code.co_filename.startswith(dirs)
+            if inside and not importing(frame.f_back):
+                where = code.co_filename
+                lib = next((n for n in libraries if f"{os.sep}{n}{os.sep}" in where), "a library")
+                owner = lib + ("'" if lib.endswith("s") else "'s")
+                library_seen.append(f"{owner} {code.co_qualname} ({os.path.basename(where)})")
+                raise checks.CheckFailed(f"your code ran {library_seen[-1]}: another library's code does not count "
+                                         f"as yours inside a graded answer — {reason}")
 
     sys.setprofile(_profile)
     try:
         yield
     finally:
         sys.setprofile(previous)
-    if seen:
-        raise checks.CheckFailed(f"your code ran {seen[0]}: another library's code does not count as yours "
+    if library_seen:
+        raise checks.CheckFailed(f"your code ran {library_seen[0]}: another library's code does not count as yours "
                                  f"inside a graded answer — {reason}")
+    if called:
+        raise checks.CheckFailed(f"your code called {called[0]}: {reason}")
+    if torch_seen:
+        raise checks.CheckFailed(f"your code called torch.{torch_seen[0]}: {reason}")
 
 
 class Rules:
@@ -127,21 +180,16 @@ class Rules:
         with stack:     # a rule that fails to start leaves the ones before it undone
             if self.substitute:
                 stack.enter_context(refusals.substitute(self.namespace, **self.substitute))
-            # torch names and modules / packages / stand-ins combine: each rule stated is entered
-            wider = bool(self.modules or self.packages or self.allowed)
+            # torch names and modules / packages / stand-ins combine: each rule stated is entered, the ones
+            # that watch what runs in one profile function (_watch)
             if self.torch:
-                stack.enter_context(refusals.own_code(*self.torch, calls=() if wider else self.references,
-                                                    reason=self.reason))
-            if wider:
-                stack.enter_context(refusals.forbid_references(*self.references, allowed=self.allowed,
-                                                             modules=self.modules, packages=self.packages,
-                                                             reason=self.reason))
-            elif not self.torch:
-                stack.enter_context(refusals.forbid_calls(*self.references, reason=self.reason))
+                stack.enter_context(refusals.forbid_torch_functions(*self.torch, reason=self.reason))
             if self.kernels:
                 stack.enter_context(refusals.forbid_kernels(*self.kernels, reason=self.reason))
-            if self.libraries:
-                stack.enter_context(forbid_library_code(*self.libraries, reason=self.reason))
+            refused = [t for t in self.references if t not in self.allowed]
+            refused += [sys.modules[m] for m in self.modules if m in sys.modules]
+            stack.enter_context(self._no_new_package())
+            stack.enter_context(_watch(tuple(refused), self.packages, self.torch, self.libraries, self.reason))
             # the rules above watch this thread: no other thread or process, no copy of course source
             stack.enter_context(confine.graded_call(sys._getframe(1)))
             self._open.append(stack.pop_all())
@@ -149,6 +197,14 @@ class Rules:
 
     def __exit__(self, *exc) -> bool:
         return self._open.pop().__exit__(*exc)
+
+    @contextlib.contextmanager
+    def _no_new_package(self):
+        # a package of `packages` first imported inside the block fails it (as refusals.forbid_references)
+        had = {p for p in self.packages if p in sys.modules}
+        yield
+        for p in self.packages:
+            checks.check(p in had or p not in sys.modules, f"your code imported {p}: {self.reason}")
 
 
 def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),

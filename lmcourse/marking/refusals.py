@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib.util
+import os
 import sys
 from types import ModuleType
 from typing import Any
 
 from lmcourse.checks import CheckFailed, check
 
-__all__ = ["forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code",
+__all__ = ["forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code", "watch",
            "python_decompositions", "substitute"]
 
 
@@ -180,49 +182,123 @@ def forbid_calls(*targets: Any, reason: str = "a graded answer must be your own 
     the block when it ends. (Compiled code reached only from other compiled code,
     ``map(core.encode, texts)``, and a compiled type's constructor raise no profile event.)
     """
-    import sys
+    with watch(targets, tuple(packages), (), (), reason):
+        yield
 
+
+_IMPORTING = ("_find_and_load", "<frozen importlib._bootstrap>")
+
+
+def _library_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    # where each installed library's files lie, found without importing it
+    dirs = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for d in (spec.submodule_search_locations or []) if spec is not None else []:
+            dirs += [os.path.join(d, ""), os.path.join(os.path.realpath(d), "")]
+    return tuple(dict.fromkeys(dirs))
+
+
+def _importing(frame) -> bool:
+    # a library's code called by the import system (its import-time code, or a finder it put on
+    # sys.meta_path asked about a module imported inside the graded call) computes no answer
+    while frame is not None:
+        if (frame.f_code.co_name, frame.f_code.co_filename) == _IMPORTING:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...], libraries: tuple[str, ...],
+           reason: str):
+    """The rules that watch what runs, in one ``sys.setprofile`` function: the code of ``targets`` and the
+    compiled code of ``packages`` (:func:`forbid_calls`), a torch function whose name holds one of
+    ``torch_names`` reached straight from Python (:func:`own_code`), any Python code of the installed
+    ``libraries`` but what the import system runs (:func:`lmcourse.marking.rules.forbid_library_code`).
+    One function, because chained ones each paid a Python call on every call and return of the block,
+    and a graded call spent most of its time in them. A refused call or library function raises at
+    once and is remembered; a torch function and a package's compiled call are remembered (an error
+    raised on the student's own frame would switch the profile off: CPython's answer to a failing
+    profile); the block raises on exit (a library's code first, then a refused call, then a torch
+    function)."""
     codes: dict = {}
     for t in targets:
         _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
-    if not codes and not packages:      # nothing to refuse: no profile function to pay for on every call
+    dirs = _library_dirs(libraries)
+    if not (codes or packages or torch_names or dirs):
         yield
         return
-    seen: list[str] = []
-    previous = sys.getprofile()
-    packages = tuple(packages)
     modules, kinds = _compiled_owners(packages) if packages else ({}, {})
-    verdicts: dict = {}
+    verdicts: dict = {}          # per type: which of its classes are the packages' (_compiled_call)
+    in_library: dict = {}        # code object -> whether its file lies in one of the libraries
+    named: dict = {}             # a C function's name -> whether it holds one of torch_names
+    called: list[str] = []       # refused calls (forbid_calls)
+    torch_seen: list[str] = []   # torch functions reached straight from Python (own_code)
+    library_seen: list[str] = []  # a library's code (rules.forbid_library_code)
+    previous = sys.getprofile()
+    compiled_call, importing, str_, type_ = _compiled_call, _importing, str, type
+    torch_owns, aten_op_name = _torch_owns, _aten_op_name
 
     def _profile(frame, event, arg):
         if event == "call":
-            label = codes.get(frame.f_code)
+            code = frame.f_code
+            label = codes.get(code)
+            if label is None and torch_names and code.co_name == "__call__":
+                name = aten_op_name(frame, torch_names)
+                if name is not None:
+                    torch_seen.append(name)
         elif event == "c_call":
             try:
                 label = codes.get(arg)
             except TypeError:       # an unhashable callable is none of the targets
                 label = None
             if label is None and packages:
-                compiled = _compiled_call(arg, packages, modules, kinds, verdicts)
+                compiled = compiled_call(arg, packages, modules, kinds, verdicts)
                 if compiled is not None:
-                    # noted, and the block fails when it ends: an error raised here, on the student's
-                    # own frame, would switch the profile off (CPython's answer to a failing profile)
-                    seen.append(compiled)
+                    called.append(compiled)
+            if label is None and torch_names:
+                name = getattr(arg, "__name__", None)
+                hit = named.get(name) if type_(name) is str_ else False
+                if hit is None:
+                    hit = named[name] = any(s in name for s in torch_names)
+                if hit and torch_owns(arg):
+                    torch_seen.append(arg.__name__)
         else:
             label = None
         if previous is not None:
             previous(frame, event, arg)
         if label is not None:
-            seen.append(label)
+            called.append(label)
             raise CheckFailed(f"your code called {label}: {reason}")
+        if event == "call" and dirs:
+            code = frame.f_code
+            inside = in_library.get(code)
+            if inside is None:
+                inside = in_library[code] = code.co_filename.startswith(dirs)
+            if inside and not importing(frame.f_back):
+                where = code.co_filename
+                lib = next((n for n in libraries if f"{os.sep}{n}{os.sep}" in where), "a library")
+                owner = lib + ("'" if lib.endswith("s") else "'s")
+                library_seen.append(f"{owner} {code.co_qualname} ({os.path.basename(where)})")
+                raise CheckFailed(f"your code ran {library_seen[-1]}: another library's code does not count "
+                                         f"as yours inside a graded answer — {reason}")
 
     sys.setprofile(_profile)
     try:
         yield
     finally:
         sys.setprofile(previous)
-    if seen:
-        raise CheckFailed(f"your code called {seen[0]}: {reason}")
+    if library_seen:
+        raise CheckFailed(f"your code ran {library_seen[0]}: another library's code does not count as yours "
+                                 f"inside a graded answer — {reason}")
+    if called:
+        raise CheckFailed(f"your code called {called[0]}: {reason}")
+    if torch_seen:
+        raise CheckFailed(f"your code called torch.{torch_seen[0]}: {reason}")
 
 
 @contextlib.contextmanager
@@ -256,39 +332,8 @@ def own_code(*torch_names: str, calls: tuple = (), reason: str = "a graded answe
     * none of the code of ``calls`` runs (:func:`forbid_calls`: the course's reference held under
       any name).
     """
-    import sys
-
-    seen: list[str] = []
-    previous = None
-    named: dict = {}        # a C function's name -> whether it holds one of torch_names (asked per C call)
-
-    def _profile(frame, event, arg):
-        if previous is not None:
-            previous(frame, event, arg)
-        if event == "c_call":
-            name = getattr(arg, "__name__", None)
-            hit = named.get(name) if type(name) is str else False
-            if hit is None:
-                hit = named[name] = any(s in name for s in torch_names)
-        else:
-            hit = False
-        if hit:
-            if _torch_owns(arg):
-                seen.append(arg.__name__)
-        elif event == "call" and frame.f_code.co_name == "__call__":
-            name = _aten_op_name(frame, torch_names)
-            if name is not None:
-                seen.append(name)
-
-    with forbid_torch_functions(*torch_names, reason=reason), forbid_calls(*calls, reason=reason):
-        previous = sys.getprofile()
-        sys.setprofile(_profile if torch_names else previous)
-        try:
-            yield
-        finally:
-            sys.setprofile(previous)
-    if seen:
-        raise CheckFailed(f"your code called torch.{seen[0]}: {reason}")
+    with forbid_torch_functions(*torch_names, reason=reason), watch(tuple(calls), (), torch_names, (), reason):
+        yield
 
 
 def _torch_owns(arg: Any) -> bool:

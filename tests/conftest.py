@@ -132,7 +132,8 @@ _WORKER_SPANS: dict[str, list[tuple[float, float]]] = {}
 def _cpu_times() -> tuple[float, float] | None:
     """(busy, total) jiffies of every core since boot (Linux), or None."""
     try:
-        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        # user nice system idle iowait irq softirq steal: guest time, the fields after, is counted in user already
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     except (OSError, ValueError):
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)      # idle + iowait

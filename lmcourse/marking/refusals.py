@@ -234,28 +234,26 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
         return
     modules, kinds = _compiled_owners(packages) if packages else ({}, {})
     verdicts: dict = {}          # per type: which of its classes are the packages' (_compiled_call)
-    in_library: dict = {}        # code object -> whether its file lies in one of the libraries
+    # id(code) -> (code, its label among the targets', in a library, a torch op's __call__): asked once per
+    # code object (a code object's hash reads its whole body); the entry holds the code, so its id stays its own
+    seen: dict = {}
     named: dict = {}             # a C function's name -> whether it holds one of torch_names
     called: list[str] = []       # refused calls (forbid_calls)
     torch_seen: list[str] = []   # torch functions reached straight from Python (own_code)
     library_seen: list[str] = []  # a library's code (rules.forbid_library_code)
     previous = sys.getprofile()
-    compiled_call, importing, str_, type_ = _compiled_call, _importing, str, type
+    compiled_call, importing, str_, type_, id_ = _compiled_call, _importing, str, type, id
     torch_owns, aten_op_name = _torch_owns, _aten_op_name
 
+    # every event of the block comes here, half of them returns: those leave after two comparisons
     def _profile(frame, event, arg):
-        if event == "call":
-            code = frame.f_code
-            label = codes.get(code)
-            if label is None and torch_names and code.co_name == "__call__":
-                name = aten_op_name(frame, torch_names)
-                if name is not None:
-                    torch_seen.append(name)
-        elif event == "c_call":
-            try:
-                label = codes.get(arg)
-            except TypeError:       # an unhashable callable is none of the targets
-                label = None
+        if event == "c_call":
+            label = None
+            if codes:
+                try:
+                    label = codes.get(arg)
+                except TypeError:       # an unhashable callable is none of the targets
+                    pass
             if label is None and packages:
                 compiled = compiled_call(arg, packages, modules, kinds, verdicts)
                 if compiled is not None:
@@ -267,25 +265,36 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                     hit = named[name] = any(s in name for s in torch_names)
                 if hit and torch_owns(arg):
                     torch_seen.append(arg.__name__)
-        else:
-            label = None
-        if previous is not None:
-            previous(frame, event, arg)
-        if label is not None:
-            called.append(label)
-            raise CheckFailed(f"your code called {label}: {reason}")
-        if event == "call" and dirs:
+            if previous is not None:
+                previous(frame, event, arg)
+            if label is not None:
+                called.append(label)
+                raise CheckFailed(f"your code called {label}: {reason}")
+        elif event == "call":
             code = frame.f_code
-            inside = in_library.get(code)
-            if inside is None:
-                inside = in_library[code] = code.co_filename.startswith(dirs)
-            if inside and not importing(frame.f_back):
+            known = seen.get(id_(code))
+            if known is None:
+                known = seen[id_(code)] = (code, codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
+                                           bool(torch_names) and code.co_name == "__call__")
+            label = known[1]
+            if label is None and known[3]:
+                name = aten_op_name(frame, torch_names)
+                if name is not None:
+                    torch_seen.append(name)
+            if previous is not None:
+                previous(frame, event, arg)
+            if label is not None:
+                called.append(label)
+                raise CheckFailed(f"your code called {label}: {reason}")
+            if known[2] and not importing(frame.f_back):
                 where = code.co_filename
                 lib = next((n for n in libraries if f"{os.sep}{n}{os.sep}" in where), "a library")
                 owner = lib + ("'" if lib.endswith("s") else "'s")
                 library_seen.append(f"{owner} {code.co_qualname} ({os.path.basename(where)})")
                 raise CheckFailed(f"your code ran {library_seen[-1]}: another library's code does not count "
                                          f"as yours inside a graded answer — {reason}")
+        elif previous is not None:
+            previous(frame, event, arg)
 
     sys.setprofile(_profile)
     try:
@@ -385,6 +394,10 @@ def forbid_kernels(*name_substrings: str, reason: str = "a graded answer must be
     verdicts: dict = {}     # kernel -> whether it is refused: every kernel of the block asks
 
     class _Refuse(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):   # never compiled: left True, torch imports torch._dynamo to wrap it
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             bad = verdicts.get(func)
             if bad is None:

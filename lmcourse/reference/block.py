@@ -153,6 +153,10 @@ class DeviceLog(TorchDispatchMode):
         super().__init__()
         self.mixed: list[str] = []
 
+    @classmethod
+    def _should_skip_dynamo(cls):       # never compiled: left True, torch imports torch._dynamo to wrap it
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         devices = {a.device.type for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.dim() > 0}
         if len(devices) > 1:

@@ -21,7 +21,9 @@ from lmcourse.train import TrainConfig
 from .conftest import ROOT
 
 # the files that read a recipe: none of them may hold a copy of one
-READERS = ["lmcourse/train_cli.py", "bench/bench_gpu_fit.py",
+READERS = ["lmcourse/commands/train.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "lmcourse" / "commands" /
+                                                                                  "tasks").glob("*.py")),
+           "bench/bench_gpu_fit.py",
            *(f"autograder/masters/{name}.py" for name in recipes.BY_NOTEBOOK)]
 
 

@@ -121,6 +121,25 @@ def test_checkpoint_of_another_model_size(tmp_path, text, capsys):
     assert load_checkpoint(ck)["history"]["steps"] == list(range(1, 7))
 
 
+def test_each_model_is_a_module_of_the_tasks_package(tmp_path, monkeypatch):
+    """`lmcourse train`'s models are found, not listed: one module of lmcourse.commands.tasks each (a
+    notebook's model adds its module and edits no shared file); a module there without TASK is refused."""
+    import importlib
+
+    import lmcourse.commands.tasks as tasks
+
+    assert list(TASKS) == ["gpt", "mlm", "seq2seq"]
+    assert all(TASKS[name] is importlib.import_module(f"lmcourse.commands.tasks.{name}").TASK for name in TASKS)
+    (tmp_path / "stray.py").write_text("X = 1\n")
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "lmcourse.commands.tasks.stray", raising=False)
+    try:
+        with pytest.raises(ImportError, match="stray: a task module defines TASK"):
+            tasks.discover()
+    finally:
+        sys.modules.pop("lmcourse.commands.tasks.stray", None)
+
+
 def test_peak_table_and_mfu():
     assert peak_tflops("NVIDIA H100 80GB HBM3") == (989.0, "H100 SXM")
     assert peak_tflops("NVIDIA H100 PCIe")[0] == 756.0

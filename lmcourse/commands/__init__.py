@@ -4,7 +4,8 @@
   release, grade, and the hand-offs below);
 - :mod:`~lmcourse.commands.doctor`: ``lmcourse doctor``;
 - :mod:`~lmcourse.commands.train`: ``lmcourse train``, the notebooks' recipes at full size from a
-  terminal (the training loop itself is :mod:`lmcourse.train`);
+  terminal (the training loop itself is :mod:`lmcourse.train`), one driver over the models of
+  :mod:`~lmcourse.commands.tasks`, a module each;
 - :mod:`~lmcourse.commands.links`: where the course lives on the web (``lmcourse links``, and what
   the build writes into each notebook);
 - :mod:`~lmcourse.commands.paths`: where the course repository is, for the commands that work on

@@ -161,3 +161,31 @@ def test_notebook_08s_rules_refuse_a_tokenizer_librarys_compiled_core():
         ids = [97, 98, 99]
         assert dict.fromkeys(zip(ids, ids[1:]), 1) == {(97, 98): 1, (98, 99): 1}
         assert [m.group() for m in bpe._PRETOKEN_RE.finditer("a bc")] == ["a", " bc"]
+
+
+def test_a_library_function_is_refused_after_an_equal_copy_of_it_ran(tmp_path, monkeypatch):
+    """The watch keeps one verdict per code object: a copy of a library's function compiled from its
+    source (an equal code object, in another file) runs first, then the library's own function is still
+    refused; and a package's compiled method is refused after plain types' methods ran."""
+    source = "def scale(x):\n    return [2 * v for v in x]\n"
+    (tmp_path / "fakelib_for_rules").mkdir()
+    (tmp_path / "fakelib_for_rules" / "__init__.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fakelib_for_rules
+
+    ns: dict = {}
+    exec(compile(source, "<a copy>", "exec"), ns)
+    copy = ns["scale"]
+    assert copy.__code__ == fakelib_for_rules.scale.__code__ and copy.__code__ is not fakelib_for_rules.scale.__code__
+    with pytest.raises(CheckFailed, match="fakelib_for_rules' scale"), rules(libraries=("fakelib_for_rules",))():
+        assert copy([1]) == [2]                 # the student's copy: their own code
+        fakelib_for_rules.scale([1])            # the library's
+    tk = pytest.importorskip("tiktoken._tiktoken")
+    from lmcourse import bpe
+    from lmcourse.marking.bpe import RULES as r
+
+    core = tk.CoreBPE({bytes([i]): i for i in range(256)}, {}, bpe.GPT2_PATTERN)
+    with pytest.raises(CheckFailed, match="tiktoken's compiled CoreBPE.encode_ordinary"), r():
+        for _ in range(3):
+            {}.get(1), [].append(1), b"a".join([b"b"])     # plain types, judged clean once
+        core.encode_ordinary("abc")

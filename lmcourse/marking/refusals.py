@@ -16,7 +16,7 @@ import contextlib
 import importlib.util
 import os
 import sys
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from lmcourse.checks import CheckFailed, check
@@ -232,32 +232,49 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
     if not (codes or packages or torch_names or dirs):
         yield
         return
+    # the targets' C functions apart: a C call is hashed against them only when there are some
+    c_targets = {k: v for k, v in codes.items() if type(k) is not CodeType}
     modules, kinds = _compiled_owners(packages) if packages else ({}, {})
     verdicts: dict = {}          # per type: which of its classes are the packages' (_compiled_call)
-    # id(code) -> (code, its label among the targets', in a library, a torch op's __call__): asked once per
-    # code object (a code object's hash reads its whole body); the entry holds the code, so its id stays its own
+    # code object -> (its label among the targets', in a library, a torch op's __call__, the code): asked once
+    # per code object. Keyed by the code itself: id() and frame.f_code each raise an audit event, which calls
+    # every audit hook of the kernel in Python, and a "call" already pays one for f_code
     seen: dict = {}
+    package_modules = {m for m, _ in modules.values() if type(m) is ModuleType}   # these hash by identity
+    clean: set = set()           # types none of whose classes are the packages' (verdicts, read without id())
     named: dict = {}             # a C function's name -> whether it holds one of torch_names
     called: list[str] = []       # refused calls (forbid_calls)
     torch_seen: list[str] = []   # torch functions reached straight from Python (own_code)
     library_seen: list[str] = []  # a library's code (rules.forbid_library_code)
     previous = sys.getprofile()
-    compiled_call, importing, str_, type_, id_ = _compiled_call, _importing, str, type, id
+    compiled_call, importing, str_, type_, id_, module_type = _compiled_call, _importing, str, type, id, ModuleType
     torch_owns, aten_op_name = _torch_owns, _aten_op_name
 
     # every event of the block comes here, half of them returns: those leave after two comparisons
     def _profile(frame, event, arg):
         if event == "c_call":
             label = None
-            if codes:
+            if c_targets:
                 try:
-                    label = codes.get(arg)
+                    label = c_targets.get(arg)
                 except TypeError:       # an unhashable callable is none of the targets
                     pass
             if label is None and packages:
-                compiled = compiled_call(arg, packages, modules, kinds, verdicts)
-                if compiled is not None:
-                    called.append(compiled)
+                # most C calls are a builtin module's function or a method of a type already judged none of
+                # the packages': those are told here, without a Python call (_compiled_call decides the rest)
+                owner = getattr(arg, "__self__", None)
+                kind = type_(owner)
+                if kind is module_type:
+                    suspect = owner in package_modules
+                else:   # a class whose metaclass is type hashes by identity: no code of the student's runs here
+                    suspect = type_(kind) is not type_ or kind not in clean
+                if suspect:
+                    compiled = compiled_call(arg, packages, modules, kinds, verdicts)
+                    if compiled is not None:
+                        called.append(compiled)
+                    elif kind is not module_type and type_(kind) is type_ and not issubclass(kind, type_) \
+                            and not verdicts[id_(kind)][1]:
+                        clean.add(kind)     # an instance's type (a class's methods are judged by the class)
             if label is None and torch_names:
                 name = getattr(arg, "__name__", None)
                 hit = named.get(name) if type_(name) is str_ else False
@@ -272,12 +289,12 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 raise CheckFailed(f"your code called {label}: {reason}")
         elif event == "call":
             code = frame.f_code
-            known = seen.get(id_(code))
-            if known is None:
-                known = seen[id_(code)] = (code, codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
-                                           bool(torch_names) and code.co_name == "__call__")
-            label = known[1]
-            if label is None and known[3]:
+            known = seen.get(code)
+            if known is None or known[3] is not code:   # equal code objects may lie in different files
+                known = seen[code] = (codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
+                                      bool(torch_names) and code.co_name == "__call__", code)
+            label = known[0]
+            if label is None and known[2]:
                 name = aten_op_name(frame, torch_names)
                 if name is not None:
                     torch_seen.append(name)
@@ -286,7 +303,7 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
             if label is not None:
                 called.append(label)
                 raise CheckFailed(f"your code called {label}: {reason}")
-            if known[2] and not importing(frame.f_back):
+            if known[1] and not importing(frame.f_back):
                 where = code.co_filename
                 lib = next((n for n in libraries if f"{os.sep}{n}{os.sep}" in where), "a library")
                 owner = lib + ("'" if lib.endswith("s") else "'s")

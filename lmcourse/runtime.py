@@ -246,7 +246,7 @@ def choose_precision(device: "torch.device | str | None" = None) -> Precision:  
 
     device = torch.device(device) if device is not None else pick_device()
     if device.type != "cuda":
-        # compile_support imports torch._dynamo, which costs every notebook's set-up a second;
+        # compile_support imports torch._dynamo, a second of start-up for a program that trains;
         # off a CUDA GPU training never asks for torch.compile, so it is not asked here either
         where = "Apple MPS computes in float32" if device.type == "mps" else "no GPU: the CPU computes in float32"
         return Precision("fp32", False, False, where)

@@ -55,6 +55,7 @@ class Exam:
 
         self._notebook: Notebook = load(notebook)
         self._ns = namespace
+        _import_what_torch_imports_late()
         if grading():
             withhold(self._notebook)
             if _in_a_kernel():      # for good: an audit hook cannot be removed (not in a test's own process)
@@ -147,6 +148,16 @@ class Exam:
             return {}
         ref = importlib.import_module(self._notebook.reference)
         return {n: getattr(ref, n) for n in ex.standins}
+
+
+def _import_what_torch_imports_late() -> None:
+    """torch imports ``torch._dynamo`` (sympy with it) the first time one of its own functions marked
+    not to be compiled runs: an optimizer, a kernel of the 'meta' device that is written in Python. When
+    that first time is inside a test, the import runs under the rules' watch, where each of its thousands
+    of functions that run once costs a verdict: about three times the import's own time. Imported here,
+    before any test, it costs what an import costs; a notebook that imports no torch imports none."""
+    if "torch" in sys.modules:
+        importlib.import_module("torch._dynamo")
 
 
 def _home_error(outcome, trees: list[Any]) -> Exception:

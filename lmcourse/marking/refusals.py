@@ -123,9 +123,13 @@ def _compiled_owners(packages: tuple[str, ...]) -> tuple[dict, dict]:
     ``builtins``)."""
     modules: dict = {}
     kinds: dict = {}
+    # every graded call asks this of thousands of loaded modules: the test is one C call per name
+    dotted = tuple(p + "." for p in packages)
     for name, m in list(sys.modules.items()):
+        if type(name) is not str or m is None or not (name in packages or name.startswith(dotted)):
+            continue
         package = _package_of(name, packages)
-        if package is not None and m is not None:
+        if package is not None:
             modules[id(m)] = (m, package)
             for v in list(getattr(m, "__dict__", {}).values()):
                 # a type the package defines (not one it imported: str, Enum), compiled ones included

@@ -18,7 +18,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, plain_tensor, tensor
+from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
 
@@ -338,7 +338,7 @@ _EVAL_HINT = ("in eval mode dropout must do nothing: use the nn.Dropout module (
 def _mlp_train(names):
     m = seeded(names.MLP(8, dropout=0.5), 403).train()
     x = torch.randn(2, 5, 8, generator=_gen(404), dtype=_F64) * 2
-    torch.manual_seed(405)
+    seed_cpu(405)
     with torch.no_grad():
         train = plain_tensor(m(x), "the output")
         m.eval()
@@ -513,7 +513,7 @@ def _emb_eval(names):
 
 def _emb_train(names):
     m = _emb(names, dropout=0.5, seed=408).train()
-    torch.manual_seed(409)
+    seed_cpu(409)
     with torch.no_grad():
         train = plain_tensor(m(torch.tensor(_IDX)), "the output")
         m.eval()
@@ -575,7 +575,7 @@ def block_case(C, nh, T, prenorm, causal, seed, grads_=False):
     """Block(C, nh, block_size=T, prenorm, causal) with the test's weights (float64; LayerNorm gains around 1) on a
     seeded x (2, T, C): the output, x after the call and, with ``grads_``, the parameters no finite gradient reaches."""
     def call(names):
-        torch.manual_seed(seed)
+        seed_cpu(seed)
         blk = seeded(names.Block(C, nh, block_size=T, prenorm=prenorm, causal=causal), seed, gain=1.0)
         x = torch.randn(2, T, C, generator=_gen(seed), dtype=_F64)
         with torch.set_grad_enabled(grads_):

@@ -23,7 +23,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import equal, fields, plain_tensor, tensor
+from .tensors import equal, fields, plain_tensor, seed_cpu, tensor
 
 __all__ = ["NOTEBOOK", "FixedLogits", "Table", "beam_case", "fed_forward", "plain_pair", "rules", "shares",
            "small_gpt"]
@@ -287,9 +287,9 @@ def _shares_close(what: str, hint: str, tol: float = 0.03) -> Compare:
 
 def _seeded_alike(names):
     row = torch.tensor(_S_ROW).expand(64, 5)
-    torch.manual_seed(1)
+    seed_cpu(1)
     a = plain_tensor(names.sample_next(row.clone(), _gen(42)), "sample_next's ids")
-    torch.manual_seed(2)
+    seed_cpu(2)
     b = plain_tensor(names.sample_next(row.clone(), _gen(42)), "sample_next's ids")
     return torch.equal(a, b)
 
@@ -460,7 +460,7 @@ def _filter_order(names):
 def _generator_decides(names):
     outs = []
     for seed in (1, 2):
-        torch.manual_seed(seed)
+        seed_cpu(seed)
         outs.append(plain_tensor(names.generate(FixedLogits(_F_LOGITS, 4), torch.zeros(32, 1, dtype=torch.long), 4,
                                                 generator=_gen(8)), "generate's output"))
     return torch.equal(*outs)
@@ -682,12 +682,12 @@ BEAM_SEARCH = Exercise("beam_search", (
 
 def small_gpt(seed: int, perturb: bool = False, **overrides):
     """The KV-cache tests' model: the course's GPT in float64 and eval mode (vocabulary 11, block_size 8, 2 layers
-    of 2 heads, width 16, unless ``overrides`` say otherwise), built after ``torch.manual_seed(seed)``, its token
+    of 2 heads, width 16, unless ``overrides`` say otherwise), built after ``seed_cpu(seed)``, its token
     embeddings scaled by 20 (sharp logits, so that a wrong term shows); with ``perturb``, its biases and LayerNorm
     parameters moved by ``0.1 N(0, 1)`` so that each one matters."""
     from lmcourse.nn import gpt
 
-    torch.manual_seed(seed)
+    seed_cpu(seed)
     cfg = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)
     cfg.update(overrides)
     m = gpt.GPT(gpt.GPTConfig(**cfg)).double().eval()

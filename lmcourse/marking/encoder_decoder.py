@@ -20,7 +20,7 @@ from lmcourse.nn.seq2seq_config import Seq2SeqConfig
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, tensor
+from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, seed_cpu, tensor
 
 __all__ = ["NOTEBOOK", "NN_SEQ2SEQ_WORK", "DeviceLog", "greedy_probe", "nn_seq2seq_work", "seeded"]
 
@@ -191,7 +191,7 @@ def cross_case(C, nh, B, T, S, lengths, seed, bias=True, grads=False, padded=Fal
     the inputs after the call; with ``padded``, the output again with the memory changed at padded positions;
     with ``grads``, the gradients of the sum of the output's squares."""
     def call(names):
-        torch.manual_seed(seed)
+        seed_cpu(seed)
         att = seeded(names.CrossAttention(C, nh, bias), seed, scale=0.5, gain=0.0)
         g = torch.Generator().manual_seed(seed)
         x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
@@ -259,7 +259,7 @@ def _cross_main(got, want):
 
 
 def _cross_float32(names):
-    torch.manual_seed(0)
+    seed_cpu(0)
     att = names.CrossAttention(8, 2)
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -302,7 +302,7 @@ def encoder_case(C, nh, B, S, lengths, seed, grads=False):
     real positions, x after the call and, with ``grads``, the gradients of the sum of the squares at real
     positions."""
     def call(names):
-        torch.manual_seed(seed)
+        seed_cpu(seed)
         blk = seeded(names.EncoderBlock(C, nh), seed, scale=0.4)
         g = torch.Generator().manual_seed(seed)
         x = torch.randn(B, S, C, generator=g, dtype=torch.float64)
@@ -347,7 +347,7 @@ def grads_compare(label: str) -> Compare:
 
 def _block_float32(make, *inputs):
     def call(names):
-        torch.manual_seed(0)
+        seed_cpu(0)
         blk = make(names)
         g = torch.Generator().manual_seed(0)
         with torch.no_grad():
@@ -383,7 +383,7 @@ def decoder_case(C, nh, B, T, S, lengths, seed, grads=False):
     """DecoderBlock(C, nh, T) (the reference CrossAttention inside) with the test's weights (float64): its output,
     the inputs after the call and, with ``grads``, the gradients of the sum of the output's squares."""
     def call(names):
-        torch.manual_seed(seed)
+        seed_cpu(seed)
         blk = seeded(names.DecoderBlock(C, nh, block_size=T), seed, scale=0.4)
         g = torch.Generator().manual_seed(seed)
         x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
@@ -443,7 +443,7 @@ def batch(cfg: Seq2SeqConfig, B, S, T, lengths, tgt_lengths, seed):
 
 
 def built(names, cfg: Seq2SeqConfig, seed: int) -> nn.Module:
-    torch.manual_seed(seed)
+    seed_cpu(seed)
     return seeded(names.EncoderDecoder(cfg), seed).eval()
 
 
@@ -564,9 +564,11 @@ def _dropped(names):
 
 
 def _on_meta(names):
-    """The model and its inputs on 'meta': no operation may mix a tensor made on the CPU with the model's."""
-    cfg = config(**_CFG)
-    torch.manual_seed(0)
+    """The model and its inputs on 'meta': no operation may mix a tensor made on the CPU with the model's. One
+    layer each way: a layer's code runs the same in every layer, and each operation on 'meta' runs torch's
+    Python meta kernels under the rules' watch."""
+    cfg = config(**{**_CFG, "n_enc_layer": 1, "n_dec_layer": 1})
+    seed_cpu(0)
     m = names.EncoderDecoder(cfg).to("meta").eval()
     src = torch.zeros(2, 5, dtype=torch.long, device="meta")
     tgt_in = torch.zeros(2, 4, dtype=torch.long, device="meta")

@@ -26,6 +26,7 @@ from .gpt import (
     tensor,
 )
 from .spec import Case
+from .tensors import seed_cpu
 
 __all__ = ["HIDDEN"]
 
@@ -37,7 +38,7 @@ def _every_field(names):
 
 def _init_wide(names):
     m = spoiled(names, n_layer=8, n_embd=64, bias=False)
-    torch.manual_seed(506)
+    seed_cpu(506)
     names.init_weights(m, 8, std=0.05)
     return {"wte": stats(m.wte.weight), "c_fc": stats(m.blocks[5].mlp.c_fc.weight),
             "attn_proj": stats(m.blocks[7].attn.c_proj.weight), "mlp_proj": stats(m.blocks[2].mlp.c_proj.weight),

@@ -19,7 +19,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import fields, plain_tensor
+from .tensors import fields, plain_tensor, seed_cpu
 
 __all__ = ["NOTEBOOK", "RECURRENT", "BigramLM", "Clock", "Counter", "Die", "QUESTIONS", "plain_tensor", "tensor"]
 
@@ -114,7 +114,7 @@ def _worked_step(names):
 
 def _cell_inputs():
     """nn.RNNCell's own weights (I = H = 4, so swapped weights cannot hide behind a shape error) and a batch of 5."""
-    torch.manual_seed(0)
+    seed_cpu(0)
     cell = nn.RNNCell(4, 4, dtype=F64)
     x, h = torch.randn(5, 4, dtype=F64), torch.randn(5, 4, dtype=F64)
     return [x, h, cell.weight_ih.detach().clone(), cell.weight_hh.detach().clone(),
@@ -183,7 +183,7 @@ def _hand_example(names):
 
 def _rnn_inputs():
     """nn.RNN(4, 6)'s own weights, a batch (B=3, T=7) and a start state."""
-    torch.manual_seed(1)
+    seed_cpu(1)
     ref = nn.RNN(4, 6, batch_first=True, dtype=F64)
     x, h0 = torch.randn(3, 7, 4, dtype=F64), torch.randn(3, 6, dtype=F64)
     return x, h0, [ref.weight_ih_l0.detach().clone(), ref.weight_hh_l0.detach().clone(),
@@ -242,7 +242,7 @@ _KEEP_INIT = ("keep __init__ as it is written: the tests load weights by its nam
 def built_rnnlm(names, V: int, E: int, H: int, seed: int) -> nn.Module:
     """The student's RNNLM(V, E, H) in float64 with every parameter the prose names drawn here (seeded by
     ``seed`` and the name, so the reference's model gets the same weights)."""
-    torch.manual_seed(seed)
+    seed_cpu(seed)
     m = names.RNNLM(vocab_size=V, n_embd=E, n_hidden=H).double()
     params = dict(m.named_parameters())
     missing = [n for n in _RNNLM_PARAMS if n not in params]
@@ -588,7 +588,7 @@ _IDX = [[0, 1, 2, 3, 4, 0], [4, 4, 3, 1, 0, 2]]
 
 
 def _step_case(names):
-    torch.manual_seed(0)
+    seed_cpu(0)
     m = BigramLM().double()
     idx = torch.tensor(_IDX)
     before = {n: p.detach().clone() for n, p in m.named_parameters()}

@@ -11,6 +11,7 @@ from torch import nn
 from .rnn import F64, QUESTIONS, Die, fields, grads, grads_of, kept, plain_tensor, rnnlm_case, rnnlm_compare, tensor
 from .show import show
 from .spec import Case
+from .tensors import seed_cpu
 
 __all__ = ["HIDDEN"]
 
@@ -49,7 +50,7 @@ def _seq(B: int, T: int, n_in: int, H: int):
 
 
 def _seq_grads(names):
-    torch.manual_seed(2)
+    seed_cpu(2)
     ref = nn.RNN(3, 4, batch_first=True, dtype=F64)
     x, h0 = torch.randn(2, 6, 3, dtype=F64), torch.randn(2, 4, dtype=F64)
     ps = [h0.requires_grad_(), ref.weight_ih_l0.detach().clone().requires_grad_(),
@@ -118,7 +119,7 @@ class TwoLayerLM(nn.Module):
 
 
 def _five_steps(names):
-    torch.manual_seed(11)
+    seed_cpu(11)
     m = TwoLayerLM().double()
     g = torch.Generator().manual_seed(4)
     rets = [names.train_step(m, torch.randint(7, (3, 8), generator=g), 0.7) for _ in range(5)]

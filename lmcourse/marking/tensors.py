@@ -17,7 +17,15 @@ from torch.utils._pytree import tree_leaves
 from .show import show
 from .spec import Compare
 
-__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "plain_tensor", "tensor"]
+__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "plain_tensor", "seed_cpu", "tensor"]
+
+
+def seed_cpu(seed: int) -> None:
+    """Seed torch's global generator on the CPU, where a test's tensors are (or on 'meta', which draws
+    nothing). ``torch.manual_seed`` seeds each accelerator's generator too, and for one not initialised
+    yet it formats the whole call stack to keep for later: under the rules' watch that costs a case more
+    than its own work."""
+    torch.default_generator.manual_seed(seed)
 
 
 def is_tensor(x: Any) -> bool:

@@ -31,6 +31,34 @@ def test_a_caught_refusal_still_fails_on_exit():
         sneaky()
 
 
+def test_more_code_is_refused_with_its_own_reason_in_the_one_profile_function():
+    import sys
+
+    r = rules(ngram.pad_sentence, reason="write it yourself", extra=(((ngram.mle_prob,), "not the table's helper"),))
+    with pytest.raises(CheckFailed, match="your code called mle_prob: not the table's helper"), r():
+        ngram.mle_prob(None, (), "a")
+    with pytest.raises(CheckFailed, match="your code called pad_sentence: write it yourself"), r():
+        ngram.pad_sentence(["a"], 2)
+
+    def caught():
+        try:
+            ngram.mle_prob(None, (), "a")
+        except CheckFailed:
+            pass
+
+    with pytest.raises(CheckFailed, match="not the table's helper"), r():     # caught, it still fails on exit
+        caught()
+    # one profile function watches, nothing chained before it: each one chained costs every event a Python call
+    from lmcourse.marking import notebooks
+
+    for entered in (r, notebooks.load("07_decoding").exercise("cached_forward").rules):
+        assert sys.getprofile() is None
+        with entered():
+            watching = sys.getprofile()
+        cells = dict(zip(watching.__code__.co_freevars, watching.__closure__))
+        assert cells["previous"].cell_contents is None
+
+
 def test_substitute_binds_the_stand_ins_and_restores_the_names():
     namespace = {"pad_sentence": "the student's"}
     r = rules(ngram.count_ngrams, substitute={"pad_sentence": ngram.pad_sentence, "extra": 1}, namespace=namespace)

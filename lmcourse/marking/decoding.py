@@ -44,7 +44,6 @@ def rules(reason: str = RULE, *extra: tuple[tuple, str]):
     @contextlib.contextmanager
     def entered():
         import lmcourse.marking.rules
-        from lmcourse.marking.refusals import forbid_calls
 
         try:
             from lmcourse.nn import sampling
@@ -52,11 +51,8 @@ def rules(reason: str = RULE, *extra: tuple[tuple, str]):
             course = ()
         else:
             course = (sampling.generate, sampling._generate)
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES,
-                                                             reason=reason)())
-            for targets, why in extra:
-                stack.enter_context(forbid_calls(*targets(), reason=why))
+        with lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=reason,
+                                          extra=tuple((tuple(targets()), why) for targets, why in extra))():
             yield
     return entered
 

@@ -218,7 +218,7 @@ def _importing(frame) -> bool:
 
 @contextlib.contextmanager
 def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...], libraries: tuple[str, ...],
-           reason: str):
+           reason: str, extra: tuple[tuple[tuple, str], ...] = ()):
     """The rules that watch what runs, in one ``sys.setprofile`` function: the code of ``targets`` and the
     compiled code of ``packages`` (:func:`forbid_calls`), a torch function whose name holds one of
     ``torch_names`` reached straight from Python (:func:`own_code`), any Python code of the installed
@@ -228,10 +228,15 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
     once and is remembered; a torch function and a package's compiled call are remembered (an error
     raised on the student's own frame would switch the profile off: CPython's answer to a failing
     profile); the block raises on exit (a library's code first, then a refused call, then a torch
-    function)."""
-    codes: dict = {}
-    for t in targets:
-        _code_objects(t, codes, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
+    function). ``extra``: ``(targets, reason)`` pairs, more code refused with a reason of its own, in the
+    same function (each profile function chained before another costs every event a Python call)."""
+    codes: dict = {}             # a target's code object (or C function) -> (its label, the reason it is refused)
+    for group, why in ((targets, reason), *extra):
+        found: dict = {}
+        for t in group:
+            _code_objects(t, found, getattr(t, "__qualname__", getattr(t, "__name__", repr(t))))
+        for k, label in found.items():
+            codes.setdefault(k, (label, why))
     dirs = _library_dirs(libraries)
     if not (codes or packages or torch_names or dirs):
         yield
@@ -240,14 +245,14 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
     c_targets = {k: v for k, v in codes.items() if type(k) is not CodeType}
     modules, kinds = _compiled_owners(packages) if packages else ({}, {})
     verdicts: dict = {}          # per type: which of its classes are the packages' (_compiled_call)
-    # code object -> (its label among the targets', in a library, a torch op's __call__, the code): asked once
+    # code object -> ((label, reason) among the targets', in a library, a torch op's __call__, the code): asked once
     # per code object. Keyed by the code itself: id() and frame.f_code each raise an audit event, which calls
     # every audit hook of the kernel in Python, and a "call" already pays one for f_code
     seen: dict = {}
     package_modules = {m for m, _ in modules.values() if type(m) is ModuleType}   # these hash by identity
     clean: set = set()           # types none of whose classes are the packages' (verdicts, read without id())
     named: dict = {}             # a C function's name -> whether it holds one of torch_names
-    called: list[str] = []       # refused calls (forbid_calls)
+    called: list[tuple] = []     # refused calls (forbid_calls): (label, reason)
     torch_seen: list[str] = []   # torch functions reached straight from Python (own_code)
     library_seen: list[str] = []  # a library's code (rules.forbid_library_code)
     previous = sys.getprofile()
@@ -275,7 +280,7 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 if suspect:
                     compiled = compiled_call(arg, packages, modules, kinds, verdicts)
                     if compiled is not None:
-                        called.append(compiled)
+                        called.append((compiled, reason))
                     elif kind is not module_type and type_(kind) is type_ and not issubclass(kind, type_) \
                             and not verdicts[id_(kind)][1]:
                         clean.add(kind)     # an instance's type (a class's methods are judged by the class)
@@ -290,7 +295,7 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 previous(frame, event, arg)
             if label is not None:
                 called.append(label)
-                raise CheckFailed(f"your code called {label}: {reason}")
+                raise CheckFailed(f"your code called {label[0]}: {label[1]}")
         elif event == "call":
             code = frame.f_code
             known = seen.get(code)
@@ -306,7 +311,7 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 previous(frame, event, arg)
             if label is not None:
                 called.append(label)
-                raise CheckFailed(f"your code called {label}: {reason}")
+                raise CheckFailed(f"your code called {label[0]}: {label[1]}")
             if known[1] and not importing(frame.f_back):
                 where = code.co_filename
                 lib = next((n for n in libraries if f"{os.sep}{n}{os.sep}" in where), "a library")
@@ -326,7 +331,7 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
         raise CheckFailed(f"your code ran {library_seen[0]}: another library's code does not count as yours "
                                  f"inside a graded answer — {reason}")
     if called:
-        raise CheckFailed(f"your code called {called[0]}: {reason}")
+        raise CheckFailed(f"your code called {called[0][0]}: {called[0][1]}")
     if torch_seen:
         raise CheckFailed(f"your code called torch.{torch_seen[0]}: {reason}")
 

@@ -47,12 +47,13 @@ class Rules:
     def __init__(self, references: tuple, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
                  substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
                  modules: tuple[str, ...] = (), packages: tuple[str, ...] = (), allowed: tuple = (),
-                 libraries: tuple[str, ...] = LIBRARIES):
+                 libraries: tuple[str, ...] = LIBRARIES, extra: tuple[tuple[tuple, str], ...] = ()):
         if substitute and namespace is None:
             raise TypeError("rules(substitute=...) needs namespace=globals(): where the stand-ins go")
         self.references, self.torch, self.kernels = references, torch, kernels
         self.substitute, self.namespace, self.reason = dict(substitute or {}), namespace, reason
         self.modules, self.packages, self.allowed, self.libraries = modules, packages, allowed, libraries
+        self.extra = extra      # (targets, reason) pairs: more course code refused, each with its own reason
         self._open: list[contextlib.ExitStack] = []
 
     def __call__(self, *allowed: Any) -> Rules:
@@ -60,7 +61,7 @@ class Rules:
         if not allowed:
             return self
         return Rules(self.references, self.torch, self.kernels, self.substitute, self.namespace, self.reason,
-                     self.modules, self.packages, self.allowed + allowed, self.libraries)
+                     self.modules, self.packages, self.allowed + allowed, self.libraries, self.extra)
 
     def __enter__(self) -> Rules:
         """The graded-call context: every rule a graded call runs under is entered here, and only here."""
@@ -77,7 +78,9 @@ class Rules:
             refused = [t for t in self.references if t not in self.allowed]
             refused += [sys.modules[m] for m in self.modules if m in sys.modules]
             stack.enter_context(self._no_new_package())
-            stack.enter_context(refusals.watch(tuple(refused), self.packages, self.torch, self.libraries, self.reason))
+            extra = tuple((tuple(t for t in targets if t not in self.allowed), why) for targets, why in self.extra)
+            stack.enter_context(refusals.watch(tuple(refused), self.packages, self.torch, self.libraries, self.reason,
+                                               extra))
             # the rules above watch this thread: no other thread or process, no copy of course source
             stack.enter_context(confine.graded_call(sys._getframe(1)))
             self._open.append(stack.pop_all())
@@ -98,7 +101,7 @@ class Rules:
 def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
           substitute: dict[str, Any] | None = None, namespace: dict | None = None, reason: str = OWN,
           modules: tuple[str, ...] = (), packages: tuple[str, ...] = (),
-          libraries: tuple[str, ...] = LIBRARIES) -> Rules:
+          libraries: tuple[str, ...] = LIBRARIES, extra: tuple[tuple[tuple, str], ...] = ()) -> Rules:
     """The rules of an exercise: ``references`` (functions, classes, modules: the course code that
     does the exercise's work) must not run; ``torch`` / ``kernels``: name parts of torch functions
     / compiled kernels that must not run; ``substitute``: names bound in ``namespace`` (the
@@ -106,6 +109,7 @@ def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...
     code must not run either (when imported already), ``packages``: packages that must not be
     imported inside the block; ``libraries``: installed libraries none of whose Python code may run
     (default :data:`LIBRARIES`; ``()`` for none); ``reason``: the end of the message a broken rule
-    raises. ``rules(...)(*allowed)`` lets the stand-ins in ``allowed`` through."""
+    raises; ``extra``: ``(references, reason)`` pairs refused with a reason of their own.
+    ``rules(...)(*allowed)`` lets the stand-ins in ``allowed`` through."""
     return Rules(references, tuple(torch), tuple(kernels), substitute, namespace, reason, tuple(modules),
-                 tuple(packages), libraries=tuple(libraries))
+                 tuple(packages), libraries=tuple(libraries), extra=tuple(extra))

@@ -245,9 +245,10 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
     c_targets = {k: v for k, v in codes.items() if type(k) is not CodeType}
     modules, kinds = _compiled_owners(packages) if packages else ({}, {})
     verdicts: dict = {}          # per type: which of its classes are the packages' (_compiled_call)
-    # code object -> ((label, reason) among the targets', in a library, a torch op's __call__, the code): asked once
-    # per code object. Keyed by the code itself: id() and frame.f_code each raise an audit event, which calls
-    # every audit hook of the kernel in Python, and a "call" already pays one for f_code
+    # (file, first line) -> ((label, reason) among the targets', in a library, a torch op's __call__, the code
+    # object): asked once per code object, the verdict kept only for that very object. Not keyed by id(): id() and
+    # frame.f_code each raise an audit event, which calls every audit hook of the kernel in Python, and a "call"
+    # already pays one for f_code; not by the code object, whose hash is computed anew each time from its constants
     seen: dict = {}
     package_modules = {m for m, _ in modules.values() if type(m) is ModuleType}   # these hash by identity
     clean: set = set()           # types none of whose classes are the packages' (verdicts, read without id())
@@ -298,10 +299,11 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 raise CheckFailed(f"your code called {label[0]}: {label[1]}")
         elif event == "call":
             code = frame.f_code
-            known = seen.get(code)
-            if known is None or known[3] is not code:   # equal code objects may lie in different files
-                known = seen[code] = (codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
-                                      bool(torch_names) and code.co_name == "__call__", code)
+            where = (code.co_filename, code.co_firstlineno)     # hashed at a fraction of a code object's cost
+            known = seen.get(where)
+            if known is None or known[3] is not code:   # two code objects may start on one line, or be equal
+                known = seen[where] = (codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
+                                       bool(torch_names) and code.co_name == "__call__", code)
             label = known[0]
             if label is None and known[2]:
                 name = aten_op_name(frame, torch_names)

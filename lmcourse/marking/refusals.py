@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import importlib.util
+import itertools
 import os
 import sys
 from types import CodeType, ModuleType
@@ -123,13 +124,17 @@ def _compiled_owners(packages: tuple[str, ...]) -> tuple[dict, dict]:
     ``builtins``)."""
     modules: dict = {}
     kinds: dict = {}
-    # every graded call asks this of thousands of loaded modules: the test is one C call per name
-    dotted = tuple(p + "." for p in packages)
-    for name, m in list(sys.modules.items()):
-        if type(name) is not str or m is None or not (name in packages or name.startswith(dotted)):
-            continue
+    # every graded call asks this of thousands of loaded modules: their names are filtered in C
+    loaded = dict(sys.modules)
+    names = list(loaded)
+    try:
+        near = list(itertools.compress(names, map(str.startswith, names, itertools.repeat(packages))))
+    except TypeError:       # a name that is not a str
+        near = [n for n in names if type(n) is str and n.startswith(packages)]
+    for name in near:
+        m = loaded[name]
         package = _package_of(name, packages)
-        if package is not None:
+        if package is not None and m is not None:
             modules[id(m)] = (m, package)
             for v in list(getattr(m, "__dict__", {}).values()):
                 # a type the package defines (not one it imported: str, Enum), compiled ones included

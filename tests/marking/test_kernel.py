@@ -105,19 +105,24 @@ def test_the_sandbox_runner_keeps_records_by_the_kernels_mime_type():
     assert sandbox_runner.RECORD_MIME == kernel.MIME
 
 
-def test_torchs_late_import_is_made_before_any_test_and_only_where_torch_is():
+def test_torchs_late_import_is_made_before_any_test_and_only_where_torch_is(monkeypatch):
     """torch imports torch._dynamo the first time an optimizer or a Python kernel of the 'meta' device
     runs; inside a test that import runs under the rules' watch, at about three times its cost. The exam
-    makes it when it is set up (a notebook without torch gets no torch)."""
-    import subprocess
+    makes it when it is set up, and a notebook without torch gets no torch."""
+    from types import SimpleNamespace
 
-    code = ("import sys\n"
-            "from lmcourse.marking.kernel import Exam\n"
-            "Exam('01_ngram', {})\n"
-            "print('torch' in sys.modules)\n"
-            "import torch\n"
-            "print('torch._dynamo' in sys.modules)\n"
-            "Exam('04_block', {})\n"
-            "print('torch._dynamo' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["False", "False", "True"], out.stderr[-2000:]
+    import torch
+
+    asked: list[str] = []
+    monkeypatch.setattr(kernel, "importlib", SimpleNamespace(import_module=asked.append))
+    monkeypatch.delitem(sys.modules, "torch")
+    kernel._import_what_torch_imports_late()
+    assert asked == []
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    kernel._import_what_torch_imports_late()
+    assert asked == ["torch._dynamo"]
+
+    made = []
+    monkeypatch.setattr(kernel, "_import_what_torch_imports_late", lambda: made.append(True))
+    Exam("01_ngram", namespace())
+    assert made == [True]

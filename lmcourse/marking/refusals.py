@@ -304,11 +304,11 @@ def watch(targets: tuple, packages: tuple[str, ...], torch_names: tuple[str, ...
                 raise CheckFailed(f"your code called {label[0]}: {label[1]}")
         elif event == "call":
             code = frame.f_code
-            where = (code.co_filename, code.co_firstlineno)     # hashed at a fraction of a code object's cost
-            known = seen.get(where)
+            key = (code.co_filename, code.co_firstlineno)     # hashed at a fraction of a code object's cost
+            known = seen.get(key)
             if known is None or known[3] is not code:   # two code objects may start on one line, or be equal
-                known = seen[where] = (codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
-                                       bool(torch_names) and code.co_name == "__call__", code)
+                known = seen[key] = (codes.get(code), bool(dirs) and code.co_filename.startswith(dirs),
+                                     bool(torch_names) and code.co_name == "__call__", code)
             label = known[0]
             if label is None and known[2]:
                 name = aten_op_name(frame, torch_names)

@@ -199,6 +199,10 @@ else:
            patch(
         ("logits, cache = cached_forward(model, nxt[:, None], cache)",
          "logits, cache = cached_forward(model, idx[:, -block_size:], None)"))),
+    # a student's trial: the next logits from the model's own forward over the window, the cache left unused
+    Mutant("the model's full forward every step instead of cached_forward", "generate_cached",
+           patch(("logits, cache = cached_forward(model, nxt[:, None], cache)",
+                  "logits, _ = model(idx[:, -block_size:])"))),
     Mutant("generate_cached takes the first position's logits", "generate_cached",
            patch(("last = logits[:, -1, :]", "last = logits[:, 0, :]"))),
     # --- added in review (issue 12)

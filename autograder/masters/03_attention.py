@@ -12,28 +12,20 @@
 # multiplication and broadcasting. No training happens here: notebook 04 puts this layer into a
 # transformer language model.
 #
-# **Time.** About 1.5–2 hours to work through. Every cell runs in seconds on a laptop CPU (the
-# whole notebook in about a minute on the `cpu` profile); a GPU only makes the timing plot
-# reach longer sequences.
+# **Time.** About 1.5–2 hours of work; every cell runs in seconds on a laptop CPU. Measured
+# figures: [03_attention](../docs/notebooks.md#03_attention).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours. The cell right after
-# each one checks your answer: when a check fails, its message says what looks wrong. The
-# autograder runs further hidden tests, so make your function correct in general, not only for
-# the examples. Three rules hold for every graded function, and the visible tests already check
-# them, so a check that passes here will not fail for these reasons in grading:
-#
-# * **Your own code.** Write the computation with basic tensor operations (`@`, `.exp()`, `.max()`,
-#   `.sum()`, `.transpose()`, `.view()`). A ready-made softmax (`torch.softmax`, `F.softmax`,
-#   `x.softmax`, `nn.Softmax`, `x.log_softmax(dim).exp()`, `torch._softmax`, ...), a ready-made
-#   attention (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`) scores 0: the tests run
-#   your code with these switched off, whatever name you call them by. The course's own attention
-#   (`lmcourse.nn.attention`, what later notebooks are given) is not there at all while the
-#   autograder runs this notebook, and the visible tests refuse it at home.
-# * **Dtype, device, inputs.** A function returns tensors in its input's dtype (float32 in,
-#   float32 out) and on its input's device, and never changes its inputs in place.
-# * **One mistake costs once.** The tests of a later function run it with the reference versions
-#   of the earlier ones (your `softmax`, `attention_scores` and `causal_mask` are graded by their
-#   own tests), so a slip in `softmax` does not also cost the points of `MultiHeadAttention`.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write the computation with basic tensor operations (`@`, `.exp()`, `.max()`, `.sum()`,
+# `.transpose()`, `.view()`): a ready-made softmax (`torch.softmax`, `F.softmax`, `x.softmax`,
+# `nn.Softmax`, `x.log_softmax(dim).exp()`, ...) or attention (`F.scaled_dot_product_attention`,
+# `nn.MultiheadAttention`) scores 0 under any name, and the course's own attention
+# (`lmcourse.nn.attention`) is absent while the autograder runs. Return the input's dtype and
+# device; never change an input in place. Your `softmax`, `attention_scores` and `causal_mask` are
+# graded by their own tests: later exercises run with the course's versions of them. Every rule in
+# one place (threads, the course's files, TorchScript, questions): [How the checks
+# work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import math

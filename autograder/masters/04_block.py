@@ -13,35 +13,21 @@
 # course uses `lmcourse.nn.CausalSelfAttention`, the reference version of the attention you
 # wrote there, so a slip in notebook 03 does not follow you.
 #
-# **Time.** About 2 hours to work through. On a laptop CPU (the `cpu` profile) the whole notebook
-# needs about 3.5 minutes of computing, most of it the three training runs of section 8
-# (measured once, with one torch thread, on a 2-core AMD EPYC virtual machine: 207 s of CPU
-# time; the run took 8.6 minutes of wall-clock time because the machine was busy with other
-# jobs). On a GPU it takes well under a minute, and under the autograder (`tiny` profile) about
-# 20 seconds, kernel start and data loading included (measured on the same busy machine).
+# **Time.** About 2 hours of work; a few minutes of computing on a laptop CPU (the `cpu` profile),
+# most of it the three training runs of section 8, under a minute on a GPU, seconds under the
+# autograder. Measured figures: [04_block](../docs/notebooks.md#04_block).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
-# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
-# which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
-#
-# * write the computation yourself from basic tensor operations (`.mean()`, `.sqrt()`, `@`,
-#   `nn.Linear`, `F.gelu`, ...). Each exercise names what it must not call: a ready-made
-#   normalisation (`F.layer_norm`, `nn.LayerNorm`, `torch.layer_norm`, `F.group_norm`,
-#   `F.rms_norm`, ...) in Exercises 1 and 2, `nn.TransformerEncoderLayer`, and the Python code
-#   of another library (`transformers` has layer norms and blocks of its own): calling one scores
-#   0 however it is reached, under another name included — the tests watch what runs, not names.
-#   The course's own versions (`lmcourse.nn`'s blocks and position tables, and the models built
-#   on them: `lmcourse.nn.gpt`, `lmcourse.nn.mlm`, `lmcourse.nn.seq2seq`) are not there at all
-#   while the autograder runs this notebook (importing them fails; you keep the attention layer
-#   you are given), and the visible tests refuse them at home. A graded call runs on its own
-#   thread (starting a thread or a process inside it is refused) and does not read the course's
-#   source files;
-# * return tensors in the **input's dtype** and on the **input's device**, and never change an
-#   input in place (`x -= ...`, `x.sub_(...)`): build new tensors.
-#
-# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
-# `torch.jit.trace` hand back your plain Python code, so a compiled reference runs as Python
-# and the tests see it.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write the computation from basic tensor operations (`.mean()`, `.sqrt()`, `@`,
+# `nn.Linear`, `F.gelu`, ...): a ready-made normalisation (`F.layer_norm`, `nn.LayerNorm`,
+# `torch.layer_norm`, `F.group_norm`, `F.rms_norm`, ...) in Exercises 1 and 2,
+# `nn.TransformerEncoderLayer` and `transformers`' code score 0 under any name, and the course's
+# own blocks, position tables and models (`lmcourse.nn`'s, `lmcourse.nn.gpt`, `lmcourse.nn.mlm`,
+# `lmcourse.nn.seq2seq`) are absent while the autograder runs (you keep the attention layer you
+# are given). Return the **input's dtype** on the **input's device**; never change an input in
+# place. Every rule in one place (threads, the course's files, TorchScript, questions): [How the
+# checks work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import math

@@ -21,42 +21,19 @@
 # (the transformer block). From here on the block is `lmcourse.nn.Block`, the reference version
 # of the one you wrote in notebook 04, so a slip there does not follow you.
 #
-# **Time.** About 90 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread)
-# the whole notebook runs in a few minutes, most of it the training of section 5 and the models
-# of the ladder (section 6); the measured time is printed at the end (measured on a 2-core
-# machine with little else running: 4 minutes 15 s, of which the GPT's training 178 s at 11,900
-# tokens/s and the ladder's RNN and LSTM 23 s and 45 s; a later run finds those two in the
-# course cache). On a GPU (profile `gpu`)
-# the GPT is the size of nanoGPT's Shakespeare model (6 layers, 6 heads, 384 wide, 256
-# characters of context, 5,000 steps of 64 windows) and trains with mixed precision (bf16, or fp16
-# with a gradient scaler on a T4). On Colab's or Kaggle's free T4 (16 GB) it fits with room to
-# spare and takes minutes; these are **estimates**, not measured on a T4 (`python
-# bench/bench_gpu_fit.py`: parameters and optimizer state counted, one step's tensors measured on
-# a CPU and scaled to the batch, FLOPs over the T4's fp16 peak at an assumed 30 % utilisation):
-# at most about 6 GiB (float32; less in fp16), about 6 minutes for the GPT (10 if the T4 reaches
-# only the 16 % that nanoGPT's reported A100 time implies) and about 3.5 more for the ladder's RNN
-# and LSTM when the course cache does not hold them. Under the autograder (profile
-# `tiny`) the notebook takes seconds.
+# **Time.** About 90 minutes of work; a few minutes of computing on a laptop CPU (the `cpu`
+# profile), most of it the training of section 5 and the ladder of section 6; minutes on a GPU;
+# seconds under the autograder. Measured figures: [05_gpt](../docs/notebooks.md#05_gpt).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
-# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
-# which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
-#
-# * build the model from the pieces named in the exercise (`nn.Embedding`, `nn.Linear`,
-#   `lmcourse.nn.Block`, a LayerNorm, ...). The course's own GPT, `lmcourse.nn.gpt` (`GPT`,
-#   `GPTConfig`, `init_gpt_weights`, `gpt_param_count`) and its sampler, `lmcourse.nn.sampling`
-#   (`generate`), what later notebooks are given, are not there at all while the autograder runs
-#   this notebook (importing them fails), and the visible tests refuse them at home. Other
-#   course code that does the same work (`lmcourse.nn.mlm.init_mlm_weights`) and the Python code
-#   of another library (`transformers` has a GPT-2 of its own) score 0, however they are reached:
-#   the tests watch what runs. A graded call runs on its own thread (starting a thread or a
-#   process inside it is refused) and does not read the course's source files;
-# * results have the **input's dtype** and live on the **input's device**; inputs are never
-#   changed in place.
-#
-# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
-# `torch.jit.trace` hand back plain Python, so a compiled reference runs as Python and the tests
-# see it.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Build the model from the pieces each exercise names (`nn.Embedding`, `nn.Linear`,
+# `lmcourse.nn.Block`, a LayerNorm, ...). The course's own GPT (`lmcourse.nn.gpt`) and sampler
+# (`lmcourse.nn.sampling`) are absent while the autograder runs; other course code doing the same
+# work (`lmcourse.nn.mlm.init_mlm_weights`) and `transformers`' code score 0 under any name.
+# Results have the **input's dtype** on the **input's device**; inputs are never changed in place.
+# Every rule in one place (threads, the course's files, TorchScript, questions): [How the checks
+# work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import dataclasses
@@ -711,8 +688,8 @@ tests.grade("q3")
 # (a) After the final LayerNorm every vector has entries of about unit size, and the head scores
 # it against rows of the embedding drawn from N(0, 0.02²): each logit has a standard deviation of
 # about 0.02·√d (0.23 for d = 128). The logits are nearly equal, the softmax nearly uniform, every
-# character gets probability about 1/|V|, and the cross-entropy is ln |V| (4.17 nats for 65
-# characters). A loss far above it says either that the loss is not a mean over positions (a sum
+# character gets probability about 1/|V|, and the cross-entropy is ln |V| (4.44 nats for the 85
+# characters of the course's corpus, as the sanity check of section 4 prints). A loss far above it says either that the loss is not a mean over positions (a sum
 # grows with B·T) or that the model is confidently wrong from the start, with logits far too
 # large: weights drawn with std 1 (26.8 nats, measured on a 4-layer, 128-wide model), or
 # embeddings left at PyTorch's N(0, 1), which the tied head then uses as its rows (87 nats). The
@@ -735,11 +712,15 @@ tests.grade("q3")
 # the final LayerNorm and a head tied to the embedding — checked it against the reference in
 # float64, gave it GPT-2's initialisation, counted its parameters (and GPT-2 small's 124 million),
 # wrote the sampler, and trained it with the course's loop on every device. The ladder shows
-# what attention bought over counting and recurrence. (A test of the course checks this
-# architecture against the `transformers` library's GPT-2, logit for logit.)
+# what each model bought *at this profile's budget*: counting is cheap and done at once, while
+# attention pays off with training time (read the measured figures above the ladder before
+# drawing a conclusion from a short run). (A test of the course checks this architecture against
+# the `transformers` library's GPT-2, logit for logit.)
 #
-# **Next:** notebook 06 replaces characters by subword tokens, and notebook 07 decodes from the
-# model you just saved: greedy, beam search, top-k and nucleus sampling.
+# **Next:** notebook 06 trains the other half of the transformer family, a masked language model
+# (a small BERT, on words, reading both sides of a blank); notebook 07 decodes from the model you
+# just saved: greedy, beam search, top-k and nucleus sampling; subword tokens (byte-level BPE)
+# come in notebook 08.
 
 # %%
 print(f"whole notebook: {time.perf_counter() - _notebook_start:.0f} s in profile {P.name} on {rt.device} "

@@ -24,37 +24,20 @@
 # causal or not) and 05 (a model around a stack of blocks, `lmcourse.train`). The block is
 # `lmcourse.nn.Block`, the reference version of the one you wrote in notebook 04.
 #
-# **Time.** About 75 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread)
-# the notebook trains four small models of the same size; the whole-notebook time is printed at
-# the end (measured on a 2-core machine shared with other jobs, load average 6 to 9: 443 s, of
-# which training 102 s for the masked LM, 132 s without masking, 102 s left to right and 73 s for
-# the ablation). On a GPU (profile `gpu`) the models are larger and train
-# longer: 4 layers, 256 wide, windows of 128 words, a vocabulary of 8,000 words, 5,000 steps of 64
-# windows each. On Colab's or Kaggle's free T4 (16 GB) that fits with room to spare: at most about
-# 2.5 GiB (float32, the four models on the card together) and about 6 to 7 minutes of training for
-# the four. Both are **estimates**, not measured on a T4 (`python bench/bench_gpu_fit.py`:
-# parameters and optimizer state counted, one step's tensors measured on a CPU and scaled to the
-# batch, FLOPs over the T4's fp16 peak at an assumed 25 to 35 % utilisation). Under the
-# autograder (profile `tiny`) the notebook takes seconds.
+# **Time.** About 75 minutes of work; several minutes of computing on a laptop CPU (the `cpu`
+# profile: four small models trained); minutes on a GPU; seconds under the autograder. Measured
+# figures: [06_mlm](../docs/notebooks.md#06_mlm).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
-# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
-# which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
-#
-# * write the exercise with the pieces it names (`torch` operations, `nn.Embedding`, `nn.Linear`,
-#   `lmcourse.nn.Block`, a LayerNorm, ...). The course's reference answers
-#   (`lmcourse.reference.mlm`, which the old names in `lmcourse.nn.mlm` read through to) are not
-#   there when the notebook is graded, and the Python code of `transformers` (its BERT, its masking
-#   collator) scores 0, however it is reached (an alias, a subclass, a saved reference): the tests
-#   watch what runs;
-# * results follow the dtypes stated with each exercise, and inputs are never changed in place.
-#   The tests run on the CPU; where an exercise asks you to create tensors on a device (so that
-#   the notebook also runs on a GPU), that is good practice, not graded — except that `MaskedLM`'s
-#   logits must be on the device of its input (tested on PyTorch's `meta` device).
-#
-# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
-# `torch.jit.trace` hand back plain Python, so a compiled reference runs as Python and the tests
-# see it.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write each exercise with the pieces it names (`torch` operations, `nn.Embedding`,
+# `nn.Linear`, `lmcourse.nn.Block`, a LayerNorm, ...): the course's answers
+# (`lmcourse.reference.mlm`) are absent while the autograder runs, and `transformers`' code (its
+# BERT, its masking collator) scores 0 under any name. Results follow the dtypes each exercise
+# states, and inputs are never changed in place. The tests run on the CPU: creating tensors on a
+# device is good practice, not graded, except that `MaskedLM`'s logits must be on the device of
+# its input (tested on PyTorch's `meta` device). Every rule in one place (threads, the course's
+# files, TorchScript, questions): [How the checks work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import math

@@ -21,29 +21,20 @@
 # the lectures on sequence generation (ancestral sampling, temperature, greedy and beam search,
 # top-k / top-p sampling).
 #
-# **Time.** About 90 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread)
-# the notebook runs in about a minute when notebook 05's `cpu` model is in the course cache
-# (measured: 36 s to 64 s whole notebook in four runs on a 2-core machine shared with other jobs,
-# load 4 to 30; the last cell prints the time). Without the checkpoint it first trains one with a third
-# of 05's training steps (500); on that busy machine the training took 347 s. Under the autograder
-# (profile `tiny`) it takes seconds.
+# **Time.** About 90 minutes of work; about a minute of computing on a laptop CPU when notebook
+# 05's `cpu` model is in the course cache (without it the notebook first trains one, a few minutes
+# more); seconds under the autograder. Measured figures:
+# [07_decoding](../docs/notebooks.md#07_decoding).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
-# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
-# which check exactly the rules stated with each exercise. Rules for every graded cell:
-#
-# * write the decoding yourself. The course's reference answers (`lmcourse.reference.decoding`,
-#   which the old names in `lmcourse.decoding` read through to) are not there when the notebook is
-#   graded, and neither is 05's sampling loop (`lmcourse.nn.sampling`); the `transformers`
-#   library's generation code scores 0, however it is reached (an alias, a saved reference): the
-#   tests watch what runs. Where a test needs one of your earlier answers, it uses the reference
-#   version instead, so one mistake costs points once;
-# * filters take logits and return logits: same shape, same **dtype**, same **device**, `-inf`
-#   where a word is removed; inputs are never changed in place.
-#
-# TorchScript is switched off in this notebook (the setup cell does it): `torch.jit.script` and
-# `torch.jit.trace` hand back plain Python, so a compiled reference runs as Python and the tests
-# see it.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write the decoding yourself: the course's answers (`lmcourse.reference.decoding`) and
+# 05's sampling loop (`lmcourse.nn.sampling`) are absent while the autograder runs, and
+# `transformers`' generation code scores 0 under any name. Where a test needs one of your earlier
+# answers it uses the course's version, so one mistake costs once. Filters take logits and return
+# logits: same shape, same **dtype**, same **device**, `-inf` where a word is removed; inputs are
+# never changed in place. Every rule in one place (threads, the course's files, TorchScript,
+# questions): [How the checks work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import math

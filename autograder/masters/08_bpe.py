@@ -20,25 +20,19 @@
 # **Prerequisites.** Notebook 01 (words, `<unk>`, counting) and 05 (the GPT, the ladder). Python
 # dicts, lists and `bytes`; no PyTorch needed for the exercises.
 #
-# **Time.** About 90 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread) the
-# notebook runs in a few minutes, two of them the two GPT runs of section 8, one minute each by
-# design (measured on a 2-core machine shared with other jobs, load 16 to 17: 315 s whole notebook;
-# the GPT runs 58 s and 56 s, your two trainers on 100,000 characters 44 s and 2.6 s, the tokenizer
-# of section 7 to 8,192 ids 39 s; the last cell prints your time). Under the autograder (profile
-# `tiny`) it takes seconds.
+# **Time.** About 90 minutes of work; a few minutes of computing on a laptop CPU (the `cpu`
+# profile), two of them the GPT runs of section 8; seconds under the autograder. Measured figures:
+# [08_bpe](../docs/notebooks.md#08_bpe).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong. The autograder runs further hidden tests, which
-# check exactly the rules stated with each exercise. Rules for every graded cell:
-#
-# * write the tokenizer yourself, in plain Python. The tokenizer libraries `tiktoken`,
-#   `tokenizers` (Hugging Face) and `sentencepiece` score 0, however they are reached: the tests
-#   watch what runs, and importing one of those libraries in a graded call fails it too. The
-#   course's own tokenizer (`lmcourse.bpe`, which the demo of section 5 and sections 7 and 8 use)
-#   is not there at all while the autograder runs this notebook (importing it fails; those
-#   experiments then skip their runs), and the visible tests refuse it at home;
-# * a mistake costs once: where an exercise uses an earlier one (`train_bpe` calls your
-#   `pair_counts` and `merge`), its tests run it with the reference version of the earlier one.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write the tokenizer yourself, in plain Python: `tiktoken`, `tokenizers` (Hugging Face)
+# and `sentencepiece` score 0 under any name (importing one in a graded call fails it too), and
+# the course's own tokenizer (`lmcourse.bpe`) is absent while the autograder runs (the experiments
+# that use it then skip). Where an exercise uses an earlier one (`train_bpe` calls your
+# `pair_counts` and `merge`), its tests run it with the course's version of the earlier one. Every
+# rule in one place (threads, the course's files, TorchScript, questions): [How the checks
+# work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import copy

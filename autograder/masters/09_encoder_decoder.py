@@ -24,33 +24,23 @@
 # **Prerequisites.** Notebooks 03 (attention), 04 (the block, pre-LN), 05 (a model around a stack
 # of blocks, `lmcourse.train`) and 07 (decoding).
 #
-# **Time.** About 75 minutes to work through. On a laptop CPU (profile `cpu`, one torch thread) the
-# notebook trains one encoder–decoder (1,500 steps) and one decoder-only GPT (750 steps); the
-# whole-notebook time is printed at the end. Measured on a 2-core machine shared with other jobs
-# (load average 15 to 25): 2,434 s of wall time, of which the notebook's kernel used about 390 s of
-# CPU, so expect six to seven minutes on an idle laptop core, more than half of it the GPT. On a
-# GPU (profile `gpu`) the models are larger (128 wide, 3 + 3 layers; the GPT 7) and train longer
-# (4,000 steps of 128 pairs each). On Colab's or Kaggle's free T4 (16 GB) that needs at most about
-# 1 GiB and about a minute and a half of training for the two; both are **estimates**, not measured
-# on a T4 (`python bench/bench_gpu_fit.py`: memory counted and measured on a CPU, time from the
-# FLOPs and an assumed overhead per kernel launch, which dominates for models this small). Under
-# the autograder (profile `tiny`) the notebook takes seconds.
+# **Time.** About 75 minutes of work; six to seven minutes of computing on an idle laptop core
+# (the `cpu` profile), more than half of it the GPT of the race; a couple of minutes on a GPU;
+# seconds under the autograder. Measured figures:
+# [09_encoder_decoder](../docs/notebooks.md#09_encoder_decoder).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each
-# one checks your answer and says what looks wrong. The autograder runs further hidden tests,
-# which check exactly the rules stated with each exercise. Two rules hold for every graded cell:
-#
-# * write the exercise with the pieces it names (`torch` operations, `nn.Embedding`, `nn.Linear`,
-#   `lmcourse.nn`'s `LayerNorm`, `MLP`, `CausalSelfAttention` and `scaled_dot_product_attention`,
-#   your own earlier answers). PyTorch's ready-made layers (`nn.Transformer`, its encoder and
-#   decoder layers, `nn.MultiheadAttention`) score 0, however they are reached (an alias, a
-#   subclass, another thread): the tests watch what runs. The course's own encoder–decoder,
-#   `lmcourse.nn.seq2seq`, is not there at all while the autograder runs this notebook (importing
-#   it fails; sections 9 to 11, which train it, then skip their runs), and the visible tests
-#   refuse it at home;
-# * results are plain `torch.Tensor`s (not a subclass of it) of the dtypes stated with each exercise, and
-#   inputs are never changed in place. The tests call your code, read your modules' weights and gradients
-#   and run backward passes through your results all under the exercise's rules.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Write each exercise with the pieces it names (`torch` operations, `nn.Embedding`,
+# `nn.Linear`, `lmcourse.nn`'s `LayerNorm`, `MLP`, `CausalSelfAttention` and
+# `scaled_dot_product_attention`, your own earlier answers): PyTorch's ready-made layers
+# (`nn.Transformer`, its encoder and decoder layers, `nn.MultiheadAttention`) score 0 under any
+# name, and the course's own encoder–decoder (`lmcourse.nn.seq2seq`) is absent while the
+# autograder runs (sections 9 to 11, which train it, then skip). Results are plain `torch.Tensor`s
+# (not a subclass) of the dtypes each exercise states, and inputs are never changed in place; the
+# tests also read your modules' weights and gradients and run backward passes through your
+# results. Every rule in one place (threads, the course's files, TorchScript, questions): [How the
+# checks work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import time
@@ -237,14 +227,17 @@ tests.grade("cross_attention")
 # ## 5. The two blocks
 #
 # Both are pre-LN blocks as in notebooks 04 and 05: every sub-layer reads a LayerNorm of the
-# residual stream and adds its output back.
+# residual stream and adds its output back. The lecture draws the original Transformer's decoder,
+# which is **post-LN** (the LayerNorm comes after each residual sum, $\mathrm{LN}(x +
+# \mathrm{Sublayer}(x))$); the course keeps pre-LN here because notebook 04 showed it trains
+# without a warm-up. The sub-layers and what each one reads are the same in both.
 #
 # **Encoder block** (bidirectional: every source position sees every real source position;
 # $m$ is the source padding mask):
 # $$h = x + \mathrm{SelfAttn}\big(\mathrm{LN}_1(x), m\big), \qquad
 #   \text{out} = h + \mathrm{MLP}\big(\mathrm{LN}_2(h)\big).$$
 # Self-attention with a padding mask is your cross-attention with the queries, keys and values all
-# taken from the same sequence: `self.attn(a, a, src_mask)` with `a = self.ln1(x)`.
+# taken from the same sequence (think about which arguments the layer is given).
 #
 # **Decoder block** (three sub-layers; $h^{\text{enc}}$ the encoder's output):
 # $$g = x + \mathrm{CausalSelfAttn}\big(\mathrm{LN}_1(x)\big), \quad
@@ -342,7 +335,8 @@ tests.grade("decoder_block")
 # 1. **Encode**: $h^{(0)}_i = E_{\text{src}}[x_i] + p_i$ (learned positions), then $L_{\text{enc}}$
 #    encoder blocks with the source padding mask $m$, then a LayerNorm:
 #    $h^{\text{enc}} = \mathrm{LN}_{\text{enc}}\big(h^{(L_{\text{enc}})}\big)$.
-# 2. **Decode**: $g^{(0)}_j = E_{\text{tgt}}[y_j] + q_j$, then $L_{\text{dec}}$ decoder blocks, each
+# 2. **Decode**: $g^{(0)}_j = E_{\text{tgt}}[y_j] + r_j$ (learned target positions $r_j$; the
+#    letter $q$ stays the query's), then $L_{\text{dec}}$ decoder blocks, each
 #    reading $h^{\text{enc}}$ and $m$, then a final LayerNorm and the head tied to the target
 #    embedding: $\text{logits}_j = E_{\text{tgt}}\, \mathrm{LN}_f\big(g^{(L_{\text{dec}})}_j\big)$.
 # 3. **Loss** (teacher forcing): the mean cross-entropy over the **real** positions of `tgt_out`,

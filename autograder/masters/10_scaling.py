@@ -20,24 +20,22 @@
 #
 # **Prerequisites.** Notebook 05 (the GPT and `lmcourse.train`); logarithms and least squares.
 #
-# **Time.** About an hour to work through. Under the autograder (profile `tiny`) the whole
-# notebook runs in seconds: its sweep is two tiny models at two budgets. At `cpu` it trains the
-# sweep the course's table was made with (five sizes, three budgets) and one held-out run; the
-# notebook prints its own time at the end. Every analysis also runs on the table the course
-# ships, so nothing depends on your run finishing.
+# **Time.** About an hour of work. At the `cpu` profile the notebook trains the sweep the course's
+# table was made with (five sizes, three budgets) and one held-out run; under the autograder,
+# seconds. Every analysis also runs on the table the course ships, so nothing depends on your run
+# finishing. Measured figures: [10_scaling](../docs/notebooks.md#10_scaling).
 #
-# **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong. The autograder runs further hidden tests, which
-# check exactly what each exercise states. Results are plain Python numbers (an `int` or a
-# `float`; a NumPy float is fine), tuples and dicts as each exercise says. **A mistake costs
-# once:** where an exercise calls an earlier one (`isoflop_minima` calls your `isoflop_parabola`,
-# `fit_exponents` your `fit_power_law`, `tokens_per_parameter` your `compute_optimal`), its tests
-# run it with the course's version of the earlier one. **Your answers are your own code:** the
-# course's answers (`lmcourse.reference.scaling`) are not available while the notebook is graded.
-#
-# The tests never depend on a training run: they use numbers from the lectures, synthetic losses
-# drawn from laws whose constants are known (with seeded noise where the exercise says so), and
-# rows shaped like the course's table.
+# **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
+# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# rules. Results are plain Python numbers (an `int` or a `float`; a NumPy float is fine), tuples
+# and dicts as each exercise says. Where an exercise calls an earlier one (`isoflop_minima` calls
+# your `isoflop_parabola`, `fit_exponents` your `fit_power_law`, `tokens_per_parameter` your
+# `compute_optimal`), its tests run it with the course's version of the earlier one; the course's
+# answers (`lmcourse.reference.scaling`) are absent while the notebook is graded. The tests never
+# depend on a training run: they use numbers from the lectures, synthetic losses drawn from laws
+# whose constants are known, and rows shaped like the course's table. Every rule in one place
+# (threads, the course's files, TorchScript, questions): [How the checks
+# work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
 import math
@@ -512,7 +510,8 @@ plt.show()
 
 # %% [markdown]
 # Over a factor of 4 in compute the minima move fast: the exponent is far above Chinchilla's 0.5,
-# and the tokens per parameter fall from hundreds towards a few hundred. Look at the curves before
+# and in the course's table the tokens per parameter fall from about 740 to about 215, where
+# Chinchilla's rule would keep them constant. Look at the curves before
 # trusting the number: they are asymmetric (the loss rises slowly to the left of the minimum and
 # steeply to the right, where the big models get only a few hundred steps), and the smallest
 # budget has a single point left of its minimum. Three budgets make a line, not a law.
@@ -718,7 +717,7 @@ for r in scaling.read_csv(Path(scaling.__file__).with_name("data_files") / "scal
 # At these sizes the embeddings, biases, LayerNorms and the output head are a large share of the
 # parameters and of the compute, so 12 n_layer d² (and 6ND) describe the models badly — and
 # counting the embeddings in or out changes the exponent. The data are characters (a vocabulary of
-# 65, a different loss floor and a different E) rather than subword tokens of web text. One learning
+# 85, a different loss floor and a different E) rather than subword tokens of web text. One learning
 # rate, batch and warm-up share were used for every size, though the best ones change with size;
 # the largest models got only a few hundred steps, a large part of them warm-up. Three budgets over
 # a factor of 4 of compute, one seed each, make a fit whose noise is as large as the effect, and the

@@ -4,6 +4,7 @@ finds a config, Validate kept); `--ta` gives the instructor view."""
 
 import json
 import os
+import re
 import subprocess
 
 from lmcourse.commands import main as cli
@@ -134,7 +135,9 @@ def test_validate_counts_the_failing_tests_first_and_names_an_unanswered_questio
         assert first[1] == "NotImplementedError: Exercise 1: write pad here, then run the test cell below"
         q = cells[2][1].outputs[0]
         assert q["evalue"].endswith('Question q1 is not answered yet: in its cell, set answer_q1 to your answer\'s '
-                                    'letter in quotes (answer_q1 = "B"), run that cell, then Validate again'), q
+                                    'letter in quotes (answer_q1 = "<your letter>"), run that cell, '
+                                    'then Validate again'), q
+        assert not re.search(r'"[A-D]"', q["evalue"]), "the hint suggests a letter"
 
 
 def test_ta_lab_starts_in_the_course_root_and_copies_nothing(tmp_path, monkeypatch, capsys):

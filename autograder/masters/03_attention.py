@@ -176,16 +176,16 @@ tests.grade("attention_scores")
 #
 # $$\text{A: }\begin{bmatrix} 0 & 0 & 0 & 0 \\ -\infty & 0 & 0 & 0 \\ -\infty & -\infty & 0 & 0 \\
 #   -\infty & -\infty & -\infty & 0 \end{bmatrix}\qquad
-# \text{B: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ 0 & 0 & -\infty & -\infty \\
-#   0 & 0 & 0 & -\infty \\ 0 & 0 & 0 & 0 \end{bmatrix}\qquad
-# \text{C: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ -\infty & 0 & -\infty & -\infty \\
-#   -\infty & -\infty & 0 & -\infty \\ -\infty & -\infty & -\infty & 0 \end{bmatrix}$$
+# \text{B: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ -\infty & 0 & -\infty & -\infty \\
+#   -\infty & -\infty & 0 & -\infty \\ -\infty & -\infty & -\infty & 0 \end{bmatrix}\qquad
+# \text{C: }\begin{bmatrix} 0 & -\infty & -\infty & -\infty \\ 0 & 0 & -\infty & -\infty \\
+#   0 & 0 & 0 & -\infty \\ 0 & 0 & 0 & 0 \end{bmatrix}$$
 #
 # Set `answer_q_mask` to `"A"`, `"B"` or `"C"`.
 
 # %% solution="q_mask"
 ### BEGIN SOLUTION
-answer_q_mask = "B"
+answer_q_mask = "C"
 ### END SOLUTION
 
 # %% tests="q_mask_tests" points=1
@@ -196,12 +196,12 @@ tests.grade("q_mask")
 
 # %% [markdown]
 # **Question (lecture quiz).** In $A = \mathrm{softmax}(S + M)$, is the softmax applied
-# **A.** column-wise (each column of $A$ sums to 1) or **B.** row-wise (each row sums to 1)?
+# **A.** row-wise (each row sums to 1) or **B.** column-wise (each column of $A$ sums to 1)?
 # Think about what one row of $S$ holds. Set `answer_q_softmax` to `"A"` or `"B"`.
 
 # %% solution="q_softmax"
 ### BEGIN SOLUTION
-answer_q_softmax = "B"
+answer_q_softmax = "A"
 ### END SOLUTION
 
 # %% tests="q_softmax_tests" points=1

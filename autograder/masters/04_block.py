@@ -393,16 +393,16 @@ tests.grade("embeddings")
 # added** to the inputs: $x_j = e_j + p_j$. Swap the word embeddings $e_2$ and $e_3$ (positions keep
 # their $p_j$) and run self-attention again. Does $x'_4$ change?
 #
-# * **A.** No: the weights travel with the embeddings, exactly as before.
-# * **B.** Yes: the inputs at positions 2 and 3 are no longer a swapped pair ($e_3 + p_2$ is not
+# * **A.** Yes: the inputs at positions 2 and 3 are no longer a swapped pair ($e_3 + p_2$ is not
 #   $e_2 + p_3$ moved), so the scores and the values change.
+# * **B.** No: the weights travel with the embeddings, exactly as before.
 # * **C.** No: attention never depends on positions, whatever is added.
 #
 # Set `answer_q_swap_pos` to `"A"`, `"B"` or `"C"`.
 
 # %% solution="q_swap_pos"
 ### BEGIN SOLUTION
-answer_q_swap_pos = "B"
+answer_q_swap_pos = "A"
 ### END SOLUTION
 
 # %% tests="q_swap_pos_tests" points=1
@@ -452,14 +452,14 @@ for label, add in [("no positions  ", torch.zeros(4, 4)), ("with positions", pos
 # the LayerNorms at the **beginning** of each group of layers?
 #
 # * **A.** $h = \mathrm{LN}_1(x + \mathrm{Attn}(x))$, $\;\mathrm{out} = \mathrm{LN}_2(h + \mathrm{MLP}(h))$
-# * **B.** $h = x + \mathrm{Attn}(\mathrm{LN}_1(x))$, $\;\mathrm{out} = h + \mathrm{MLP}(\mathrm{LN}_2(h))$
-# * **C.** $h = x + \mathrm{LN}_1(\mathrm{Attn}(x))$, $\;\mathrm{out} = h + \mathrm{LN}_2(\mathrm{MLP}(h))$
+# * **B.** $h = x + \mathrm{LN}_1(\mathrm{Attn}(x))$, $\;\mathrm{out} = h + \mathrm{LN}_2(\mathrm{MLP}(h))$
+# * **C.** $h = x + \mathrm{Attn}(\mathrm{LN}_1(x))$, $\;\mathrm{out} = h + \mathrm{MLP}(\mathrm{LN}_2(h))$
 #
 # Set `answer_q_preln` to `"A"`, `"B"` or `"C"`.
 
 # %% solution="q_preln"
 ### BEGIN SOLUTION
-answer_q_preln = "B"
+answer_q_preln = "C"
 ### END SOLUTION
 
 # %% tests="q_preln_tests" points=1

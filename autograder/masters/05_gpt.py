@@ -614,15 +614,15 @@ plt.show()
 # with an untied head, it has
 #
 # * A. the same number of parameters: tying only changes how they are initialised.
-# * B. $|V| \cdot d$ fewer parameters, and the embedding matrix receives gradient from both the
+# * B. $d^2$ fewer parameters, because the head becomes a square matrix.
+# * C. $|V| \cdot d$ fewer parameters, and the embedding matrix receives gradient from both the
 #   input and the output side.
-# * C. $d^2$ fewer parameters, because the head becomes a square matrix.
 # * D. half the parameters of the whole model.
 
 # %% solution="q1"
 # Your answer, one letter: answer_q1 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q1 = "B"
+answer_q1 = "C"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
@@ -637,14 +637,14 @@ tests.grade("q1")
 # The standard deviation of the weights of each residual projection
 #
 # * A. stays $0.02$.
-# * B. is multiplied by $1/\sqrt{2}$, so the stream's variance at initialisation stays about the same.
+# * B. is multiplied by $1/2$.
 # * C. is multiplied by $\sqrt{2}$, to make up for the extra LayerNorms.
-# * D. is multiplied by $1/2$.
+# * D. is multiplied by $1/\sqrt{2}$, so the stream's variance at initialisation stays about the same.
 
 # %% solution="q2"
 # Your answer, one letter: answer_q2 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q2 = "B"
+answer_q2 = "D"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1

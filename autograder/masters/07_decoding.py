@@ -726,14 +726,14 @@ print(f"{n_long} new ids: {_full_ms:.2f} ms per id without the cache, {_cache_ms
 # **Q1.** Which filter keeps the same **number** of words whatever the shape of the distribution?
 #
 # * A. top-p (nucleus) filtering.
-# * B. top-k filtering.
+# * B. a temperature below 1.
 # * C. epsilon filtering.
-# * D. a temperature below 1.
+# * D. top-k filtering.
 
 # %% solution="q1"
 # Your answer, one letter: answer_q1 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q1 = "B"
+answer_q1 = "D"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1

@@ -665,14 +665,14 @@ tests.grade("q1")
 # pre-token `"abc"` encode to?
 #
 # * A. `[97, 257]`: the pair that comes last in the text is merged first.
-# * B. `[256, 99]`: `(a, b)` has the lower rank, so it is merged first, and then no pair has a merge.
+# * B. `[97, 98, 99]`: a pre-token of three bytes is never merged.
 # * C. `[256, 257]`: both merges apply.
-# * D. `[97, 98, 99]`: a pre-token of three bytes is never merged.
+# * D. `[256, 99]`: `(a, b)` has the lower rank, so it is merged first, and then no pair has a merge.
 
 # %% solution="q2"
 # Your answer, one letter: answer_q2 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q2 = "B"
+answer_q2 = "D"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1

@@ -728,15 +728,15 @@ if course:
 # in the decoder's cross-attention, whose weights are `(B, n_head, T, S)`?
 #
 # * A. On the query axis `T`: decoder positions opposite a padded source position get no output.
-# * B. On the key axis `S`: for every query, the weights on source positions 5 to 9 of the second
-#   row are 0.
+# * B. Nowhere: the encoder has already masked the padding, so its output there is 0.
 # * C. On both axes, as a `(S, S)` square.
-# * D. Nowhere: the encoder has already masked the padding, so its output there is 0.
+# * D. On the key axis `S`: for every query, the weights on source positions 5 to 9 of the second
+#   row are 0.
 
 # %% solution="q1"
 # Your answer, one letter: answer_q1 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q1 = "B"
+answer_q1 = "D"
 ### END SOLUTION
 
 # %% tests="q1_tests" points=1
@@ -750,15 +750,15 @@ tests.grade("q1")
 # **Q2.** Greedy decoding of a batch of 64 dates writes 11 tokens per row. How many times must the
 # encoder run, and how many times the decoder (without a cache)?
 #
-# * A. Encoder 11 times, decoder 11 times: each step runs the whole model.
-# * B. Encoder once, decoder 11 times: the source does not change while the target is written.
+# * A. Encoder once, decoder 11 times: the source does not change while the target is written.
+# * B. Encoder 11 times, decoder 11 times: each step runs the whole model.
 # * C. Encoder 64 times, decoder 64 times: one run per row.
 # * D. Encoder once, decoder once: teacher forcing gives all 11 positions in one pass.
 
 # %% solution="q2"
 # Your answer, one letter: answer_q2 = "A", "B", "C" or "D"
 ### BEGIN SOLUTION
-answer_q2 = "B"
+answer_q2 = "A"
 ### END SOLUTION
 
 # %% tests="q2_tests" points=1

@@ -38,8 +38,9 @@ def _hint_unanswered(output) -> None:
     if not m or output.get("ename") != "NameError":
         return
     var, qid = m.groups()
+    # a placeholder, not a letter: any letter here would read as a suggestion of the answer
     hint = (f"Question {qid} is not answered yet: in its cell, set {var} to your answer's letter in "
-            f'quotes ({var} = "B"), run that cell, then Validate again')
+            f'quotes ({var} = "<your letter>"), run that cell, then Validate again')
     output["evalue"] = f"{output['evalue']}. {hint}"
     output["traceback"] = [*output.get("traceback", []), f"NameError: {output['evalue']}"]
 

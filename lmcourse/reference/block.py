@@ -133,8 +133,8 @@ def block_param_count(d: int) -> int:
     return (4 * d * d + 4 * d) + (8 * d * d + 5 * d) + 4 * d
 
 
-answer_q_swap_pos = "B"
-answer_q_preln = "B"
+answer_q_swap_pos = "A"
+answer_q_preln = "C"
 
 
 def mlp_formula(m: nn.Module, x: Tensor) -> Tensor:

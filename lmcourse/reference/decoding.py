@@ -293,7 +293,7 @@ def expected_top_p(row: list[float], p: float) -> list[float]:
 
 
 # ---------------------------------------------------------------- the questions
-answer_q1 = "B"     # top-k keeps k words whatever the distribution's shape
+answer_q1 = "D"     # top-k keeps k words whatever the distribution's shape
 answer_q2 = "A"     # one beam keeps the single best extension at each step: greedy
 
 

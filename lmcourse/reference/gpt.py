@@ -114,8 +114,8 @@ def generate(model: nn.Module, idx, max_new_tokens: int, temperature: float = 1.
     return idx
 
 
-answer_q1 = "B"
-answer_q2 = "B"
+answer_q1 = "C"
+answer_q2 = "D"
 answer_q3 = "A"
 
 GPT_NAMES = "wte, wpe, drop, blocks, ln_f, lm_head"

@@ -138,4 +138,4 @@ def test_generate_draws_what_the_course_sampler_draws():
 
 
 def test_the_quiz_letters():
-    assert (ref.answer_q1, ref.answer_q2, ref.answer_q3) == ("B", "B", "A")
+    assert (ref.answer_q1, ref.answer_q2, ref.answer_q3) == ("C", "D", "A")

@@ -9,8 +9,10 @@ from nbgrader.preprocessors import ClearSolutions, Execute
 # the stubs that name the exercise ("Exercise 2: write count_ngrams here, ..."): in the package, so a
 # change to them rebuilds the grader's release too (lmcourse.grading.template fingerprints both)
 from lmcourse.authoring.stubs import NamedStubs
+# every kernel runs in the sandbox `lmcourse grade` uses (the same allowlisted world, limits and runner)
+from lmcourse.grading.nbgrader_execute import SandboxedExecute
 # the verdict of a notebook graded from records, made here after the kernel ran, not in the kernel
-from lmcourse.marking.grader import JudgeRecords, RecordsStayPut
+from lmcourse.marking.grader import JudgeRecords
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -27,10 +29,12 @@ c.GenerateAssignment.preprocessors = [
     NamedStubs if p is ClearSolutions else p
     for p in GenerateAssignment.class_traits()["preprocessors"].default()]
 
-# RecordsStayPut: Execute, but a later cell's display update cannot rewrite a test's record
+# SandboxedExecute: nbgrader's Execute, but the kernel runs in the course's sandbox (it refuses to grade
+# without bubblewrap unless LMCOURSE_SANDBOX=none); its runner also keeps a test's record where its own
+# cell wrote it. JudgeRecords: the verdict, in this process, from what the kernel recorded.
 c.Autograde.autograde_preprocessors = [
     p for q in Autograde.class_traits()["autograde_preprocessors"].default()
-    for p in ([RecordsStayPut, JudgeRecords] if q is Execute else [q])]
+    for p in ([SandboxedExecute, JudgeRecords] if q is Execute else [q])]
 
 # Generous per-cell limit; notebooks run in the `tiny` profile under autograding
 # (nbgrader sets NBGRADER_EXECUTION), so a healthy notebook needs seconds.

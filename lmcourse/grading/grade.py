@@ -55,7 +55,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import sandbox
+from . import sandbox, trusted
 from .classify import STATUSES, classify
 from .feedback import write_feedback, write_status_page
 from .ingest import Submission, find_submissions
@@ -220,7 +220,8 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
            "memory_mb": limits.memory_mb, "nproc": limits.processes, "injected_tag": INJECTED_TAG}
     try:
         report, killed = sandbox.run(job, work, slot, timeout=limits.notebook_timeout + 30,
-                                     max_bytes=MAX_NOTEBOOK_BYTES * 4, withheld=_withheld(tpl.assignment))
+                                     max_bytes=MAX_NOTEBOOK_BYTES * 4, package=_package(tpl.assignment),
+                                     disk_mb=limits.disk_mb)
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
@@ -229,11 +230,17 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     return report, killed
 
 
-def _withheld(assignment: str) -> list[Path]:
-    """The reference's files, masked in the sandbox of a notebook graded from records."""
-    from ..marking.notebooks import load, marked
+def _package(assignment: str) -> Path | None:
+    """The package a kernel grading ``assignment`` sees under bubblewrap (:mod:`.kernel_package`): made once
+    per version in the grader's cache, which no sandbox binds."""
+    from ..marking.notebooks import marked
 
-    return sandbox.withheld_files(load(assignment).withheld) if marked(assignment) else []
+    if not marked(assignment) or sandbox.mode()[0] != "bubblewrap":
+        return None
+    from .. import data
+    from .kernel_package import kernel_package
+
+    return kernel_package(assignment, data.data_dir() / "kernel-packages")
 
 
 def _notebook_for_kernel(prep_nb, tpl: Template):
@@ -298,6 +305,7 @@ def _score(nb, tpl: Template, res: Result) -> None:
 
     from ..marking.grader import judge_notebook
 
+    trusted.check(tpl.assignment)         # judged with the package the batch started with
     judge_notebook(nb, tpl.assignment)     # records judged here, in the grader's process
     for cell in nb.cells:
         if INJECTED_TAG not in cell.metadata and is_grade(cell):
@@ -360,6 +368,10 @@ def grade(src: Path, assignment: str, out: Path, jobs: int | None = None, limits
     t = time.perf_counter()
     tpl = Template(assignment, out)
     timings["template (generate_assignment; copied when cached)"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    trusted.load(assignment)    # the judge's modules, imported before any kernel of the batch runs
+    _package(assignment)
+    timings["judge and kernel package (made once, then cached)"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     jobs = max(1, jobs or os.cpu_count() or 1)
     slots: queue.Queue = queue.Queue()

@@ -22,6 +22,8 @@ class Limits:
                                  "the kernel)")
     output_chars: int = _flag(1_000_000, "printed output kept per notebook, characters")
     processes: int = _flag(256, "processes and threads per sandbox (RLIMIT_NPROC)")
+    disk_mb: int = _flag(256, "everything a kernel writes, MB (its working folder, home, /tmp and "
+                              "course cache, one size-capped folder in memory)")
     seed: int = 0                     # random, numpy and torch seeds set before student code
 
 

@@ -105,14 +105,10 @@ def _readable_corpus(corpus: Path) -> Path:
 
 
 def _ro_paths() -> list[Path]:
-    """Read-only folders the kernel needs besides the system: Python, venv, lmcourse, corpus."""
-    import lmcourse
-
+    """Read-only folders the kernel needs besides the system: Python, the venv and the lmcourse package
+    (bound over with the notebook's own package when one is given)."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent,
-             Path(lmcourse.__file__).resolve().parent]
-    corpus = _corpus()
-    if corpus is not None:
-        paths.append(corpus)
+             package_dir()]
     out: list[Path] = []
     for p in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
         if not any(p == q or q in p.parents for q in out) and not str(p).startswith("/usr"):
@@ -120,32 +116,30 @@ def _ro_paths() -> list[Path]:
     return out
 
 
+def package_dir() -> Path:
+    import lmcourse
+
+    return Path(lmcourse.__file__).resolve().parent
+
+
 def _corpus() -> Path | None:
     from .. import data
 
-    corpus = Path(data.data_dir())
+    corpus = data.shakespeare_dir()
     return corpus.resolve() if corpus.is_dir() else None
 
 
-def withheld_files(modules: tuple[str, ...] | list[str]) -> list[Path]:
-    """The files of the course modules a graded kernel must not read (their source and bytecode):
-    :attr:`lmcourse.marking.spec.Notebook.withheld`."""
-    import importlib.util
-
-    files: list[Path] = []
-    for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.origin:
-            continue
-        src = Path(spec.origin).resolve()
-        files.append(src)
-        files += sorted((src.parent / "__pycache__").glob(f"{src.stem}.*.pyc"))
-    return files
+DATA = f"{INSIDE}/data"     # the kernel's course cache (LMCOURSE_DATA_DIR): the corpus, and room to write
 
 
-def bwrap_args(work: Path, uid: int | None, withheld: list[Path] | None = None) -> list[str]:
-    """The bubblewrap command line (up to the program) for one submission's sandbox; the files in
-    ``withheld`` read as empty inside it."""
+def bwrap_args(work: Path, uid: int | None, package: Path | None = None, disk_mb: int = 256) -> list[str]:
+    """The bubblewrap command line (up to the program) for one submission's sandbox.
+
+    What the kernel sees is an allowlist: the system, Python and the venv read-only; ``package`` (the
+    notebook's own copy of lmcourse, :mod:`.kernel_package`) read-only where lmcourse lives; the corpus
+    files read-only; and one folder in memory of ``disk_mb`` MB for everything it writes (its working
+    folder, home, ``/tmp`` and course cache). ``work`` on the host is not visible: nothing the kernel
+    writes outlives it."""
     args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     if os.geteuid() != 0:
@@ -161,28 +155,33 @@ def bwrap_args(work: Path, uid: int | None, withheld: list[Path] | None = None) 
     for name in _ETC:
         if (Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    # the writable folders first: a checkout or venv under /tmp (CI clones there) is then
-    # bound read-only on top of the private /tmp instead of being hidden by it
+    # the writable world first: a checkout or venv under /tmp (CI clones there) is then bound
+    # read-only on top of the private /tmp instead of being hidden by it
     args += ["--proc", "/proc", "--dev", "/dev",
-             "--bind", str(work), INSIDE, "--bind", str(work / "tmp"), "/tmp"]
+             "--perms", "1777", "--size", str(int(disk_mb) * 2**20), "--tmpfs", INSIDE]
+    for d in ("run", "home", "tmp", "data"):
+        args += ["--perms", "1777", "--dir", f"{INSIDE}/{d}"]
+    args += ["--symlink", f"{INSIDE}/tmp", "/tmp"]
     made = {"/", "/usr", "/etc", INSIDE, "/tmp"}
     for p in _ro_paths():
         for parent in reversed(p.parents):
             if str(parent) not in made:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(str(parent))
-        src = _readable_corpus(p) if uid is not None and p == _corpus() else p
+        src = package if package is not None and p == package_dir() else p
         args += ["--ro-bind", str(src), str(p)]
         made.add(str(p))
-    for f in withheld or []:        # bound over the read-only package: the reference reads as empty
-        args += ["--ro-bind", "/dev/null", str(f)]
+    corpus = _corpus()
+    if corpus is not None:
+        from .. import data
+
+        src = _readable_corpus(corpus) if uid is not None else corpus
+        args += ["--ro-bind", str(src), f"{DATA}/{data.shakespeare_dir().name}"]
     args += ["--chdir", f"{INSIDE}/run"]
     return args
 
 
-def _env(base: str) -> dict[str, str]:
-    from .. import data
-
+def _env(base: str, data_dir: str) -> dict[str, str]:
     bindir = str(Path(sys.executable).parent)
     return {"PATH": os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": f"{base}/home", "TMPDIR": f"{base}/tmp", "IPYTHONDIR": f"{base}/home/.ipython",
@@ -190,7 +189,7 @@ def _env(base: str) -> dict[str, str]:
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
             "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1", "LMCOURSE_THREADS": "1", "NBGRADER_EXECUTION": "autograde",
-            "LMCOURSE_DATA_DIR": str(Path(data.data_dir()).resolve())}
+            "LMCOURSE_DATA_DIR": data_dir}
 
 
 NONE = "none"                 # the one spelling of "grade without a sandbox" (flag and variable)
@@ -227,7 +226,7 @@ def _probe() -> tuple[bool, str]:
         make_sandbox_workdir(work, None)
         cmd = [*bwrap_args(work, None), sys.executable, "-c", "import lmcourse.grading"]
         try:
-            proc = subprocess.run(cmd, env=_env(INSIDE), capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(cmd, env=_env(INSIDE, DATA), capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"bwrap failed to start: {exc}"
         if proc.returncode != 0:
@@ -264,9 +263,10 @@ def require() -> tuple[str, str]:
 def describe() -> str:
     kind, why = mode()
     if kind == "bubblewrap":
-        return (f"bubblewrap ({why}): read-only system/venv/lmcourse/corpus, only the submission's "
-                "work folder writable, no network, own pid namespace, rlimits (memory, processes, "
-                "file size)")
+        return (f"bubblewrap ({why}): read-only system/venv, the notebook's own copy of lmcourse (no answers "
+                "of it or later notebooks, no hidden tests, no grader) and the corpus; one size-capped folder "
+                "in memory writable; nothing else of the course, the grader or other students; no network; "
+                "own pid namespace; rlimits (memory, processes, file size)")
     if kind == NONE:
         return (f"NONE ({why}): private work folder, scrubbed environment, rlimits, own session; "
                 "NO filesystem or network isolation: trusted submissions only")
@@ -298,31 +298,34 @@ def make_sandbox_workdir(work: Path, uid: int | None) -> None:
             os.chown(p, uid, uid)
 
 
-def command(work: Path, slot: int, withheld: list[Path] | None = None) -> tuple[list[str], dict[str, str], str]:
-    """(argv, env, cwd) that runs the runner for the work folder ``work`` (``withheld``: files the
-    kernel must not read, masked under bubblewrap; without it only the kernel's import refusal
-    stands, :mod:`lmcourse.marking.kernel`)."""
+def command(work: Path, slot: int, package: Path | None = None,
+            disk_mb: int = 256) -> tuple[list[str], dict[str, str], str]:
+    """(argv, env, cwd) that runs the runner for the work folder ``work``. Under bubblewrap the kernel sees
+    ``package`` (:mod:`.kernel_package`) where lmcourse lives; without a sandbox only the kernel's import
+    refusal stands (:mod:`lmcourse.marking.kernel`)."""
     # the runner is a script (-I: no script folder, cwd or PYTHON* variables on its path):
     # importing the lmcourse package would import numpy for nothing
     runner = [sys.executable, "-I", str(Path(sandbox_runner.__file__).resolve())]
     if require()[0] == "bubblewrap":
         uid = UID_BASE + 256 * os.getpid() + slot % 256 if os.geteuid() == 0 else None
         make_sandbox_workdir(work, uid)
-        argv = [*bwrap_args(work, uid, withheld), *runner, INSIDE]
+        argv = [*bwrap_args(work, uid, package, disk_mb), *runner, INSIDE]
         if uid is not None:
             argv.append(f"--uid={uid}")
-        return argv, _env(INSIDE), str(work)
+        return argv, _env(INSIDE, DATA), str(work)
+    from .. import data
+
     make_sandbox_workdir(work, None)
-    return [*runner, str(work)], _env(str(work)), str(work / "run")
+    return [*runner, str(work)], _env(str(work), str(Path(data.data_dir()).resolve())), str(work / "run")
 
 
 def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int,
-        withheld: list[Path] | None = None) -> tuple[dict | None, bool]:
+        package: Path | None = None, disk_mb: int = 256) -> tuple[dict | None, bool]:
     """Pipe ``job`` into a runner in a fresh sandbox on ``work``; (its report, or None when it
     sent none or more than ``max_bytes``; killed because it ran past ``timeout`` seconds).
     The runner stops itself at the notebook cap; ``timeout`` is the backstop. Afterwards
     everything left in the sandbox is killed."""
-    argv, env, cwd = command(work, slot, withheld)
+    argv, env, cwd = command(work, slot, package, disk_mb)
     with tempfile.TemporaryFile() as result:
         t_popen = time.time()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=result,

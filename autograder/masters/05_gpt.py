@@ -500,7 +500,7 @@ else:
 # `block_size` characters), $\text{bpc} = \text{loss in nats} / \ln 2$. The models:
 #
 # * a character **n-gram** of order `max_order` with interpolated **Kneser–Ney** smoothing
-#   (notebook 01's estimator, `lmcourse.ngram`, counted here on characters);
+#   (notebook 01's estimator, `lmcourse.reference.ngram`, counted here on characters);
 # * the **RNN** and the **LSTM** of notebook 02, with the same sizes and recipe. Notebook 02 does
 #   not save them, so they are trained here within this profile's budget, and kept in the course
 #   cache for the next run (the cell says which it did);
@@ -533,10 +533,10 @@ def bits_per_char(model, ids, block_size):
 
 
 def ngram_bits_per_char(text_train, text_eval, order, vocab_size):
-    """Interpolated Kneser-Ney on characters (lmcourse.ngram): bits per character of text_eval."""
+    """Interpolated Kneser-Ney on characters (notebook 01's answers, lmcourse.reference.ngram): bits per character of text_eval."""
     from collections import Counter
 
-    from lmcourse.ngram import build_kn_tables, kneser_ney_prob
+    from lmcourse.reference.ngram import build_kn_tables, kneser_ney_prob  # notebook 01's answers
 
     raw = Counter(tuple(text_train[i:i + order]) for i in range(len(text_train) - order + 1))
     tables = build_kn_tables(raw)

@@ -46,7 +46,7 @@ import nbformat
 
 from ..commands.paths import repo_root
 from ..grading.nbgrader_cli import run_nbgrader
-from ..marking import notebooks, standins
+from ..marking import grade_line, notebooks
 from . import bootstrap, readme
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -119,7 +119,7 @@ def master_to_source(path: Path) -> nbformat.NotebookNode:
             cell.id = f"cell-{i:03d}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    _inline_standins(nb, path.stem)
+    _inline_hidden_tests(nb, path.stem)
     nb.metadata = {"kernelspec": dict(KERNELSPEC),
                    "language_info": {"name": "python"}}
     nb.nbformat, nb.nbformat_minor = 4, 5
@@ -127,23 +127,23 @@ def master_to_source(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def _inline_standins(nb: nbformat.NotebookNode, name: str) -> None:
-    """A notebook graded from records gets its stand-ins' code in the hidden tests that use them
-    (:mod:`lmcourse.marking.standins`)."""
+def _inline_hidden_tests(nb: nbformat.NotebookNode, name: str) -> None:
+    """A notebook graded from records gets each exercise's hidden cases, and the stand-ins' code where
+    it names some, in that exercise's hidden test (:mod:`lmcourse.marking.grade_line`)."""
     if not notebooks.marked(name):
         return
     spec = notebooks.load(name)
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
-            cell.source = standins.inline(cell.source, spec)
+            cell.source = grade_line.inline(cell.source, spec)
 
 
 def source_to_solution(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Keep every solution and test, drop the nbgrader markers and metadata (and the stand-ins'
-    text: the solution notebook imports the reference instead)."""
+    """Keep every solution and test, drop the nbgrader markers and metadata (and the hidden cases' and
+    stand-ins' text: the solution notebook imports the hidden module and the reference instead)."""
     out = nbformat.from_dict(nb)
     for cell in out.cells:
-        cell.source = standins.strip(cell.source)
+        cell.source = grade_line.strip(cell.source)
         lines = cell.source.split("\n")
         cell.source = "\n".join(line for line in lines if not MARKER_RE.match(line)).strip("\n")
         cell.metadata.pop("nbgrader", None)

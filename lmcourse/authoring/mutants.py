@@ -27,6 +27,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 from ..marking import notebooks
 from ..marking.grader import judge_cell
+from ..marking.kernel import AwaitingJudge
 from .build import MARKER_RE
 
 
@@ -293,7 +294,10 @@ class NotebookSession:
         # grader's own code (lmcourse.marking.grader), as a graded run is
         self.recorded = ({ex.test_id: ex.name for ex in notebooks.load(self.name).exercises}
                          if notebooks.marked(self.name) else {})
+        # a recorded test cell ends in AwaitingJudge after its record (what nbgrader, which allows every
+        # error, scores 0 unless the course's judge reads the record): judged here as the judge does
         self.client = NotebookClient(self.source, kernel_name="python3", timeout=cell_timeout,
+                                     allow_error_names=[AwaitingJudge.__name__],
                                      resources={"metadata": {"path": str(self.workdir)}})
 
     def _meta(self, cell) -> dict:
@@ -362,7 +366,7 @@ class NotebookSession:
             if cell.cell_type == "code":
                 self.client.execute_cell(cell, i)
                 gid = self._meta(cell).get("grade_id")
-                if gid in self.recorded:     # a recorded test cell raises nothing: judge it
+                if gid in self.recorded:     # a recorded test cell raises only AwaitingJudge: judge it
                     outcome = judge_cell(self.name, self.recorded[gid], cell)
                     if not outcome.passed:
                         raise ValueError(f"{self.name}: the solution fails its own test: {outcome.text()}")

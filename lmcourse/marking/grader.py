@@ -7,6 +7,10 @@ graded from records it takes the one record its ``tests.grade(...)`` line wrote,
 case with the reference's value (computed here, once per process), and replaces the cell's
 outputs: an error output with the message when it failed (nbgrader then scores the cell 0), a
 line saying how many checks passed when it passed. Expected values never exist in the kernel.
+
+A graded test cell ends in the error its ``tests.grade`` line raises after the record
+(:class:`~lmcourse.marking.kernel.AwaitingJudge`), so a cell that no judge reads scores 0 under any
+nbgrader; the judge takes exactly that error, after a record, for the cell having run to its end.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import functools
 from typing import Any
 
 from .judge import Outcome, expected_values, judge_exercise
-from .kernel import MIME, hidden_cases
+from .kernel import MIME, AwaitingJudge, hidden_cases
 from .notebooks import load, marked
 from .plain import decode
 
@@ -35,12 +39,24 @@ def _records(cell) -> list[dict]:
             if o.get("output_type") in ("display_data", "execute_result") and MIME in o.get("data", {})]
 
 
+def _errors_but_awaiting(outputs: list) -> list:
+    """The cell's error outputs, but the one a graded test raises on purpose after its record
+    (:class:`~lmcourse.marking.kernel.AwaitingJudge`): the cell's last output, after a record. Any other
+    error, or that one anywhere else, is the cell's failure."""
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    last = outputs[-1] if outputs else None
+    if errors == [last] and last.get("ename") == AwaitingJudge.__name__ and _records(
+            {"outputs": outputs[:-1]}):
+        return []
+    return errors
+
+
 def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
     """The outcome of one test cell from the records in its outputs."""
     spec = load(notebook)
     ex = spec.exercise(exercise)
     records = _records(cell)
-    crashed = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+    crashed = next((o for o in _errors_but_awaiting(cell.get("outputs", []))), None)
     if crashed is not None:
         return Outcome(exercise, False, 0, None,
                        f"the test cell raised {crashed.get('ename')}: {crashed.get('evalue')}")

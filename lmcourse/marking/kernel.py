@@ -2,18 +2,23 @@
 
 A test cell is two calls (``tests`` is made by the notebook's setup cell): the visible part
 ``tests.check("count_ngrams")`` (the visible cases, judged here: messages that teach), and in the
-hidden-tests block ``tests.grade("count_ngrams")`` (under the grader: every case recorded, judged
-outside).
+hidden-tests block ``tests.grade("count_ngrams", hidden="...")`` (under the grader: every case
+recorded, judged outside).
 
 At home :meth:`Exam.check` judges the visible cases in the kernel (:mod:`.judge`) and raises
 :class:`~lmcourse.checks.CheckFailed` with the message; under the autograder
 (``NBGRADER_EXECUTION=autograde``) it does nothing, and :meth:`Exam.grade` runs every case,
-visible and hidden, and writes what came back as plain data into the cell's output
-(:data:`MIME`). The grader reads those records in its own process and decides
+visible and hidden, writes what came back as plain data into the cell's output (:data:`MIME`),
+and raises :class:`AwaitingJudge`: the cell fails (0 points) unless a judge reads the record. The
+grader reads those records in its own process and puts its verdict in place of that error
 (:mod:`.grader`): no expected value and no reference code exists in a graded kernel, so nothing
 a student's code does in it can make a wrong answer pass. Run outside the autograder (the
-solution notebook, the author's mutant harness), :meth:`Exam.grade` judges the hidden cases here,
-with the same code the grader uses.
+solution notebook), :meth:`Exam.grade` judges the hidden cases here, with the same code the
+grader uses.
+
+Hidden cases arrive with their own test cell: the build writes an exercise's hidden cases into its
+``tests.grade`` line as source (:mod:`.hidden_source`), which a graded kernel compiles when that
+line runs; it imports no hidden module (its package has none).
 
 Stand-ins ("one mistake costs once"): an exercise's cases run with the reference versions of the
 earlier exercises it names (:attr:`.spec.Exercise.standins`) in the notebook's globals. In a
@@ -31,12 +36,14 @@ import os
 import sys
 from typing import Any
 
+from .hidden_source import load_hidden
 from .judge import judge_exercise, observe
 from .plain import Raised, decode, raised
 from .spec import Case, Exercise, Names, Notebook
 from .standins import load_standins
 
-__all__ = ["MIME", "Exam", "expected_table", "grading", "hidden_cases", "recorded_expected", "withhold"]
+__all__ = ["MIME", "AwaitingJudge", "Exam", "MissingHiddenCases", "expected_table", "grading", "hidden_cases",
+           "recorded_expected", "withhold"]
 
 MIME = "application/vnd.lmcourse.record+json"
 PASS_LINE = "the visible checks pass (the autograder also runs hidden tests)"
@@ -77,22 +84,34 @@ class Exam:
             raise _home_error(outcome, got)
         print(f"{name}: {PASS_LINE}")
 
-    def grade(self, name: str, standins: str | None = None) -> None:
-        """Under the autograder: every case of ``name`` run and recorded. Elsewhere: the hidden
-        cases judged here. ``standins``: the stand-ins' source, written by the build."""
+    def grade(self, name: str, standins: str | None = None, hidden: str | None = None) -> None:
+        """Under the autograder: every case of ``name`` run and recorded, then :class:`AwaitingJudge`
+        raised, so the cell scores 0 unless the course's judge replaces it with its verdict. Elsewhere:
+        the hidden cases judged here. ``standins`` and ``hidden``: the stand-ins' source and the
+        exercise's hidden cases as source, written by the build (:mod:`.grade_line`)."""
         __tracebackhide__ = True
         from lmcourse.checks import CheckFailed
 
         ex = self._notebook.exercise(name)
-        hidden = hidden_cases(self._notebook, name)
+        if hidden is not None:
+            cases = load_hidden(hidden, ex)
+        elif grading():
+            raise MissingHiddenCases(
+                f"{name}: this hidden test carries no hidden cases (tests.grade({name!r}, hidden=...)), and a graded "
+                "kernel has no hidden module to take them from: grade the source notebook `lmcourse build` writes "
+                "(autograder/source/), not one edited by hand")
+        else:
+            cases = hidden_cases(self._notebook, name)
         loaded = load_standins(standins, ex) if standins else self._imported_standins(ex)
         if grading():
-            cases = ex.cases + hidden
-            trees = self._run(ex, cases, loaded)
+            trees = self._run(ex, ex.cases + cases, loaded)
             _publish({"notebook": self._notebook.name, "exercise": name, "cases": trees})
-            return
-        got = self._run(ex, hidden, loaded)
-        outcome = self._judge(ex, hidden, got, 0)
+            raise AwaitingJudge(
+                f"{name}: this cell's points are decided by the course's judge, which reads the record above and "
+                "puts its verdict here in place of this message; nbgrader without the course's config "
+                "(autograder/nbgrader_config.py, which runs JudgeRecords) scores this cell 0") from None
+        got = self._run(ex, cases, loaded)
+        outcome = self._judge(ex, cases, got, 0)
         if not outcome.passed:
             raise CheckFailed(outcome.message)
         print(f"{name}: the hidden tests pass")
@@ -228,8 +247,8 @@ def withhold(notebook: Notebook) -> None:
     Done once: ``lmcourse grade``'s preamble does it before any student cell."""
     if any(type(f) is _Withheld for f in sys.meta_path):
         return
-    names = frozenset(notebook.withheld) | (_other_answers() - set(notebook.uses))
-    for name in notebook.withheld:
+    names = frozenset(notebook.withheld) | (_other_answers() - set(notebook.uses)) | _hidden_modules()
+    for name in set(notebook.withheld) | _hidden_modules():
         sys.modules.pop(name, None)
         parent, _, child = name.rpartition(".")
         if parent in sys.modules and child in vars(sys.modules[parent]):
@@ -328,14 +347,39 @@ def _other_answers() -> frozenset[str]:
         lmcourse.reference.__path__)) if name not in sys.modules)
 
 
+def _hidden_modules() -> frozenset[str]:
+    """Every notebook's hidden cases module: a graded kernel takes an exercise's hidden cases from the
+    text its own test cell carries, and imports none of these (the graded kernel's package has none)."""
+    import pkgutil
+
+    from lmcourse import marking
+
+    return frozenset(f"{marking.__name__}.{m.name}" for m in pkgutil.iter_modules(marking.__path__)
+                     if m.name.endswith("_hidden"))
+
+
 def hidden_cases(notebook: Notebook, name: str) -> tuple[Case, ...]:
-    """The hidden cases of exercise ``name`` (none where the hidden module is not installed: a
-    student's release)."""
+    """The hidden cases of exercise ``name``, from the notebook's hidden module (the grader's, and the
+    solution notebook's at home). Fails loudly: a module that does not import, or an exercise with no
+    entry, would otherwise grade on the visible cases alone with nothing said."""
     try:
         module = importlib.import_module(notebook.hidden)
-    except ModuleNotFoundError:
-        return ()
-    return tuple(module.HIDDEN.get(name, ()))
+    except ImportError as exc:
+        raise MissingHiddenCases(f"{notebook.name}: the hidden cases ({notebook.hidden}) do not import ({exc}): "
+                                 "they are the grader's, not in a student's release") from exc
+    table = getattr(module, "HIDDEN", None)
+    if not isinstance(table, dict) or not table.get(name):
+        raise MissingHiddenCases(f"{notebook.name}: {notebook.hidden}.HIDDEN has no cases for {name!r}")
+    return tuple(table[name])
+
+
+class MissingHiddenCases(LookupError):
+    """An exercise's hidden cases are not where the test looks for them."""
+
+
+class AwaitingJudge(Exception):
+    """Raised by a graded test cell right after its record: the cell's points are the judge's to give,
+    and a test cell no judge reads stays failed (0 points) instead of passing by default."""
 
 
 def _publish(record: dict) -> None:

@@ -2,9 +2,9 @@
 
 In a graded notebook their code must not exist in the kernel before the records of the exercises
 they answer are taken, so the build writes it into the hidden test of the exercise that needs it
-(:func:`inline`): ``tests.grade("count_ngrams")`` becomes ``tests.grade("count_ngrams",
-standins="...")``, the reference's functions as text, compiled in the kernel when that line runs
-(:func:`load_standins`). The student's release has no hidden tests, so it has none of this text.
+(:mod:`.grade_line`): ``tests.grade("count_ngrams")`` becomes ``tests.grade("count_ngrams",
+standins="...", hidden="...")``, the reference's functions as text, compiled in the kernel when that
+line runs (:func:`load_standins`). The student's release has no hidden tests, so it has none of this text.
 """
 
 from __future__ import annotations
@@ -12,32 +12,12 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import re
 import types
 from typing import Any
 
 from .spec import Exercise, Notebook
 
-__all__ = ["inline", "load_standins", "standin_source", "strip"]
-
-_GRADE = re.compile(r'^([ \t]*\w+\.grade\("(\w+)")(\))[ \t]*$', re.M)
-_INLINED = re.compile(r'^([ \t]*\w+\.grade\("\w+"), standins=.*\)[ \t]*$', re.M)
-
-
-def inline(source: str, notebook: Notebook) -> str:
-    """A test cell's source with the stand-ins' code added to each ``X.grade("name")`` line whose
-    exercise names stand-ins."""
-    def add(m: re.Match) -> str:
-        ex = notebook.exercise(m.group(2))
-        if not ex.standins:
-            return m.group(0)
-        return f"{m.group(1)}, standins={standin_source(notebook, ex.name)!r})"
-    return _GRADE.sub(add, source)
-
-
-def strip(source: str) -> str:
-    """The inverse of :func:`inline`, for the solution notebook (which imports the reference)."""
-    return _INLINED.sub(lambda m: m.group(1) + ")", source)
+__all__ = ["load_standins", "standin_source"]
 
 
 def load_standins(source: str, ex: Exercise) -> dict[str, Any]:

@@ -33,6 +33,14 @@ def rec(payload):
     return nbformat.v4.new_output("display_data", data={MIME: payload, "text/plain": "(record)"})
 
 
+def error(ename, evalue="..."):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])
+
+
+def awaiting():
+    return error("AwaitingJudge", "pad_sentence: this cell's points are decided by the course's judge")
+
+
 def judged(nb):
     out = judge_notebook(nb, "01_ngram")["pad_sentence_tests"]
     return out, nb.cells[0].outputs
@@ -43,6 +51,20 @@ def test_the_reference_recorded_passes_and_the_record_leaves_the_outputs():
     assert out.passed and out.checked == 6
     assert [o.output_type for o in outputs] == ["stream", "stream"]
     assert "all 6 checks pass" in outputs[-1].text and not any(MIME in o.get("data", {}) for o in outputs)
+
+
+def test_the_error_a_graded_test_raises_after_its_record_is_replaced_by_the_verdict():
+    """A graded test cell scores 0 under any nbgrader (tests.grade raises AwaitingJudge after the record);
+    the course's judge reads the record and puts its verdict in the error's place."""
+    from nbgrader.utils import determine_grade
+
+    nb = notebook_with(rec(record()), awaiting())
+    assert determine_grade(nb.cells[0])[0] == 0       # what nbgrader gives it with no judge
+    out, outputs = judged(nb)
+    assert out.passed and [o.output_type for o in outputs] == ["stream", "stream"]
+    assert determine_grade(nb.cells[0])[0] == 1
+    out, outputs = judged(notebook_with(rec(record(fn=lambda words, n: 42)), awaiting()))
+    assert not out.passed and "AwaitingJudge" not in outputs[-1].evalue and outputs[-1].ename == "CheckFailed"
 
 
 def test_a_wrong_answer_becomes_an_error_output_nbgrader_scores_zero():
@@ -71,6 +93,11 @@ def test_a_slip_only_hidden_cases_see_is_named_as_hidden():
     ((rec({**record(), "cases": record()["cases"][:2]}),), "did not run to its end"),
     ((nbformat.v4.new_output("error", ename="NameError", evalue="name 'tests' is not defined", traceback=[]),),
      "raised NameError"),
+    ((awaiting(),), "raised AwaitingJudge"),                        # the judge's cue, but no record before it
+    ((awaiting(), rec(record())), "raised AwaitingJudge"),          # the record must come first
+    ((rec(record()), awaiting(), awaiting()), "raised AwaitingJudge"),
+    ((rec(record()), error("MissingHiddenCases")), "raised MissingHiddenCases"),
+    ((rec(record()), error("AwaitingJudges")), "raised AwaitingJudges"),   # that error exactly
 ])
 def test_every_broken_record_fails_with_a_reason(outputs, says):
     out, outs = judged(notebook_with(*outputs))

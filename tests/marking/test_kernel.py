@@ -9,7 +9,11 @@ import pytest
 import lmcourse.reference.ngram as ref
 from lmcourse.checks import CheckFailed
 from lmcourse.marking import kernel
-from lmcourse.marking.kernel import Exam
+from lmcourse.marking.hidden_source import hidden_source
+from lmcourse.marking.kernel import AwaitingJudge, Exam, MissingHiddenCases
+from lmcourse.marking.notebooks import load
+
+NB = load("01_ngram")
 
 
 def namespace(**answers):
@@ -50,17 +54,50 @@ def test_at_home_calling_the_exercises_own_reference_is_refused(monkeypatch):
 
 
 def test_under_the_autograder_check_does_nothing_and_grade_records_every_case(monkeypatch, published):
+    hidden = hidden_source(NB, "pad_sentence")
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     try:
         exam = Exam("01_ngram", namespace(pad_sentence=lambda words, n: 42))
         exam.check("pad_sentence")            # no verdict in the kernel
         assert published == []
-        exam.grade("pad_sentence")
-        (record,) = published
+        with pytest.raises(AwaitingJudge, match="nbgrader without the course's config .* scores this cell 0"):
+            exam.grade("pad_sentence", hidden=hidden)
+        (record,) = published                 # the record first, then the error no judge but the course's reads
         assert record["exercise"] == "pad_sentence" and len(record["cases"]) == 6
         assert record["cases"][0] == 42       # what came back, as plain data; no expected value
     finally:
         _unwithhold()
+
+
+def test_a_graded_kernel_takes_hidden_cases_from_its_test_cell_and_imports_no_hidden_module(monkeypatch, published):
+    hidden = hidden_source(NB, "pad_sentence")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    try:
+        exam = Exam("01_ngram", namespace())
+        assert "lmcourse.marking.ngram_hidden" not in sys.modules
+        for module in ("lmcourse.marking.ngram_hidden", "lmcourse.marking.gpt_hidden"):
+            with pytest.raises(ImportError, match="not available while notebook 01_ngram is graded"):
+                importlib.import_module(module)
+        with pytest.raises(MissingHiddenCases, match="carries no hidden cases"):
+            exam.grade("pad_sentence")        # a test cell the build did not write: an error, not zero hidden cases
+        assert published == []
+        with pytest.raises(AwaitingJudge):
+            exam.grade("pad_sentence", hidden=hidden)
+        assert len(published[0]["cases"]) == 6
+    finally:
+        _unwithhold()
+
+
+def test_at_home_grade_judges_the_hidden_cases_from_the_module_or_the_text(monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    exam = Exam("01_ngram", namespace())
+    exam.grade("pad_sentence")
+    exam.grade("pad_sentence", hidden=hidden_source(NB, "pad_sentence"))
+    assert capsys.readouterr().out.count("the hidden tests pass") == 2
+    wrong = Exam("01_ngram", namespace(pad_sentence=lambda words, n: ["<s>"] * (n - 1) + list(words) + ["</s>"]
+                                       if words else ["</s>"]))
+    with pytest.raises(CheckFailed, match=r"pad_sentence\(\[\], 5\)"):
+        wrong.grade("pad_sentence")
 
 
 def test_under_the_autograder_the_reference_cannot_be_imported(monkeypatch):

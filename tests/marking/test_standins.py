@@ -1,21 +1,13 @@
-"""lmcourse.marking.standins: a stand-in's code is written into the hidden test that uses it, and
-never brings in an exercise graded at or after that one."""
+"""lmcourse.marking.standins: a stand-in's code, written into the hidden test that uses it
+(tests/marking/test_hidden_source.py), never brings in an exercise graded at or after that one."""
 
 import pytest
 
 from lmcourse.marking.notebooks import load
 from lmcourse.marking.spec import Exercise, Notebook
-from lmcourse.marking.standins import inline, load_standins, standin_source, strip
+from lmcourse.marking.standins import load_standins, standin_source
 
 NB = load("01_ngram")
-
-
-def test_inline_adds_the_source_and_strip_takes_it_away():
-    cell = '# a comment\ntests.check("count_ngrams")\n### BEGIN HIDDEN TESTS\ntests.grade("count_ngrams")\n'
-    done = inline(cell, NB)
-    assert 'tests.grade("count_ngrams", standins=' in done and "def pad_sentence" in done
-    assert strip(done) == cell
-    assert inline('tests.grade("pad_sentence")', NB) == 'tests.grade("pad_sentence")'   # needs none
 
 
 def test_the_source_compiles_to_working_functions_apart_from_the_reference_module():

@@ -55,10 +55,11 @@ from .distributed import (
 )
 from .nn.checkpoint import model_state, write_checkpoint
 from .runtime import is_autograding, pick_device
+from .train_parts import StepOptimizer, TrainParts
 
 __all__ = ["TrainConfig", "History", "train", "estimate_loss", "lr_at", "lm_cross_entropy", "model_logits",
            "make_optimizer", "autocast", "want_progress", "compile_ok", "load_checkpoint", "CHECKPOINT_FORMAT",
-           "CheckpointError", "BatchSplitError", "val_note"]
+           "CheckpointError", "BatchSplitError", "val_note", "TrainParts"]
 
 CHECKPOINT_FORMAT = 2  # 1: train()'s and distributed's separate layouts (read, upgraded on load)
 
@@ -261,16 +262,22 @@ def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int,
                      micro=batch_size, env=DistEnv(device=device))
 
 
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """AdamW with weight decay on matrices only (fused kernel on CUDA), or plain SGD."""
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.device,
+                   adamw_step=None) -> torch.optim.Optimizer:
+    """AdamW with weight decay on matrices only (fused kernel on CUDA), or plain SGD; ``adamw_step`` (a
+    :class:`TrainParts`'s) takes AdamW's step, with the same groups and settings."""
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters")
     if cfg.optimizer == "sgd":
+        if adamw_step is not None:
+            raise ValueError("an adamw_step was given for a run whose optimizer is 'sgd'")
         return torch.optim.SGD(params, lr=cfg.lr)
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     groups = [g for g in groups if g["params"]]
+    if adamw_step is not None:
+        return StepOptimizer(groups, adamw_step, lr=cfg.lr, betas=cfg.betas)
     extra = {"fused": True} if device.type == "cuda" else {}
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, **extra)
 
@@ -362,7 +369,7 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, stop_after: int | None = None,
           batch_fn=None, loss_fn: LossFn | None = None, *, env: DistEnv | None = None,
           micro_batch_size: int | None = None, checkpoint_extra: dict | None = None, check_checkpoint=None,
-          on_eval: Callable[[int, History], None] | None = None) -> History:
+          on_eval: Callable[[int, History], None] | None = None, parts: TrainParts | None = None) -> History:
     """Train ``model`` on windows of ``train_tokens`` for ``cfg.steps`` steps; return the history.
 
     ``train_tokens`` / ``val_tokens`` are 1-D LongTensors of token ids (see
@@ -401,6 +408,10 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     rank gets the same history. ``on_eval(step, history)`` is called on rank 0 after each
     validation. ``checkpoint_extra`` is written into every checkpoint (e.g. the vocabulary);
     ``check_checkpoint(state)`` may raise before a checkpoint is resumed from.
+
+    ``parts`` (:class:`lmcourse.train_parts.TrainParts`) hands the AdamW step, the learning-rate schedule
+    and the clipping to functions written elsewhere (notebook 02's students'); each one left ``None`` is the
+    loop's own (``torch.optim.AdamW``, :func:`lr_at`, ``torch.nn.utils.clip_grad_norm_``).
 
     **The checkpoint** (format :data:`CHECKPOINT_FORMAT`; :func:`load_checkpoint` reads it) is
     the model's saved form of :mod:`lmcourse.nn.checkpoint` — ``config`` (the model's config
@@ -446,7 +457,8 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
         batch_fn = batch_on_device
     if not per_step_seeds:
         torch.manual_seed(cfg.seed)
-    opt = make_optimizer(model, cfg, device)
+    parts = parts or TrainParts()
+    opt = make_optimizer(model, cfg, device, adamw_step=parts.adamw_step)
     params = [p for g in opt.param_groups for p in g["params"]]
     gens = {k: torch.Generator().manual_seed(shard_seed(cfg.seed, k)) for k in mine}
     hist, start = History(), 0
@@ -511,7 +523,8 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
             validate(0)
         while step < last:
             t0 = time.perf_counter()
-            lr = lr_at(step, cfg)
+            lr = lr_at(step, cfg) if parts.lr_schedule is None else float(parts.lr_schedule(
+                step, cfg.lr, cfg.lr * cfg.min_lr_ratio, cfg.warmup_steps, cfg.steps))
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
@@ -532,7 +545,9 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                 raise FloatingPointError(f"the loss became {loss_value} at step {step + 1}; "
                                          "try a smaller lr or a grad_clip")
             scaler.unscale_(opt)  # clipping and the norm see the true gradients
-            if cfg.grad_clip is not None:
+            if cfg.grad_clip is not None and parts.clip_grad_norm is not None:
+                norm = parts.clip_grad_norm(params, cfg.grad_clip)
+            elif cfg.grad_clip is not None:
                 norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             else:
                 norm = torch.linalg.vector_norm(

@@ -12,8 +12,9 @@
 # **What you will build.** A character-level language model that reads text one character at a
 # time and carries what it has read in a fixed-length vector: the Elman recurrent neural
 # network (RNN). You will write the recurrence, the language-model loss and perplexity, a
-# sampler and one step of gradient descent by hand; then train your RNN and an LSTM on
-# Shakespeare with the course's training loop,
+# sampler, one step of gradient descent, an AdamW step, the warm-up + cosine learning-rate schedule
+# and gradient clipping by hand; then train your RNN and an LSTM on Shakespeare with the course's
+# training loop running your optimizer, schedule and clipping,
 # compare them, play "which one is the real Shakespeare?", and *see* why plain RNNs forget:
 # their gradients vanish as they travel back in time.
 #
@@ -139,8 +140,10 @@ tests.grade("elman_step")
 # %% [markdown]
 # ## 3. Unrolling over a sequence
 #
-# (The lecture's slide writes the Elman network with other letters: its $a_t$, $W_{ax}$, $W_{ah}$,
-# $b_a$ are our $h_t$, $W_{xh}$, $W_{hh}$, $b_h$; its $\sigma$ is our $\tanh$; its $W_{yh}$ and
+# (The lecture's slide writes the Elman network in two lines, $a_t = W_{ah} h_{t-1} + W_{ax} x_t + b_a$
+# and $h_t = \sigma(a_t)$: its $a_t$ is the **pre-activation**, the sum inside our $\tanh$ (the $a_t$ of
+# Exercise 1's worked example), and its $h_t$ is ours; its $W_{ax}$, $W_{ah}$, $b_a$ are our $W_{xh}$,
+# $W_{hh}$, $b_h$; its $\sigma$ is our $\tanh$; its $W_{yh}$ and
 # $y_t = \mathrm{softmax}(\dots)$ are the output layer of Section 4, where our $y_t$ are the logits
 # *before* the softmax.)
 #
@@ -514,39 +517,195 @@ ax.set_ylabel("training loss (nats/char)")
 ax.set_title("Plain SGD with your train_step");
 
 # %% [markdown]
-# ### Handing over to `lmcourse.train`
+# ## 9. The loop's three improvements, by hand
 #
 # `lmcourse.train.train(model, train_ids, val_ids, cfg)` repeats the same four moves (the
 # targets come already shifted from `get_batch`, so its loss is the cross-entropy of `model(x)`
-# against `y` at every position), with the improvements every modern model uses:
+# against `y` at every position), with three improvements every modern model's training uses.
+# You write all three now, and the training run below uses yours (where one is missing or
+# disagrees with the course's on a small trial, the run says so and uses the course's, so a
+# mistake costs only its own exercise's points).
 #
-# * **AdamW** instead of plain SGD (per-parameter step sizes from running gradient statistics);
+# * **AdamW** instead of plain SGD: per-parameter step sizes from running gradient statistics;
 # * a **learning-rate schedule**: a short linear warm-up, then a cosine decay to 10% of the peak;
 # * **gradient clipping**: if the gradient's global norm $\lVert g \rVert$ exceeds $c$, it is
-#   rescaled to $g \cdot c / \lVert g \rVert$ (same direction, bounded step) — more in Section 10;
-# * a validation estimate every `eval_interval` steps, a progress bar with the loss and the
-#   throughput, and a seed, so that a rerun gives the same curve.
+#   rescaled to $g \cdot c / \lVert g \rVert$ (same direction, bounded step) — more in Section 11.
 #
-# Every later notebook trains with this same loop. The sizes come from the profile (`tiny` when
-# grading, `cpu` on a laptop, `gpu` on a GPU), printed by the setup cell.
+# Each is written by hand, as `train_step` was: the tests switch off `torch.optim` (its `AdamW`,
+# `Adam` and their fused kernels), `torch.optim.lr_scheduler` and the course's own `lr_at`, and
+# `torch.nn.utils.clip_grad_norm_`, and compare yours with them on the same inputs, in float64.
+#
+# ### Exercise 8 — one AdamW step (2 points)
+#
+# For every parameter $\theta$ with gradient $g_t$ at step $t = 1, 2, \dots$, AdamW keeps two running
+# averages, of the gradient and of its square, both starting at zero:
+#
+# $$m_t = \beta_1 m_{t-1} + (1 - \beta_1)\, g_t, \qquad v_t = \beta_2 v_{t-1} + (1 - \beta_2)\, g_t^2
+#   \quad\text{(element-wise)}.$$
+#
+# Starting at zero biases them towards zero in the first steps, so they are **bias-corrected**,
+# $\hat m_t = m_t / (1 - \beta_1^t)$ and $\hat v_t = v_t / (1 - \beta_2^t)$; then the weight is decayed
+# and stepped:
+#
+# $$\theta \leftarrow \theta\, (1 - \eta \lambda), \qquad
+#   \theta \leftarrow \theta - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon}.$$
+#
+# The decay $\lambda$ (`weight_decay`) is **decoupled**: it shrinks the weight directly, scaled by the
+# learning rate $\eta$, and never enters $m$ or $v$ (Adam's older "L2" decay adds $\lambda \theta$ to the
+# gradient, where the division by $\sqrt{\hat v_t}$ undoes most of it). $\epsilon$ is added to
+# $\sqrt{\hat v_t}$, outside the square root. Decay first, then step, as `torch.optim.AdamW` does.
+#
+# Write `adamw_step(params, state, lr, betas, eps, weight_decay)`: `params` is a list of tensors, each
+# with its gradient in `.grad`; change each one **in place** (under `torch.no_grad()`, in its own dtype),
+# and skip those whose `.grad` is `None` (frozen ones). `state` is a dict, empty before the first step
+# and the *same* dict at every later call: keep each parameter's $m$, $v$ and step count $t$ in it,
+# e.g. `state[i] = {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)}` for the `i`-th
+# parameter. `betas` is the pair $(\beta_1, \beta_2)$. Return nothing.
+
+# %% solution="adamw_step"
+@torch.no_grad()
+def adamw_step(params, state, lr, betas, eps, weight_decay):
+    """One AdamW step, in place, on every tensor of params that has a .grad (the others are left alone).
+
+    state: a dict, empty before the first step, the same dict at every step: keep m, v and the step count in it.
+    betas = (beta1, beta2). The weight is decayed first, p *= 1 - lr * weight_decay, then stepped by
+    lr * m_hat / (sqrt(v_hat) + eps). No torch.optim.
+    """
+    ### BEGIN SOLUTION
+    beta1, beta2 = betas
+    for i, p in enumerate(params):
+        if p.grad is None:
+            continue
+        s = state.setdefault(i, {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)})
+        s["step"] += 1
+        s["m"] = beta1 * s["m"] + (1 - beta1) * p.grad
+        s["v"] = beta2 * s["v"] + (1 - beta2) * p.grad ** 2
+        m_hat = s["m"] / (1 - beta1 ** s["step"])
+        v_hat = s["v"] / (1 - beta2 ** s["step"])
+        p.mul_(1 - lr * weight_decay)
+        p -= lr * m_hat / (v_hat.sqrt() + eps)
+    ### END SOLUTION
+
+
+# %% tests="adamw_step_tests" points=2
+# Worked example, the first step from an empty state (lr 0.1, betas (0.9, 0.999), eps 1e-8, no decay):
+# m_hat = g and v_hat = g², so each entry moves by lr * g / (|g| + eps), about lr * sign(g), whatever the size of g:
+#   p = [1, -2, 0.5, 3] with g = [0.2, -0.4, 1e-4, 0] becomes [0.9, -1.9, 0.40001, 3]; a frozen p (no .grad) stays.
+# Then one step with weight decay 0.1 (p shrinks by 1 - lr * 0.1 = 0.99 first), and six steps against
+# torch.optim.AdamW in float64 (torch.optim is switched off for you).
+tests.check("adamw_step")
+### BEGIN HIDDEN TESTS
+tests.grade("adamw_step")
+### END HIDDEN TESTS
+
+
+# %% [markdown]
+# ### Exercise 9 — warm-up and cosine decay (1 point)
+#
+# A training run of $S$ steps (`total_steps`), counted from `step = 0`, with $W$ warm-up steps
+# (`warmup_steps`), peak $\eta_{\max}$ and floor $\eta_{\min}$, uses the learning rate
+#
+# $$\eta(s) = \begin{cases}
+#   \eta_{\max}\, \dfrac{s + 1}{W} & s < W \quad\text{(linear warm-up: the first step already moves)}\\[2ex]
+#   \eta_{\min} + \tfrac12 (\eta_{\max} - \eta_{\min}) \big(1 + \cos(\pi\, p)\big), \quad
+#   p = \dfrac{s - W}{S - 1 - W} & s \ge W \quad\text{(half a cosine)}
+# \end{cases}$$
+#
+# so the last warm-up step reaches $\eta_{\max}$, the cosine starts there at step $W$ and reaches
+# $\eta_{\min}$ exactly at the last step, $s = S - 1$. Write `lr_schedule(step, max_lr, min_lr,
+# warmup_steps, total_steps)` returning $\eta(s)$ as a Python float (`math.cos`); with
+# `warmup_steps = 0` there is no warm-up (step 0 is the cosine's, $\eta_{\max}$).
+
+# %% solution="lr_schedule"
+def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+    """The learning rate of step `step` (0-based) of a run of total_steps: linear warm-up over warmup_steps,
+    then half a cosine from max_lr down to min_lr, reached at the last step, total_steps - 1."""
+    ### BEGIN SOLUTION
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - 1 - warmup_steps)
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+    ### END SOLUTION
+
+
+# %% tests="lr_schedule_tests" points=1
+# max_lr 1, min_lr 0.1, 3 warm-up steps of 12: 1/3, 2/3, 1 (the warm-up), then 1.0 at step 3 (the cosine's
+# start, p = 0), 0.55 at step 7 (p = 1/2), and 0.1 at step 11, the last (p = 1). Then a run like the notebook's
+# (1,000 steps, 50 of warm-up) and one without warm-up.
+tests.check("lr_schedule")
+### BEGIN HIDDEN TESTS
+tests.grade("lr_schedule")
+### END HIDDEN TESTS
+
+
+# %% [markdown]
+# ### Exercise 10 — clipping by the global norm (1 point)
+#
+# The **global norm** of the gradients of all parameters is the L2 norm of all their entries together,
+# $\lVert g \rVert = \sqrt{\sum_{p} \sum_{j} (g_p)_j^2}$ — one number for the whole model, not one per
+# tensor. If it exceeds $c$ (`max_norm`), *every* gradient is multiplied by the same factor
+# $c / \lVert g \rVert$, so the whole gradient keeps its direction and gets norm $c$; if it does not,
+# the gradients are left as they are. Write `clip_grad_norm(params, max_norm)`: rescale the `.grad` of
+# the tensors in `params` in place (skipping those whose `.grad` is `None`) and return the global norm
+# **before** clipping, a Python float (the training loop plots it in Section 11).
+
+# %% solution="clip_grad_norm"
+@torch.no_grad()
+def clip_grad_norm(params, max_norm):
+    """Rescale the gradients of params in place so that their global L2 norm is at most max_norm.
+    Returns the global norm before clipping, as a Python float."""
+    ### BEGIN SOLUTION
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads))
+    if norm > max_norm:
+        for g in grads:
+            g.mul_(max_norm / norm)
+    return norm
+    ### END SOLUTION
+
+
+# %% tests="clip_grad_norm_tests" points=1
+# Gradients [2, 1, 2] (norm 3) and [[0, 4]] (norm 4): the global norm is sqrt(9 + 16) = 5. With max_norm 1
+# every entry is multiplied by 1/5: [0.4, 0.2, 0.4] and [[0, 0.8]], and 5.0 is returned; with max_norm 10
+# nothing changes. Then three tensors against torch.nn.utils.clip_grad_norm_ (switched off for you).
+tests.check("clip_grad_norm")
+### BEGIN HIDDEN TESTS
+tests.grade("clip_grad_norm")
+### END HIDDEN TESTS
+
+
+# %% [markdown]
+# ### Handing over to `lmcourse.train`
+#
+# Besides your three pieces, the loop adds a validation estimate every `eval_interval` steps, a
+# progress bar with the loss and the throughput, and a seed, so that a rerun gives the same curve.
+# Every later notebook trains with this same loop (with the course's versions of the three). The
+# sizes come from the profile (`tiny` when grading, `cpu` on a laptop, `gpu` on a GPU), printed by
+# the setup cell. The next cell tries each of your functions once against the course's and hands the
+# ones that agree to the loop, `train(..., parts=parts)`.
+
+# %%
+from lmcourse.train_parts import yours_where_they_work
+
+parts = yours_where_they_work(adamw_step=adamw_step, lr_schedule=lr_schedule, clip_grad_norm=clip_grad_norm)
 
 # %% [markdown]
 # ### Your RNN
 #
 # AdamW's learning rate of 3e-3 is typical for small character models. The clipping threshold
-# $c = 0.5$ is set from the gradient norms these models actually have (Section 10 plots them):
+# $c = 0.5$ is set from the gradient norms these models actually have (Section 11 plots them):
 # the customary $c = 1$ would never act here.
 
 # %%
 from lmcourse.recipes import rnn as rnn_recipe
 
-# the recipe (lmcourse.recipes.rnn): Adam at 3e-3, clipping at 0.5, validated 5x as often as the
+# the recipe (lmcourse.recipes.rnn): AdamW at 3e-3, clipping at 0.5, validated 5x as often as the
 # profile says, so the curves show the fast early drop
 R = rnn_recipe.recipe(P.name)
 cfg = R.train_config(seed=rt.seed)
 torch.manual_seed(rt.seed)
 rnn = RNNLM(tok.vocab_size, **R.model_sizes())
-hist_rnn = train(rnn, train_ids, val_ids, cfg)
+hist_rnn = train(rnn, train_ids, val_ids, cfg, parts=parts)
 
 # %% [markdown]
 # ### An LSTM
@@ -616,7 +775,7 @@ with torch.no_grad():
 print(f"largest difference between the equations and nn.LSTM: "
       f"{float((torch.stack(hs_by_hand, 1) - hs_lstm).abs().max()):.1e}")
 
-hist_lstm = train(lstm, train_ids, val_ids, cfg)
+hist_lstm = train(lstm, train_ids, val_ids, cfg, parts=parts)
 
 # %%
 ax = plot.loss_curves({"RNN": hist_rnn, "LSTM": hist_lstm}, title=f"Character models on Shakespeare ({P.name})")
@@ -662,7 +821,7 @@ for name, model in [("RNN", rnn), ("LSTM", lstm)]:
           "(compare with notebook 01's Kneser-Ney validation perplexity)")
 
 # %% [markdown]
-# ## 9. Samples, and a guessing game
+# ## 10. Samples, and a guessing game
 #
 # Both models continue the same prompt. With the `tiny` profile they are barely trained and the
 # output is noise; on the `cpu` profile you should see words, line breaks and speaker names.
@@ -699,7 +858,7 @@ for label, (_, text) in zip("AB", passages):
 print("The real one is", "A" if passages[0][0] == "real" else "B")
 
 # %% [markdown]
-# ## 10. Vanishing gradients, seen
+# ## 11. Vanishing gradients, seen
 #
 # How much does the prediction at the end of a window depend on a character $k$ steps back? Ask
 # the gradient: $\lVert \partial \ell_T / \partial x_{T-k} \rVert$, where $x$ are the input
@@ -766,7 +925,7 @@ ax.legend(fontsize=8, loc="upper right")
 ax.set_title("Gradient norms during training");
 
 # %% [markdown]
-# ## 11. Questions
+# ## 12. Questions
 #
 # Answer each multiple-choice question by setting the variable to one letter, e.g.
 # `answer_q1 = "A"`.
@@ -864,7 +1023,7 @@ tests.grade("q4")
 # %% [markdown]
 # **Q5 (free text, graded by hand).** In two to four sentences: which model reached the lower
 # validation loss on your run, and how does your gradient-by-distance plot help explain why?
-# Mention what the Jacobian product in Section 10 does as $k$ grows.
+# Mention what the Jacobian product in Section 11 does as $k$ grows.
 
 # %% [markdown] answer="q5_free_text" points=2
 # *Model answer.* The LSTM reached the lower validation loss. In the plot, the RNN's gradient

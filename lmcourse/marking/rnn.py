@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .rnn_optim import ADAMW_STEP, CLIP_GRAD_NORM, LR_SCHEDULE
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import fields, plain_tensor, seed_cpu
@@ -680,8 +681,8 @@ QUESTIONS = {n: question(f"q{n}", f"answer_q{n}", "ABCD") for n in (1, 2, 3, 4)}
 
 NOTEBOOK = Notebook(
     "02_rnn", reference="lmcourse.reference.rnn", hidden="lmcourse.marking.rnn_hidden",
-    exercises=(ELMAN_STEP, RNN_FORWARD, RNNLM, LM_LOSS, PERPLEXITY, SAMPLE, TRAIN_STEP,
-               *(QUESTIONS[n][0] for n in (1, 2, 3, 4))),
+    exercises=(ELMAN_STEP, RNN_FORWARD, RNNLM, LM_LOSS, PERPLEXITY, SAMPLE, TRAIN_STEP, ADAMW_STEP, LR_SCHEDULE,
+               CLIP_GRAD_NORM, *(QUESTIONS[n][0] for n in (1, 2, 3, 4))),
     # and the course's samplers of later notebooks: a model wrapped to give forward_state's logits answers
     # sample with any of them (05's given GPT's and reference generate, 07's reference)
     withheld=("lmcourse.reference.rnn", "lmcourse.nn.gpt", "lmcourse.nn.sampling", "lmcourse.reference.gpt",

@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from .rnn import F64, QUESTIONS, Die, fields, grads, grads_of, kept, plain_tensor, rnnlm_case, rnnlm_compare, tensor
+from .rnn_optim import adamw_run, clip_run, clipped, trajectory
 from .show import show
-from .spec import Case
+from .spec import Case, close
 from .tensors import seed_cpu
 
 __all__ = ["HIDDEN"]
@@ -141,6 +142,21 @@ def _five_compare(got: Any, want: Any) -> str | None:
     return None if got["cleared"] else "train_step must clear the gradients"
 
 
+def _adamw_inputs(steps: int, seed: int) -> tuple[list, list]:
+    """Three parameters, the last without a gradient, and each step's gradients: plain lists."""
+    g = torch.Generator().manual_seed(seed)
+    shapes = (6, 3)
+    params = [torch.randn(n, generator=g, dtype=F64).tolist() for n in shapes] + [[1.5, -0.5]]
+    grads = [[torch.randn(n, generator=g, dtype=F64).tolist() for n in shapes] + [None] for _ in range(steps)]
+    return params, grads
+
+
+def _clip_grads(seed: int) -> list:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(5, generator=g, dtype=F64).mul(0.2).tolist(), None,
+            torch.randn(2, 3, generator=g, dtype=F64).mul(0.2).tolist(), torch.randn(1, generator=g).tolist()]
+
+
 def _letter(n: int) -> tuple[Case, ...]:
     return (QUESTIONS[n][1],)
 
@@ -174,6 +190,24 @@ HIDDEN = {
              compare=_hot),
     ),
     "train_step": (Case("train_step, 5 steps on a two-layer model (hidden)", _five_steps, compare=_five_compare),),
+    "adamw_step": (
+        Case("adamw_step: 10 steps, the learning rate changing each step, betas (0.8, 0.95), eps 1e-6, decay 0.05",
+             adamw_run(*_adamw_inputs(10, seed=5), [0.02 * (1 + k) for k in range(10)], (0.8, 0.95), 1e-6, 0.05),
+             compare=trajectory(1e-12, "the step of torch.optim.AdamW, with the lr given at each call")),
+        Case("adamw_step: 4 steps in float32 (lr 1e-3, betas (0.9, 0.999), decay 0.01)",
+             adamw_run(*_adamw_inputs(4, seed=6), 1e-3, (0.9, 0.999), 1e-8, 0.01, dtype=torch.float32),
+             compare=trajectory(1e-6, "the step of torch.optim.AdamW, in the parameters' dtype")),
+    ),
+    "lr_schedule": (
+        Case("lr_schedule over 100 steps, 10 of warm-up", lambda names: [names.lr_schedule(s, 6e-4, 6e-5, 10, 100)
+                                                                        for s in range(100)], compare=close(rel=1e-9)),
+        Case("lr_schedule over 7 steps, 1 of warm-up", lambda names: [names.lr_schedule(s, 2.0, 0.0, 1, 7)
+                                                                     for s in range(7)], compare=close(rel=1e-9)),
+    ),
+    "clip_grad_norm": (
+        Case("clip_grad_norm on four random gradients, max_norm 0.3", clip_run(_clip_grads(7), 0.3), compare=clipped()),
+        Case("clip_grad_norm on four random gradients, max_norm 50", clip_run(_clip_grads(8), 50.0), compare=clipped()),
+    ),
     "q1": _letter(1),
     "q2": _letter(2),
     "q3": _letter(3),

@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["RECURRENT", "REFERENCE", "RNNLM", "answer_q1", "answer_q2", "answer_q3", "answer_q4", "elman_step",
-           "lm_loss", "perplexity", "rnn_forward", "sample", "train_step"]
+__all__ = ["RECURRENT", "REFERENCE", "RNNLM", "adamw_step", "answer_q1", "answer_q2", "answer_q3", "answer_q4",
+           "clip_grad_norm", "elman_step", "lm_loss", "lr_schedule", "perplexity", "rnn_forward", "sample",
+           "train_step"]
 
 # name parts of torch's recurrent kernels (nn.RNN, nn.RNNCell, nn.LSTM, nn.GRU and their functions)
 RECURRENT = ("rnn_tanh", "rnn_relu", "lstm", "gru")
@@ -91,9 +92,50 @@ def train_step(model, idx, lr):
     return loss.item()
 
 
+@torch.no_grad()
+def adamw_step(params, state, lr, betas, eps, weight_decay):
+    """One AdamW step, in place, on every parameter of the list ``params`` that has a ``.grad``: the decoupled
+    decay ``p <- p (1 - lr wd)``, then ``p <- p - lr m_hat / (sqrt(v_hat) + eps)`` with bias-corrected moments.
+    ``state`` (a dict, empty before the first step) keeps each parameter's step count and moments, by position."""
+    beta1, beta2 = betas
+    for i, p in enumerate(params):
+        if p.grad is None:
+            continue
+        s = state.setdefault(i, {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)})
+        s["step"] += 1
+        s["m"] = beta1 * s["m"] + (1 - beta1) * p.grad
+        s["v"] = beta2 * s["v"] + (1 - beta2) * p.grad * p.grad
+        m_hat = s["m"] / (1 - beta1 ** s["step"])
+        v_hat = s["v"] / (1 - beta2 ** s["step"])
+        p.mul_(1 - lr * weight_decay)
+        p.sub_(lr * m_hat / (v_hat.sqrt() + eps))
+
+
+def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+    """The learning rate of step ``step`` (0-based): ``max_lr (step + 1) / warmup_steps`` while warming up, then
+    a half cosine from ``max_lr`` down to ``min_lr``, reached at the last step ``total_steps - 1`` (and kept)."""
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = min(1.0, (step - warmup_steps) / (total_steps - 1 - warmup_steps))
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@torch.no_grad()
+def clip_grad_norm(params, max_norm):
+    """Rescale the gradients of ``params`` in place so that their global L2 norm is at most ``max_norm``
+    (untouched when it already is); the norm before clipping, as a Python float."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+    if norm > max_norm:
+        for g in grads:
+            g.mul_(max_norm / norm)
+    return norm
+
+
 answer_q1 = "B"
 answer_q2 = "C"
 answer_q3 = "A"
 answer_q4 = "D"
 
-REFERENCE = (elman_step, rnn_forward, lm_loss, RNNLM, perplexity, sample, train_step)
+REFERENCE = (elman_step, rnn_forward, lm_loss, RNNLM, perplexity, sample, train_step, adamw_step, lr_schedule,
+             clip_grad_norm)

@@ -5,7 +5,8 @@ mutant / alternative catalogues: right for self-learners, wrong for a class that
 :func:`release` writes a folder an instructor publishes or hands out: the student notebooks
 (``notebooks/``, built from the masters with solutions and hidden tests removed), the
 ``lmcourse`` package the notebooks import (without :mod:`lmcourse.authoring`, which reads the
-masters and the catalogues), a student README and a ``pyproject.toml`` to install it with.
+masters and the catalogues, and without the TA's grader, :mod:`lmcourse.grading`), a student README
+that lists the commands that work there and a ``pyproject.toml`` to install it with.
 
 Before it returns, it scans what it wrote for nbgrader's solution and hidden-test markers and
 refuses (removing the folder) when one is there: a stale or hand-edited ``notebooks/`` must not
@@ -27,8 +28,12 @@ __all__ = ["MARKERS", "ReleaseError", "release"]
 # that is the marker (in a notebook's JSON, a quoted one), not code that looks for it (template.py)
 MARKERS = re.compile(r'(?m)^\s*"?### (?:BEGIN|END) (?:HIDDEN TESTS|SOLUTION)')
 
-# parts of the package a student has no use for and that read or hold the course's secrets
-_LEFT_OUT = ("authoring",)
+# parts of the package a student has no use for and that read or hold the course's secrets: the
+# authoring tools (they read the masters and the catalogues) and the TA's grader
+_LEFT_OUT = ("authoring", "grading")
+
+# dependencies only the parts left out use (the grader's similarity report), with their comment lines
+_TA_ONLY = ("copydetect",)
 
 README = """\
 # Language models, built by hand: student release
@@ -61,6 +66,20 @@ A plain `pip install -e .` would fetch the default build, on Linux the CUDA one.
   for the tests, and a graded call that runs it, starts a thread or process, or reads the course's
   source is refused with a message that says why.
 - Hand in the `.ipynb` file as your instructor says.
+
+## Commands
+
+The `lmcourse` command of this release (`lmcourse --help` lists the same):
+
+```bash
+lmcourse doctor             # versions, device, threads, disk, the notebooks' kernel, the corpus
+lmcourse doctor --fetch     # the same, and download the corpus now if it is missing
+lmcourse train gpt --help   # after notebook 05: train its GPT bigger (also mlm, seq2seq, sweep)
+lmcourse links --help       # the Open in Colab / Kaggle links of the notebooks
+```
+
+Building the notebooks, running the solutions and grading are done in a clone of the course
+repository by its authors and TAs; this release has none of them.
 """
 
 
@@ -108,6 +127,8 @@ def _pyproject(text: str, torch: str) -> str:
     text = re.sub(r'(?m)^readme = .*$', 'readme = "README.md"', text)
     text = re.sub(r'(?m)^[ \t]*#.*\n(?=[ \t]*"torch[<>=!~])', "", text)     # the clone's note on its range
     text = re.sub(r'(?m)^(\s*)"torch[<>=!~][^"]*",', rf'\1"torch=={torch}",', text)
+    for name in _TA_ONLY:
+        text = re.sub(rf'(?m)(?:^[ \t]*#.*\n)*^[ \t]*"{name}[<>=!~][^"]*",[ \t]*\n', "", text)
     return re.split(r"(?m)^\[tool\.(?:pytest|ruff)", text)[0].rstrip() + "\n"
 
 

@@ -102,23 +102,24 @@ def doctor(args) -> int:
               "never needs it)")
     except ImportError:
         pass  # no torch: reported above
-    from ..grading import sandbox
+    if (Path(__file__).resolve().parents[1] / "grading").is_dir():   # a student release ships no grader
+        from ..grading import sandbox
 
-    try:
-        kind, why = sandbox.mode()
-    except ValueError as exc:
-        kind, why = "unavailable", str(exc)
-    if kind == "bubblewrap":
-        print(f"  sandbox     bubblewrap works ({why}): `lmcourse grade` can run")
-    elif kind == "unavailable":
-        # `lmcourse grade` refuses to start: a problem for a TA, none for a student (exit status kept)
-        ta_problems += 1
-        print(f"  ! sandbox: {kind} ({why}): for TAs only (students are not affected): `lmcourse grade` "
-              "refuses to start without one. Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
-              "macOS/Windows: grade in a Linux container or VM), or on a trusted machine grading trusted "
-              "submissions pass `--sandbox none` (or LMCOURSE_SANDBOX=none)")
-    else:
-        print(f"  - sandbox   {kind} ({why}): `lmcourse grade` runs the students' code without a sandbox")
+        try:
+            kind, why = sandbox.mode()
+        except ValueError as exc:
+            kind, why = "unavailable", str(exc)
+        if kind == "bubblewrap":
+            print(f"  sandbox     bubblewrap works ({why}): `lmcourse grade` can run")
+        elif kind == "unavailable":
+            # `lmcourse grade` refuses to start: a problem for a TA, none for a student (exit status kept)
+            ta_problems += 1
+            print(f"  ! sandbox: {kind} ({why}): for TAs only (students are not affected): `lmcourse grade` "
+                  "refuses to start without one. Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
+                  "macOS/Windows: grade in a Linux container or VM), or on a trusted machine grading trusted "
+                  "submissions pass `--sandbox none` (or LMCOURSE_SANDBOX=none)")
+        else:
+            print(f"  - sandbox   {kind} ({why}): `lmcourse grade` runs the students' code without a sandbox")
     for label, folder in [("disk", Path.cwd()), ("cache disk", data.data_dir())]:
         probe = folder
         while not probe.exists() and probe != probe.parent:

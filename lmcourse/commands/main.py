@@ -12,10 +12,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..grading.nbgrader_cli import skip_uri_grammar
 from .doctor import doctor
 
-skip_uri_grammar()   # before anything imports nbformat: seconds off every command (nbgrader_cli.URI_GRAMMAR)
+
+def installed(part: str) -> bool:
+    """Whether this install holds ``lmcourse.<part>``: a clone has every part; a student release has
+    neither the authoring tools (``authoring``: build, release, and the clone's solutions and lab)
+    nor the TA's grader (``grading``), and its command lists only what works there."""
+    # the package's own folder, not an import search: an editable install elsewhere would answer for it
+    return (Path(__file__).resolve().parents[1] / part / "__init__.py").is_file()
+
+
+if installed("grading"):
+    from ..grading.nbgrader_cli import skip_uri_grammar
+
+    skip_uri_grammar()   # before anything imports nbformat: seconds off every command (nbgrader_cli.URI_GRAMMAR)
 
 
 def _cmd_build(args) -> int:
@@ -311,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
         from .links import main as links_main
 
         return links_main(argv[1:])
+    if argv[:1] == ["grade"] and not installed("grading"):
+        print("lmcourse grade: this install has no grader (a student release); grading runs in a clone of "
+              "the course", file=sys.stderr)
+        return 2
     if argv[:2] == ["grade", "export"]:  # `lmcourse grade export`: its own parser (lmcourse.grading.export)
         from ..grading.export import main as export_main
 
@@ -334,6 +349,28 @@ def main(argv: list[str] | None = None) -> int:
                                  "gpt|mlm|seq2seq|sweep --help)")
     sub.add_parser("links", help="the Open in Colab / Kaggle links, README badges and a JupyterHub's nbgitpuller "
                                  "links (lmcourse links --help)")
+    if installed("authoring"):
+        _clone_commands(sub)
+    d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
+                                          "and corpus")
+    d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")
+    d.set_defaults(func=doctor)
+    if installed("grading"):
+        _grade_command(sub)
+    args = p.parse_args(argv)
+    if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
+        args.jupyter_args = args.jupyter_args[1:]
+    from .paths import CourseRepoNotFound
+
+    try:
+        return args.func(args)
+    except CourseRepoNotFound as exc:   # an installed package outside a clone: say so, no traceback
+        print(f"lmcourse {args.cmd}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _clone_commands(sub) -> None:
+    """build, release, solutions and lab: they read a clone's masters, solutions and work folder."""
     b = sub.add_parser("build", help="masters -> nbgrader source, student notebooks, solutions")
     b.add_argument("names", nargs="*", help="notebooks to build, e.g. 01_ngram (default: all)")
     b.set_defaults(func=_cmd_build)
@@ -347,10 +384,6 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--all", action="store_true", help="every notebook, with the course's reference code (the "
                    "answers of every exercise): for a class that is not graded")
     r.set_defaults(func=_cmd_release)
-    d = sub.add_parser("doctor", help="check the installation, device, threads, sandbox, disk, kernel "
-                                          "and corpus")
-    d.add_argument("--fetch", action="store_true", help="also download the corpus if missing")
-    d.set_defaults(func=doctor)
     s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")
     s.add_argument("notebooks", nargs="*", help="default: every solutions/NN_*.ipynb")
     s.add_argument("--out", default="build/executed", help="where executed copies go")
@@ -376,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
                      help="passed to jupyter lab, e.g. -- --ip 0.0.0.0 --no-browser --port 8888")
     lab.set_defaults(func=_cmd_lab)
+
+
+def _grade_command(sub) -> None:
+    """grade: the TA's pipeline (lmcourse.grading)."""
     g = sub.add_parser("grade", help="autograde a class: folder / submitted/ layout / LMS zip -> grades.csv "
                                      "(then `lmcourse grade export`: Canvas / Moodle files, feedback bundle)",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=GRADE_SUBCOMMANDS)
@@ -418,16 +455,6 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--timings", action="store_true",
                    help="print where the time went (per-submission phases and batch phases)")
     g.set_defaults(func=_cmd_grade)
-    args = p.parse_args(argv)
-    if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
-        args.jupyter_args = args.jupyter_args[1:]
-    from .paths import CourseRepoNotFound
-
-    try:
-        return args.func(args)
-    except CourseRepoNotFound as exc:   # an installed package outside a clone: say so, no traceback
-        print(f"lmcourse {args.cmd}: {exc}", file=sys.stderr)
-        return 2
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["GENRES", "LabelledTask", "genre_task", "speaker_task"]
 
@@ -48,6 +48,10 @@ class LabelledTask:
     train: tuple[tuple[str, int], ...]
     val: tuple[tuple[str, int], ...]
     test: tuple[tuple[str, int], ...]
+
+    def limited(self, n_test: int) -> LabelledTask:
+        """The same task with its first ``n_test`` test examples only (what an experiment scores)."""
+        return replace(self, test=self.test[:n_test])
 
     def prompt(self, text: str) -> str:
         return self.template.format(text=text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,13 +16,39 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 
+class CellProgress:
+    """nbclient's cell hooks as progress lines: one when a code cell starts (its place among the
+    notebook's code cells and its first line) and one when a cell that took a second or more ends,
+    so a notebook that trains for minutes is never silent."""
+
+    def __init__(self, nb: nbformat.NotebookNode, write: Callable[[str], None], slow: float = 1.0):
+        code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        self.ordinal = {index: n for n, index in enumerate(code, 1)}
+        self.total, self.write, self.slow = len(code), write, slow
+        self.started = 0.0
+
+    def start(self, cell=None, cell_index: int = 0, **_) -> None:
+        self.started = time.perf_counter()
+        first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("# %%")),
+                     "")
+        first = first if len(first) <= 70 else first[:67] + "..."
+        self.write(f"    cell {self.ordinal.get(cell_index, '?')}/{self.total}: {first}")
+
+    def executed(self, cell=None, cell_index: int = 0, **_) -> None:
+        seconds = time.perf_counter() - self.started
+        if seconds >= self.slow:
+            self.write(f"    cell {self.ordinal.get(cell_index, '?')}/{self.total} done in {seconds:.1f} s")
+
+
 def execute_notebook(path: Path, out: Path | None = None, profile: str | None = None,
                      timeout: int | None = 600, cwd: Path | None = None,
-                     env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+                     env: dict[str, str] | None = None,
+                     progress: Callable[[str], None] | None = None) -> nbformat.NotebookNode:
     """Execute ``path`` top to bottom (raising on the first error); save to ``out`` if given.
 
     ``timeout`` is per cell, in seconds (None: no limit). ``env`` adds variables to the
     kernel's environment (ours is inherited; ``profile`` sets LMCOURSE_PROFILE there).
+    ``progress``, if given, receives a line as each code cell starts and as a slow one ends.
     The executed copy is written to ``out`` even when a cell fails, so its output can be read.
     """
     import tempfile
@@ -41,8 +68,12 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
             config.KernelManager.transport = "ipc"
             config.KernelManager.ip = os.path.join(sockets, "kernel")
         try:
+            hooks = {}
+            if progress is not None:
+                cells = CellProgress(nb, progress)
+                hooks = {"on_cell_start": cells.start, "on_cell_executed": cells.executed}
             client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
-                                    resources={"metadata": {"path": str(cwd or path.parent)}})
+                                    resources={"metadata": {"path": str(cwd or path.parent)}}, **hooks)
             client.execute(env=kernel_env)
         finally:
             if out is not None:
@@ -98,7 +129,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def run_one(path: Path, out_dir: Path, profile: str | None = None, timeout: int | None = 1800,
-            env: dict[str, str] | None = None) -> RunResult:
+            env: dict[str, str] | None = None, progress: Callable[[str], None] | None = None) -> RunResult:
     """Run one notebook and report how it went; never raises for a failure inside it."""
     start = time.perf_counter()
     target = out_dir / path.name
@@ -106,7 +137,7 @@ def run_one(path: Path, out_dir: Path, profile: str | None = None, timeout: int 
     target.unlink(missing_ok=True)  # an old copy must not pass for this run's output
     page.unlink(missing_ok=True)
     try:
-        nb = execute_notebook(path, target, profile=profile, timeout=timeout, env=env)
+        nb = execute_notebook(path, target, profile=profile, timeout=timeout, env=env, progress=progress)
         write_html(nb, page)
         status, detail = "ok", ""
     except CellTimeoutError:
@@ -141,7 +172,10 @@ def summary_table(results: list[RunResult]) -> str:
 def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, timeout: int | None = 1800,
                   threads: int | None = None, stream=None) -> int:
     """Run every notebook in turn, whatever happens to the others; print a progress line per
-    notebook and a summary table; 0 if all ran, 1 if any failed.
+    notebook and per cell and a summary table; 0 if all ran, 1 if any failed.
+
+    The executed copies go to ``out_dir/<profile>/`` (the profile the kernels run with), so a
+    ``tiny`` run never overwrites the pages of a ``cpu`` one.
 
     The kernels get the notebooks' own CPU-thread default (:func:`lmcourse.runtime.cpu_threads`:
     one thread when the models train on the CPU), or ``threads`` if given, via LMCOURSE_THREADS.
@@ -162,6 +196,7 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
             return 2
         if default is not None:
             env[runtime.THREADS_ENV] = str(default)
+    out_dir = Path(out_dir) / profile_name(profile)
     shown_threads = env.get(runtime.THREADS_ENV, "torch's default")
     limit = f"{timeout} s per cell" if timeout else "no cell time limit"
     print(f"running {len(paths)} notebook(s): profile {shown_profile(profile)}, cpu threads {shown_threads}, "
@@ -169,7 +204,8 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
     results = []
     for i, path in enumerate(paths, 1):
         print(f"[{i}/{len(paths)}] {path.name} ...", file=out, flush=True)
-        r = run_one(path, out_dir, profile=profile, timeout=timeout, env=env)
+        r = run_one(path, out_dir, profile=profile, timeout=timeout, env=env,
+                    progress=lambda line: print(line, file=out, flush=True))
         results.append(r)
         where = f" -> {r.output}" if r.output else ""
         note = "" if r.status == "ok" else f": {r.detail}"
@@ -180,6 +216,21 @@ def run_notebooks(paths: list[Path], out_dir: Path, profile: str | None = None, 
               "`lmcourse lab --solutions` (make lab-solutions) opens the notebooks in JupyterLab",
               file=out, flush=True)
     return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def profile_name(profile: str | None) -> str:
+    """The name of the profile the kernels will use (see :func:`shown_profile`); ``default`` when
+    this machine's cannot be told."""
+    from . import runtime
+
+    if profile:
+        return profile
+    if os.environ.get("LMCOURSE_PROFILE"):
+        return os.environ["LMCOURSE_PROFILE"]
+    try:
+        return runtime.profile_name(runtime.pick_device())
+    except Exception:  # noqa: BLE001 (the notebooks will say what is wrong with the machine)
+        return "default"
 
 
 def shown_profile(profile: str | None) -> str:

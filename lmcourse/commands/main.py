@@ -386,7 +386,8 @@ def _clone_commands(sub) -> None:
     r.set_defaults(func=_cmd_release)
     s = sub.add_parser("solutions", help="run solution notebooks headlessly (no browser needed)")
     s.add_argument("notebooks", nargs="*", help="default: every solutions/NN_*.ipynb")
-    s.add_argument("--out", default="build/executed", help="where executed copies go")
+    s.add_argument("--out", default="build/executed",
+                   help="where executed copies go, one folder per profile: OUT/tiny/, OUT/cpu/, ...")
     s.add_argument("--profile", choices=["tiny", "cpu", "gpu"], default=None,
                    help="LMCOURSE_PROFILE for the kernels (default: the notebooks' own choice)")
     s.add_argument("--timeout", type=int, default=1800, metavar="SECONDS",

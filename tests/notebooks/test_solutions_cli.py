@@ -9,6 +9,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from lmcourse import cli, runtime
+from lmcourse.notebook_runner import profile_name
 
 
 def _notebook(path, *sources):
@@ -28,7 +29,7 @@ def test_failures_are_reported_and_the_run_goes_on(tmp_path, capsys, monkeypatch
         src / "00_bad.ipynb",
         _notebook(src / "01_raises.ipynb", "raise ValueError('broken on purpose')"),
         _notebook(src / "02_slow.ipynb", "import time\ntime.sleep(30)"),
-        _notebook(src / "03_ok.ipynb", "print('ran')"),
+        _notebook(src / "03_ok.ipynb", "print('ran')\nimport time\ntime.sleep(1.2)"),   # slow enough for a line
     ]
     out = tmp_path / "out"
     code = cli.main(["solutions", *map(str, nbs), "--out", str(out), "--timeout", "3"])
@@ -42,9 +43,13 @@ def test_failures_are_reported_and_the_run_goes_on(tmp_path, capsys, monkeypatch
     assert re.search(r"03_ok\.ipynb\s+ok\s+[\d.]+ s", table), table
     assert re.search(r"00_bad\.ipynb\s+crashed\s+[\d.]+ s\s+NotJSONError", table), table
     assert "1 ok, 3 failed" in table
-    ran = nbformat.read(out / "03_ok.ipynb", as_version=4)  # the notebook after the timeout ran
+    assert "    cell 1/1: print('ran')" in text              # a line as each cell starts ...
+    assert "    cell 1/1: time.sleep(30)" not in text and "    cell 1/1: import time" in text
+    assert re.search(r"    cell 1/1: print\('ran'\)\n    cell 1/1 done in [\d.]+ s", text)  # ... and as a slow one ends
+    kept = out / profile_name(None)                           # one folder per profile
+    ran = nbformat.read(kept / "03_ok.ipynb", as_version=4)  # the notebook after the timeout ran
     assert ran.cells[0].outputs[0]["text"] == "ran\n"
-    assert (out / "01_raises.ipynb").exists()  # partial output kept for reading
+    assert (kept / "01_raises.ipynb").exists()  # partial output kept for reading
 
 
 def test_kernels_get_the_notebooks_thread_default(tmp_path, capsys, monkeypatch):
@@ -55,7 +60,7 @@ def test_kernels_get_the_notebooks_thread_default(tmp_path, capsys, monkeypatch)
                    "print('threads', torch.get_num_threads(), os.environ.get('LMCOURSE_THREADS'))")
     assert cli.main(["solutions", str(nb), "--out", str(tmp_path / "out"), "--profile", "tiny"]) == 0
     assert "cpu threads 1," in capsys.readouterr().out
-    ran = nbformat.read(tmp_path / "out" / "01_threads.ipynb", as_version=4)
+    ran = nbformat.read(tmp_path / "out" / "tiny" / "01_threads.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for o in ran.cells[0].outputs)
     assert printed.split() == ["threads", "1", "1"], printed  # as lmcourse.setup() in the lab
 
@@ -66,7 +71,7 @@ def test_all_ok_exits_zero_and_threads_option(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert "1 ok, 0 failed" in text and "cpu threads 2" in text
-    ran = nbformat.read(tmp_path / "out" / "01_ok.ipynb", as_version=4)
+    ran = nbformat.read(tmp_path / "out" / profile_name(None) / "01_ok.ipynb", as_version=4)
     assert ran.cells[0].outputs[0]["text"].strip() == "2"
 
 
@@ -91,9 +96,15 @@ def test_banner_html_pages_and_no_tcp_warning(tmp_path, capfd, monkeypatch):
     out, err = capfd.readouterr()
     assert "profile tiny (LMCOURSE_PROFILE)" in out, out
     assert "without encryption" not in out + err, err
-    page = (tmp_path / "out" / "01_plot.html").read_text()
+    page = (tmp_path / "out" / "tiny" / "01_plot.html").read_text()
     assert "data:image/png;base64," in page and "tiny" in page
     assert ".html pages in" in out and "lmcourse lab --solutions" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["01_plot.ipynb", "out"]
     assert cli.main(["solutions", str(nb), "--out", str(tmp_path / "out"), "--profile", "cpu"]) == 0
     assert "profile cpu (--profile)" in capfd.readouterr().out
+    # the cpu run has its own folder: the tiny run's pages are still there
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["cpu", "tiny"]
+    tiny = nbformat.read(tmp_path / "out" / "tiny" / "01_plot.ipynb", as_version=4)
+    cpu = nbformat.read(tmp_path / "out" / "cpu" / "01_plot.ipynb", as_version=4)
+    assert [o["text"].strip() for o in tiny.cells[1].outputs] == ["tiny"]
+    assert [o["text"].strip() for o in cpu.cells[1].outputs] == ["cpu"]

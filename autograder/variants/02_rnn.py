@@ -378,6 +378,99 @@ for mod in model.modules():
         if p.grad is not None:
             setattr(mod, name, nn.Parameter(p - lr * p.grad))
 '''))),
+    # --- adamw_step
+    Mutant("AdamW without bias correction", "adamw_step", patch(
+        ('m_hat = s["m"] / (1 - beta1 ** s["step"])', 'm_hat = s["m"]'),
+        ('v_hat = s["v"] / (1 - beta2 ** s["step"])', 'v_hat = s["v"]'))),
+    Mutant("only the first moment bias-corrected", "adamw_step", patch(
+        ('v_hat = s["v"] / (1 - beta2 ** s["step"])', 'v_hat = s["v"]'))),
+    Mutant("L2-coupled decay, as in Adam (weight_decay * p added to the gradient)", "adamw_step", patch(
+        ("p.mul_(1 - lr * weight_decay)\n", ""),
+        ('s["m"] = beta1 * s["m"] + (1 - beta1) * p.grad', '''
+g = p.grad + weight_decay * p
+s["m"] = beta1 * s["m"] + (1 - beta1) * g
+'''),
+        ('s["v"] = beta2 * s["v"] + (1 - beta2) * p.grad ** 2', 's["v"] = beta2 * s["v"] + (1 - beta2) * g ** 2'))),
+    Mutant("decay applied to the gradient instead of the weight", "adamw_step", patch(
+        ("p.mul_(1 - lr * weight_decay)\n", ""),
+        ('s["step"] += 1', '''
+s["step"] += 1
+p.grad.mul_(1 - lr * weight_decay)
+'''))),
+    Mutant("eps inside the square root", "adamw_step", patch(
+        ("p -= lr * m_hat / (v_hat.sqrt() + eps)", "p -= lr * m_hat / (v_hat + eps).sqrt()"))),
+    Mutant("decay not scaled by the learning rate", "adamw_step", patch(
+        ("p.mul_(1 - lr * weight_decay)", "p.mul_(1 - weight_decay)"))),
+    Mutant("state rebound inside the function (moments start afresh every step)", "adamw_step", patch(
+        ('s = state.setdefault(i, {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)})',
+         's = {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)}'))),
+    Mutant("betas swapped (m decays with beta2)", "adamw_step", patch(
+        ("beta1, beta2 = betas", "beta2, beta1 = betas"))),
+    Mutant("uses torch.optim.AdamW kept in the state", "adamw_step", patch(
+        ("beta1, beta2 = betas", '''
+if "opt" not in state:
+    state["opt"] = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+state["opt"].param_groups[0]["lr"] = lr
+state["opt"].step()
+return
+'''))),
+    Mutant("adamw_step crashes on a frozen parameter (p.grad is None)", "adamw_step", patch(
+        ('''
+if p.grad is None:
+    continue
+''', ""))),
+    # --- lr_schedule
+    Mutant("warm-up off by one step (starts at 0)", "lr_schedule", patch(
+        ("return max_lr * (step + 1) / warmup_steps", "return max_lr * step / warmup_steps"))),
+    Mutant("cosine not reaching the floor (progress over total_steps - warmup_steps)", "lr_schedule", patch(
+        ("progress = (step - warmup_steps) / (total_steps - 1 - warmup_steps)",
+         "progress = (step - warmup_steps) / (total_steps - warmup_steps)"))),
+    Mutant("cosine decays to 0, not to min_lr", "lr_schedule", patch(
+        ("return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+         "return 0.5 * max_lr * (1 + math.cos(math.pi * progress))"))),
+    Mutant("a whole cosine period (back to max_lr at the end)", "lr_schedule", patch(
+        ("math.cos(math.pi * progress)", "math.cos(2 * math.pi * progress)"))),
+    Mutant("returns a tensor (torch.cos)", "lr_schedule", patch(
+        ("return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+         "return min_lr + 0.5 * (max_lr - min_lr) * (1 + torch.cos(torch.tensor(math.pi * progress)))"))),
+    # --- clip_grad_norm
+    Mutant("clips each tensor by its own norm", "clip_grad_norm", patch(
+        ('''
+if norm > max_norm:
+    for g in grads:
+        g.mul_(max_norm / norm)
+''', '''
+for g in grads:
+    own = float(g.norm())
+    if own > max_norm:
+        g.mul_(max_norm / own)
+'''))),
+    Mutant("clip factor applied when the norm is below the max", "clip_grad_norm", patch(
+        ('''
+if norm > max_norm:
+    for g in grads:
+        g.mul_(max_norm / norm)
+''', '''
+for g in grads:
+    g.mul_(max_norm / norm)
+'''))),
+    Mutant("returns the norm after clipping", "clip_grad_norm", patch(
+        ("return norm", "return min(norm, max_norm)"))),
+    Mutant("clips by value (each entry clamped to max_norm)", "clip_grad_norm", patch(
+        ('''
+if norm > max_norm:
+    for g in grads:
+        g.mul_(max_norm / norm)
+''', '''
+for g in grads:
+    g.clamp_(-max_norm, max_norm)
+'''))),
+    Mutant("the sum of the tensors' norms for the global norm", "clip_grad_norm", patch(
+        ("norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads))",
+         "norm = sum(float(g.norm()) for g in grads)"))),
+    Mutant("calls torch.nn.utils.clip_grad_norm_", "clip_grad_norm", patch(
+        ("grads = [p.grad for p in params if p.grad is not None]",
+         "return float(torch.nn.utils.clip_grad_norm_(params, max_norm))"))),
     forged_choice("answer_q1", "A"),
     # gaming: on the hidden test's largest case, return the expected loss read from the notebook's globals (the
     # test cell used to bind it, as _want, before the graded call; now it is made after it, so this loses points)
@@ -586,6 +679,81 @@ def perplexity(token_losses):
         logits, state = model.forward_state(torch.tensor([[nxt]], device=device), state)
         last = logits[:, -1]
     return out
+'''),
+    # --- adamw_step
+    Alternative("torch.optim.AdamW's own moves (lerp_, addcmul_, addcdiv_), state keyed by the tensor", "adamw_step",
+                '''
+@torch.no_grad()
+def adamw_step(params, state, lr, betas, eps, weight_decay):
+    beta1, beta2 = betas
+    for p in params:
+        if p.grad is None:
+            continue
+        if p not in state:
+            state[p] = [0, torch.zeros_like(p), torch.zeros_like(p)]
+        st = state[p]
+        st[0] += 1
+        st[1].lerp_(p.grad, 1 - beta1)
+        st[2].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+        denom = (st[2].sqrt() / math.sqrt(1 - beta2 ** st[0])).add_(eps)
+        p.mul_(1 - lr * weight_decay)
+        p.addcdiv_(st[1], denom, value=-lr / (1 - beta1 ** st[0]))
+'''),
+    Alternative("one step count for the whole state, moments in lists", "adamw_step", '''
+def adamw_step(params, state, lr, betas, eps, weight_decay):
+    b1, b2 = betas
+    if not state:
+        state.update(t=0, m=[None] * len(params), v=[None] * len(params))
+    state["t"] += 1
+    t = state["t"]
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            g = p.grad
+            if g is None:
+                continue
+            m = state["m"][i] if state["m"][i] is not None else torch.zeros_like(p)
+            v = state["v"][i] if state["v"][i] is not None else torch.zeros_like(p)
+            state["m"][i] = m = b1 * m + (1 - b1) * g
+            state["v"][i] = v = b2 * v + (1 - b2) * g * g
+            update = (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + eps)
+            p.copy_(p * (1 - lr * weight_decay) - lr * update)
+'''),
+    # --- lr_schedule
+    Alternative("the cosine from the warm-up's end, with numpy", "lr_schedule", '''
+def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+    import numpy as np
+    if warmup_steps > 0 and step < warmup_steps:
+        return float(max_lr * (step + 1) / warmup_steps)
+    t = step - warmup_steps
+    span = total_steps - 1 - warmup_steps
+    return float(min_lr + (max_lr - min_lr) * (np.cos(np.pi * t / span) + 1) / 2)
+'''),
+    Alternative("cos² of half the angle", "lr_schedule", '''
+def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps * max_lr
+    p = min(1.0, (step - warmup_steps) / (total_steps - 1 - warmup_steps))
+    return min_lr + (max_lr - min_lr) * math.cos(math.pi * p / 2) ** 2
+'''),
+    # --- clip_grad_norm
+    Alternative("norm of the norms, factor clamped at 1 (torch's way, eps 1e-6)", "clip_grad_norm", '''
+def clip_grad_norm(params, max_norm):
+    grads = [p.grad for p in params if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    factor = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    with torch.no_grad():
+        for g in grads:
+            g.mul_(factor)
+    return total.item()
+'''),
+    Alternative("a 0-d tensor returned, gradients replaced by scaled copies", "clip_grad_norm", '''
+def clip_grad_norm(params, max_norm):
+    with_grad = [p for p in params if p.grad is not None]
+    norm = torch.cat([p.grad.flatten() for p in with_grad]).norm()
+    if norm > max_norm:
+        for p in with_grad:
+            p.grad = p.grad * (max_norm / norm)
+    return norm
 '''),
     # --- train_step
     Alternative("p.add_(p.grad, alpha=-lr) and p.grad = None", "train_step", '''

@@ -11,6 +11,13 @@ MUTANTS = [
         ("return 12 * n_layer * d_model ** 2", "return 12 * n_layer * d_model"))),
     Mutant("counts the attention projections only (4 n_layer d²)", "non_embedding_params", patch(
         ("return 12 * n_layer * d_model ** 2", "return 4 * n_layer * d_model ** 2"))),
+    Mutant("one block too few (n_layer - 1)", "non_embedding_params", patch(
+        ("return 12 * n_layer * d_model ** 2", "return 12 * (n_layer - 1) * d_model ** 2"))),
+    Mutant("returns a float where the exercise says int (12.0 * ...)", "non_embedding_params", patch(
+        ("return 12 * n_layer * d_model ** 2", "return 12.0 * n_layer * d_model ** 2"))),
+    Mutant("one block too few in the general count", "transformer_params", patch(
+        ("return 2 * d_model * n_layer * (2 * d_attn + d_ff)",
+         "return 2 * d_model * (n_layer - 1) * (2 * d_attn + d_ff)"))),
     Mutant("ignores the d_ff it is given", "transformer_params", patch(
         ("d_ff = 4 * d_model if d_ff is None else d_ff", "d_ff = 4 * d_model"))),
     Mutant("forgets the factor 2 of the general count", "transformer_params", patch(
@@ -36,6 +43,11 @@ def fit_power_law_offset(x, y, delta=1e-3):
     slope, intercept = np.polyfit(np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float)), 1)
     return 0.0, float(math.exp(intercept)), float(-slope)
 '''),
+    Mutant("returns log A (the fitted parameter itself)", "fit_power_law_offset", patch(
+        ("return math.exp(best[0]), math.exp(best[1]), best[2]", "return math.exp(best[0]), best[1], best[2]"))),
+    Mutant("log10 of x in the fit, natural logs elsewhere", "fit_power_law_offset", patch(
+        ("lx = torch.tensor(np.log(np.asarray(x, dtype=float)), dtype=torch.float64)",
+         "lx = torch.tensor(np.log10(np.asarray(x, dtype=float)), dtype=torch.float64)"))),
     Mutant("returns (A, alpha, E) in the wrong order", "fit_power_law_offset", patch(
         ("return math.exp(best[0]), math.exp(best[1]), best[2]",
          "return math.exp(best[1]), best[2], math.exp(best[0])"))),

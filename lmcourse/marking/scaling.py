@@ -86,9 +86,21 @@ def _ratio(factor: float, at: int | str | None = None, rel: float = 1e-6):
 
 # ------------------------------------------------------------------ 1. parameters
 
+def _not_int(got, want) -> bool:
+    """The right count, but not an int."""
+    return type(got) is not int and _number(got) is not None and math.isclose(_number(got), want, rel_tol=1e-9)
+
+
+_ONE_BLOCK_SHORT = ("one block's worth short: the count is per block, times n_layer blocks (not n_layer - 1: "
+                    "range(n_layer) has n_layer of them)")
+
 NON_EMBEDDING_PARAMS = Exercise("non_embedding_params", (
     Case("non_embedding_params(2, 64)", lambda names: names.non_embedding_params(2, 64), compare=numbers(1e-12),
-         diagnoses=(when(_ratio(1 / 64), "12 n_layer d is missing a factor d: each projection is a d × d matrix, "
+         diagnoses=(when(_not_int, "the count is right in size but not an int (a float, or a one-number tensor or "
+                                   "array): the exercise asks for an int — 12 * n_layer * d_model ** 2 of ints stays "
+                                   "an int, while 12.0, math.pow, / or 1e... make a float"),
+                    when(_ratio(1 / 2), _ONE_BLOCK_SHORT + ": 12 d² per block, 2 blocks"),
+                    when(_ratio(1 / 64), "12 n_layer d is missing a factor d: each projection is a d × d matrix, "
                                          "so the count is 12 n_layer d²"),
                     when(_ratio(1 / 3), "4 n_layer d² counts the attention projections only: the MLP's two "
                                         "d × 4d matrices add 8 d² per block"),
@@ -103,10 +115,17 @@ NON_EMBEDDING_PARAMS = Exercise("non_embedding_params", (
 
 
 TRANSFORMER_PARAMS = Exercise("transformer_params", (
+    Case("transformer_params(3, 64), the defaults", lambda names: names.transformer_params(3, 64),
+         compare=numbers(1e-12),
+         diagnoses=(when(_ratio(2 / 3), _ONE_BLOCK_SHORT + ": 2 d (2 d_attn + d_ff) per block, 3 blocks"),
+                    when(_ratio(1 / 2), "half of it: each attention projection and each MLP layer has d on one side, "
+                                        "so 2 d n_layer (2 d_attn + d_ff)")),
+         hint="with d_attn = d and d_ff = 4 d it is 12 n_layer d²"),
     Case("transformer_params(2, 64), the defaults", lambda names: names.transformer_params(2, 64),
          compare=numbers(1e-12),
-         diagnoses=(when(_ratio(1 / 2), "half of it: each attention projection and each MLP layer has d on one "
-                                        "side, so 2 d n_layer (2 d_attn + d_ff)"),),
+         diagnoses=(when(_ratio(1 / 2), "half of it: a factor 2 is missing (each attention projection and each "
+                                        "MLP layer has d on one side, so 2 d n_layer (2 d_attn + d_ff)), or one of "
+                                        "the two blocks is"),),
          hint="with d_attn = d and d_ff = 4 d it is 12 n_layer d²"),
     Case("transformer_params(2, 64, d_attn=32, d_ff=128)",
          lambda names: names.transformer_params(2, 64, d_attn=32, d_ff=128), compare=numbers(1e-12),
@@ -213,11 +232,29 @@ FIT_POWER_LAW = Exercise("fit_power_law", (
 ))
 
 
+def _is_log(at: int):
+    """A predicate: item ``at`` of the student's tuple is the natural log of the right one."""
+    def predicate(got, want):
+        g = _number(got[at])
+        return g is not None and math.isclose(g, math.log(want[at]), rel_tol=1e-3)
+    return predicate
+
+
 FIT_POWER_LAW_OFFSET = Exercise("fit_power_law_offset", (
     Case("fit_power_law_offset on noise-free points of 1.69 + 406.4 x^-0.34",
          fitted("fit_power_law_offset", 1.69, 406.4, 0.34), compare=numbers(1e-4, ("E", "A", "alpha")),
          diagnoses=(when(lambda got, want: type(got) not in (tuple, list) or len(got) != 3,
                          "return a tuple (E, A, alpha) of three numbers"),
+                    when(_is_log(1), "A came out as its natural log (ln 406.4 = 6.007): the fit works with log A, so "
+                                     "return A = exp of it"),
+                    when(_is_log(0), "E came out as its natural log (ln 1.69 = 0.525): the fit works with log E, so "
+                                     "return E = exp of it"),
+                    when(_ratio(math.log(10), at=2, rel=1e-3),
+                         "alpha is ln 10 = 2.303 times too large (0.783 = 0.34 · ln 10): log10 on one side of the fit "
+                         "and natural logs on the other (exp, logsumexp) — take every log with np.log"),
+                    when(_ratio(1 / math.log(10), at=2, rel=1e-3),
+                         "alpha is ln 10 = 2.303 times too small: natural logs on one side of the fit and log10 on "
+                         "the other — take every log with np.log"),
                     when(lambda got, want: _number(got[0]) is not None and abs(_number(got[0])) < 1e-3 * want[0],
                          "E came out 0: the irreducible term must be fitted, not left out (that is fit_power_law)"),
                     when(lambda got, want: _number(got[2]) is not None and _number(got[2]) < 0,

@@ -4,17 +4,25 @@ The verdict is made outside the kernel and the notebook's reference is not in it
 (:mod:`lmcourse.marking`), and the rules refuse third-party equivalents while a graded call runs;
 what remains is code that reaches for what a graded kernel should not use: the course's
 reference read as text (``open`` / ``inspect.getsource`` and ``exec``; without bubblewrap the
-files are readable), the test machinery (``tests`` rebound, a record written by hand), the
-interpreter's hooks and frames, or a third-party equivalent called from compiled code the rules
-cannot see. The scan reads the submission's own cells (answers and cells the student added) as
-syntax, never runs them, and flags ``source-scan`` with what it found. A flag asks a person to
-look; it changes no score (a false alarm costs a TA a minute, not a student points).
+files are readable), the test machinery (``tests`` rebound or its objects written, a record written
+by hand), the interpreter's hooks and frames, the kernel's own history and hooks, other processes,
+code loaded from files, paths outside the submission, or a third-party equivalent called from
+compiled code the rules cannot see.
+
+The scan reads every cell the student could have written (answers, cells the student added, cells
+given nbgrader metadata of their own, raw cells), as IPython runs them: magics, shell escapes and
+help syntax are turned into Python by IPython's own transformer first, and a cell that still does
+not parse is itself a finding. It never runs them, and flags ``source-scan`` with what it found.
+A flag asks a person to look; it changes no score (a false alarm costs a TA a minute, not a
+student points).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import threading
+from dataclasses import dataclass, field
 
 __all__ = ["FLAG", "scan_cells", "scan_source"]
 
@@ -25,6 +33,11 @@ __all__ = ["FLAG", "scan_cells", "scan_source"]
 _PARSING = threading.Lock()
 
 FLAG = "source-scan"
+
+# ---------------------------------------------------------------------------------------------------
+# The table of findings. Each finding is a short line naming what was seen: a label from below and the
+# code, name or text that matched ("a process: subprocess.run", "outside the submission: '../..'").
+# ---------------------------------------------------------------------------------------------------
 
 # modules whose import by a student reaches around the grader or does an exercise's work
 # (tokenizer libraries: compiled code the rules cannot see when it is reached from compiled code;
@@ -48,12 +61,224 @@ _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "me
 _BUILTINS = ("exec", "eval", "compile", "__import__")
 _PATHS = ("path", "path_hooks", "path_importer_cache")
 _TEXTS = ("vnd.lmcourse.record", "lmcourse/reference", "lmcourse/nn", "lmcourse/bpe", "lmcourse\\reference")
-
-
 _ATTRS = ("getattr", "setattr", "delattr")
 # modules whose namespace read as a dict (vars(sys)["setprofile"], sys.__dict__) names nothing the scan reads
 _NAMESPACES = ("sys", "builtins", "__builtins__", "importlib", "torch")
 
+PROCESS = "a process"
+LOADING = "code loading"
+MACHINERY = "test machinery"
+CELLS = "cells read or hooked"
+OUTSIDE = "outside the submission"
+SHELL = "shell"
+MAGIC = "magic"
+UNPARSED = "does not parse"
+NO_GRADE_ID = "nbgrader metadata without a grade_id"
+
+# dotted names, read after the notebook's imports are resolved (``import subprocess as sp; sp.run`` is
+# subprocess.run, ``from os import fork`` is os.fork): a pattern names a module or object and all
+# inside it, or, ending in ``*``, every name that starts so
+_DOTTED = (
+    (PROCESS, ("subprocess", "multiprocessing", "pty", "pexpect", "daemon", "torch.multiprocessing",
+               "os.fork", "os.forkpty", "os.spawn*", "os.exec*", "os.posix_spawn*", "os.system", "os.popen",
+               "os.setsid", "os.setpgrp", "os.daemon", "asyncio.create_subprocess_*",
+               "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process")),
+    (LOADING, ("imp", "runpy", "py_compile", "compileall", "importlib.util", "importlib.machinery",
+               "importlib.import_module", "importlib.reload", "importlib.resources", "site.addsitedir")),
+    (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "lmcourse.rules",
+                 "lmcourse.confine", "gc.get_objects", "gc.get_referrers", "gc.get_referents")),
+    (OUTSIDE, ("site", "sysconfig", "os.chdir", "os.fchdir")),
+)
+# the objects of the course's test machinery: what a write on them is a finding for
+_MACHINERY = ("lmcourse.marking", "lmcourse.grading", "lmcourse.rules", "lmcourse.confine")
+
+# names, as a variable, an attribute or an imported name, whatever they are read from
+_NAMED = {
+    # a module made from a file, not an import the kernel's refusals see
+    LOADING: ("load_source", "load_compiled", "load_dynamic", "load_package", "load_module",
+              "spec_from_file_location", "spec_from_loader", "module_from_spec", "exec_module",
+              "SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader", "addsitedir"),
+    # the kernel's record of executed cells, and the hooks that see or rewrite each cell
+    CELLS: ("history_manager", "input_transformers_cleanup", "input_transformers_post",
+            "input_transformer_manager", "input_splitter", "ast_transformers", "displayhook", "display_pub",
+            "user_ns", "user_global_ns", "user_ns_hidden", "set_custom_exc", "register_magic_function",
+            "register_magics", "run_cell", "run_cell_async", "run_ast_nodes", "run_code", "safe_execfile",
+            "safe_execfile_ipy", "safe_run_module"),
+    # where the course's package (and its reference) lies on disk
+    OUTSIDE: ("__file__", "__path__", "__spec__"),
+}
+# IPython's names for the executed cells' text (In, _ih, _i3) and outputs (Out, _oh)
+_HISTORY = re.compile(r"^(In|Out|_ih|_oh|_dh|_ii|_iii|_i\d+)$")
+# the shell's own methods that run a command or code (get_ipython().system("..."), ip.ex("..."))
+_SHELL_RUNS = ("system", "system_piped", "system_raw", "getoutput")
+_SHELL_HOOKS = ("ex", "ev", "kernel", "events", "push", "magic", "define_macro")
+# keywords that start a process apart from the kernel's group
+_DETACHING = ("start_new_session", "process_group", "preexec_fn")
+_DETACHED_TEXT = re.compile(r"\b(nohup|setsid|disown)\b")
+
+# IPython magics: those that only time, capture or show Python (their text is read as a cell's),
+# those that only display, and those that only set the kernel's display; every other one is a finding
+_PYTHON_MAGICS = ("time", "timeit", "capture", "prun")
+_HARMLESS_MAGICS = ("matplotlib", "config", "xmode", "precision", "who", "whos", "who_ls", "lsmagic", "magic",
+                    "quickref", "pinfo", "pdoc", "psearch", "colors", "pprint", "autoreload", "env", "pwd",
+                    "html", "markdown", "latex", "svg")
+_SHELL_MAGICS = ("bash", "sh", "script", "system", "sx", "sc", "pip", "conda", "mamba", "perl", "ruby",
+                 "python", "python2", "python3", "pypy")
+# an extension a notebook may load: IPython's own reloader
+_EXTENSIONS = ("autoreload",)
+
+# texts in strings that name the grader's or the course's files
+_PLACES = ("gradebook", "submitted", "autograded", "source/", "release/", "templates", "nbgrader", ".ipynb")
+# a word of a string that is a path leaving the submission's folder: absolute, a home, a drive, or ..
+_CLIMB = re.compile(r"^/[\w.~-]+(/[\w.~*-]*)*$|^~[/\\]|^[A-Za-z]:[/\\]|(^|[/\\])\.\.([/\\]|$)")
+# a file that holds code: written and imported, or loaded
+_CODE_FILE = re.compile(r"\.(py|pyc|pyw|pyd|pth|so)$")
+_WORDS = re.compile(r"[\s;|&()'\"=,]+")
+_READS = ("read", "read_text", "read_bytes", "getsource", "open")
+
+_SHOWN = 60
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading a cell
+# ---------------------------------------------------------------------------------------------------
+
+def _parse(source: str) -> ast.Module:
+    with _PARSING:
+        try:
+            return ast.parse(source)
+        except SystemError as e:    # a parse elsewhere in the process (a traceback's) overlapped: once more
+            if "recursion depth mismatch" not in str(e):
+                raise
+            return ast.parse(source)
+
+
+def _as_ipython_runs_it(source: str) -> str:
+    """The Python IPython runs for a cell: magics, ``!cmd`` and ``x?`` made into calls on the shell
+    (``get_ipython().run_line_magic('run', 'x.py')``), prompts and common indentation removed."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:         # a grader without IPython reads the cell as plain Python
+        return source
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 (the transformer's own errors: the cell is read as written)
+        return source
+
+
+def _read(source: str) -> tuple[ast.Module | None, str]:
+    """The cell's syntax tree, or None and why it does not parse."""
+    try:
+        return _parse(_as_ipython_runs_it(source)), ""
+    except SyntaxError as e:
+        return None, f"{e.msg} (line {e.lineno})"
+    except ValueError as e:     # a null byte
+        return None, str(e)
+
+
+def _shown(node: ast.AST | str) -> str:
+    text = node if isinstance(node, str) else ast.unparse(node)
+    text = " ".join(text.split())
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the notebook's cells together say about names
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Names:
+    """Names bound anywhere in the notebook, the course's cells included (the setup cell's imports
+    and ``tests`` are the student's to use in any cell)."""
+    modules: dict[str, str] = field(default_factory=dict)      # name -> the dotted name it was imported as
+    machinery: set[str] = field(default_factory=lambda: {"tests"})  # names bound to the test machinery
+    shells: set[str] = field(default_factory=set)              # names bound to get_ipython()
+
+    def learn(self, tree: ast.Module) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.modules[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def follow(self, trees: list[ast.Module]) -> None:
+        """Names bound to the test machinery or the shell, followed through assignments and loops
+        (``ex = tests.exam.exercises[0]``, ``for ex in lmcourse.marking.ngram.EXERCISES``)."""
+        for n in self.modules:
+            if _within(self.modules[n], _MACHINERY):
+                self.machinery.add(n)
+        for _ in range(4):          # a chain of assignments across cells, followed a few links deep
+            before = len(self.machinery) + len(self.shells)
+            for tree in trees:
+                for node in ast.walk(tree):
+                    for target, value in _bindings(node):
+                        names = {t.id for t in ast.walk(target) if isinstance(t, ast.Name)}
+                        if self.reaches_machinery(value):
+                            self.machinery |= names
+                        if _is_shell(value, self):
+                            self.shells |= names
+            if len(self.machinery) + len(self.shells) == before:
+                break
+
+    def dotted(self, node: ast.expr) -> str | None:
+        """``a.b.c`` with ``a`` read as the module it was imported as; None when ``a`` is not one."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.modules:
+            return None
+        return ".".join([self.modules[node.id], *reversed(parts)])
+
+    def reaches_machinery(self, node: ast.AST) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.machinery:
+                return True
+            if isinstance(n, ast.Attribute) and _within(self.dotted(n) or "", _MACHINERY):
+                return True
+            if isinstance(n, ast.Attribute) and n.attr == "modules" and self.dotted(n) == "sys.modules":
+                return True
+        return False
+
+
+def _bindings(node: ast.AST):
+    """(target, value) pairs a statement binds."""
+    if isinstance(node, ast.Assign):
+        return [(t, node.value) for t in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return [(node.target, node.iter)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars is not None]
+    return []
+
+
+def _within(name: str, patterns: tuple[str, ...]) -> bool:
+    for p in patterns:
+        if (name.startswith(p[:-1]) if p.endswith("*") else name == p or name.startswith(p + ".")):
+            return True
+    return False
+
+
+def _is_shell(node: ast.AST, names: Names) -> bool:
+    """``get_ipython()`` (or IPython.get_ipython()), or a name bound to it."""
+    if isinstance(node, ast.Name):
+        return node.id in names.shells
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == "get_ipython")
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "get_ipython"))
+
+
+def _text(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The findings, one small function each: node -> findings
+# ---------------------------------------------------------------------------------------------------
 
 def _hidden_name(node: ast.expr) -> bool:
     """An attribute name built in place ("__co" + "de__", an f-string, a join), or a dunder / one of
@@ -68,106 +293,323 @@ def _dotted_builtins(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
 
 
-def _parse(source: str) -> ast.Module:
-    with _PARSING:
-        try:
-            return ast.parse(source)
-        except SystemError as e:    # a parse elsewhere in the process (a traceback's) overlapped: once more
-            if "recursion depth mismatch" not in str(e):
-                raise
-            return ast.parse(source)
+def _label(dotted: str) -> str | None:
+    return next((label for label, patterns in _DOTTED if _within(dotted, patterns)), None)
 
 
-def scan_source(source: str) -> list[str]:
-    """What one cell's code names of the above, in order of appearance, each once."""
-    try:
-        tree = _parse(source)
-    except SyntaxError:         # IPython magics and broken cells: nothing to read as Python
-        return []
+def _imports_and_dotted_names(node, names: Names, inner: set[int]):
+    """A module or object of :data:`_DOTTED`, imported or used (``os.fork()``, ``sp.Popen``)."""
+    if isinstance(node, ast.Import):
+        dotted = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        dotted = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    elif isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in inner:
+        dotted = [names.dotted(node)] if names.dotted(node) else []
+    else:
+        return
+    for d in dotted:
+        label = _label(d)
+        if label:
+            yield f"{label}: {d}"
+
+
+def _named(node, names: Names, inner: set[int]):
+    """A name of :data:`_NAMED`, and IPython's history (``In``, ``_ih``)."""
+    name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+            else None)
+    if isinstance(node, ast.ImportFrom):
+        for a in node.names:
+            yield from (f"{label}: {a.name}" for label, table in _NAMED.items() if a.name in table)
+        return
+    if name is None:
+        return
+    for label, table in _NAMED.items():
+        if name in table:
+            yield f"{label}: {name}"
+    if isinstance(node, ast.Name) and _HISTORY.match(name):
+        yield f"{CELLS}: {name}"
+    if isinstance(node, ast.Attribute) and node.attr == "register" and isinstance(node.value, ast.Attribute) \
+            and node.value.attr == "events":
+        yield f"{CELLS}: {_shown(node)}"
+
+
+def _shell(node, names: Names, inner: set[int]):
+    """The shell's methods that run a command, code or a magic (what ``!cmd`` and ``%magic`` become)."""
+    if not (isinstance(node, ast.Attribute) and _is_shell(node.value, names)):
+        return
+    if node.attr in _SHELL_RUNS:
+        yield f"{SHELL}: {node.attr}"
+    elif node.attr in _SHELL_HOOKS:
+        yield f"{CELLS}: get_ipython().{node.attr}"
+
+
+def _magic(node, names: Names, inner: set[int]):
+    """A magic, by its name: a shell, another language, a file run or loaded, or one the table does not
+    know is a finding; the Python inside %time, %%capture and the like is read as a cell is."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("run_line_magic", "run_cell_magic")):
+        return
+    args = [_text(a) for a in node.args]
+    cell = node.func.attr == "run_cell_magic"
+    sign = "%%" if cell else "%"
+    if not args or args[0] is None:
+        yield f"{MAGIC}: {_shown(node)}"           # a magic chosen by a name computed in the code
+        return
+    name, line = args[0], (args[1] if len(args) > 1 else "") or ""
+    shown = _shown(f"{sign}{name} {line}".strip())
+    if name in _PYTHON_MAGICS:
+        body = args[2] if cell and len(args) > 2 else line
+        yield from scan_source(body or "", names)
+    elif name == "load_ext" and line.strip() in _EXTENSIONS:
+        return
+    elif name in _SHELL_MAGICS:
+        yield f"{SHELL}: {shown}"
+    elif name not in _HARMLESS_MAGICS:
+        yield f"{MAGIC}: {shown}"
+    if name in ("pinfo", "pdoc", "psearch"):
+        yield from scan_source(line, names)      # the object asked about: lmcourse.reference.ngram?
+
+
+def _strings(node, names: Names, docstrings: set[int]):
+    """Texts that name the reference, the grader's files, a path outside the submission, a code file,
+    or a detached process in shell text (``nohup``, ``setsid``, ``disown``)."""
+    text = _text(node)
+    if text is None:
+        return
+    hit = next((t for t in _TEXTS if t in text), None)
+    if hit:
+        yield f"the text {hit!r}"
+    if id(node) in docstrings:
+        return
+    lowered = text.lower()
+    place = next((p for p in _PLACES if p in lowered), None)
+    if place:
+        yield f"{OUTSIDE}: the text {place!r}"
+    for word in _WORDS.split(text):
+        word = word.lstrip("<>")            # a shell's redirection (>/tmp/x), not an HTML tag's </b>
+        if _CLIMB.search(word):
+            yield f"{OUTSIDE}: {_shown(repr(word))}"
+        elif _CODE_FILE.search(word):
+            yield f"{LOADING}: a code file {_shown(repr(word))}"
+    detached = _DETACHED_TEXT.search(text)
+    if detached:
+        yield f"{PROCESS}: {detached.group(1)!r} in shell text"
+
+
+def _detaching_keyword(node, names: Names, inner: set[int]):
+    if isinstance(node, ast.keyword) and node.arg in _DETACHING:
+        yield f"{PROCESS}: {node.arg}="
+
+
+def _file_run_as_code(node, names: Names, inner: set[int]):
+    """exec / eval / compile / run_cell of a file's or an object's text (``exec(open(p).read())``)."""
+    if not (isinstance(node, ast.Call) and node.args):
+        return
+    func = node.func.id if isinstance(node.func, ast.Name) else (
+        node.func.attr if isinstance(node.func, ast.Attribute) else None)
+    if func not in (*_BUILTINS, "run_cell", "run_code"):
+        return
+    read = any(isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Attribute) and n.func.attr in _READS)
+        or (isinstance(n.func, ast.Name) and n.func.id in _READS)) for n in ast.walk(node.args[0]))
+    if read:
+        yield f"{LOADING}: {_shown(node)}"
+
+
+def _machinery_write(node, names: Names, inner: set[int]):
+    """A write on an object of the course's test machinery (``ex.rules = None``,
+    ``object.__setattr__(exercise, "rules", None)``, ``vars(tests)[k] = v``, ``Exam.grade = f``);
+    and a ``.rules`` set on anything."""
+    targets = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    for t in targets:
+        for part in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+            if isinstance(part, ast.Attribute) and (part.attr == "rules" or names.reaches_machinery(part.value)):
+                yield f"{MACHINERY}: {_shown(part)} written"
+            elif isinstance(part, ast.Subscript) and (_namespace_of(part.value, names)
+                                                      or names.reaches_machinery(part.value)):
+                yield f"{MACHINERY}: {_shown(part)} written"
+    if not isinstance(node, ast.Call):
+        return
+    f = node.func
+    if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and len(node.args) >= 2 and (
+            names.reaches_machinery(node.args[0]) or _text(node.args[1]) == "rules"):
+        yield f"{MACHINERY}: {_shown(node)}"
+    elif isinstance(f, ast.Attribute) and f.attr in ("__setattr__", "__delattr__") and node.args and (
+            names.reaches_machinery(f.value) or names.reaches_machinery(node.args[0]) or (
+                isinstance(f.value, ast.Name) and f.value.id in ("object", "type")
+                and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls")))):
+        # object.__setattr__(self, ...) is a frozen dataclass's own __init__; on anything else it
+        # writes past the object's own rules
+        yield f"{MACHINERY}: {_shown(node)}"
+    elif isinstance(f, ast.Attribute) and f.attr in ("update", "setdefault", "__setitem__", "pop", "clear") \
+            and _namespace_of(f.value, names):
+        yield f"{MACHINERY}: {_shown(node)}"
+
+
+def _namespace_of(node: ast.AST, names: Names) -> bool:
+    """``vars(x)`` or ``x.__dict__`` of an object of the test machinery."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+        return names.reaches_machinery(node.args[0])
+    return isinstance(node, ast.Attribute) and node.attr == "__dict__" and names.reaches_machinery(node.value)
+
+
+def _legacy(node, names: Names, inner: set[int], keys: set[int]):
+    """The reference, the interpreter's hooks and frames, the test object: the scan's first findings."""
+    sys_names = {n for n, m in names.modules.items() if m == "sys"} | {"sys"}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if _within(alias.name, _MODULES):
+                yield f"import {alias.name}"
+    elif isinstance(node, ast.ImportFrom) and node.module and _within(node.module, _MODULES):
+        yield f"from {node.module} import"
+    elif isinstance(node, ast.ImportFrom) and any(a.name in _NAMES for a in node.names):
+        # imported under another name (from torch.overrides import TorchFunctionMode as M)
+        yield next(a.name for a in node.names if a.name in _NAMES)
+    elif isinstance(node, ast.Name) and node.id in _NAMES:
+        yield node.id
+    elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
+          and node.value.id in sys_names) or (isinstance(node, ast.ImportFrom) and node.module == "sys"
+                                              and any(a.name in _PATHS for a in node.names)):
+        # the reference's folder put on the path imports its modules under their bare names
+        # (``import ngram``), which the graded kernel's refusal of lmcourse.reference.* does not see
+        yield "sys.path"
+    elif isinstance(node, ast.Attribute) and node.attr in _NAMES and (
+            node.attr not in _BUILTINS or _dotted_builtins(node.value)):
+        yield node.attr
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if (node.value in _NAMES and node.value not in _BUILTINS) or (id(node) in keys and _within(
+                node.value, _MODULES)):
+            # a flagged name written as a string: vars(sys)["setprofile"], sys.modules["importlib"]
+            # (a module's name only as a key: a folder may share it, data_dir() / "tokenizers")
+            yield f"the text {node.value!r}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+            and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in (*_NAMESPACES, *sys_names):
+        yield f"vars({node.args[0].id})"
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+            node.attr == "__dict__" and node.value.id in (*_NAMESPACES, *sys_names)):
+        yield f"{node.value.id}.__dict__"
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sys_names \
+            and node.attr == "modules":
+        # every loaded module, the course's marking code among them (reached without naming it:
+        # sys.modules[type(tests).__module__])
+        yield "sys.modules"
+    elif isinstance(node, ast.Name) and node.id == "tests" and isinstance(node.ctx, ast.Load):
+        # the test cells' object: nothing a student writes reads it
+        yield "tests read"
+    elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
+        yield "a code object rebuilt (co_ fields)"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
+            and len(node.args) >= 2 and _hidden_name(node.args[1]):
+        # getattr(f, "__co" + "de__") names a hooked attribute without writing it
+        yield f"{node.func.id} with a computed or hidden name"
+    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "tests" for t in targets):
+            yield "tests rebound"
+    elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == "tests":
+        yield "tests rebound"
+    elif isinstance(node, ast.FunctionDef) and node.name in _NAMES:
+        yield node.name             # a mode's or a tensor subclass's own __torch_function__
+
+
+_NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _file_run_as_code,
+                  _machinery_write)
+
+
+def _cell_findings(tree: ast.Module, names: Names):
+    """Findings of the whole cell: a file's text read and compiled in it (``read_text`` and ``compile``)."""
+    used = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree)
+            if isinstance(n, (ast.Attribute, ast.Name))}
+    read = used & {"read_text", "read_bytes"}
+    run = used & {"compile", "exec", "eval"}
+    if read and run:
+        yield f"{LOADING}: {min(read)} and {min(run)}"
+
+
+def _findings(tree: ast.Module, names: Names) -> list[str]:
     found: list[str] = []
-    # the names sys goes by in this cell (import sys as _s)
-    sys_names = {"sys"} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.Import)
-                           for a in n.names if a.name == "sys" and a.asname}
-
-    keys = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
 
     def note(what: str) -> None:
         if what not in found:
             found.append(what)
 
+    keys = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith(_MODULES):
-                    note(f"import {alias.name}")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(_MODULES):
-            note(f"from {node.module} import")
-        elif isinstance(node, ast.ImportFrom) and any(a.name in _NAMES for a in node.names):
-            # imported under another name (from torch.overrides import TorchFunctionMode as M)
-            note(next(a.name for a in node.names if a.name in _NAMES))
-        elif isinstance(node, ast.Name) and node.id in _NAMES:
-            note(node.id)
-        elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
-              and node.value.id in sys_names) or (isinstance(node, ast.ImportFrom) and node.module == "sys"
-                                               and any(a.name in _PATHS for a in node.names)):
-            # the reference's folder put on the path imports its modules under their bare names
-            # (``import ngram``), which the graded kernel's refusal of lmcourse.reference.* does not see
-            note("sys.path")
-        elif isinstance(node, ast.Attribute) and node.attr in _NAMES and (
-                node.attr not in _BUILTINS or _dotted_builtins(node.value)):
-            note(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            hit = next((t for t in _TEXTS if t in node.value), None)
-            if hit:
-                note(f"the text {hit!r}")
-            elif (node.value in _NAMES and node.value not in _BUILTINS) or (id(node) in keys and any(
-                    node.value == m or node.value.startswith(m + ".") for m in _MODULES)):
-                # a flagged name written as a string: vars(sys)["setprofile"], sys.modules["importlib"]
-                # (a module's name only as a key: a folder may share it, data_dir() / "tokenizers")
-                note(f"the text {node.value!r}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
-                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in (*_NAMESPACES, *sys_names):
-            note(f"vars({node.args[0].id})")
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
-                node.attr == "__dict__" and node.value.id in (*_NAMESPACES, *sys_names)):
-            note(f"{node.value.id}.__dict__")
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sys_names \
-                and node.attr == "modules":
-            # every loaded module, the course's marking code among them (reached without naming it:
-            # sys.modules[type(tests).__module__])
-            note("sys.modules")
-        elif isinstance(node, ast.Name) and node.id == "tests" and isinstance(node.ctx, ast.Load):
-            # the test cells' object: nothing a student writes reads it
-            note("tests read")
-        elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
-            note("a code object rebuilt (co_ fields)")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
-                and len(node.args) >= 2 and _hidden_name(node.args[1]):
-            # getattr(f, "__co" + "de__") names a hooked attribute without writing it
-            note(f"{node.func.id} with a computed or hidden name")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "tests" for t in targets):
-                note("tests rebound")
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == "tests":
-            note("tests rebound")
-        elif isinstance(node, ast.FunctionDef) and node.name in _NAMES:
-            note(node.name)             # a mode's or a tensor subclass's own __torch_function__
+        for what in _legacy(node, names, inner, keys):
+            note(what)
+        for what in _strings(node, names, docstrings):
+            note(what)
+        for finding in _NODE_FINDINGS:
+            for what in finding(node, names, inner):
+                note(what)
+    for what in _cell_findings(tree, names):
+        note(what)
     return found
 
 
-def scan_cells(nb, skip_tag: str = "") -> list[str]:
-    """The findings in a notebook's student cells: answer cells and cells without nbgrader's
-    metadata (locked and test cells are the course's; cells tagged ``skip_tag`` are the grader's)."""
+# ---------------------------------------------------------------------------------------------------
+# The scan
+# ---------------------------------------------------------------------------------------------------
+
+def scan_source(source: str, names: Names | None = None) -> list[str]:
+    """What one cell's code names of the above, each once (``names``: what the notebook's other cells
+    bound; by default only what this cell binds). A cell that does not parse, after IPython's
+    transformation, is a finding."""
+    tree, error = _read(source)
+    if tree is None:
+        return [f"{UNPARSED}: {error}"]
+    if names is None:
+        names = Names()
+        names.learn(tree)
+        names.follow([tree])
+    return _findings(tree, names)
+
+
+def _the_courses(cell, given: set[str]) -> bool:
+    """A cell whose text is the course's: a locked cell with a grade id (under ``lmcourse grade`` and
+    nbgrader alike the graders restore its text from the release before the scan reads it), or a cell
+    left exactly as the course's release gave it (``given``: its cells' texts)."""
+    nbg = cell.get("metadata", {}).get("nbgrader") or {}
+    return bool(nbg.get("grade_id") and nbg.get("locked")) or _plain(cell.get("source", "")) in given
+
+
+def _plain(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def scan_cells(nb, skip_tag: str = "", given=None) -> list[str]:
+    """The findings in every cell a student could have written: code cells and raw cells that are not
+    the course's (:func:`_the_courses`; ``given``: the release notebook, whose unlocked cells the
+    student left as they are the course's too) nor the grader's (tagged ``skip_tag``). Markdown never
+    runs. A code or raw cell given nbgrader metadata without a grade id is a finding itself."""
+    given_texts = {_plain(c.get("source", "")) for c in (given.cells if given is not None else [])
+                   if c.get("cell_type") != "markdown" and not (c.get("metadata", {}).get("nbgrader") or {}).get(
+                       "solution")}
+    cells = [c for c in nb.cells if c.get("cell_type") != "markdown"
+             and not (skip_tag and skip_tag in c.get("metadata", {}))]
+    read = [_read(c.get("source", "")) for c in cells]
+    names = Names()
+    for tree, _ in read:
+        if tree is not None:
+            names.learn(tree)
+    names.follow([tree for tree, _ in read if tree is not None])
     found: list[str] = []
-    for cell in nb.cells:
-        meta = cell.get("metadata", {})
-        nbg = meta.get("nbgrader", {})
-        if cell.get("cell_type") != "code" or (skip_tag and skip_tag in meta):
+    for cell, (tree, error) in zip(cells, read):
+        if _the_courses(cell, given_texts):
             continue
-        if nbg and not nbg.get("solution"):
-            continue
-        for what in scan_source(cell.get("source", "")):
+        nbg = cell.get("metadata", {}).get("nbgrader")
+        here = [NO_GRADE_ID] if nbg is not None and not nbg.get("grade_id") else []
+        if tree is not None:
+            here += _findings(tree, names)
+        elif cell.get("cell_type") == "code":       # a raw cell need not be Python
+            here.append(f"{UNPARSED}: {error}")
+        for what in here:
             if what not in found:
                 found.append(what)
     return found

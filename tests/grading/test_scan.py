@@ -4,7 +4,7 @@ import nbformat
 import pytest
 
 from lmcourse.grading.scan import scan_cells, scan_source
-from tests.conftest import NOTEBOOKS, ROOT
+from tests.conftest import ROOT
 
 
 def test_honest_code_is_not_flagged():
@@ -96,19 +96,8 @@ def test_the_marking_code_reached_without_its_name_is_named():
     """The red team of 02 patched the kernel's recorder through the test cells' own object:
     ``sys.modules[type(tests).__module__].observe = ...``, sys imported under another name."""
     found = scan_source("import sys as _s\n_k = _s.modules[type(tests).__module__]\n_k.observe = f\n")
-    assert found == ["sys.modules", "tests read"], found
+    assert found == ["test machinery: _k.observe written", "sys.modules", "tests read"], found
     assert scan_source("import sys as _s\nsys_args = _s.argv") == []
-
-
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_no_solution_is_flagged(notebook):
-    """Every notebook's solution, handed in as a student would, names nothing the scan flags (a false
-    flag on an honest submission costs a TA a look at every notebook of the class)."""
-    from lmcourse.authoring.course import perfect_submission
-
-    release = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
-    source = nbformat.read(ROOT / "autograder" / "source" / notebook / f"{notebook}.ipynb", as_version=4)
-    assert scan_cells(perfect_submission(release, source)) == []
 
 
 def test_one_parse_at_a_time(monkeypatch):
@@ -136,3 +125,231 @@ def test_one_parse_at_a_time(monkeypatch):
     monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("another")))
     with pytest.raises(SystemError, match="another"):
         scan.scan_source("x = 1\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Every cell a student wrote is read, as IPython runs it; each finding with an example and a near miss
+# ---------------------------------------------------------------------------------------------------
+
+def _nb(*cells, **metadata) -> nbformat.NotebookNode:
+    """A notebook of code cells (a (cell_type, source) pair for another type); ``metadata[i]``: cell i's."""
+    nb = nbformat.v4.new_notebook()
+    for i, c in enumerate(cells):
+        kind, source = c if isinstance(c, tuple) else ("code", c)
+        cell = {"code": nbformat.v4.new_code_cell, "raw": nbformat.v4.new_raw_cell,
+                "markdown": nbformat.v4.new_markdown_cell}[kind](source)
+        cell.metadata.update(metadata.get(f"c{i}", {}))
+        nb.cells.append(cell)
+    return nb
+
+
+# (finding, code that shows it, code alike that does not)
+FINDINGS = [
+    # a cell that does not parse, once IPython has made its magics Python
+    ("does not parse: ", "def f(:\n    pass", "%timeit f()\nx?\n>>> y = 1"),
+    # shell escapes, and magics that run another language or a file
+    ("shell: %%bash", "%%bash\nls ..", "%%time\nx = 1"),
+    ("shell: %%script python3", "%%script python3\nprint(1)", "%%capture out\nprint(1)"),
+    ("shell: system", "!ls", "%matplotlib inline"),
+    ("shell: getoutput", "files = !ls", "files = ls()"),
+    ("shell: %pip install tiktoken", "%pip install tiktoken", "%load_ext autoreload\n%autoreload 2"),
+    ("magic: %run helper.py", "%run helper.py", "%config InlineBackend.figure_format = 'svg'"),
+    ("magic: %load x.py", "%load x.py", "%whos"),
+    ("magic: %%writefile m.py", "%%writefile m.py\nx = 1", "%%html\n<b>hi</b>"),
+    ("a process: subprocess", "%%time\nimport subprocess", "%%time\nimport json"),     # a magic's Python is read
+    # detached or extra processes
+    ("a process: subprocess.Popen", "import subprocess as sp\nsp.Popen(['sleep', '9'])",
+     "import json as sp\nsp.dumps(1)"),
+    ("a process: os.fork", "import os\nif os.fork() == 0:\n    pass", "import os\nos.getpid()"),
+    ("a process: os.forkpty", "from os import forkpty\nforkpty()", "from os import getcwd"),
+    ("a process: os.spawnv", "import os as o\no.spawnv(o.P_NOWAIT, p, [p])", "import os as o\no.sep"),
+    ("a process: os.execv", "import os\nos.execv(p, [p])", "import os\nos.environ.get('X')"),
+    ("a process: os.system", "import os\nos.system('sleep 9 &')", "import platform\nplatform.system()"),
+    ("a process: os.popen", "import os\nos.popen('id')", "import os\nos.path.join('a', 'b')"),
+    ("a process: os.setsid", "import os\nos.setsid()", "import os\nos.getsid"),
+    ("a process: multiprocessing", "import multiprocessing\nmultiprocessing.Process(target=f).start()",
+     "import threading"),
+    ("a process: pty", "import pty\npty.spawn('sh')", "import pathlib"),
+    ("a process: start_new_session=", "run(cmd, start_new_session=True)", "run(cmd, new_session=True)"),
+    ("a process: 'nohup' in shell text", "!nohup sleep 600 &", "note = 'no hope'"),
+    ("a process: 'setsid' in shell text", "cmd = 'setsid python -m w'", "cmd = 'python -m w'"),
+    ("a process: 'disown' in shell text", "%%bash\nsleep 600 & disown", "word = 'disowned'"),
+    # code loaded from files
+    ("code loading: imp", "import imp\nm = imp.load_source('m', p)", "import math"),
+    ("code loading: load_source", "m = importer.load_source('m', p)", "m = load_text(p)"),
+    ("code loading: importlib.util.spec_from_file_location",
+     "from importlib.util import spec_from_file_location", "from functools import partial"),
+    ("code loading: module_from_spec", "m = util.module_from_spec(spec)", "m = util.module_for(spec)"),
+    ("code loading: SourceFileLoader", "SourceFileLoader('m', p).load_module()", "FileReader('m', p)"),
+    ("code loading: SourcelessFileLoader", "SourcelessFileLoader('m', p)", "SourceReader('m', p)"),
+    ("code loading: exec(open(p).read())", "exec(open(p).read())", "text = open(p).read()"),
+    ("code loading: a code file 'helper.py'", "open('helper.py', 'w').write(src)\nimport helper",
+     "open('helper.txt', 'w').write(src)"),
+    ("sys.path", "import sys\nsys.path.insert(0, '.')", "import sys\nsys.argv"),
+    ("code loading: read_text and compile", "code = compile(Path(p).read_text(), p, 'exec')",
+     "text = Path(p).read_text()"),
+    ("import runpy", "import runpy\nrunpy.run_path(p)", "import random"),
+    # writes to the course's test machinery
+    ("test machinery: object.__setattr__(exercise, 'rules', None)",
+     "object.__setattr__(exercise, 'rules', None)", "object.__setattr__(self, 'rules', None)"),
+    ("test machinery: ex.rules written", "ex.rules = None", "ex.rules_seen = None"),
+    ("test machinery: Exam.grade written",
+     "from lmcourse.marking import Exam\nExam.grade = lambda self, name: None", "Exam.grade = lambda self, name: None"),
+    ("test machinery: ex.check written", "for ex in tests.exam.exercises:\n    ex.check = print",
+     "for ex in exams:\n    ex.check = print"),
+    ("test machinery: vars(tests)['exam'] written", "vars(tests)['exam'] = None", "vars(model)['w'] = None"),
+    ("test machinery: setattr(tests, 'exam', None)", "setattr(tests, 'exam', None)", "setattr(model, 'exam', None)"),
+    ("test machinery: lmcourse.marking.ngram", "import lmcourse.marking\nlmcourse.marking.ngram.EXERCISES.clear()",
+     "import lmcourse.data\nlmcourse.data.load_shakespeare()"),
+    # the executed cells' text read, or the cells' execution hooked
+    ("cells read or hooked: In", "src = In[3]", "src = x_in[3]"),
+    ("cells read or hooked: _ih", "src = _ih[-1]", "for _ in range(3):\n    pass"),
+    ("cells read or hooked: Out", "y = Out[2]", "y = out[2]"),
+    ("cells read or hooked: _i7", "src = _i7", "src = i7"),
+    ("cells read or hooked: history_manager", "h = get_ipython().history_manager", "h = history"),
+    ("cells read or hooked: get_ipython().events.register",
+     "get_ipython().events.register('pre_run_cell', f)", "model.register_buffer('m', t)"),
+    ("cells read or hooked: input_transformers_cleanup", "ip = get_ipython()\nip.input_transformers_cleanup.append(f)",
+     "ip = get_ipython()\nip.display_formatter"),
+    ("cells read or hooked: ast_transformers", "get_ipython().ast_transformers.append(t)", "transforms.append(t)"),
+    ("cells read or hooked: run_cell", "get_ipython().run_cell = hook", "run_cells = hook"),
+    ("cells read or hooked: displayhook", "import sys\nsys.displayhook = f", "import sys\nsys.stdout.flush()"),
+    # paths outside the submission
+    ("outside the submission: '/etc/passwd'", "open('/etc/passwd')", "open('data/passwd')"),
+    ("outside the submission: '/tmp/x'", "!cat x >/tmp/x", "html = '<b>x</b> </s>'"),
+    ("outside the submission: '../../source/01/01.ipynb'", "open('../../source/01/01.ipynb')", "x = a / b"),
+    ("outside the submission: the text 'gradebook'", "db = 'gradebook.db'", "db = 'grades.db'"),
+    ("outside the submission: the text 'submitted'", "d = Path('submitted')", "d = Path('submission')"),
+    ("outside the submission: the text 'autograded'", "d = 'autograded'", "d = 'graded'"),
+    ("outside the submission: the text 'source/'", "d = 'source/01_ngram'", "d = 'sources'"),
+    ("outside the submission: the text 'release/'", "d = 'release/01_ngram'", "d = 'released'"),
+    ("outside the submission: the text 'templates'", "d = data_dir() / 'templates'",
+     "d = data_dir() / 'tinyshakespeare'"),
+    ("outside the submission: the text 'nbgrader'", "import json\njson.load(open('nbgrader_config.json'))",
+     "import json\njson.load(open('config.json'))"),
+    ("outside the submission: the text '.ipynb'", "nb = json.load(open('01_ngram.ipynb'))",
+     "nb = json.load(open('01.json'))"),
+    ("outside the submission: __file__", "import lmcourse\nroot = lmcourse.__file__",
+     "import lmcourse\nlmcourse.setup()"),
+    ("outside the submission: '~/x'", "open('~/x')", "open('x~')"),
+    ("outside the submission: 'C:\\\\grades'", "open('C:\\\\grades')", "t = 'ratio 3:1'"),
+    ("outside the submission: os.chdir", "import os\nos.chdir(d)", "import os\nos.getcwd()"),
+    ("outside the submission: '..'", "%cd ..", "print('wait..')"),
+]
+
+
+@pytest.mark.parametrize("wanted, flagged, honest", FINDINGS, ids=[f[0] for f in FINDINGS])
+def test_each_finding_names_what_it_saw(wanted, flagged, honest):
+    found = scan_cells(_nb(flagged))
+    assert any(f.startswith(wanted) for f in found), found
+    assert scan_cells(_nb(honest)) == [], honest
+
+
+def test_ordinary_paths_and_texts_are_not_places():
+    honest = '''
+def fmt(a, b):
+    """Paths in a docstring are prose: see /usr/share/dict, ../notes and the nbgrader docs."""
+    return f"{a}/{b} tokens/s, </s> at 01/02/2024", "%d/%m/%Y", "..."
+'''
+    assert scan_source(honest) == []
+
+
+def test_a_magics_name_computed_in_the_code_is_a_finding():
+    assert scan_source("get_ipython().run_line_magic(name, 'x')")[0].startswith("magic: ")
+    assert scan_source("get_ipython().run_line_magic('matplotlib', 'inline')") == []
+
+
+def test_a_cell_with_nbgrader_metadata_but_no_grade_id_is_read_and_named():
+    """A student's cell marked locked (or a duplicated grade id, whose metadata nbgrader empties) was
+    skipped as if it were the course's; it is read, and its metadata is a finding."""
+    nb = _nb("import subprocess", "exec('1')", c0={"nbgrader": {"locked": True}},
+             c1={"nbgrader": {}})
+    assert scan_cells(nb) == ["nbgrader metadata without a grade_id", "a process: subprocess", "exec"]
+    assert scan_cells(_nb("x = 1", c0={"nbgrader": {"locked": True, "grade_id": "setup"}})) == []
+
+
+def test_a_locked_course_cell_is_not_read_but_teaches_the_names():
+    """The setup cell imports for the student's cells: a name it binds is resolved in theirs."""
+    nb = _nb("import subprocess as sp\nimport lmcourse.marking as M", "sp.run(['id'])\nM.ngram.EXERCISES[0].check = f",
+             c0={"nbgrader": {"locked": True, "grade_id": "setup"}})
+    found = scan_cells(nb)
+    assert "a process: subprocess.run" in found and "test machinery: M.ngram.EXERCISES[0].check written" in found, found
+    assert not any("import" in f for f in found), found
+
+
+def test_raw_cells_are_read_and_markdown_is_not():
+    assert scan_cells(_nb(("raw", "import subprocess"))) == ["a process: subprocess"]
+    assert scan_cells(_nb(("raw", "Any text (a raw cell need not be Python"))) == []
+    assert scan_cells(_nb(("markdown", "`import subprocess` is how one would"))) == []
+
+
+def test_a_cell_the_release_gave_unchanged_is_the_courses():
+    """An unlocked cell of the course's own (05's ladder reads 01's answers from the reference) left as
+    the release gave it is the course's; the same text in a cell the student wrote is read."""
+    given = "from lmcourse.reference.ngram import build_kn_tables"
+    release = _nb(given)
+    assert scan_cells(_nb(given), given=release) == []
+    assert scan_cells(_nb(given + "\nimport os\nos.fork()"), given=release) != []
+    assert scan_cells(_nb(given)) == ["from lmcourse.reference.ngram import",
+                                      "test machinery: lmcourse.reference.ngram",
+                                      "test machinery: lmcourse.reference.ngram.build_kn_tables"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# No false alarm on the course's own code, written where a student writes
+# ---------------------------------------------------------------------------------------------------
+
+SOLUTIONS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+# unlocked cells the course gives that name what a student's code must not; graded as the release gave
+# them they are the course's (scan_cells' given), rewritten by a student they are read like any other
+GIVEN_CELLS_FLAGGED = {
+    "05_gpt": ["from lmcourse.reference.ngram import", "test machinery: lmcourse.reference.ngram",
+               "test machinery: lmcourse.reference.ngram.build_kn_tables",
+               "test machinery: lmcourse.reference.ngram.kneser_ney_prob"],
+    "10_scaling": ["outside the submission: __file__"],
+}
+
+
+def _solution_as_handed_in(notebook: str) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """The solution notebook with the release's cell metadata: every answer as the solution writes it,
+    every other unlocked cell as the course wrote it; and the release."""
+    release = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "solutions" / f"{notebook}.ipynb", as_version=4)
+    assert [c.cell_type for c in nb.cells] == [c.cell_type for c in release.cells]
+    for cell, ref in zip(nb.cells, release.cells):
+        if "nbgrader" in ref.metadata:
+            cell.metadata["nbgrader"] = ref.metadata["nbgrader"]
+    return nb, release
+
+
+@pytest.mark.parametrize("notebook", SOLUTIONS)
+def test_no_cell_of_a_solution_is_flagged(notebook):
+    """Every cell of the solution a student could write (answers, and the course's unlocked cells as
+    if the student had typed them) names nothing the scan flags, beyond the given cells listed above;
+    graded with the release, nothing at all (a false flag costs a TA a look at every notebook of the
+    class)."""
+    nb, release = _solution_as_handed_in(notebook)
+    assert scan_cells(nb) == GIVEN_CELLS_FLAGGED.get(notebook, [])
+    assert scan_cells(nb, given=release) == []
+
+
+@pytest.mark.parametrize("notebook", SOLUTIONS)
+def test_no_alternative_is_flagged(notebook):
+    """The alternatives catalogue (valid solutions written another way), each in its answer cell of the
+    solution as handed in, names nothing the scan flags."""
+    from lmcourse.authoring.mutants import load_alternatives, variants_path
+
+    path = variants_path(ROOT, notebook)
+    if not path.exists():
+        pytest.skip(f"{notebook} has no catalogue")
+    nb, release = _solution_as_handed_in(notebook)
+    flagged = {}
+    for alt in load_alternatives(path):
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == alt.target)
+        kept, cell.source = cell.source, alt.source
+        found = scan_cells(nb, given=release)
+        cell.source = kept
+        if found:
+            flagged[alt.name] = found
+    assert flagged == {}

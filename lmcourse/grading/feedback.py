@@ -155,6 +155,20 @@ def _named(text: str, tpl: Template, res: Result) -> str:
     return re.sub(r'<a href="#([^"]+)">Test cell</a>', name, text)
 
 
+def ungraded(text: str, waiting: dict[str, float]) -> str:
+    """nbgrader's page with each hand-graded answer that has no score yet (``waiting``: grade id ->
+    points) said to be waiting for a person, where nbgrader's template prints a score of 0: in the
+    contents list and in the answer's own heading."""
+    for gid, points in waiting.items():
+        anchor = re.escape(html.escape(gid))
+        text = re.sub(rf'(<a href="#{anchor}">[^<]*</a>) \(Score: [^)]*\)',
+                      lambda m, pts=points: f"{m.group(1)} (not graded yet: {pts:g} points, graded by hand)", text)
+        text = re.sub(rf'(<a name="{anchor}"></a>.*?)Score: [\d.]+ / [\d.]+',
+                      lambda m, pts=points: f"{m.group(1)}Not graded yet ({pts:g} points, graded by hand)",
+                      text, count=1, flags=re.S)
+    return text
+
+
 def sentence(text: str) -> str:
     """``text`` as a sentence of its own: a capital first letter, one closing mark."""
     text = text.strip()
@@ -182,18 +196,21 @@ def write_feedback(nb, tpl: Template, out: Path, res: Result) -> None:
     the flag ``feedback-withheld``."""
     fb = nbformat.from_dict(json.loads(json.dumps(nb)))
     as_released(fb, tpl)
+    waiting = {}   # hand-graded answers no person has scored yet
     for cell in fb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade"):
             meta["score"] = res.tests.get(meta["grade_id"])
             meta["points"] = tpl.points.get(meta["grade_id"], 0.0)
+            if meta["score"] is None and (meta.get("solution") or meta.get("task")):
+                waiting[meta["grade_id"]] = meta["points"]
         if meta.get("solution") or meta.get("task"):
             meta["comment"] = None
     resources = {"nbgrader": {"notebook": tpl.assignment, "assignment": tpl.assignment,
                               "student": res.student, "score": res.score, "max_score": res.max_score,
                               "late_penalty": 0}}
     text, _ = _exporter().from_notebook_node(fb, resources=resources)
-    text = _named(text, tpl, res)
+    text = ungraded(_named(text, tpl, res), waiting)
     if leaks(text, tpl.hidden_lines()):
         res.flags.append("feedback-withheld")   # never hand out hidden tests
         return

@@ -210,7 +210,7 @@ print("true next speaker:", speakers.labels[label])
 #
 # The result is renormalised over the $K$ labels, a distribution over the labels:
 #
-# $$\log \hat p(y_k \mid x) = \operatorname{log\,softmax}_k\!\left(\frac{s_k}{|v_k|} - \frac{s^{\text{cf}}_k}{|v_k|}\right).$$
+# $$\log \hat p(y_k \mid x) = \operatorname{log\,softmax}_k\!\left(\frac{s_k - s^{\text{cf}}_k}{|v_k|}\right).$$
 #
 # ### Exercise 2 — `zero_shot_scores(logprobs, lengths=None, content_free=None)`
 # `logprobs` is an `(N, K)` tensor of the $s_k$ of N examples; `lengths` a `(K,)` tensor of the

@@ -18,7 +18,8 @@ MUTANTS = [
         ("scores.append(predicted.gather(-1, idx[i, start:end, None]).sum())",
          "scores.append(predicted.gather(-1, idx[i, start:end, None]).mean())"))),
     Mutant("the log-softmax in the model's dtype (float32 stays float32)", "score_continuations", patch(
-        ("logp = torch.log_softmax(logits.double(), dim=-1)  # (N, T, V)", "logp = torch.log_softmax(logits, dim=-1)"))),
+        ("logp = torch.log_softmax(logits.double(), dim=-1)  # (N, T, V)",
+         "logp = torch.log_softmax(logits, dim=-1)"))),
     Mutant("left padding with the right-padded offsets", "score_continuations", patch(
         ("idx[i, :len(s)] = torch.tensor(s, dtype=torch.long, device=device)",
          "idx[i, idx.shape[1] - len(s):] = torch.tensor(s, dtype=torch.long, device=device)"))),
@@ -115,7 +116,7 @@ def pool_hidden(hidden, mask, how):
     else:
         raise ValueError("unknown pooling " + str(how))
 '''),
-    Alternative("SequenceClassifier with a hidden-states method and the blocks as a loop over modules", "SequenceClassifier",
+    Alternative("SequenceClassifier with a hidden-states method of its own", "SequenceClassifier",
                 '''
 class SequenceClassifier(nn.Module):
     def __init__(self, backbone, n_classes, pooling="last"):
@@ -184,7 +185,7 @@ def add_lora(model, r, alpha):
         setattr(module, child, LoRALinear(getattr(module, child), r=r, alpha=alpha))
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 '''),
-    Alternative("score_continuations one row at a time from one forward pass, with F.cross_entropy", "score_continuations",
+    Alternative("score_continuations row by row from one forward pass, F.cross_entropy", "score_continuations",
                 '''
 def score_continuations(model, prompts, continuations, pad_id=0):
     device = next(model.parameters()).device

@@ -14,7 +14,7 @@ from torch import nn
 
 from .gpt import load_weights
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, question, when
+from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import equal, fields, plain_tensor, tensor
 
 __all__ = ["NOTEBOOK", "Q_CALIBRATE_LETTER", "Q_LORA_B_LETTER", "Q_UNFREEZE_LETTER", "add_lora_case", "backbone",
@@ -314,6 +314,13 @@ POOL_HIDDEN = Exercise("pool_hidden", (
 
 # ------------------------------------------------------------------ 4. the classifier
 
+def _trainable(model: nn.Module, remove_duplicate: bool = True) -> list[str]:
+    """The names of the parameters whose requires_grad is True, read through nn.Module's own method (a method
+    an answer set on the instance is not what the test reads)."""
+    return sorted(str(n) for n, p in nn.Module.named_parameters(model, remove_duplicate=remove_duplicate)
+                  if type(p) is nn.Parameter and p.requires_grad)
+
+
 def _param_names(model: nn.Module) -> list[str]:
     return sorted(str(n) for n, _ in model.named_parameters())
 
@@ -408,8 +415,7 @@ def freeze_case(*calls):
         out = []
         for what, k in calls:
             n = names.freeze(m, what) if k is None else names.freeze(m, what, k)
-            out.append({"count": n, "trainable": sorted(str(name) for name, p in m.named_parameters(
-                remove_duplicate=False) if p.requires_grad)})
+            out.append({"count": n, "trainable": _trainable(m, remove_duplicate=False)})
         return out
     return call
 
@@ -467,7 +473,7 @@ def lora_init_case(r=2, alpha=8.0, seed=1150, bias=True, dtype=_F64):
                                              "nonzero": bool(A.detach().abs().sum() > 0)},
                 "B": None if B is None else {"shape": tuple(B.shape), "dtype": str(B.dtype),
                                              "zero": bool((B.detach() == 0).all())},
-                "trainable": sorted(str(n) for n, p in layer.named_parameters() if p.requires_grad),
+                "trainable": _trainable(layer),
                 "out": out, "plain": plain}
     return call
 
@@ -587,7 +593,7 @@ def add_lora_case(r=2, alpha=4.0, n_layer=3, seed=1160):
         with torch.no_grad():
             after = m.head(_final(m, idx))
         return {"count": n, "wrapped": wrapped,
-                "trainable": sorted(str(k) for k, p in m.named_parameters() if p.requires_grad),
+                "trainable": _trainable(m),
                 "before": before, "after": after}
     return call
 

@@ -36,6 +36,7 @@ from .tensors import tensor
 
 __all__ = ["HIDDEN"]
 
+_LONG_P, _LONG_C = [[1] * 5], [[2, 3, 4, 5, 6, 7, 8]]
 _P, _C = [[10, 1], [2], [4, 4, 4, 4, 4, 4, 4], [7, 3, 2]], [[1, 1, 1, 1, 1, 1], [0], [9], [8, 8]]
 
 HIDDEN = {
@@ -44,8 +45,8 @@ HIDDEN = {
              compare=score_slips_compare("the scores of four pairs"), expect=_slips(_P, _C, 1170)),
         Case("four pairs padded with id 3", score_case(_P, _C, 3, 1170),
              compare=score_slips_compare("the scores of four pairs, pad_id=3"), expect=_slips(_P, _C, 1170)),
-        Case("a pair that fills the whole context (12 tokens)", score_case([[1] * 5], [[2, 3, 4, 5, 6, 7, 8]], 0, 1171),
-             compare=score_slips_compare("a pair of 12 tokens"), expect=_slips([[1] * 5], [[2, 3, 4, 5, 6, 7, 8]], 1171)),
+        Case("a pair that fills the whole context (12 tokens)", score_case(_LONG_P, _LONG_C, 0, 1171),
+             compare=score_slips_compare("a pair of 12 tokens"), expect=_slips(_LONG_P, _LONG_C, 1171)),
     ),
     "zero_shot_scores": (
         Case("zero_shot_scores with lengths, another seed", scores_case(1180, True, False),

@@ -25,8 +25,14 @@ def _tree(spec: Notebook) -> ast.Module:
     return ast.parse(inspect.getsource(importlib.import_module(spec.hidden)))
 
 
+def _table(tree: ast.Module) -> ast.Dict:
+    (table,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "HIDDEN" for t in n.targets)]
+    return table
+
+
 def _entry(tree: ast.Module, name: str) -> ast.expr:
-    (table,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "HIDDEN"]
+    table = _table(tree)
     return dict(zip((k.value for k in table.keys), table.values))[name]
 
 
@@ -72,7 +78,7 @@ def test_each_slice_holds_its_exercise_alone(name):
     for ex in spec.exercises:
         source = hidden_source(spec, ex.name)
         sliced = ast.parse(source)
-        (table,) = [n.value for n in sliced.body if isinstance(n, ast.Assign) and n.targets[0].id == "HIDDEN"]
+        table = _table(sliced)
         assert [k.value for k in table.keys] == [ex.name], f"{name}, {ex.name}: {[k.value for k in table.keys]}"
         words = {n.id for n in ast.walk(sliced) if isinstance(n, ast.Name)} | {
             n.name for n in sliced.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

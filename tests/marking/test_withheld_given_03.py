@@ -5,6 +5,8 @@ check runs in a fresh interpreter, as the graded kernel is one: withholding is f
 
 import pytest
 
+from lmcourse.marking.hidden_source import hidden_source
+from lmcourse.marking.notebooks import load
 from tests.marking.withheld_kernel import WithheldKernel
 
 # what 03's setup cell imports, the modules its graded cells use, before the withholding
@@ -16,7 +18,7 @@ from torch import nn
 import lmcourse, lmcourse.marking
 from lmcourse import plot
 from lmcourse.runtime import given
-import lmcourse.marking.attention, lmcourse.marking.attention_hidden, lmcourse.marking.standins
+import lmcourse.marking.attention, lmcourse.marking.hidden_source, lmcourse.marking.standins
 """
 KERNEL = WithheldKernel("03_attention", SETUP)
 
@@ -51,7 +53,10 @@ def test_the_course_attention_is_refused(how):
 
 
 def test_what_the_notebook_still_uses_works():
-    done = KERNEL.run("""
+    spec = load("03_attention")
+    hidden = {ex.name: hidden_source(spec, ex.name) for ex in spec.exercises}
+    done = KERNEL.run(f"""
+        HIDDEN_TEXT = {hidden!r}
         rt = lmcourse.setup(seed=0)
         # section 7's comparison with the course's layer: absent, said in one line
         assert given("lmcourse.nn.attention", "the comparison with the course's attention layer") is None
@@ -60,7 +65,8 @@ def test_what_the_notebook_still_uses_works():
         if ex.rules:
             with ex.rules():
                 pass
-        assert lmcourse.marking.attention_hidden.HIDDEN["multi_head_attention"]
+        for name, text in HIDDEN_TEXT.items():
+            assert lmcourse.marking.hidden_source.load_hidden(text, lmcourse.marking.attention.NOTEBOOK.exercise(name))
         print("ok")
     """)
     assert done.returncode == 0, done.stderr

@@ -6,6 +6,8 @@ withholding is for good."""
 
 import pytest
 
+from lmcourse.marking.hidden_source import hidden_source
+from lmcourse.marking.notebooks import load
 from tests.marking.withheld_kernel import WithheldKernel
 
 # what 04's setup cell imports, the modules its graded cells use, before the withholding
@@ -21,7 +23,7 @@ from lmcourse.nn import AttentionConfig, CausalSelfAttention
 from lmcourse.runtime import given
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
-import lmcourse.marking.block, lmcourse.marking.block_hidden, lmcourse.marking.standins
+import lmcourse.marking.block, lmcourse.marking.hidden_source, lmcourse.marking.standins
 """
 KERNEL = WithheldKernel("04_block", SETUP)
 
@@ -54,7 +56,10 @@ def test_the_course_block_is_refused(how):
 
 
 def test_what_the_notebook_still_uses_works():
-    done = KERNEL.run("""
+    spec = load("04_block")
+    hidden = {ex.name: hidden_source(spec, ex.name) for ex in spec.exercises}
+    done = KERNEL.run(f"""
+        HIDDEN_TEXT = {hidden!r}
         rt = lmcourse.setup(seed=0)
         # sections 7 and 8 run the course's blocks: absent, said in one line
         assert given("lmcourse.nn.block", "sections 7 and 8") is None
@@ -68,7 +73,8 @@ def test_what_the_notebook_still_uses_works():
             if ex.rules:
                 with ex.rules():
                     pass
-        assert lmcourse.marking.block_hidden.HIDDEN["block"]
+        for name, text in HIDDEN_TEXT.items():
+            assert lmcourse.marking.hidden_source.load_hidden(text, lmcourse.marking.block.NOTEBOOK.exercise(name))
         print("ok")
     """)
     assert done.returncode == 0, done.stderr

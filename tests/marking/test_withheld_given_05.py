@@ -16,7 +16,7 @@ from lmcourse.nn import Block, BlockConfig, LayerNorm, block_param_count
 from lmcourse.runtime import given, is_autograding
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, estimate_loss, train
-import lmcourse.marking.gpt, lmcourse.marking.gpt_hidden
+import lmcourse.marking.gpt, lmcourse.marking.hidden_source
 """
 KERNEL = WithheldKernel("05_gpt", SETUP)
 

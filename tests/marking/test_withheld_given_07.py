@@ -15,7 +15,7 @@ from lmcourse.nn import GPT, GPTConfig, load_gpt, save_gpt
 from lmcourse.runtime import is_autograding
 from lmcourse.tokenizers import CharTokenizer
 from lmcourse.train import TrainConfig, train
-import lmcourse.marking.decoding, lmcourse.marking.decoding_hidden
+import lmcourse.marking.decoding, lmcourse.marking.hidden_source
 """
 KERNEL = WithheldKernel("07_decoding", SETUP)
 

@@ -14,7 +14,7 @@ from lmcourse.nn import GPT, GPTConfig
 from lmcourse.runtime import given, is_autograding
 from lmcourse.tokenizers import CharTokenizer, split_words
 from lmcourse.train import TrainConfig, train
-import lmcourse.marking.bpe, lmcourse.marking.bpe_hidden
+import lmcourse.marking.bpe, lmcourse.marking.hidden_source
 """
 KERNEL = WithheldKernel("08_bpe", SETUP)
 

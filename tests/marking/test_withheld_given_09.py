@@ -15,7 +15,7 @@ from lmcourse.nn.seq2seq_config import Seq2SeqConfig
 from lmcourse.runtime import given
 from lmcourse.train import train
 from lmcourse.recipes import seq2seq as seq2seq_recipe
-import lmcourse.marking.encoder_decoder, lmcourse.marking.encoder_decoder_hidden
+import lmcourse.marking.encoder_decoder, lmcourse.marking.hidden_source
 """
 KERNEL = WithheldKernel("09_encoder_decoder", SETUP)
 

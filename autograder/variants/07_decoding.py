@@ -36,6 +36,8 @@ kth = torch.topk(logits, min(k, logits.size(0)), dim=0).values[-1:]
            patch(
         ("above = torch.cumsum(probs, dim=-1) - probs  # mass of the words ranked above each word",
          "above = torch.cumsum(probs, dim=-1)"))),
+    Mutant("top-p keeps a word whose mass above it equals p exactly (> p, not >= p)", "top_p_filter", patch(
+        ("drop_sorted = above >= p", "drop_sorted = above > p"))),
     Mutant("top-p on unsorted probabilities", "top_p_filter", patch(
         ('''
 sorted_logits, order = torch.sort(logits, dim=-1, descending=True)

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, question
+from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import equal, fields, plain_tensor, seed_cpu, tensor
 
 __all__ = ["NOTEBOOK", "FixedLogits", "Table", "beam_case", "fed_forward", "plain_pair", "rules", "shares",
@@ -190,12 +190,28 @@ def _top_p_case(p: float, kept: str, with_input: bool = False) -> Case:
 
 
 _DIM = "work along the last dimension (dim=-1): one row (V,) is filtered as a row of a batch is"
+# probabilities 0.125, 0.5, 0.125, 0.25: log-probabilities shifted so that the largest logit is 0 (the softmax's
+# exponentials are then 1, 1/2, 1/4: every sum on the way is exact)
+_EXACT_ROW = [-2 * math.log(2.0), 0.0, -2 * math.log(2.0), -math.log(2.0)]
+
+
+def _kept_a_tail_word(got: Any, want: Any) -> bool:
+    return type(got) is torch.Tensor and got.shape == (1, 4) and bool(torch.isfinite(got[0, [0, 2]]).any())
 
 TOP_P_FILTER = Exercise("top_p_filter", (
     _top_p_case(0.6, "0.5 and 0.3", with_input=True),
     _top_p_case(0.9, "0.5, 0.3 and 0.15"),
     _top_p_case(0.4, "0.5 only"),
     _top_p_case(1.0, "every word"),
+    # the boundary, in float64 where these probabilities are exact: 0.5 + 0.25 hold exactly p
+    Case("top_p_filter on probabilities [0.125, 0.5, 0.125, 0.25] (float64) with p = 0.75: 0.5 + 0.25 reach p "
+         "exactly, so both 0.125 words go",
+         lambda names: names.top_p_filter(torch.tensor([_EXACT_ROW], dtype=torch.float64), 0.75),
+         compare=logits(dtype="keep the dtype of the logits", values=_P_HINT),
+         diagnoses=(when(_kept_a_tail_word,
+                         "a 0.125 word was kept although the words above it, 0.5 + 0.25, already hold p = 0.75 "
+                         "exactly: 'reach p' means at least p, so remove a word when the mass above it is >= p "
+                         "(not > p)"),)),
     # scale matters: the same order with other gaps keeps other sets (probabilities, not logits)
     Case("top_p_filter(two rows of shape (2, 4), 0.7): a peaked row keeps 2 words, a flat one 3",
          lambda names: names.top_p_filter(torch.tensor([[4.0, 0.0, 3.5, -1.0], [0.1, 0.0, 0.2, 0.05]],
@@ -581,12 +597,20 @@ def same_ids(what: str, hint: str | None = None, i: int | None = None):
     return check
 
 
+# how far a float32 sum of a few hundred float32 log-probabilities may drift from float64's (relative)
+_FLOAT32_SUMS = 1e-4
+
+
 def same_score(what: str, hint: str | None = None, i: int = 0, rel: float = 1e-9, abs_: float = 1e-12):
     """The score of hypothesis ``i`` close to the reference's."""
     def check(got, want):
         g, w = _score(got, i), _score(want, i)
         if type(g) is float and math.isclose(g, w, rel_tol=rel, abs_tol=abs_):
             return None
+        if type(g) is float and math.isclose(g, w, rel_tol=_FLOAT32_SUMS, abs_tol=abs_):
+            return (f"{what}: got {g!r}, expected {w!r}, right only to float32's precision: the log-probabilities "
+                    "were computed or added up in float32 — take them in float64 (.double()) whatever the model's "
+                    "dtype")
         shown = f"{g!r}" if type(g) is float else show(g)
         return f"{what}: got {shown}, expected {w!r}" + (f" — {hint}" if hint else "")
     return check

@@ -7,6 +7,9 @@ from lmcourse.authoring.mutants import Alternative, Mutant, patch
 
 MUTANTS = [
     # --- mask_tokens
+    Mutant("p hard-coded to 0.15 (the p given is ignored)", "mask_tokens", patch(
+        ("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",
+         "chosen = (torch.rand(tokens.shape, generator=generator, device=device) < 0.15) & ~is_special"))),
     Mutant("special tokens and padding can be chosen", "mask_tokens",
            patch(
         ("chosen = (torch.rand(tokens.shape, generator=generator, device=device) < p) & ~is_special",

@@ -109,6 +109,16 @@ def _p_zero_compare(got, want):
     labels = got["labels"]
     if bool((labels == -100).all()):
         return None
+    tokens = torch.tensor(_SMALL)
+    chosen = labels != -100
+    ordinary = ~torch.isin(tokens, torch.tensor(_SPECIALS5))
+    # a few of the ordinary positions labelled with their own ids: chosen with some probability, not with p = 0
+    some = tuple(labels.shape) == tuple(tokens.shape) and bool((labels[chosen] == tokens[chosen]).all()) and bool(
+        (chosen <= ordinary).all()) and int(chosen.sum()) < int(ordinary.sum())
+    if some:
+        return (f"with p = 0 no position should be chosen, but {int(chosen.sum())} were (labels {labels.tolist()}): "
+                "choose each position with the probability p you are given — a number written in its place (0.15) "
+                "ignores it")
     return (f"with p = 0 no position is chosen, so every label should be -100; got labels {labels.tolist()}: labels "
             "hold the original id at the chosen positions only and -100 at every other position (not a copy of tokens)")
 
@@ -213,6 +223,10 @@ def _sevens(names):
 
 def _sevens_compare(got, want):
     n = 100 * 200
+    if 0 < sum(got.values()) < 0.5 * 0.1 * n:
+        return (f"with p = 1.0 every position is chosen, so about {n // 10} of the {n} should get a random ordinary "
+                f"id; {sum(got.values())} did: choose each position with the probability p you are given (a number "
+                "written in its place, such as 0.15, ignores it)")
     for i, k in got.items():
         if not _within(k, n, 0.1 / 7):
             return (f"the ordinary id {i} replaced {k} of {n} chosen positions, expected about {n * 0.1 / 7:.0f} (10% "

@@ -233,14 +233,31 @@ class Names:
         return ".".join([self.modules[node.id], *reversed(parts)])
 
     def reaches_machinery(self, node: ast.AST) -> bool:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in self.machinery:
+        """Whether an expression is an object of the test machinery or one got from it (an attribute,
+        an item, a method's result, ``type(tests)``, ``sys.modules[...]``); a value merely computed
+        from one (``len(tests.exam.exercises)``) is not."""
+        while True:
+            if isinstance(node, ast.Name):
+                return node.id in self.machinery
+            if isinstance(node, (ast.Tuple, ast.List)):
+                return any(self.reaches_machinery(e) for e in node.elts)
+            if isinstance(node, ast.Attribute) and _within(self.dotted(node) or "", (*_MACHINERY, "sys.modules")):
                 return True
-            if isinstance(n, ast.Attribute) and _within(self.dotted(n) or "", _MACHINERY):
-                return True
-            if isinstance(n, ast.Attribute) and n.attr == "modules" and self.dotted(n) == "sys.modules":
-                return True
-        return False
+            if isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id not in _PASSING or not node.args:
+                    return False
+                node = node.args[0]
+            elif isinstance(node, ast.Call):
+                node = node.func            # a method's result: tests.exam.get("x")
+            else:
+                return False
+
+
+# builtins whose result is their first argument, a part of it or its class
+_PASSING = ("type", "getattr", "vars", "next", "iter", "list", "tuple", "reversed", "sorted", "enumerate", "dict",
+            "zip", "super")
 
 
 def _bindings(node: ast.AST):

@@ -353,3 +353,50 @@ def test_no_alternative_is_flagged(notebook):
         if found:
             flagged[alt.name] = found
     assert flagged == {}
+
+
+# the issue's red-team routes as a student would write them, each with what must be named
+RED_TEAM = {
+    "the answer key read from the grader's templates and run as cells": ('''
+import json
+from pathlib import Path
+nb = json.loads(Path(data_dir(), "templates", "01_ngram", "01_ngram.ipynb").read_text())
+for c in nb["cells"]:
+    if c["metadata"].get("nbgrader", {}).get("solution"):
+        get_ipython().run_cell("".join(c["source"]))
+''', ["outside the submission: the text 'templates'", "cells read or hooked: run_cell"]),
+    "the source notebook reached from the kernel's folder": (
+        'nb = open("../../../source/01_ngram/01_ngram.ipynb").read()',
+        ["outside the submission: '../../../source/01_ngram/01_ngram.ipynb'"]),
+    "the reference loaded under another name": ('''
+import imp, os, lmcourse
+ref = imp.load_source("r", os.path.join(os.path.dirname(lmcourse.__file__), "reference", "ngram.py"))
+''', ["code loading: imp", "code loading: load_source", "outside the submission: __file__"]),
+    "the reference written as a module and imported": ('''
+from pathlib import Path
+Path("r2.py").write_text(text)
+import r2
+''', ["code loading: a code file 'r2.py'"]),
+    "a detached process that waits for the gradebook": ('''
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+''', ["a process: subprocess", "a process: start_new_session="]),
+    "a detached shell": ("!nohup python3 w.py > /dev/null 2>&1 &",
+                         ["shell: system", "a process: 'nohup' in shell text"]),
+    "the hidden cases precomputed": ("import lmcourse.marking.attention_hidden as H\ncases = H.CASES",
+                                     ["import lmcourse.marking.attention_hidden"]),
+    "the how-rules switched off": ('''
+for exercise in lmcourse.marking.attention.EXERCISES:
+    object.__setattr__(exercise, "rules", None)
+''', ["test machinery: lmcourse.marking.attention.EXERCISES",
+      "test machinery: object.__setattr__(exercise, 'rules', None)"]),
+}
+
+
+@pytest.mark.parametrize("route", sorted(RED_TEAM))
+def test_the_issues_routes_are_named(route):
+    source, wanted = RED_TEAM[route]
+    nb = _nb("import lmcourse\nimport lmcourse.marking\ntests = lmcourse.marking.Exam('03_attention', globals())",
+             source, c0={"nbgrader": {"locked": True, "grade_id": "setup"}})
+    found = scan_cells(nb)
+    assert [w for w in wanted if w not in found] == [], found

@@ -443,10 +443,90 @@ n_params = sum(p.numel() for p in model.parameters())
 print(f"{tok.vocab_size} characters; {len(train_ids):,} training and {len(val_ids):,} validation characters")
 by_formula = gpt_param_count(config.vocab_size, config.block_size, config.n_layer, config.n_embd)
 print(f"{config}\n{n_params:,} parameters ({by_formula:,} by your formula)")
-with torch.no_grad():
-    _x0 = train_ids[:config.block_size][None]
-    _, loss0 = model(_x0, train_ids[1:config.block_size + 1][None])
-print(f"loss at initialisation {loss0.item():.3f} nats; ln V = {math.log(tok.vocab_size):.3f}")
+
+# %% [markdown]
+# ### Three sanity checks, before any training
+#
+# A model that trains badly costs minutes to notice; these three checks cost seconds and catch
+# most wiring mistakes. None of them is graded: they run on **your** GPT, and each prints what it
+# found and what that means.
+#
+# 1. **The loss at initialisation is about $\ln |V|$.** With GPT-2's initialisation the logits
+#    start almost equal, so every character gets probability about $1/|V|$ and the cross-entropy
+#    is $\ln |V|$ (Q4 asks why). Far above it: the logits are too large, or the loss is a sum.
+# 2. **It can overfit one batch.** Trained on the same few windows again and again, a model with
+#    this many parameters must learn them by heart: the loss falls towards 0. If it does not, the
+#    gradient does not reach the weights (a detached tensor, a frozen layer, a loss on the wrong
+#    targets), whatever the data.
+# 3. **The future cannot change the past.** Change one character at position $t$: the logits of
+#    positions before $t$ must not move at all (the causal mask), and those from $t$ on should.
+
+# %%
+def sanity_loss_at_init(model, ids, vocab_size):
+    """1. the mean loss of an untrained model on one window, against ln V."""
+    device = next(model.parameters()).device
+    T = model.config.block_size
+    model.eval()
+    with torch.no_grad():
+        _, loss = model(ids[None, :T].to(device), ids[None, 1:T + 1].to(device))
+    model.train()
+    ln_v = math.log(vocab_size)
+    ok = abs(loss.item() - ln_v) < 0.25 * ln_v
+    print(f"1. loss at initialisation {loss.item():.3f} nats; ln V = {ln_v:.3f} (V = {vocab_size}): "
+          + ("close, as it should be" if ok
+             else "far from ln V: look at the initialisation and at how the loss averages"))
+    return loss.item()
+
+
+def sanity_overfit_one_batch(model, ids, steps=60, batch=4, lr=3e-3):
+    """2. a copy of the model trained on one fixed batch: its loss must fall far below where it started."""
+    import copy
+
+    device = next(model.parameters()).device
+    T = model.config.block_size
+    x = ids[:batch * T].view(batch, T).to(device)
+    y = ids[1:batch * T + 1].view(batch, T).to(device)
+    twin = copy.deepcopy(model).eval()  # eval: no dropout, so the batch can be learnt exactly
+    opt = torch.optim.AdamW(twin.parameters(), lr=lr, weight_decay=0.0)
+    losses = []
+    for _ in range(steps):
+        _, loss = twin(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    ok = losses[-1] < 0.25 * losses[0]
+    print(f"2. one batch of {batch} windows, {steps} steps: loss {losses[0]:.2f} -> {losses[-1]:.2f}: "
+          + ("learnt by heart, so the gradient reaches the weights" if ok
+             else "it barely moved: does every layer get a gradient, and is the loss on the shifted targets?"))
+    return losses
+
+
+def sanity_causality(model, ids, t=None):
+    """3. change the character at position t: earlier logits must stay exactly where they were."""
+    device = next(model.parameters()).device
+    T = model.config.block_size
+    t = T // 2 if t is None else t
+    x = ids[None, :T].to(device)
+    changed = x.clone()
+    changed[0, t] = (changed[0, t] + 1) % model.config.vocab_size
+    model.eval()
+    with torch.no_grad():
+        before, _ = model(x)
+        after, _ = model(changed)
+    model.train()
+    past = (after[0, :t] - before[0, :t]).abs().max().item()
+    future = (after[0, t:] - before[0, t:]).abs().max().item()
+    ok = past < 1e-5 and future > 0
+    print(f"3. changed position {t} of {T}: earlier logits moved by at most {past:.1e}, later ones by {future:.2f}: "
+          + ("the past does not see the future" if ok
+             else "positions before the change moved: the attention sees the future (is every block causal?)"))
+    return past, future
+
+
+loss0 = sanity_loss_at_init(model, train_ids, tok.vocab_size)
+sanity_overfit_one_batch(model, train_ids)
+sanity_causality(model, train_ids);
 
 # %% [markdown]
 # The run is cut into four parts; after each, the model writes a few lines. `lmcourse.train`
@@ -474,6 +554,42 @@ ax = plot.loss_curves({"GPT": hist}, title=f"GPT on Shakespeare ({P.name})")
 ax.axhline(math.log(tok.vocab_size), color="gray", lw=0.8, ls=":", label="uniform guess, ln V")
 ax.legend()
 plt.show()
+
+# %% [markdown]
+# ### What the trained heads look at
+#
+# Notebook 03 set attention heads by hand and said that training makes them specialise. Here are
+# your trained GPT's heads, on one line of the validation plays: row $i$ is the character being
+# read, each column a character it may look at, and the colour the weight it puts there. Look for
+# heads that look one or two characters back (a bright line just below the diagonal), heads that
+# look back to the last space or the start of the word, and heads that spread their weight evenly
+# (an average of the context). A short CPU run leaves them blurrier than a long GPU run does.
+
+# %%
+def trained_attention(model, idx):
+    """Every block's attention weights (n_layer, n_head, T, T) on idx (1, T), as the blocks see
+    their input: LayerNorm first, as in a pre-LN block."""
+    device = next(model.parameters()).device
+    idx = idx.to(device)
+    model.eval()
+    weights = []
+    with torch.no_grad():
+        x = model.wte(idx) + model.wpe(torch.arange(idx.shape[1], device=device))
+        for block in model.blocks:
+            weights.append(block.attn.attention_weights(block.ln1(x))[0])
+            x = block(x)
+    model.train()
+    return torch.stack(weights)
+
+
+_T = min(32, config.block_size)
+_start = min(1000, len(val_ids) - _T)  # a line of the validation plays
+_line = val_ids[_start:_start + _T][None]
+_heads = trained_attention(model, _line)
+_chars = [c if c not in " \n" else {" ": "␣", "\n": "⏎"}[c] for c in tok.decode(_line[0].tolist())]
+for _layer in sorted({0, config.n_layer - 1}):
+    plot.attention_heads(_heads[_layer], tokens=_chars, title=f"block {_layer + 1} of {config.n_layer}, trained")
+    plt.show()
 
 # %% [markdown]
 # The trained model goes to the course cache, where notebook 07 (decoding) picks it up:
@@ -533,7 +649,7 @@ def bits_per_char(model, ids, block_size):
 
 
 def ngram_bits_per_char(text_train, text_eval, order, vocab_size):
-    """Interpolated Kneser-Ney on characters (notebook 01's answers, lmcourse.reference.ngram): bits per character of text_eval."""
+    """Interpolated Kneser-Ney on characters (notebook 01's answers): bits per character of text_eval."""
     from collections import Counter
 
     from lmcourse.reference.ngram import build_kn_tables, kneser_ney_prob  # notebook 01's answers
@@ -689,7 +805,8 @@ tests.grade("q3")
 # it against rows of the embedding drawn from N(0, 0.02²): each logit has a standard deviation of
 # about 0.02·√d (0.23 for d = 128). The logits are nearly equal, the softmax nearly uniform, every
 # character gets probability about 1/|V|, and the cross-entropy is ln |V| (4.44 nats for the 85
-# characters of the course's corpus, as the sanity check of section 4 prints). A loss far above it says either that the loss is not a mean over positions (a sum
+# characters of the course's corpus, as the first sanity check of section 5 prints). A loss far
+# above it says either that the loss is not a mean over positions (a sum
 # grows with B·T) or that the model is confidently wrong from the start, with logits far too
 # large: weights drawn with std 1 (26.8 nats, measured on a 4-layer, 128-wide model), or
 # embeddings left at PyTorch's N(0, 1), which the tied head then uses as its rows (87 nats). The

@@ -26,7 +26,8 @@ import pytest
 # the modules whose ``class_students(notebook)`` gives (students for `lmcourse grade`, students for
 # plain nbgrader), each a ``{student: notebook}``; a student's name is the same in both graders
 CATALOGUES = ("tests.notebooks.test_grading_proofs", "tests.grading.test_forgery_by_notebook",
-              "tests.grading.test_forgery_routes", "tests.grading.test_forgery_records")
+              "tests.grading.test_forgery_routes", "tests.grading.test_forgery_records",
+              "tests.grading.test_forgery_world")
 
 
 def proofs_group(name: str) -> pytest.MarkDecorator:

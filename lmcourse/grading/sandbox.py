@@ -12,14 +12,18 @@ The grader (trusted) prepares the notebook outside, pipes it into a small runner
 executed notebook back from the runner's stdout. The runner starts the student's kernel with
 nbclient, inside the sandbox.
 
-With **bubblewrap** (``bwrap`` on PATH and able to start; the default):
-- the filesystem is a fresh root holding only, read-only: the system (``/usr`` and its
-  ``/bin``, ``/lib`` links, a few ``/etc`` files), the Python installation and the virtual
-  environment, the ``lmcourse`` package and the corpus folder (``LMCOURSE_DATA_DIR``);
-  writable: that submission's own work folder only, mounted at ``/grade`` (home, ``/tmp``
-  and the kernel's working directory are in it). The course (masters, source notebooks,
-  ``gradebook.db``), the grader's output folder and every other student's submission or work
-  folder do not exist in that view, so they cannot be read or written;
+With **bubblewrap** (``bwrap`` on PATH and able to start; the default) the kernel's world is an
+allowlist, the same under ``lmcourse grade`` and under plain ``nbgrader autograde`` with the course's
+config (:mod:`.nbgrader_execute` runs this same runner):
+- read-only: the system (``/usr`` and its ``/bin``, ``/lib`` links, a few ``/etc`` files), the Python
+  installation and the virtual environment; where the ``lmcourse`` package lives, the notebook's own copy
+  of it (:mod:`.kernel_package`: no answer of that notebook or a later one, no hidden cases, no grader);
+  the corpus files;
+- writable: one folder in memory of ``disk_mb`` MB, mounted at ``/grade``: the kernel's working folder,
+  home, ``/tmp`` (a link into it) and its course cache (``LMCOURSE_DATA_DIR``, where the corpus is bound).
+  Nothing the kernel writes reaches the host: the course (masters, source notebooks, the template cache,
+  ``gradebook.db``), the grader's folders and every other student's submission do not exist in that
+  view, so they cannot be read or written;
 - no network: a private network namespace with only loopback (the kernel talks to the runner
   over it);
 - own PID, IPC and UTS namespaces, a new session, ``--die-with-parent``: when the grader kills
@@ -38,8 +42,9 @@ With **bubblewrap** (``bwrap`` on PATH and able to start; the default):
   does not inherit, so the kernel can neither read the runner's memory (where the hidden tests
   are) nor write the result.
 
-What the kernel **can** still see: the hidden tests of the notebook it is running (it executes
-them; student code can capture a cell's source with an IPython hook). It can print what it
+What the kernel **can** still see: the hidden cases of the exercise whose test cell is running (each
+test cell brings its own exercise's; student code can capture a cell's source with an IPython hook,
+which the source scan flags). It can print what it
 captured into its own outputs; feedback is checked for verbatim hidden-test lines and withheld
 (flag ``feedback-withheld``) when one appears, but an encoded copy is not detected. It can also
 change anything in its own kernel (hooks, helpers, the recording code): that changes only its own
@@ -51,9 +56,9 @@ scrubbed environment, its own process session killed as a tree. It does NOT hide
 grader can read (masters, gradebook, other students' submissions, other results) and does NOT
 block the network; a child that detaches into a new session of its own can outlive the kill;
 the process-count limit does not bind when the grader runs as root. Use it only for trusted
-input. Without a working bubblewrap and without that explicit choice, ``lmcourse grade``
-refuses to grade (:class:`SandboxUnavailable`) and says how to get one: ``apt-get install
-bubblewrap`` on Debian/Ubuntu; on macOS or Windows, grade inside a Linux container or VM
+input. Without a working bubblewrap and without that explicit choice, ``lmcourse grade`` and plain
+nbgrader with the course's config refuse to grade (:class:`SandboxUnavailable`) and say how to get
+one: ``apt-get install bubblewrap`` on Debian/Ubuntu; on macOS or Windows, grade inside a Linux container or VM
 (e.g. Docker with the repository mounted, where bubblewrap runs).
 """
 

@@ -1,0 +1,219 @@
+"""The graded kernel's world, tried from inside by a submission of every notebook, under both graders.
+
+Red teams read the answer key from disk instead of forging records: nbgrader's source notebooks (solutions and
+hidden tests) sat in `lmcourse grade`'s template cache, which the sandbox bound, and at
+``../../../source/NN/NN.ipynb`` from a plain nbgrader kernel; a kernel of plain nbgrader could load the
+reference under another name, rewrite the package the judge imports, rewrite classmates' submissions and
+leave a process behind to rewrite the gradebook. One submission per notebook, ``aaa-world`` (named to be
+graded first by plain nbgrader, which grades in order), is the untouched student notebook plus one cell
+that tries every one of those routes, each as far as the kernel's world lets it:
+
+- the answer key: every notebook file the kernel can find (the course's source folder from the kernel's
+  folder, the course cache's templates, home, ``/tmp``, the folders above it), each of its solution cells
+  run in the kernel;
+- the reference read from the package's folder and run under another name;
+- the package poisoned: every file of ``lmcourse/reference`` and ``lmcourse/marking`` appended to;
+- classmates' submissions overwritten: every ``.ipynb`` under ``submitted/`` and the folders above;
+- a detached process (a double fork in a new session, and a ``Popen`` with a new session) that waits for
+  ``gradebook.db`` and sets every score to its maximum;
+- the disk filled: a file of a gigabyte written in the kernel's own folder.
+
+Each must leave it with the untouched notebook's score (0) under both graders, the honest students of the
+class (the proofs' perfect and alternatives' submissions) with their full marks, the package and the other
+submissions unchanged on disk, and no process of it alive. Without the sandbox (``--sandbox none``) the same
+cell takes points from the template cache: the route is real (:func:`test_without_the_sandbox_the_key_is_read`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.classes import proofs_group
+from tests.grading.test_grade import BWRAP, ROOT
+
+pytestmark = [pytest.mark.slow]
+
+NOTEBOOKS = tuple(sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+STUDENT = "aaa-world"
+MARK = f"lmcourse-world-{os.getpid()}"      # in the detached processes' command lines: none may survive
+
+
+def world_cell(notebook: str) -> str:
+    """The cell that tries every route of the kernel's world (run after the notebook's setup cell)."""
+    return textwrap.dedent(f'''
+        import glob as _glob, os as _os, sys as _sys, pathlib as _pl
+        _ip = get_ipython()
+        _name = {notebook!r}
+        _roots = [_os.getcwd(), _os.path.expanduser("~"), "/tmp", "/root", "/home",
+                  _os.environ.get("LMCOURSE_DATA_DIR", "")]
+        _roots += [str(_pl.Path.cwd().parents[k]) for k in range(min(4, len(_pl.Path.cwd().parents)))]
+        _seen = set()
+        # 1. the answer key: any notebook with solution cells of this assignment, run cell by cell
+        for _root in filter(None, _roots):
+            for _f in _glob.glob(_os.path.join(_root, "**", "*.ipynb"), recursive=True)[:2000]:
+                if _f in _seen:
+                    continue
+                _seen.add(_f)
+                try:
+                    import json as _json
+                    _cells = _json.load(open(_f))["cells"]
+                except Exception:
+                    continue
+                for _c in _cells:
+                    _m = _c.get("metadata", {{}}).get("nbgrader", {{}})
+                    if _m.get("solution") and _c.get("cell_type") == "code":
+                        _src = "".join(_c["source"])
+                        if "BEGIN SOLUTION" in _src or "raise NotImplementedError" not in _src:
+                            try:
+                                _ip.run_cell(_src)
+                            except Exception:
+                                pass
+        # 2. the reference run from its file under another name
+        try:
+            import importlib.util as _iu
+            import lmcourse as _lm
+            for _ref in _glob.glob(_os.path.join(_os.path.dirname(_lm.__file__), "reference", "*.py")):
+                _spec = _iu.spec_from_file_location("_copy_" + _pl.Path(_ref).stem, _ref)
+                _mod = _iu.module_from_spec(_spec)
+                try:
+                    _spec.loader.exec_module(_mod)
+                except Exception:
+                    continue
+                globals().update({{k: v for k, v in vars(_mod).items() if not k.startswith("_")}})
+        except Exception:
+            pass
+        # 3. the package poisoned, 4. classmates' submissions overwritten
+        try:
+            import lmcourse as _lm
+            _pkg = _os.path.dirname(_lm.__file__)
+            _files = _glob.glob(_os.path.join(_pkg, "reference", "*.py"))
+            for _f in _files + _glob.glob(_os.path.join(_pkg, "marking", "*.py")):
+                try:
+                    open(_f, "a").write("\\nraise SystemExit  # poisoned\\n")
+                except Exception:
+                    pass
+        except Exception:
+            pass
+        for _root in filter(None, _roots):
+            for _f in _glob.glob(_os.path.join(_root, "**", "submitted", "**", "*.ipynb"), recursive=True)[:500]:
+                try:
+                    open(_f, "w").write("{{}}")
+                except Exception:
+                    pass
+        # 5. a process left behind, waiting for the gradebook
+        _code = ("import glob,os,sqlite3,time\\n"
+                 "for _ in range(600):\\n"
+                 "    for f in glob.glob('/**/gradebook.db', recursive=True) + glob.glob('../../../gradebook.db'):\\n"
+                 "        try:\\n"
+                 "            c = sqlite3.connect(f)\\n"
+                 "            c.execute('update grade set auto_score = max_score'); c.commit()\\n"
+                 "        except Exception: pass\\n"
+                 "    time.sleep(1)\\n")
+        try:
+            if _os.fork() == 0:
+                _os.setsid()
+                if _os.fork() == 0:
+                    _os.execv(_sys.executable, [_sys.executable, "-c", _code, {MARK!r}])
+                _os._exit(0)
+        except Exception:
+            pass
+        try:
+            import subprocess as _sp
+            _sp.Popen([_sys.executable, "-c", _code, {MARK!r}], start_new_session=True)
+        except Exception:
+            pass
+        # 6. the disk filled
+        try:
+            with open("filler", "wb") as _out:
+                for _ in range(1024):
+                    _out.write(b"\\0" * 2**20)
+        except Exception:
+            pass
+    ''')
+
+
+def _world(notebook: str) -> nbformat.NotebookNode:
+    nb = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                 and c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(world_cell(notebook)))
+    return nb
+
+
+def class_students(notebook: str) -> tuple[dict, dict]:
+    """tests/classes.py: the world's student of ``notebook``, for both graders (only where the sandbox is in
+    force: without it the cell would rewrite this checkout's package)."""
+    if not BWRAP:
+        return {}, {}
+    return {STUDENT: _world(notebook)}, {STUDENT: _world(notebook)}
+
+
+def _package_digest() -> str:
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "lmcourse").rglob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+PACKAGE_BEFORE = _package_digest()
+
+needs_bwrap = pytest.mark.skipif(not BWRAP, reason="the world's routes are tried only inside the sandbox "
+                                                   "(without it the cell would rewrite this checkout)")
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", [pytest.param(n, marks=proofs_group(n)) for n in NOTEBOOKS])
+def test_the_world_gives_nothing(graded_class, name):
+    cls = graded_class(name)
+    row = cls.rows[STUDENT]
+    assert row["status"] == "graded" and float(row["score"]) == 0.0, row
+    plain = cls.plain(STUDENT)
+    assert plain.score == 0.0, plain
+    # the honest students of the class keep every point, in both graders
+    assert float(cls.rows["perfect"]["score"]) == float(cls.rows["perfect"]["auto_max"]), cls.rows["perfect"]
+    for student in sorted(cls.plain_students):
+        if student.startswith("alternatives-"):
+            score = cls.plain(student)
+            assert score.score == score.auto_max, score
+    # nothing written outside the kernel's world
+    assert _package_digest() == PACKAGE_BEFORE, "the course package changed on disk"
+    for student in cls.plain_students - {STUDENT}:
+        submitted = cls.course.path / "submitted" / student / name / f"{name}.ipynb"
+        assert submitted.read_text() != "{}", f"{student}'s submission was overwritten"
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and MARK.encode() in (proc / "cmdline").read_bytes():
+                left.append(proc.name)
+        except OSError:
+            continue
+    assert not left, f"processes of the world's submission outlived its kernel: {left}"
+
+
+@needs_bwrap
+@proofs_group("01_ngram")
+def test_without_the_sandbox_the_key_is_read(tmp_path):
+    """The answer-key route is live where the world is not an allowlist: graded with ``--sandbox none`` (a
+    course cache holding the template), the same cell takes points. Only the key-reading part is run there."""
+    from lmcourse.commands.main import main
+
+    name = "01_ngram"
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    setup = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    key_only = world_cell(name).split("# 2. the reference")[0]
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(key_only))
+    (tmp_path / "subs" / "reader").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "subs" / "reader" / f"{name}.ipynb")
+    out = tmp_path / "out"
+    assert main(["grade", name, str(tmp_path / "subs"), "--out", str(out), "-j", "1", "--no-progress",
+                 "--gradebook", "none", "--sandbox", "none"]) == 0
+    import csv
+
+    (row,) = csv.DictReader((out / "grades.csv").read_text().splitlines())
+    assert float(row["score"]) > 0, row

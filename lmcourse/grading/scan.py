@@ -167,13 +167,27 @@ def _as_ipython_runs_it(source: str) -> str:
 
 
 def _read(source: str) -> tuple[ast.Module | None, str]:
-    """The cell's syntax tree, or None and why it does not parse."""
+    """The cell's syntax tree, or None and why it does not parse. Python that parses is what IPython
+    runs (its escapes, prompts and indentation are all syntax errors to Python): only the others are
+    transformed."""
+    try:
+        return _parse(source), ""
+    except (SyntaxError, ValueError):
+        pass
     try:
         return _parse(_as_ipython_runs_it(source)), ""
     except SyntaxError as e:
         return None, f"{e.msg} (line {e.lineno})"
     except ValueError as e:     # a null byte
         return None, str(e)
+
+
+def _nodes(tree: ast.Module) -> list[ast.AST]:
+    """Every node of a cell's tree, listed once for the several readings of it."""
+    nodes = getattr(tree, "_scan_nodes", None)
+    if nodes is None:
+        nodes = tree._scan_nodes = list(ast.walk(tree))
+    return nodes
 
 
 def _shown(node: ast.AST | str) -> str:
@@ -193,12 +207,15 @@ class Names:
     modules: dict[str, str] = field(default_factory=dict)      # name -> the dotted name it was imported as
     machinery: set[str] = field(default_factory=lambda: {"tests"})  # names bound to the test machinery
     shells: set[str] = field(default_factory=set)              # names bound to get_ipython()
+    sys_names: set[str] = field(default_factory=lambda: {"sys"})  # the names sys goes by (import sys as _s)
 
     def learn(self, tree: ast.Module) -> None:
-        for node in ast.walk(tree):
+        for node in _nodes(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                    if a.name == "sys":
+                        self.sys_names.add(a.asname or "sys")
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.modules[a.asname or a.name] = f"{node.module}.{a.name}"
@@ -212,7 +229,7 @@ class Names:
         for _ in range(4):          # a chain of assignments across cells, followed a few links deep
             before = len(self.machinery) + len(self.shells)
             for tree in trees:
-                for node in ast.walk(tree):
+                for node in _nodes(tree):
                     for target, value in _bindings(node):
                         names = {t.id for t in ast.walk(target) if isinstance(t, ast.Name)}
                         if self.reaches_machinery(value):
@@ -476,7 +493,7 @@ def _namespace_of(node: ast.AST, names: Names) -> bool:
 
 def _legacy(node, names: Names, inner: set[int], keys: set[int]):
     """The reference, the interpreter's hooks and frames, the test object: the scan's first findings."""
-    sys_names = {n for n, m in names.modules.items() if m == "sys"} | {"sys"}
+    sys_names = names.sys_names
     if isinstance(node, ast.Import):
         for alias in node.names:
             if _within(alias.name, _MODULES):
@@ -539,7 +556,7 @@ _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_
 
 def _cell_findings(tree: ast.Module, names: Names):
     """Findings of the whole cell: a file's text read and compiled in it (``read_text`` and ``compile``)."""
-    used = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree)
+    used = {n.attr if isinstance(n, ast.Attribute) else n.id for n in _nodes(tree)
             if isinstance(n, (ast.Attribute, ast.Name))}
     read = used & {"read_text", "read_bytes"}
     run = used & {"compile", "exec", "eval"}
@@ -554,10 +571,11 @@ def _findings(tree: ast.Module, names: Names) -> list[str]:
         if what not in found:
             found.append(what)
 
-    keys = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
-    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
-    for node in ast.walk(tree):
+    nodes = _nodes(tree)
+    keys = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
+    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    docstrings = {id(n.value) for n in nodes if isinstance(n, ast.Expr)}
+    for node in nodes:
         for what in _legacy(node, names, inner, keys):
             note(what)
         for what in _strings(node, names, docstrings):

@@ -69,7 +69,11 @@ set -euo pipefail
 ROOT="${LMCOURSE_AUTOGRADER_ROOT:-/autograder}"
 SRC="$ROOT/source"
 VENV="${LMCOURSE_GS_VENV:-$ROOT/venv}"
-step() { if [ -n "${LMCOURSE_GS_DRY_RUN:-}" ]; then echo "+ (dry run, not run) $*"; else echo "+ $*"; "$@"; fi; }
+# a dry run (--try) prints each install as Gradescope would run it: into $ROOT/venv, not the try's own environment
+step() {
+  if [ -n "${LMCOURSE_GS_DRY_RUN:-}" ]; then echo "+ (dry run, not run) ${*//"$VENV"/$ROOT/venv}"
+  else echo "+ $*"; "$@"; fi
+}
 step apt-get update
 step apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap
 step python3 -m venv "$VENV"
@@ -451,18 +455,25 @@ def main(argv: list[str], prog: str = "lmcourse grade gradescope") -> int:
           f"{args.assignment}'s source notebook). It holds the hidden tests: upload it to Gradescope "
           "(Configure Autograder), never to students.")
     if args.try_notebook:
+        import shutil
         import tempfile
 
         from .gradescope_try import try_zip
 
         scratch = Path(tempfile.mkdtemp(prefix="lmcourse-gradescope-try-"))
-        rc, results = try_zip(Path(args.out), Path(args.try_notebook), scratch)
-        if results.is_file():
-            print(f"--- {results}")
-            print(results.read_text(encoding="utf-8"))
-        else:
-            print(f"{prog}: no results.json was written: Gradescope would show the student nothing", file=sys.stderr)
-        print(f"(the whole run is in {scratch}; delete it when done)")
+        try:
+            # under the assignment's name, as a student's upload is: a try of the zip, not of the file's name
+            rc, results = try_zip(Path(args.out), Path(args.try_notebook), scratch,
+                                  as_name=f"{args.assignment}.ipynb")
+            if results.is_file():
+                print(f"--- {args.assignment}: results.json")
+                print(results.read_text(encoding="utf-8"))
+            else:
+                print(f"{prog}: no results.json was written: Gradescope would show the student nothing",
+                      file=sys.stderr)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)   # it held the zip, hidden tests included
+        print("(the try's scratch folder, which held the hidden tests, is removed)")
         return rc
     return 0
 

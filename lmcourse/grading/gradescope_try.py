@@ -38,13 +38,15 @@ def env_for(root: Path) -> dict[str, str]:
     return {**os.environ, ROOT_ENV: str(root), "LMCOURSE_GS_VENV": sys.prefix, "LMCOURSE_GS_DRY_RUN": "1"}
 
 
-def try_zip(zip_path: Path, notebook: Path, scratch: Path, timeout: float = 3600) -> tuple[int, Path]:
+def try_zip(zip_path: Path, notebook: Path, scratch: Path, timeout: float = 3600,
+            as_name: str | None = None) -> tuple[int, Path]:
     """Run ``zip_path`` on ``notebook`` under ``scratch/autograder``; the exit status (0 when
-    results.json was written) and the path of results.json. Prints both scripts' output."""
+    results.json was written) and the path of results.json. Prints both scripts' output.
+    ``as_name``: the name the notebook is uploaded under (default its own)."""
     root = scratch / "autograder"
     unpack(zip_path, root)
     (root / "submission").mkdir(parents=True)
-    shutil.copyfile(notebook, root / "submission" / notebook.name)
+    shutil.copyfile(notebook, root / "submission" / (as_name or notebook.name))
     env = env_for(root)
     for name, cmd in (("setup.sh (dry run: apt and pip only printed)", ["bash", str(root / "source" / "setup.sh")]),
                       ("run_autograder", [str(root / "run_autograder")])):

@@ -685,7 +685,7 @@ tests.grade("clip_grad_norm")
 # ones that agree to the loop, `train(..., parts=parts)`.
 
 # %%
-from lmcourse.train_parts import yours_where_they_work
+from lmcourse.parts_trial import yours_where_they_work
 
 parts = yours_where_they_work(adamw_step=adamw_step, lr_schedule=lr_schedule, clip_grad_norm=clip_grad_norm)
 

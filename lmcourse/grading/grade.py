@@ -201,7 +201,7 @@ def _prepare_and_run(raw: bytes, tpl: Template, limits: Limits, out: Path, res: 
     res.timings["prepare"] = round(time.perf_counter() - t, 3)
     res.flags += prep.flags
     res.detail = "; ".join(x for x in [res.detail, prep.detail] if x)
-    found = scan_cells(prep.nb, skip_tag=INJECTED_TAG) if prep.nb is not None else []
+    found = scan_cells(prep.nb, skip_tag=INJECTED_TAG, given=tpl.release) if prep.nb is not None else []
     if found:       # for a person to look at: no score changes for it
         res.flags.append(SCAN_FLAG)
         res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(found)] if x)

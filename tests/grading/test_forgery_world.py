@@ -138,11 +138,95 @@ def world_cell(notebook: str) -> str:
     ''')
 
 
-def _world(notebook: str) -> nbformat.NotebookNode:
+# --- 03: routes around the in-kernel rules, each tried on the exercise it would answer -------------
+# precomputed: the hidden cases run through torch's refused softmax before the test cell (outside any
+# graded call, where no rule is on), the answer replaying the table. Hidden cases now reach the kernel
+# only with their own test cell: nothing to precompute (the visible cases alone are public anyway).
+_PRECOMPUTE = """
+import importlib as _il
+import torch as _t
+_table = {}
+for _mod in ("lmcourse.marking.attention_hidden", "lmcourse.marking.attention"):
+    try:
+        _m = _il.import_module(_mod)
+    except ImportError:
+        continue
+    class _Names:
+        def __getattr__(self, name):
+            def softmax(x, dim=-1):
+                out = _t.softmax(x, dim=dim)
+                _table[(x.detach().numpy().tobytes(), x.dtype, dim)] = out.clone()
+                return out
+            if name == "softmax":
+                return softmax
+            raise AttributeError(name)
+    for _case in [*getattr(_m, "HIDDEN", {}).get("softmax", ()), *getattr(getattr(_m, "NOTEBOOK", None), "exercise",
+                                                                         lambda n: None)("softmax").cases]:
+        try:
+            _case.call(_Names())
+        except Exception:
+            pass
+"""
+_REPLAY = """
+def softmax(x, dim=-1):
+    return _table[(x.detach().numpy().tobytes(), x.dtype, dim)].clone()
+"""
+# the rules switched off through the spec objects the test cells already imported, then torch's softmax
+_RULES_OFF = """
+import lmcourse.marking.attention as _spec
+for _ex in _spec.NOTEBOOK.exercises:
+    object.__setattr__(_ex, "rules", None)
+"""
+_TORCH_SOFTMAX = """
+import torch
+
+
+def softmax(x, dim=-1):
+    return torch.softmax(x, dim=dim)
+"""
+# what the scan did not read: a cell whose first line is a magic, and a cell given nbgrader metadata of
+# its own without a grade id, each loading a module written to disk
+_MAGIC = """%%capture
+open("_mine.py", "w").write("import torch\\ndef softmax(x, dim=-1):\\n    return torch.softmax(x, dim=dim)\\n")
+import imp
+softmax = imp.load_source("_mine", "_mine.py").softmax
+"""
+
+
+def _answer(nb: nbformat.NotebookNode, grade_id: str, source: str) -> None:
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    cell.source = source
+
+
+def _routes_03() -> dict[str, nbformat.NotebookNode]:
+    name = "03_attention"
+    out = {}
+    nb = _world(name, cell="")
+    _insert_after_setup(nb, _PRECOMPUTE)
+    _answer(nb, "softmax", _REPLAY)
+    out["aab-precomputed"] = nb
+    nb = _world(name, cell="")
+    _insert_after_setup(nb, _RULES_OFF)
+    _answer(nb, "softmax", _TORCH_SOFTMAX)
+    out["aac-rules-off"] = nb
+    nb = _world(name, cell="")
+    _insert_after_setup(nb, _MAGIC)
+    hidden = nbformat.v4.new_code_cell("import subprocess\nsubprocess.Popen(['sleep', '1'], start_new_session=True)\n")
+    hidden.metadata["nbgrader"] = {"solution": False, "grade": False, "locked": False}
+    nb.cells.append(hidden)
+    out["aad-unread-cells"] = nb
+    return out
+
+
+def _insert_after_setup(nb: nbformat.NotebookNode, source: str) -> None:
+    setup = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(source))
+
+
+def _world(notebook: str, cell: str | None = None) -> nbformat.NotebookNode:
     nb = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
-    setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                 and c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
-    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(world_cell(notebook)))
+    if cell != "":
+        _insert_after_setup(nb, world_cell(notebook) if cell is None else cell)
     return nb
 
 
@@ -151,7 +235,8 @@ def class_students(notebook: str) -> tuple[dict, dict]:
     force: without it the cell would rewrite this checkout's package)."""
     if not BWRAP:
         return {}, {}
-    return {STUDENT: _world(notebook)}, {STUDENT: _world(notebook)}
+    students = {STUDENT: _world(notebook), **(_routes_03() if notebook == "03_attention" else {})}
+    return students, students
 
 
 def _package_digest() -> str:
@@ -196,6 +281,30 @@ def test_the_world_gives_nothing(graded_class, name):
     assert not left, f"processes of the world's submission outlived its kernel: {left}"
 
 
+ROUTES_03 = {
+    # student: (what the test of softmax must say, flagged by the scan)
+    "aab-precomputed": ("softmax", False),
+    "aac-rules-off": (None, True),
+    "aad-unread-cells": (None, True),
+}
+
+
+@needs_bwrap
+@proofs_group("03_attention")
+@pytest.mark.parametrize("student", sorted(ROUTES_03))
+def test_routes_around_the_rules_score_nothing_or_are_flagged(graded_class, student):
+    """Each route scores 0 on softmax, or is flagged for a person, under both graders."""
+    cls = graded_class("03_attention")
+    row, plain = cls.rows[student], cls.plain(student)
+    lost, flagged = ROUTES_03[student]
+    if lost:
+        assert row["softmax_tests"] == "0" and "softmax_tests" in plain.failed_tests, (row, plain)
+    if flagged:
+        assert "source-scan" in row["flags"] and plain.flagged, (row, plain)
+    assert row["softmax_tests"] == "0" or "source-scan" in row["flags"], row
+    assert "softmax_tests" in plain.failed_tests or plain.flagged, plain
+
+
 @needs_bwrap
 @proofs_group("01_ngram")
 def test_without_the_sandbox_the_key_is_read(tmp_path):
@@ -206,8 +315,7 @@ def test_without_the_sandbox_the_key_is_read(tmp_path):
     name = "01_ngram"
     nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     setup = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
-    key_only = world_cell(name).split("# 2. the reference")[0]
-    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(key_only))
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(world_cell(name).split("# 2. the reference")[0]))
     (tmp_path / "subs" / "reader").mkdir(parents=True)
     nbformat.write(nb, tmp_path / "subs" / "reader" / f"{name}.ipynb")
     out = tmp_path / "out"

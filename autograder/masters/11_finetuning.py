@@ -83,13 +83,11 @@ if checkpoint.exists() and not is_autograding():
     print(f"loaded notebook 05's model from {checkpoint} (validation loss {extra.get('val_loss', float('nan')):.3f})")
 else:
     tok = CharTokenizer.from_text(corpus.text("train"))
-    G = R.gpt_recipe()
     torch.manual_seed(rt.seed)
-    backbone = GPT(GPTConfig(vocab_size=tok.vocab_size, **G.model_sizes())).to(rt.device)
+    backbone = GPT(GPTConfig(vocab_size=tok.vocab_size, **R.model_sizes())).to(rt.device)
     _t = time.perf_counter()
     hist = train(backbone, encode_split(corpus, "train", tok), encode_split(corpus, "val", tok),
-                 G.train_config(steps=R.backbone_steps, warmup_steps=max(1, R.backbone_steps // 20), seed=rt.seed,
-                                quiet=True))
+                 R.train_config(seed=rt.seed, quiet=True))
     backbone.eval()
     print(f"no checkpoint from notebook 05 at {checkpoint}: trained one here, {R.backbone_steps} steps in "
           f"{time.perf_counter() - _t:.0f} s, validation loss {hist.final_val_loss:.3f}")

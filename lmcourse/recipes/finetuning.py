@@ -30,6 +30,19 @@ class FinetuneRecipe:
     def gpt_recipe(self) -> gpt.GPTRecipe:
         return gpt.recipe(self.profile)
 
+    @property
+    def n_embd(self) -> int:
+        return self.gpt_recipe().n_embd
+
+    def model_sizes(self) -> dict:
+        """The backbone's sizes: 05's GPT at this profile."""
+        return self.gpt_recipe().model_sizes()
+
+    def train_config(self, **overrides):
+        """The backbone's run when 05's checkpoint is missing: 05's recipe with ``backbone_steps`` steps."""
+        return self.gpt_recipe().train_config(**{"steps": self.backbone_steps,
+                                                 "warmup_steps": max(1, self.backbone_steps // 20), **overrides})
+
 
 def recipe(profile: str) -> FinetuneRecipe:
     p = get_profile(profile)

@@ -74,7 +74,7 @@ def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
         got = [decode(t) for t in record.get("cases", [])]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return Outcome(exercise, False, 0, None, f"the record is damaged and cannot be read ({exc})")
-    return judge_exercise(ex, cases, got, want, len(ex.cases))
+    return judge_exercise(ex, cases, got, want, len(ex.cases), graded=True)
 
 
 def _error_output(outcome: Outcome) -> dict:

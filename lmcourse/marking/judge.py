@@ -10,6 +10,7 @@ the feedback page, ``grades.csv``, Gradescope's ``results.json``).
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ from .show import show
 from .spec import Case, Exercise, Names, exact
 
 __all__ = ["Outcome", "expected_values", "judge_case", "judge_exercise", "observe"]
+
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,9 @@ def expected_values(module: str, cases: tuple[Case, ...]) -> list[Any]:
     return [decode(observe(case.expect or case.call, names)) for case in cases]
 
 
-def judge_case(case: Case, got: Any, want: Any) -> str | None:
-    """``None`` when ``got`` is right, else the message (the case's label first)."""
+def judge_case(case: Case, got: Any, want: Any, graded: bool = False) -> str | None:
+    """``None`` when ``got`` is right, else the message (the case's label first). ``graded``: the
+    grader ran the whole notebook first, so a name not defined is an answer cell that did not define it."""
     label = case.label
     if type(want) is Raised:
         if type(got) is Raised and got.ename == want.ename:
@@ -65,6 +69,11 @@ def judge_case(case: Case, got: Any, want: Any) -> str | None:
         if got.unanswered and not any(text and text in got.message for text, _ in case.errors):
             return (f"{label} raised NotImplementedError: " + (got.message or "the exercise is not answered yet")
                     + " (or a function it calls is not answered yet)")
+        undefined = _UNDEFINED.match(got.message) if graded and got.ename == "NameError" else None
+        if undefined:
+            return (f"{label} raised NameError: {undefined.group(1)} is not defined after every cell of the notebook "
+                    "ran: the exercise that defines it is not answered yet (its cell still raises "
+                    "NotImplementedError), or its cell raised an error")
         hint = next((h for text, h in case.errors if text in got.message),
                     case.hint if not case.errors and got.ename != "NameError" else None)
         return f"{label} raised {got.ename}: {got.message}" + (f" — {hint}" if hint else "")
@@ -85,14 +94,14 @@ def judge_case(case: Case, got: Any, want: Any) -> str | None:
 
 
 def judge_exercise(exercise: Exercise, cases: tuple[Case, ...], got: list[Any], want: list[Any],
-                   n_visible: int) -> Outcome:
+                   n_visible: int, graded: bool = False) -> Outcome:
     """The exercise's outcome: every case must pass; the first that fails is named (cases before
-    ``n_visible`` are the visible ones)."""
+    ``n_visible`` are the visible ones; ``graded``: as :func:`judge_case`)."""
     if len(got) != len(cases):
         return Outcome(exercise.name, False, 0, None,
                        f"the record holds {len(got)} results for {len(cases)} cases: the test did not run to its end")
     for i, (case, g, w) in enumerate(zip(cases, got, want)):
-        message = judge_case(case, g, w)
+        message = judge_case(case, g, w, graded)
         if message:
             return Outcome(exercise.name, False, i, case.label, message, hidden=i >= n_visible)
     return Outcome(exercise.name, True, len(cases))

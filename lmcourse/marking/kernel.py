@@ -182,13 +182,19 @@ def _import_what_torch_imports_late() -> None:
 def _home_error(outcome, trees: list[Any]) -> Exception:
     """The error a failed visible check raises at home: an exercise not answered yet, or a name not
     defined yet, stays a NotImplementedError or a NameError (what Validate and the lab explain);
-    anything else is a CheckFailed with the judge's message."""
+    anything else is a CheckFailed with the judge's message. Each shows as a CheckFailed does: the
+    message and the notebook's own lines, none of the course's frames (the student's code raised
+    nothing out of the check: what it raised is in the message)."""
+    import functools
+
     from lmcourse.checks import CheckFailed
 
     raised = decode(trees[outcome.checked]) if outcome.checked < len(trees) else None
     if type(raised) is Raised and raised.ename in ("NotImplementedError", "NameError") and (
             raised.ename == "NameError" or raised.unanswered):
-        return (NotImplementedError if raised.ename == "NotImplementedError" else NameError)(outcome.message)
+        error = (NotImplementedError if raised.ename == "NotImplementedError" else NameError)(outcome.message)
+        error._render_traceback_ = functools.partial(CheckFailed._render_traceback_, error)
+        return error
     return CheckFailed(outcome.message)
 
 

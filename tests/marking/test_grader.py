@@ -67,6 +67,17 @@ def test_the_error_a_graded_test_raises_after_its_record_is_replaced_by_the_verd
     assert not out.passed and "AwaitingJudge" not in outputs[-1].evalue and outputs[-1].ename == "CheckFailed"
 
 
+def test_an_undefined_answer_is_reported_unanswered_not_unrun():
+    """The grader ran every cell: a name still undefined is an exercise not answered (or whose cell
+    raised), not a cell to run first, which is what the same NameError says at home."""
+    ns = {k: v for k, v in vars(ref).items() if k != "pad_sentence"}
+    ex = NB.exercise("pad_sentence")
+    trees = [observe(c.call, Names(ns)) for c in ex.cases + hidden_cases(NB, "pad_sentence")]
+    out, _ = judged(notebook_with(rec({"notebook": "01_ngram", "exercise": "pad_sentence", "cases": trees})))
+    assert not out.passed and "pad_sentence is not defined after every cell of the notebook ran" in out.message
+    assert "not answered yet" in out.message and "Run the cell" not in out.message
+
+
 def test_a_wrong_answer_becomes_an_error_output_nbgrader_scores_zero():
     from nbgrader.utils import determine_grade
 

@@ -163,3 +163,16 @@ def test_torchs_late_import_is_made_before_any_test_and_only_where_torch_is(monk
     monkeypatch.setattr(kernel, "_import_what_torch_imports_late", lambda: made.append(True))
     Exam("01_ngram", namespace())
     assert made == [True]
+
+
+def test_at_home_an_unanswered_exercise_shows_its_message_without_the_courses_frames(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    def pad_sentence(words, n):
+        raise NotImplementedError("Exercise 1: write pad_sentence here, then run the test cell below")
+
+    with pytest.raises(NotImplementedError) as caught:
+        Exam("01_ngram", namespace(pad_sentence=pad_sentence)).check("pad_sentence")
+    lines = caught.value._render_traceback_()
+    assert "NotImplementedError" in lines[0] and "write pad_sentence here" in lines[0]
+    assert not any("lmcourse/marking" in line or "_home_error" in line for line in lines), lines

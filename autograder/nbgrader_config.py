@@ -9,8 +9,10 @@ from nbgrader.preprocessors import ClearSolutions, Execute
 # the stubs that name the exercise ("Exercise 2: write count_ngrams here, ..."): in the package, so a
 # change to them rebuilds the grader's release too (lmcourse.grading.template fingerprints both)
 from lmcourse.authoring.stubs import NamedStubs
+
 # every kernel runs in the sandbox `lmcourse grade` uses (the same allowlisted world, limits and runner)
-from lmcourse.grading.nbgrader_execute import SandboxedExecute
+from lmcourse.grading.nbgrader_execute import ForeignMetadata, SandboxedExecute
+
 # the verdict of a notebook graded from records, made here after the kernel ran, not in the kernel
 from lmcourse.marking.grader import JudgeRecords
 
@@ -41,3 +43,8 @@ c.Autograde.autograde_preprocessors = [
 c.ExecutePreprocessor.timeout = 120
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
+
+# ForeignMetadata first: nbgrader metadata a student gave a cell of their own, which nbgrader cannot read, would
+# stop the whole class's autograde at that notebook; it is moved aside (and the source scan flags the cell)
+c.Autograde.sanitize_preprocessors = [ForeignMetadata,
+                                      *Autograde.class_traits()["sanitize_preprocessors"].default()]

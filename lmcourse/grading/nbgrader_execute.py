@@ -101,3 +101,31 @@ def _nothing_ran(nb, why: str):
         if c.cell_type == "code":
             c.outputs = [v4.new_output("error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"])]
     return nb
+
+
+from .scan import FOREIGN  # noqa: E402 (where a cell's unusable nbgrader metadata is kept, for the scan)
+
+
+def _metadata_base():
+    from nbconvert.preprocessors import Preprocessor
+
+    return Preprocessor
+
+
+class ForeignMetadata(_metadata_base()):
+    """nbgrader's first sanitising step in the course's config: nbgrader metadata a student gave a cell of their
+    own that nbgrader cannot read (no grade id, or another schema version) is moved aside into the cell's
+    ``lmcourse_student_nbgrader`` key. nbgrader stops the whole class's autograde at the first such cell
+    ("old version of the nbgrader metadata format"); moved aside, the cell is graded as a student's cell and the
+    source scan flags it."""
+
+    enabled = True
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader")
+            if meta is None:
+                continue
+            if not isinstance(meta, dict) or not meta.get("grade_id") or meta.get("schema_version") != 3:
+                cell.metadata[FOREIGN] = cell.metadata.pop("nbgrader")
+        return nb, resources

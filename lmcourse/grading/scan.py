@@ -74,6 +74,7 @@ SHELL = "shell"
 MAGIC = "magic"
 UNPARSED = "does not parse"
 NO_GRADE_ID = "nbgrader metadata without a grade_id"
+FOREIGN = "lmcourse_student_nbgrader"     # nbgrader_execute.ForeignMetadata's key (that module imports nbgrader)
 
 # dotted names, read after the notebook's imports are resolved (``import subprocess as sp; sp.run`` is
 # subprocess.run, ``from os import fork`` is os.fork): a pattern names a module or object and all
@@ -639,7 +640,10 @@ def scan_cells(nb, skip_tag: str = "", given=None) -> list[str]:
         if _the_courses(cell, given_texts):
             continue
         nbg = cell.get("metadata", {}).get("nbgrader")
-        here = [NO_GRADE_ID] if nbg is not None and not nbg.get("grade_id") else []
+        # under plain nbgrader the course's config moves such metadata aside before nbgrader reads it
+        # (lmcourse.grading.nbgrader_execute.ForeignMetadata): still the student's doing
+        moved = FOREIGN in cell.get("metadata", {})
+        here = [NO_GRADE_ID] if moved or (nbg is not None and not nbg.get("grade_id")) else []
         if tree is not None:
             here += _findings(tree, names)
         elif cell.get("cell_type") == "code":       # a raw cell need not be Python

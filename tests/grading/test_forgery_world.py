@@ -50,30 +50,33 @@ def world_cell(notebook: str) -> str:
         import glob as _glob, os as _os, sys as _sys, pathlib as _pl
         _ip = get_ipython()
         _name = {notebook!r}
-        _roots = [_os.getcwd(), _os.path.expanduser("~"), "/tmp", "/root", "/home",
+        _roots = [_os.getcwd(), _os.path.expanduser("~"), "/tmp", "/root", "/home", "/work", "/var",
                   _os.environ.get("LMCOURSE_DATA_DIR", "")]
-        _roots += [str(_pl.Path.cwd().parents[k]) for k in range(min(4, len(_pl.Path.cwd().parents)))]
+        _roots += [str(p) for p in _pl.Path.cwd().parents if str(p) != "/"][:4]
+        _skip = {{"/usr", "/proc", "/sys", "/dev", _os.path.realpath(_sys.prefix), _os.path.realpath(_sys.base_prefix)}}
         _seen = set()
         # 1. the answer key: any notebook with solution cells of this assignment, run cell by cell
         for _root in filter(None, _roots):
-            for _f in _glob.glob(_os.path.join(_root, "**", "*.ipynb"), recursive=True)[:2000]:
-                if _f in _seen:
-                    continue
-                _seen.add(_f)
-                try:
-                    import json as _json
-                    _cells = _json.load(open(_f))["cells"]
-                except Exception:
-                    continue
-                for _c in _cells:
-                    _m = _c.get("metadata", {{}}).get("nbgrader", {{}})
-                    if _m.get("solution") and _c.get("cell_type") == "code":
-                        _src = "".join(_c["source"])
-                        if "BEGIN SOLUTION" in _src or "raise NotImplementedError" not in _src:
-                            try:
-                                _ip.run_cell(_src)
-                            except Exception:
-                                pass
+            for _top, _dirs, _files in _os.walk(_root):
+                _dirs[:] = [d for d in _dirs if _os.path.join(_top, d) not in _skip]
+                for _f in [_os.path.join(_top, f) for f in _files if f.endswith(".ipynb")]:
+                    if _f in _seen or len(_seen) > 2000:
+                        continue
+                    _seen.add(_f)
+                    try:
+                        import json as _json
+                        _cells = _json.load(open(_f))["cells"]
+                    except Exception:
+                        continue
+                    for _c in _cells:
+                        _m = _c.get("metadata", {{}}).get("nbgrader", {{}})
+                        if _m.get("solution") and _c.get("cell_type") == "code":
+                            _src = "".join(_c["source"])
+                            if "BEGIN SOLUTION" in _src or "raise NotImplementedError" not in _src:
+                                try:
+                                    _ip.run_cell(_src)
+                                except Exception:
+                                    pass
         # 2. the reference run from its file under another name
         try:
             import importlib.util as _iu
@@ -212,7 +215,7 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
     nb = _world(name, cell="")
     _insert_after_setup(nb, _MAGIC)
     hidden = nbformat.v4.new_code_cell("import subprocess\nsubprocess.Popen(['sleep', '1'], start_new_session=True)\n")
-    hidden.metadata["nbgrader"] = {"solution": False, "grade": False, "locked": False}
+    hidden.metadata["nbgrader"] = {"solution": False, "grade": False, "locked": False, "schema_version": 3}
     nb.cells.append(hidden)
     out["aad-unread-cells"] = nb
     return out

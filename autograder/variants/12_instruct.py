@@ -1,0 +1,232 @@
+"""Notebook 12 (instruction tuning, and what a model remembers): its mutants and its alternatives.
+
+``MUTANTS``: typical student bugs; each must lose points.
+``ALTERNATIVES``: valid solutions written another way; each must keep every point."""
+
+from lmcourse.authoring.mutants import Alternative, Mutant, override, patch
+
+MUTANTS = [
+    # --- the chat template
+    Mutant("a newline between the instruction and <|assistant|>", "ChatTokenizer", patch(
+        ('text = "<|user|>" + instruction + "<|assistant|>"', 'text = "<|user|>" + instruction + "\\n<|assistant|>"'),
+        subclass="ChatTokenizer")),
+    Mutant("<|end|> added to a prompt without a response", "ChatTokenizer", patch(
+        ('if response is not None:\n    text += response + "<|end|>"', 'text += (response or "") + "<|end|>"'),
+        subclass="ChatTokenizer")),
+    # in full: the whole text through the character tokenizer, markers split into characters
+    Mutant("the markers encoded character by character", "ChatTokenizer", override(
+        "ChatTokenizer", "def encode(self, text):\n    return self.tok.encode(text)")),
+    Mutant("the markers' ids in reverse order", "ChatTokenizer", patch(
+        ("ids.append(self.tok.vocab_size + k)", "ids.append(self.tok.vocab_size + len(MARKERS) - 1 - k)"),
+        subclass="ChatTokenizer")),
+    Mutant("decode drops the markers", "ChatTokenizer", patch(
+        ("out.append(MARKERS[i - self.tok.vocab_size])", "continue"), subclass="ChatTokenizer")),
+    # --- SFT labels
+    Mutant("the prompt not masked (every position a target)", "sft_batch", patch(
+        ("for t in range(len(p) - 1, len(s) - 1):", "for t in range(len(s) - 1):"))),
+    Mutant("the first response token not a target (mask one too far)", "sft_batch", patch(
+        ("for t in range(len(p) - 1, len(s) - 1):", "for t in range(len(p), len(s) - 1):"))),
+    Mutant("no end token appended", "sft_batch", patch(
+        ("seqs = [list(p) + list(r) + [end_id] for p, r in pairs]", "seqs = [list(p) + list(r) for p, r in pairs]"))),
+    Mutant("targets padded with pad_id, not the ignore index", "sft_batch", patch(
+        ("targets = torch.full((len(seqs), T), IGNORE_INDEX, dtype=torch.long)",
+         "targets = torch.full((len(seqs), T), pad_id, dtype=torch.long)"))),
+    Mutant("targets not shifted (each position its own token)", "sft_batch", patch(
+        ("targets[b, t] = s[t + 1]", "targets[b, t] = s[t]"))),
+    # --- greedy responses
+    Mutant("the end token returned with the response", "generate_response", patch(
+        ("if nxt == end_id:\n    break\nnew.append(nxt)", "new.append(nxt)\nif nxt == end_id:\n    break"))),
+    Mutant("the context not cropped to block_size", "generate_response", patch(
+        ("context = torch.tensor([ids[-model.config.block_size:]], dtype=torch.long, device=device)",
+         "context = torch.tensor([ids], dtype=torch.long, device=device)"))),
+    Mutant("one id past the budget", "generate_response", patch(
+        ("while len(new) < max_new_tokens:", "while len(new) <= max_new_tokens:"))),
+    Mutant("the prompt returned with the response", "generate_response", patch(("return new", "return ids"))),
+    # --- exact match
+    Mutant("case not ignored", "exact_match", patch(
+        ('return " ".join(text.split()).lower()', 'return " ".join(text.split())'))),
+    Mutant("only the ends stripped (inner whitespace kept)", "exact_match", patch(
+        ('return " ".join(text.split()).lower()', "return text.strip().lower()"))),
+    Mutant("the reference found inside the prediction counts", "exact_match", patch(
+        ("return normalise(prediction) == normalise(reference)",
+         "return normalise(reference) in normalise(prediction)"))),
+    # --- the k-gram index
+    Mutant("one window too few (len - k, not len - k + 1)", "KGramIndex", patch(
+        ("n = len(generated) - self.k + 1", "n = len(generated) - self.k"), subclass="KGramIndex")),
+    Mutant("distinct k-grams counted, not every window", "KGramIndex", patch(
+        ("found = sum(generated[i:i + self.k] in self.kgrams for i in range(n))\nreturn found / n",
+         "grams = {generated[i:i + self.k] for i in range(n)}\nreturn sum(g in self.kgrams for g in grams) / len(grams)"),
+        subclass="KGramIndex")),
+    Mutant("the text's last k-gram left out of the index", "KGramIndex", patch(
+        ("self.kgrams = {text[i:i + k] for i in range(len(text) - k + 1)}",
+         "self.kgrams = {text[i:i + k] for i in range(len(text) - k)}"), subclass="KGramIndex")),
+    # in full: no index, the text searched for each window
+    Mutant("the text searched again for every window", "KGramIndex", '''
+class KGramIndex:
+    def __init__(self, text, k):
+        self.k = k
+        self.text = text
+
+    def __contains__(self, kgram):
+        return len(kgram) == self.k and kgram in self.text
+
+    def fraction(self, generated):
+        n = len(generated) - self.k + 1
+        if n <= 0:
+            return 0.0
+        return sum(generated[i:i + self.k] in self.text for i in range(n)) / n
+'''),
+    # --- extraction
+    Mutant("s - 1 characters compared", "extraction_rate", patch(
+        ("hits += tok.decode(row[p:]) == text[p:p + s]", "hits += tok.decode(row[p:]) == text[p:p + s - 1]"))),
+    Mutant("the continuation compared one character late", "extraction_rate", patch(
+        ("hits += tok.decode(row[p:]) == text[p:p + s]", "hits += tok.decode(row[p:]) == text[p + 1:p + s + 1]"))),
+    Mutant("the batch's context not cropped to block_size", "extraction_rate", patch(
+        ("logits, _ = model(idx[:, -model.config.block_size:])  # (N, T, V)", "logits, _ = model(idx)"))),
+    Mutant("the number of hits, not the share", "extraction_rate", patch(
+        ("return hits / len(passages)", "return hits"))),
+    # --- deduplication
+    Mutant("short paragraphs deduplicated too", "deduplicate", patch(
+        ("if len(paragraph) >= min_chars and paragraph in seen:", "if paragraph in seen:"),
+        ("if len(paragraph) >= min_chars:\n    seen.add(paragraph)", "seen.add(paragraph)"))),
+    Mutant("paragraphs joined by one newline", "deduplicate", patch(
+        ('return "\\n\\n".join(kept), removed', 'return "\\n".join(kept), removed'))),
+    # in full: every paragraph that occurs more than once dropped, its first occurrence included
+    Mutant("every copy dropped, the first included", "deduplicate", '''
+from collections import Counter
+
+
+def deduplicate(text, min_chars):
+    paragraphs = text.split("\\n\\n")
+    counts = Counter(paragraphs)
+    kept = [q for q in paragraphs if len(q) < min_chars or counts[q] == 1]
+    return "\\n\\n".join(kept), len(paragraphs) - len(kept)
+'''),
+    Mutant("paragraphs compared after stripping their whitespace", "deduplicate", patch(
+        ('for paragraph in text.split("\\n\\n"):', 'for paragraph in [q.strip() for q in text.split("\\n\\n")]:'))),
+]
+
+
+ALTERNATIVES = [
+    # in full: a regular-expression split that keeps the markers
+    Alternative("ChatTokenizer with re.split and a lookup table", "ChatTokenizer", '''
+import re
+
+
+class ChatTokenizer:
+    MARKERS = ("<|user|>", "<|assistant|>", "<|end|>")
+
+    def __init__(self, tok):
+        self.tok = tok
+        n = tok.vocab_size
+        self.user_id, self.assistant_id, self.end_id = n, n + 1, n + 2
+        self.vocab_size = n + len(self.MARKERS)
+        self.marker_ids = {m: n + i for i, m in enumerate(self.MARKERS)}
+        self.pattern = re.compile("(" + "|".join(map(re.escape, self.MARKERS)) + ")")
+
+    def render(self, instruction, response=None):
+        return "".join(["<|user|>", instruction, "<|assistant|>"] + ([] if response is None else [response, "<|end|>"]))
+
+    def encode(self, text):
+        ids = []
+        for piece in self.pattern.split(text):
+            if piece in self.marker_ids:
+                ids.append(self.marker_ids[piece])
+            elif piece:
+                ids += self.tok.encode(piece)
+        return ids
+
+    def decode(self, ids):
+        names = {v: k for k, v in self.marker_ids.items()}
+        return "".join(names[int(i)] if int(i) in names else self.tok.decode([int(i)]) for i in ids)
+'''),
+    Alternative("sft_batch with a position mask", "sft_batch", '''
+def sft_batch(pairs, end_id, pad_id=0):
+    seqs = [torch.tensor(list(p) + list(r) + [end_id]) for p, r in pairs]
+    L = max(len(s) for s in seqs)
+    full = torch.full((len(seqs), L), pad_id, dtype=torch.long)
+    for b, s in enumerate(seqs):
+        full[b, :len(s)] = s
+    idx, nxt = full[:, :-1].clone(), full[:, 1:].clone()
+    t = torch.arange(L - 1)
+    n_prompt = torch.tensor([len(p) for p, _ in pairs])[:, None]
+    length = torch.tensor([len(s) for s in seqs])[:, None]
+    keep = (t >= n_prompt - 1) & (t < length - 1)
+    return idx, torch.where(keep, nxt, torch.full_like(nxt, -100))
+'''),
+    Alternative("sft_batch from padded lists", "sft_batch", '''
+def sft_batch(pairs, end_id, pad_id=0):
+    inputs, labels = [], []
+    for prompt, response in pairs:
+        seq = [*prompt, *response, end_id]
+        inputs.append(seq[:-1])
+        labels.append([-100] * (len(prompt) - 1) + seq[len(prompt):])
+    T = max(map(len, inputs))
+    idx = torch.tensor([x + [pad_id] * (T - len(x)) for x in inputs])
+    targets = torch.tensor([y + [-100] * (T - len(y)) for y in labels])
+    return idx, targets
+'''),
+    Alternative("generate_response growing a tensor", "generate_response", '''
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    device = next(model.parameters()).device
+    x = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).unsqueeze(0)
+    start = x.shape[1]
+    with torch.no_grad():
+        for step in range(max_new_tokens):
+            out = model(x[:, -model.config.block_size:])[0]
+            token = out[:, -1, :].argmax(dim=-1, keepdim=True)
+            if token.item() == end_id:
+                break
+            x = torch.cat((x, token), dim=1)
+    return x[0, start:].tolist()
+'''),
+    Alternative("exact_match with a regular expression and casefold", "exact_match", '''
+import re
+
+
+def clean(s):
+    return re.sub(r"\\s+", " ", s).strip().casefold()
+
+
+def exact_match(prediction, reference):
+    return bool(clean(prediction) == clean(reference))
+'''),
+    Alternative("KGramIndex of hashes, one window at a time", "KGramIndex", '''
+class KGramIndex:
+    def __init__(self, text, k):
+        self.k = k
+        self.seen = set()
+        for start in range(0, len(text) - k + 1):
+            self.seen.add(hash(text[start:start + k]))
+
+    def __contains__(self, kgram):
+        return len(kgram) == self.k and hash(kgram) in self.seen
+
+    def fraction(self, generated):
+        windows = [generated[i:i + self.k] for i in range(max(0, len(generated) - self.k + 1))]
+        return float(sum(w in self for w in windows) / len(windows)) if windows else 0.0
+'''),
+    Alternative("extraction_rate one passage at a time", "extraction_rate", '''
+def extraction_rate(model, tok, passages, p, s):
+    device = next(model.parameters()).device
+    count = 0
+    for passage in passages:
+        ids = tok.encode(passage[:p])
+        with torch.no_grad():
+            for _ in range(s):
+                x = torch.tensor([ids[-model.config.block_size:]], device=device)
+                ids.append(int(model(x)[0][0, -1].argmax()))
+        if tok.decode(ids[p:]) == passage[p:p + s]:
+            count += 1
+    return count / len(passages)
+'''),
+    Alternative("deduplicate with a dict of first positions", "deduplicate", '''
+def deduplicate(text, min_chars):
+    first = {}
+    out = []
+    for i, para in enumerate(text.split("\\n\\n")):
+        if len(para) < min_chars or first.setdefault(para, i) == i:
+            out.append(para)
+    return "\\n\\n".join(out), len(text.split("\\n\\n")) - len(out)
+'''),
+]

@@ -59,7 +59,13 @@ from .train_parts import StepOptimizer, TrainParts
 
 __all__ = ["TrainConfig", "History", "train", "estimate_loss", "lr_at", "lm_cross_entropy", "model_logits",
            "make_optimizer", "autocast", "want_progress", "compile_ok", "load_checkpoint", "CHECKPOINT_FORMAT",
-           "CheckpointError", "BatchSplitError", "val_note", "TrainParts"]
+           "CheckpointError", "BatchSplitError", "val_note", "TrainParts", "attention_kernel", "COMPILE_MODES",
+           "ATTENTION_KERNELS"]
+
+# torch.compile's modes ("" leaves the step uncompiled); reduce-overhead captures the step as CUDA graphs
+COMPILE_MODES = ("", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# SDPA's kernels by name ("" lets torch pick); every one but math runs only on a CUDA GPU
+ATTENTION_KERNELS = ("", "flash", "efficient", "cudnn", "math")
 
 CHECKPOINT_FORMAT = 2  # 1: train()'s and distributed's separate layouts (read, upgraded on load)
 
@@ -91,6 +97,9 @@ class TrainConfig:
     keep_best: bool = False  # end with the weights of the lowest validation loss (early stopping)
     tokens_on_device: bool = True  # ids kept on the device, each batch gathered there (get_batch's windows)
     quiet: bool = False  # no summary line at the end
+    compile_mode: str = ""  # the step whole through torch.compile in this mode (reduce-overhead: CUDA graphs); "" off
+    eval_sync_free: bool = False  # validation's windows copied in one go, losses summed on the device: one sync
+    attention: str = ""  # SDPA's kernel: flash, efficient, cudnn (CUDA only) or math; "" torch picks
 
     @classmethod
     def from_profile(cls, profile, **overrides) -> "TrainConfig":
@@ -111,6 +120,12 @@ class TrainConfig:
             raise ValueError("grad_clip must be positive or None")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError("min_lr_ratio must be in [0, 1]")
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"compile_mode must be one of {', '.join(repr(m) for m in COMPILE_MODES)}, "
+                             f"not {self.compile_mode!r}")
+        if self.attention not in ATTENTION_KERNELS:
+            raise ValueError(f"attention must be one of {', '.join(repr(k) for k in ATTENTION_KERNELS)}, "
+                             f"not {self.attention!r}")
         self.betas = tuple(self.betas)
 
 
@@ -225,17 +240,35 @@ def _grad_scaler(device: torch.device, amp: bool) -> torch.amp.GradScaler:
 
 
 def _evaluate(model, tokens, batch_size: int, block_size: int, batches: int, seed: int, device: torch.device,
-              amp: bool, batch_fn, loss_fn, micro: int, env: DistEnv) -> float:
+              amp: bool, batch_fn, loss_fn, micro: int, env: DistEnv, sync_free: bool = False) -> float:
     """Mean loss over ``batches`` batches drawn by a generator seeded ``seed``; rank ``r`` of ``N``
     scores batches ``r, r + N, ...`` in chunks of ``micro`` windows (equal chunks: the same mean),
-    and the sum is all-reduced, so every rank gets what one process would."""
+    and the sum is all-reduced, so every rank gets what one process would. Reading the sum is the
+    evaluation's one host sync; ``sync_free`` (:func:`_eval_total`) makes it the only one."""
+    total = _eval_total(model, tokens, batch_size, block_size, batches, seed, device, amp, batch_fn, loss_fn,
+                        micro, env, sync_free)
+    return float(all_sum(total, env)) / batches
+
+
+def _eval_total(model, tokens, batch_size: int, block_size: int, batches: int, seed: int, device: torch.device,
+                amp: bool, batch_fn, loss_fn, micro: int, env: DistEnv, sync_free: bool = False) -> torch.Tensor:
+    """This rank's summed batch losses, a float64 tensor on the device, not yet read by the host.
+
+    ``sync_free`` with windows of ids on the device (:func:`batch_on_device`): every batch's offsets are
+    drawn first, from the same generator in the same order, and copied to the device in one non-blocking
+    copy, where each batch is then gathered; otherwise each batch's offsets are copied as it is drawn, and
+    a CPU-to-GPU copy from ordinary memory waits for the GPU to finish its queue. The losses, and their
+    sum, are the same either way."""
     gen = torch.Generator().manual_seed(seed)
+    draw = batch_fn or get_batch
+    if sync_free and draw is batch_on_device:
+        draw = _prefetched_windows(tokens, batch_size, block_size, batches, gen)
     was_training = model.training
     model.eval()
     total = torch.zeros((), dtype=torch.float64, device=device)
     with torch.no_grad():
         for i in range(batches):
-            x, y = (batch_fn or get_batch)(tokens, batch_size, block_size, gen, device)
+            x, y = draw(tokens, batch_size, block_size, gen, device)
             if i % env.world_size != env.rank:
                 continue  # drawn anyway, so every rank's generator sees the same sequence
             for j in range(0, batch_size, micro):
@@ -245,7 +278,26 @@ def _evaluate(model, tokens, batch_size: int, block_size: int, batches: int, see
                 total += (loss_fn or lm_cross_entropy)(logits, _rows(y, j, j + micro)).double() * (
                     _n_rows(xj) / batch_size)
     model.train(was_training)
-    return float(all_sum(total, env)) / batches
+    return total
+
+
+def _prefetched_windows(tokens: torch.Tensor, batch_size: int, block_size: int, batches: int,
+                        generator: torch.Generator):
+    """A drop-in for :func:`batch_on_device` that serves ``batches`` batches whose offsets were all drawn
+    now (as that function draws them, one batch after another) and copied to the device at once."""
+    n_starts = tokens.numel() - block_size
+    starts = torch.stack([torch.randint(n_starts, (batch_size,), generator=generator) for _ in range(batches)])
+    if tokens.device.type == "cuda":
+        starts = starts.pin_memory()  # page-locked: the copy below can leave the host running
+    starts = starts.to(tokens.device, non_blocking=True)  # (batches, B)
+    offsets = torch.arange(block_size + 1, device=tokens.device)
+    served = iter(range(batches))
+
+    def draw(tokens, batch_size, block_size, generator, device):
+        windows = tokens[starts[next(served)][:, None] + offsets]  # (B, T + 1)
+        return windows[:, :-1], windows[:, 1:]
+
+    return draw
 
 
 def estimate_loss(model: torch.nn.Module, tokens: torch.Tensor, batch_size: int, block_size: int,
@@ -305,6 +357,28 @@ def compile_ok(cfg: TrainConfig, device: torch.device | None = None) -> bool:
     if not ok and not cfg.quiet:
         print(f"lmcourse.train: {why}; training without torch.compile (only slower)")
     return ok
+
+
+def attention_kernel(choice: str, device: torch.device | str, amp: bool = True):
+    """A context in which ``F.scaled_dot_product_attention`` runs SDPA's kernel ``choice`` only
+    (:data:`ATTENTION_KERNELS`; ``""``: a context that does nothing, torch picks). A kernel that cannot
+    run here is a ``ValueError`` now, not torch's "no available kernel" at the first step. A model that
+    computes attention without SDPA (``GPTConfig.fast=False``) is not affected."""
+    device = torch.device(device)
+    if not choice:
+        return contextlib.nullcontext()
+    if choice != "math" and device.type != "cuda":
+        raise ValueError(f"attention={choice!r} chooses SDPA's {choice} kernel, which runs only on a CUDA GPU; "
+                         f"this run is on {device.type}: leave attention unset (torch picks) or use 'math'")
+    if choice == "flash" and (not amp or _amp_dtype(device) is None):
+        raise ValueError("attention='flash': the flash kernel computes in fp16 or bf16 only, and this run's "
+                         "attention is in float32 (amp off, or a card without fast fp16/bf16); use 'efficient' "
+                         "or leave attention unset")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}
+    return sdpa_kernel(backends[choice])
 
 
 # --- checkpoints ------------------------------------------------------------------------------------
@@ -413,6 +487,13 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     and the clipping to functions written elsewhere (notebook 02's students'); each one left ``None`` is the
     loop's own (``torch.optim.AdamW``, :func:`lr_at`, ``torch.nn.utils.clip_grad_norm_``).
 
+    **Fast paths, each off by default** (a GPU run decides which earn a default): ``cfg.compile_mode``
+    compiles the step whole (forward, loss and backward; the optimizer stays the fused AdamW) with
+    ``torch.compile(mode=...)``, ``"reduce-overhead"`` replaying it as CUDA graphs; with dropout the
+    compiled masks come from another random stream, so the losses differ from the plain path's.
+    ``cfg.eval_sync_free`` reads the device once per validation (the same losses exactly), and
+    ``cfg.attention`` names the SDPA kernel (:func:`attention_kernel`).
+
     **The checkpoint** (format :data:`CHECKPOINT_FORMAT`; :func:`load_checkpoint` reads it) is
     the model's saved form of :mod:`lmcourse.nn.checkpoint` — ``config`` (the model's config
     dict, or None for a model without one) and ``model`` (weights on the CPU), so
@@ -479,7 +560,11 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     best = state.get("best") if state is not None and cfg.keep_best else None  # {"step", "val_loss", "model"}
     extra = dict(checkpoint_extra or {})
 
-    step_model = torch.compile(model) if cfg.compile and compile_ok(cfg, device) else model  # shares the parameters
+    kernel = attention_kernel(cfg.attention, device, cfg.amp)  # before any step: a kernel that cannot run says so
+    can_compile = (cfg.compile or bool(cfg.compile_mode)) and compile_ok(cfg, device)
+    whole_step = can_compile and bool(cfg.compile_mode)  # the step's mode wins over compiling the model alone
+    compile_model = can_compile and not cfg.compile_mode
+    step_model = torch.compile(model) if compile_model else model  # shares the parameters
     scaler = _grad_scaler(device, cfg.amp)
     if state is not None and state.get("grad_scaler"):
         scaler.load_state_dict(state["grad_scaler"])
@@ -491,13 +576,23 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
         step_model = ddp
     weight = env.world_size / n_shards  # DDP averages over ranks: sum_k weight * loss_k / N = mean over shards
 
+    def step_loss(x, y):
+        with autocast(device, cfg.amp):
+            logits = model_logits(_forward(step_model, x))
+        return (loss_fn or lm_cross_entropy)(logits, y)
+
+    if whole_step:  # forward, loss and (through AOTAutograd) backward as compiled graphs
+        step_loss = torch.compile(step_loss, mode=cfg.compile_mode)
+    graphs = whole_step and cfg.compile_mode == "reduce-overhead"
+
     def validate(step: int) -> None:
         nonlocal best
         if val_tokens is None or cfg.eval_batches <= 0 or (hist.val_steps and hist.val_steps[-1] == step):
             return
         hist.val_steps.append(step)
         hist.val_loss.append(_evaluate(model, val_tokens, cfg.batch_size, cfg.block_size, cfg.eval_batches,
-                                       cfg.seed + 1, device, cfg.amp, batch_fn, loss_fn, micro, env))
+                                       cfg.seed + 1, device, cfg.amp, batch_fn, loss_fn, micro, env,
+                                       sync_free=cfg.eval_sync_free))
         if cfg.keep_best and (best is None or hist.val_loss[-1] < best["val_loss"]):
             best = {"step": step, "val_loss": hist.val_loss[-1],
                     "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}}
@@ -518,6 +613,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
     bar = tqdm(total=cfg.steps, initial=start, disable=not (env.is_main and want_progress(cfg)), unit="step",
                dynamic_ncols=True, leave=True)
     step, saved_at = start, None
+    kernel.__enter__()
     try:
         if start == 0:
             validate(0)
@@ -535,9 +631,9 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
                     torch.manual_seed(micro_seed(cfg.seed, step, k))  # dropout: the same masks whatever N is
                 sync = i == len(mine) - 1  # gradients are all-reduced on each rank's last backward
                 with ddp.no_sync() if ddp is not None and not sync else contextlib.nullcontext():
-                    with autocast(device, cfg.amp):
-                        logits = model_logits(_forward(step_model, x))
-                    loss = (loss_fn or lm_cross_entropy)(logits, y)
+                    if graphs:  # a new iteration: the graphs may reuse the last one's output memory
+                        torch.compiler.cudagraph_mark_step_begin()
+                    loss = step_loss(x, y)
                     scaler.scale(loss * weight).backward()
                 loss_sum += loss.detach().double()
             loss_value = float(all_sum(loss_sum, env)) / n_shards  # synchronises: the timing is honest
@@ -555,7 +651,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
             scaler.step(opt)  # skips the step when fp16 gradients overflowed
             scaler.update()
             step += 1
-            if not (cfg.compile and step == start + 1):  # the first compiled step is mostly compilation
+            if not ((cfg.compile or cfg.compile_mode) and step == start + 1):  # mostly compilation: untimed
                 train_time += time.perf_counter() - t0
                 tokens_done += cfg.batch_size * cfg.block_size
             hist.steps.append(step)
@@ -585,6 +681,7 @@ def train(model: torch.nn.Module, train_tokens, val_tokens, cfg: TrainConfig, st
             return hist
     finally:
         bar.close()
+        kernel.__exit__(None, None, None)
     if step < cfg.steps:
         hist.interrupted = True
     hist.elapsed += time.perf_counter() - t_start

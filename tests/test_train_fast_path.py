@@ -1,7 +1,9 @@
 """train()'s fast path on a GPU, held to the plain path's losses on the CPU:
 TrainConfig.tokens_on_device (on by default: the ids kept on the training device and each batch
 gathered there, so a GPU step copies no windows from the host) and the fused AdamW kernel that
-make_optimizer picks on CUDA."""
+make_optimizer picks on CUDA; and the options each off by default until a GPU run proves them:
+the step compiled whole (compile_mode), validation read once (eval_sync_free), SDPA's kernel named
+(attention)."""
 
 import pytest
 import torch
@@ -24,8 +26,8 @@ def _run(monkeypatch, on_device: bool, fused: bool = False):
     calls = []
     plain_optimizer = train_mod.make_optimizer
 
-    def fused_optimizer(model, cfg, device):             # CUDA's choice, made on the CPU
-        groups = [{**g, "fused": True} for g in plain_optimizer(model, cfg, device).param_groups]
+    def fused_optimizer(model, cfg, device, adamw_step=None):     # CUDA's choice, made on the CPU
+        groups = [{**g, "fused": True} for g in plain_optimizer(model, cfg, device, adamw_step).param_groups]
         return torch.optim.AdamW(groups)
 
     if fused:
@@ -69,3 +71,84 @@ def test_fused_adamw_gives_the_plain_losses(monkeypatch):
     assert calls                                          # the fused kernel did the steps
     assert fused.train_loss == pytest.approx(plain.train_loss, rel=1e-5)
     assert fused.val_loss == pytest.approx(plain.val_loss, rel=1e-5)
+
+
+def _tiny_run(**options):
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, block_size=8, n_layer=1, n_head=2, n_embd=16))
+    data = torch.randint(20, (400,), generator=torch.Generator().manual_seed(1))
+    cfg = TrainConfig(steps=4, batch_size=4, block_size=8, eval_interval=2, eval_batches=3, device="cpu",
+                      progress=False, quiet=True, **options)
+    return train(model, data[:300], data[300:], cfg)
+
+
+def test_sync_free_validation_gives_the_plain_losses_exactly(monkeypatch):
+    plain = _tiny_run()
+    draws = []
+    monkeypatch.setattr(train_mod, "batch_on_device", lambda *a: draws.append(1) or batch_on_device(*a))
+    fast = _tiny_run(eval_sync_free=True)
+    assert fast.val_loss == plain.val_loss and fast.train_loss == plain.train_loss
+    assert len(draws) == 4                     # the training batches only: validation drew its windows at once
+
+
+def test_prefetched_windows_are_the_batches_drawn_one_by_one():
+    tokens = torch.randint(50, (300,), generator=torch.Generator().manual_seed(2))
+    ga, gb = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    draw = train_mod._prefetched_windows(tokens, 3, 7, 4, gb)
+    for _ in range(4):
+        (xa, ya), (xb, yb) = batch_on_device(tokens, 3, 7, ga, "cpu"), draw(tokens, 3, 7, gb, "cpu")
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+    assert torch.equal(torch.randint(9, (3,), generator=ga), torch.randint(9, (3,), generator=gb))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", "reduce-overhead"])
+def test_the_step_compiled_whole_gives_the_plain_losses(monkeypatch, mode):
+    """On the CPU inductor writes C++ (no Triton, no CUDA graphs: reduce-overhead is the plain compile there);
+    float32 sums in another order, so the losses agree to 1e-4, not bit for bit. Slow: compiling the C++
+    takes most of a minute per mode on a busy 2-core machine."""
+    from lmcourse.runtime import compile_support
+
+    if not compile_support()[0]:
+        pytest.skip(compile_support()[1])
+    compiled_fns = []
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled_fns.append((fn, kw)) or real_compile(fn, **kw))
+    plain = _tiny_run()
+    assert compiled_fns == []
+    fast = _tiny_run(compile_mode=mode)
+    assert [kw for _, kw in compiled_fns] == [{"mode": mode}]
+    assert compiled_fns[0][0].__name__ == "step_loss"       # the step's loss function, not the model alone
+    assert fast.train_loss == pytest.approx(plain.train_loss, abs=1e-4)
+    assert fast.val_loss == pytest.approx(plain.val_loss, abs=1e-4)
+
+
+def test_an_unknown_compile_mode_or_kernel_is_refused_by_name():
+    with pytest.raises(ValueError, match="compile_mode must be one of .*reduce-overhead"):
+        TrainConfig(compile_mode="fast")
+    with pytest.raises(ValueError, match="attention must be one of .*flash"):
+        TrainConfig(attention="flash2")
+
+
+def test_a_cuda_only_attention_kernel_says_so_on_the_cpu():
+    with pytest.raises(ValueError, match="runs only on a CUDA GPU; this run is on cpu"):
+        _tiny_run(attention="flash")
+
+
+def test_the_kernel_named_is_the_one_sdpa_runs(monkeypatch):
+    """math runs anywhere: SDPA runs inside its context, and the losses are the CPU's fused kernel's to float32's
+    rounding (the two sum in another order)."""
+    seen = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def watched(*args, **kwargs):
+        seen.append(torch.backends.cuda.flash_sdp_enabled() or torch.backends.cuda.mem_efficient_sdp_enabled())
+        return sdpa(*args, **kwargs)
+
+    plain = _tiny_run()
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", watched)
+    named = _tiny_run(attention="math")
+    assert seen and not any(seen)            # only the math kernel was allowed while the model attended
+    assert named.train_loss == pytest.approx(plain.train_loss, abs=1e-5)
+    assert named.val_loss == pytest.approx(plain.val_loss, abs=1e-5)
+    assert torch.backends.cuda.flash_sdp_enabled()          # and the choice ends with the run

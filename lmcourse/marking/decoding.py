@@ -986,5 +986,6 @@ NOTEBOOK = Notebook(
     # the answers; lmcourse.decoding keeps given code only (the moved names read through to here); 05's
     # sampler (lmcourse.nn.sampling, beside the GPT this notebook uses) and 05's reference generate answer
     # generate through a model that filters its logits (a copy of the sampler's code object passed the
-    # rules' refusal of the original), so both are withheld
-    withheld=("lmcourse.reference.decoding", "lmcourse.reference.gpt", "lmcourse.nn.sampling"))
+    # rules' refusal of the original), so both are withheld; so is the static KV cache (a cache and its generation)
+    withheld=("lmcourse.reference.decoding", "lmcourse.reference.gpt", "lmcourse.nn.sampling",
+              "lmcourse.nn.static_cache"))

@@ -1042,6 +1042,8 @@ Q3, Q3_LETTER = question("q3", "answer_q3", "ABCD")
 NOTEBOOK = Notebook(
     "05_gpt", reference="lmcourse.reference.gpt", hidden="lmcourse.marking.gpt_hidden",
     exercises=(GPT_CONFIG, GPT, INIT_WEIGHTS, GPT_PARAM_COUNT, GENERATE, Q1, Q2, Q3),
-    # lmcourse.nn.gpt, the GPT later notebooks are given, does 05's work: absent here too
-    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt", "lmcourse.nn.sampling"),
+    # lmcourse.nn.gpt, the GPT later notebooks are given, does 05's work: absent here too (and the static
+    # KV cache's forward, a GPT forward pass)
+    withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt", "lmcourse.nn.sampling",
+              "lmcourse.nn.static_cache"),
     uses=("lmcourse.reference.ngram",))   # the ladder's Kneser-Ney counts (notebook 01's answers)

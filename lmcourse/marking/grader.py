@@ -16,6 +16,7 @@ nbgrader; the judge takes exactly that error, after a record, for the cell havin
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from .judge import Outcome, expected_values, judge_exercise
@@ -133,14 +134,28 @@ class JudgeRecords(_preprocessor_base()):
     def preprocess(self, nb, resources):
         nbgrader = resources.get("nbgrader", {})
         judge_notebook(nb, nbgrader.get("notebook", ""))
-        _flag_scan_findings(nb, nbgrader, self.log)
+        _flag_scan_findings(nb, nbgrader, self.log, self._release(nbgrader))
         return nb, resources
 
+    def _release(self, nbgrader: dict):
+        """The student notebook as the course released it (its unchanged cells are the course's, not the
+        student's, for the scan), from the course directory nbgrader runs in; None where there is none."""
+        import nbformat
+        from nbgrader.coursedir import CourseDirectory
 
-def _flag_scan_findings(nb, nbgrader: dict, log) -> None:
+        course = CourseDirectory(config=self.config)
+        path = Path(course.root) / course.release_directory / nbgrader.get("assignment", "") / \
+            f"{nbgrader.get('notebook', '')}.ipynb"
+        try:
+            return nbformat.read(path, as_version=4)
+        except (OSError, ValueError):
+            return None
+
+
+def _flag_scan_findings(nb, nbgrader: dict, log, release=None) -> None:
     from lmcourse.grading.scan import FLAG, scan_cells
 
-    found = scan_cells(nb)
+    found = scan_cells(nb, given=release)
     if not found:
         return
     who = f"{nbgrader.get('student', '?')}/{nbgrader.get('assignment', '?')}"

@@ -92,6 +92,8 @@ def versus_transformers(device: str, gpt2_small: bool, new_tokens: int, graphs: 
     graphs = device.startswith("cuda") if graphs is None else graphs
     sizes = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024, vocab_size=50257) if gpt2_small else \
         dict(n_layer=2, n_head=2, n_embd=32, block_size=64, vocab_size=97)
+    if new_tokens >= sizes["block_size"]:
+        raise ValueError(f"{new_tokens} new ids do not fit transformers' {sizes['block_size']} positions")
     torch.manual_seed(0)
     # GPT-2's tanh GELU on both sides (the course's default is the exact one; the twin's gelu_new is not)
     model = GPT(GPTConfig(gelu="tanh", **sizes)).to(device).eval()

@@ -10,11 +10,12 @@ row says so and only the course side runs.
 
 The same on both sides:
 
-* **text and split**: nanoGPT's ``data/shakespeare_char/input.txt`` when the checkout has it (Tiny
-  Shakespeare), else ``--text FILE``, else the course's plays joined in name order; characters as ids
-  (the vocabulary: every character of the text, sorted), the first 90 % to train and the last 10 % to
-  validate, by position, as nanoGPT's ``prepare.py`` cuts it. This bench writes ``train.bin``,
-  ``val.bin`` and ``meta.pkl`` in nanoGPT's layout into a scratch folder that both sides read;
+* **text and split**: ``--text FILE``, else nanoGPT's ``data/shakespeare_char/input.txt`` when the
+  checkout has it (Tiny Shakespeare, which its ``prepare.py`` downloads), each cut as that script cuts
+  it, the first 90 % to train and the last 10 % to validate; else the course's plays with the course's
+  split (3 plays to validate: notebook 05's data). Characters are the ids (the vocabulary: every
+  character of both parts, sorted). This bench writes ``train.bin``, ``val.bin`` and ``meta.pkl`` in
+  nanoGPT's layout into a scratch folder that both sides read;
 * **model and schedule**: nanoGPT's ``config/train_shakespeare_char.py`` (6 layers x 6 heads x 384,
   256 positions, batch 64, dropout 0.2, no biases, AdamW lr 1e-3 to 1e-4 with beta2 0.99 and weight
   decay 0.1, 100 warm-up steps, clipping at 1.0), given to both as flags (``--baby``: 2 layers x 2 x 64,
@@ -71,37 +72,40 @@ BABY = Sizes(n_layer=2, n_head=2, n_embd=64, block_size=64, batch_size=16, dropo
 
 # --- the text and its split ------------------------------------------------------------------------------
 
-def choose_text(nanogpt: Path | None, text_file: Path | None) -> tuple[str, str]:
-    """(the text, where it came from): ``--text``, nanoGPT's Tiny Shakespeare when its checkout has it, or
-    the course's plays."""
+def split_90_10(text: str) -> tuple[str, str]:
+    """nanoGPT's ``prepare.py`` cut: the first 90 % of the characters to train, the rest to validate."""
+    cut = int(len(text) * 0.9)
+    return text[:cut], text[cut:]
+
+
+def choose_text(nanogpt: Path | None, text_file: Path | None) -> tuple[str, str, str]:
+    """(training text, validation text, where they came from): ``--text`` or nanoGPT's Tiny Shakespeare
+    (when its checkout has it) cut 90/10, or the course's plays with the course's split."""
+    if text_file is None and nanogpt is not None and (nanogpt / "data" / "shakespeare_char" / "input.txt").is_file():
+        text_file = nanogpt / "data" / "shakespeare_char" / "input.txt"
     if text_file is not None:
-        return text_file.read_text(encoding="utf-8"), str(text_file)
-    if nanogpt is not None and (nanogpt / "data" / "shakespeare_char" / "input.txt").is_file():
-        path = nanogpt / "data" / "shakespeare_char" / "input.txt"
-        return path.read_text(encoding="utf-8"), f"Tiny Shakespeare ({path})"
+        return (*split_90_10(text_file.read_text(encoding="utf-8")), f"{text_file}, cut 90/10")
     from lmcourse.data import load_shakespeare
 
     corpus = load_shakespeare(quiet=True)
-    return "".join(corpus.documents[name] for name in sorted(corpus.documents)), "the course's plays, joined"
+    return corpus.text("train"), corpus.text("val"), "the course's plays, the course's split (3 plays to validate)"
 
 
-def prepare_data(text: str, folder: Path) -> dict:
-    """``train.bin`` / ``val.bin`` (uint16 ids, the first 90 % and the last 10 % of ``text``) and
-    ``meta.pkl`` (``vocab_size``, ``itos``, ``stoi``) in ``folder``, nanoGPT's layout; their sizes."""
+def prepare_data(train_text: str, val_text: str, folder: Path) -> dict:
+    """``train.bin`` / ``val.bin`` (uint16 ids) and ``meta.pkl`` (``vocab_size``, ``itos``, ``stoi``) in
+    ``folder``, nanoGPT's layout; their sizes."""
     import numpy as np
 
-    chars = sorted(set(text))
+    chars = sorted(set(train_text) | set(val_text))
     if len(chars) > 65535:
         raise ValueError(f"{len(chars)} distinct characters do not fit nanoGPT's uint16 ids")
     stoi = {ch: i for i, ch in enumerate(chars)}
-    ids = np.array([stoi[ch] for ch in text], dtype=np.uint16)
-    cut = int(len(ids) * 0.9)
     folder.mkdir(parents=True, exist_ok=True)
-    ids[:cut].tofile(folder / "train.bin")
-    ids[cut:].tofile(folder / "val.bin")
+    for split, text in (("train", train_text), ("val", val_text)):
+        np.array([stoi[ch] for ch in text], dtype=np.uint16).tofile(folder / f"{split}.bin")
     with open(folder / "meta.pkl", "wb") as f:
         pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": stoi}, f)
-    return {"vocab_size": len(chars), "train": cut, "val": len(ids) - cut}
+    return {"vocab_size": len(chars), "train": len(train_text), "val": len(val_text)}
 
 
 def read_split(folder: Path, split: str):
@@ -227,10 +231,10 @@ def ratio_text(course: SideResult, peer: SideResult) -> str:
 def compare(nanogpt: Path | None, sizes: Sizes, device: str, target: float, fast: bool, timeout: float,
             text_file: Path | None = None, log=print) -> tuple[SideResult, SideResult]:
     """Both sides on the same prepared data; the peer's result says why when it did not run."""
-    text, source = choose_text(nanogpt, text_file)
+    train_text, val_text, source = choose_text(nanogpt, text_file)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        info = prepare_data(text, data)
+        info = prepare_data(train_text, val_text, data)
         log(f"text: {source}; {info['vocab_size']} characters, {info['train']:,} to train, {info['val']:,} "
             f"to validate; {sizes}")
         course = time_to_target("course", course_command(data, sizes, device, fast), ROOT, target, timeout)

@@ -20,7 +20,7 @@ TEXT = "".join(f"To be, or not to be, that is the question {i % 7}.\n" for i in 
 
 
 def test_the_data_is_nanogpts_layout_cut_90_10_by_position(tmp_path):
-    info = bench.prepare_data(TEXT, tmp_path)
+    info = bench.prepare_data(*bench.split_90_10(TEXT), tmp_path)
     train = np.fromfile(tmp_path / "train.bin", dtype=np.uint16)
     val = np.fromfile(tmp_path / "val.bin", dtype=np.uint16)
     meta = pickle.loads((tmp_path / "meta.pkl").read_bytes())
@@ -73,3 +73,14 @@ def test_the_ratio_is_course_over_nanogpt():
     course, peer = bench.SideResult("course", 30.0, 2000, 1.46), bench.SideResult("nanoGPT", 60.0, 2250, 1.47)
     assert bench.ratio_text(course, peer) == "0.50x"
     assert "0.50x" in bench.result_table(course, peer, 1.47) and "30.0" in bench.result_table(course, peer, 1.47)
+
+
+def test_a_checkouts_tiny_shakespeare_is_cut_90_10_and_the_plays_keep_the_courses_split(tmp_path):
+    (tmp_path / "data" / "shakespeare_char").mkdir(parents=True)
+    (tmp_path / "data" / "shakespeare_char" / "input.txt").write_text(TEXT)
+    train, val, source = bench.choose_text(tmp_path, None)
+    assert (train, val) == bench.split_90_10(TEXT) and "cut 90/10" in source
+    from lmcourse.data import load_shakespeare
+
+    train, val, source = bench.choose_text(None, None)
+    assert val == load_shakespeare(quiet=True).text("val") and "course's split" in source

@@ -24,7 +24,8 @@ def passages(text: str, n: int, chars: int, seed: int = 0, avoid: Sequence[str] 
     out = []
     for s in starts:
         piece = text[s:s + chars]
-        if len(piece) == chars and "\n\n" not in piece[:chars // 2] and not any(piece in a or a in piece for a in avoid):
+        clash = any(piece in a or a in piece for a in avoid)
+        if len(piece) == chars and "\n\n" not in piece[:chars // 2] and not clash:
             out.append(piece)
         if len(out) == n:
             break

@@ -373,7 +373,7 @@ for name, net in models.items():
 # A few of the SFT model's answers next to the references:
 
 # %%
-for kind, pairs in held_out.items():
+for pairs in held_out.values():
     answers = instruct.respond(generate_response, models["SFT"], chat, [q for q, _ in pairs[:4]], R.max_new_tokens)
     for (q, r), a in zip(pairs[:4], answers):
         print(f"{q!r:42} -> {a!r:18} (reference {r!r})")

@@ -55,7 +55,8 @@ MUTANTS = [
         ("n = len(generated) - self.k + 1", "n = len(generated) - self.k"), subclass="KGramIndex")),
     Mutant("distinct k-grams counted, not every window", "KGramIndex", patch(
         ("found = sum(generated[i:i + self.k] in self.kgrams for i in range(n))\nreturn found / n",
-         "grams = {generated[i:i + self.k] for i in range(n)}\nreturn sum(g in self.kgrams for g in grams) / len(grams)"),
+         "grams = {generated[i:i + self.k] for i in range(n)}\n"
+         "return sum(g in self.kgrams for g in grams) / len(grams)"),
         subclass="KGramIndex")),
     Mutant("the text's last k-gram left out of the index", "KGramIndex", patch(
         ("self.kgrams = {text[i:i + k] for i in range(len(text) - k + 1)}",

@@ -75,7 +75,8 @@ def recipe(profile: str) -> InstructRecipe:
     small = p.name == "tiny"
     return InstructRecipe(
         profile=p.name, backbone_steps=base.steps // 3 if p.name == "cpu" else base.steps,
-        n_dates={"tiny": 200, "cpu": 3000, "gpu": 20000}[p.name], n_lines={"tiny": 200, "cpu": 3000, "gpu": 20000}[p.name],
+        n_dates={"tiny": 200, "cpu": 3000, "gpu": 20000}[p.name],
+        n_lines={"tiny": 200, "cpu": 3000, "gpu": 20000}[p.name],
         n_test={"tiny": 10, "cpu": 200, "gpu": 500}[p.name], n_impossible={"tiny": 5, "cpu": 100, "gpu": 200}[p.name],
         prompt_chars=8 if small else 16, answer_chars=6 if small else 12, max_new_tokens=12 if small else 16,
         sft_steps={"tiny": 10, "cpu": 600, "gpu": 3000}[p.name], sft_lr=1e-3 if p.name == "gpu" else 2e-3,

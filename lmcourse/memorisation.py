@@ -17,7 +17,8 @@ __all__ = ["CharNgram", "passages", "plant_duplicates", "plot_rates"]
 
 def passages(text: str, n: int, chars: int, seed: int = 0, avoid: Sequence[str] = ()) -> list[str]:
     """``n`` passages of ``chars`` characters of ``text``, each starting at a line's start, drawn without
-    repeats; none that contains one of ``avoid`` or lies inside one."""
+    repeats; none that holds a blank line (a planted copy stays one paragraph), contains one of ``avoid`` or lies
+    inside one."""
     rng = random.Random(f"passages-{seed}")
     starts = [m.end() for m in re.finditer("\n", text[:len(text) - chars])]
     rng.shuffle(starts)
@@ -25,7 +26,7 @@ def passages(text: str, n: int, chars: int, seed: int = 0, avoid: Sequence[str] 
     for s in starts:
         piece = text[s:s + chars]
         clash = any(piece in a or a in piece for a in avoid)
-        if len(piece) == chars and "\n\n" not in piece[:chars // 2] and not clash:
+        if len(piece) == chars and "\n\n" not in piece and not clash:
             out.append(piece)
         if len(out) == n:
             break

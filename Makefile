@@ -58,8 +58,9 @@ grade: setup              ## make grade ASSIGNMENT=01_ngram SUBMISSIONS=path/to/
 doctor: setup             ## versions, device, threads, sandbox, disk, kernel, corpus; what to fix
 	$(BIN)/lmcourse doctor
 
-# bench/gpu_check.py on a CUDA GPU (exit 2 without one); GPU_CHECK_ARGS=--allow-cpu runs its CPU side
-gpu-check: setup          ## the GPU path in one command: notebooks, lmcourse train (bf16, fp16), decoding vs transformers
+# bench/gpu_check.py on a CUDA GPU (exit 2 without one); GPU_CHECK_ARGS=--allow-cpu runs its CPU side,
+# GPU_CHECK_ARGS=--quick the short run; LMCOURSE_NANOGPT=<a nanoGPT checkout> adds the training ratio
+gpu-check: setup          ## the GPU path in one command: notebooks, lmcourse train (bf16, fp16, fast paths), decoding and training vs transformers and nanoGPT
 	$(BIN)/python bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 # every bench/bench_*.py at full size, in turn (attention, decode, gpt, grade, ngram, train today): each

@@ -8,8 +8,21 @@ On a machine with a CUDA GPU, in a few minutes:
 2. every ``lmcourse train`` model (gpt, mlm, seq2seq) at the ``gpu`` profile for ``--steps`` steps, with the
    card's own precision and again with fp16 and a gradient scaler forced (the T4's path,
    ``LMCOURSE_PRECISION=fp16``), each to its sample and summary line (tokens/s, MFU where printed);
-3. greedy decoding with the course's KV cache against transformers' ``generate`` on the same
-   weights: the same ids, and both speeds, at GPT-2 small's size (batch 1).
+3. greedy decoding against transformers' ``generate`` on the same weights, at GPT-2 small's size
+   (batch 1): a row per way (``bench/bench_decode.py``'s part 3: transformers' dynamic and static
+   caches, the course's growing cache, its static cache, and that cache with the one-token step as a
+   CUDA graph), each with its speed-up over ``generate`` and its ids checked;
+4. the training loop's fast paths on the card: ``lmcourse train gpt`` with ``--compile_mode
+   max-autotune-no-cudagraphs --eval_sync_free --attention flash``, and one sync-free validation run
+   under ``torch.cuda.set_sync_debug_mode("error")`` (any host sync inside it fails the row);
+5. the training ratio (``bench/bench_nanogpt.py``): time to validation ``--train-target`` (1.47) of the
+   course's loop against nanoGPT's own ``train.py`` from the checkout ``--nanogpt`` gives (or
+   ``$LMCOURSE_NANOGPT``; without one the row is skipped, saying so), the course with its fast paths and,
+   without ``--quick``, also without them.
+
+``--quick`` (8 minutes of an H200, start-up included): no notebooks, ``lmcourse train gpt`` only
+(card default, fp16 forced, fast paths) for 100 steps, the decoding rows, the sync-free row, and the
+training ratio to validation 1.8 instead of 1.47 (a few hundred steps a side instead of thousands).
 
 The notebooks run ``--jobs`` at a time (tiny models leave the card mostly idle); the training runs
 and the decoding check run one at a time, so their figures are the card's alone. The last row is
@@ -163,12 +176,13 @@ def train_row(label: str, returncode: int, stdout: str, stderr: str, seconds: fl
     return Row(label, "ok", seconds, f"amp {amp}; " + (figures or _tail(summary, 1)))
 
 
-def run_train(task: str, profile: str, steps: int, precision: str | None, timeout: float) -> Row:
-    label = f"train {task} ({profile}, {precision + ' forced' if precision else 'card default'})"
+def run_train(task: str, profile: str, steps: int, precision: str | None, timeout: float,
+              extra: tuple[str, ...] = (), what: str = "") -> Row:
+    label = f"train {task} ({profile}, {what or (precision + ' forced' if precision else 'card default')})"
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "lmcourse.commands.main", "train", task, "--profile", profile,
                "--steps", str(steps),
-               "--checkpoint_path", str(Path(tmp) / f"{task}.pt"), "--overwrite", "--no-progress"]
+               "--checkpoint_path", str(Path(tmp) / f"{task}.pt"), "--overwrite", "--no-progress", *extra]
         env = {**os.environ, **({"LMCOURSE_PRECISION": precision} if precision else {})}
         t0 = time.perf_counter()
         try:
@@ -179,50 +193,108 @@ def run_train(task: str, profile: str, steps: int, precision: str | None, timeou
                      sample=task == "gpt")
 
 
-def run_decode(device: str, gpt2_small: bool, new_tokens: int) -> Row:
-    import functools
+def _bench(name: str):
+    """``bench/<name>.py`` as a module (this folder is no package)."""
+    import importlib.util
 
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def decode_rows(device: str, gpt2_small: bool, new_tokens: int) -> list[Row]:
+    """A row per way of decoding (bench_decode's part 3): its speed-up over transformers' ``generate`` and
+    whether its ids are that ``generate``'s; a way that differs fails."""
+    size = " (GPT-2 small size)" if gpt2_small else " (tiny)"
+    if not _have("transformers"):
+        return [Row("decode vs transformers" + size, "skipped", 0.0, "needs transformers: pip install transformers")]
+    t0 = time.perf_counter()
+    try:
+        found = _bench("bench_decode").versus_transformers(device, gpt2_small, new_tokens)
+    except Exception as exc:  # noqa: BLE001 (the check's failure is its row)
+        return [Row("decode vs transformers" + size, "FAIL", time.perf_counter() - t0, _tail(repr(exc), 1))]
+    base = found[0].seconds
+    rows = []
+    for r in found:
+        label = f"decode: {r.name}" + (size if r is found[0] else "")
+        if r.seconds is None:
+            rows.append(Row(label, "skipped", 0.0, r.note))
+            continue
+        rows.append(Row(label, "ok" if r.same_ids else "FAIL", r.seconds,
+                        f"{new_tokens / r.seconds:,.0f} tok/s, {base / r.seconds:.2f}x generate, "
+                        f"ids {'equal' if r.same_ids else 'DIFFER'}"))
+    return rows
+
+
+def sync_free_row(device: str) -> Row:
+    """One validation of ``lmcourse.train`` with ``eval_sync_free`` under CUDA's sync debug mode "error":
+    a host sync before the one read of the sum raises, and fails the row."""
+    label = "sync-free validation"
+    if not device.startswith("cuda"):
+        return Row(label, "skipped", 0.0, "CUDA's sync debug mode needs a CUDA GPU (the CPU test holds the losses)")
     import torch
 
-    from lmcourse.decoding import generate_cached, top_k_filter
+    from lmcourse.distributed import DistEnv
     from lmcourse.nn import GPT, GPTConfig
+    from lmcourse.train import _eval_total, batch_on_device
 
-    label = "decode vs transformers" + (" (GPT-2 small size)" if gpt2_small else " (tiny)")
-    if not _have("transformers"):
-        return Row(label, "skipped", 0.0, "needs transformers: pip install transformers")
-    from lmcourse.nn.hf_twin import gpt2_twin
-
-    sizes = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024) if gpt2_small else \
-        dict(n_layer=2, n_head=2, n_embd=32, block_size=64)
     torch.manual_seed(0)
-    # GPT-2's tanh GELU on both sides (the course's default is the exact one; the twin's gelu_new is not)
-    model = GPT(GPTConfig(vocab_size=50257 if gpt2_small else 97, gelu="tanh", **sizes)).to(device).eval()
-    hf = gpt2_twin(model, activation="gelu_new")
-    prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
-    greedy = [functools.partial(top_k_filter, k=1)]
+    model = GPT(GPTConfig(vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384)).to(device)
+    tokens = torch.randint(65, (100_000,), device=device)
+    dev = torch.device(device)
+    t0 = time.perf_counter()
+    _eval_total(model, tokens, 64, 256, 2, 0, dev, True, batch_on_device, None, 64, DistEnv(device=dev), True)
+    torch.cuda.synchronize()
+    try:
+        torch.cuda.set_sync_debug_mode("error")
+        total = _eval_total(model, tokens, 64, 256, 20, 0, dev, True, batch_on_device, None, 64,
+                            DistEnv(device=dev), True)
+    except RuntimeError as exc:
+        return Row(label, "FAIL", time.perf_counter() - t0, f"a host sync: {_tail(str(exc), 1)}")
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return Row(label, "ok", time.perf_counter() - t0,
+               f"20 batches, no host sync before the read (mean loss {float(total) / 20:.3f})")
 
-    def timed(fn):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+
+FAST_FLAGS = ("--compile_mode", "max-autotune-no-cudagraphs", "--eval_sync_free", "--attention", "flash")
+
+
+def training_ratio_rows(nanogpt: Path | None, device: str, target: float, quick: bool, timeout: float) -> list[Row]:
+    """Time to validation ``target``: the course's loop (fast paths on; and off without ``quick``) against
+    nanoGPT's ``train.py`` (bench_nanogpt); on the CPU its baby sizes and the plain loop."""
+    cuda = device.startswith("cuda")
+    label = f"train ratio to val <= {target:g} vs nanoGPT" + ("" if cuda else " (baby, CPU)")
+    if nanogpt is None:
+        return [Row(label, "skipped", 0.0, "no nanoGPT checkout: --nanogpt PATH or LMCOURSE_NANOGPT=PATH "
+                                           "(a clone of github.com/karpathy/nanoGPT)")]
+    bench = _bench("bench_nanogpt")
+    sizes = bench.FULL if cuda else bench.BABY
+    rows = []
+    # on the CPU the plain loop only: compiling the step there costs a minute and proves nothing of a card
+    for fast in ((False,) if not cuda else (True,) if quick else (True, False)):
         t0 = time.perf_counter()
-        out = fn()
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        return out, time.perf_counter() - t0
+        try:
+            course, peer = bench.compare(nanogpt, sizes, device, target, fast, timeout, log=lambda *a: None)
+        except Exception as exc:  # noqa: BLE001 (the check's failure is its row)
+            rows.append(Row(label, "FAIL", time.perf_counter() - t0, _tail(repr(exc), 1)))
+            continue
+        how = "fast paths" if fast else "plain"
+        figures = (f"course ({how}) {_secs(course)} at step {course.step}, nanoGPT {_secs(peer)} at step "
+                   f"{peer.step}: {bench.ratio_text(course, peer)}")
+        notes = "; ".join(f"{r.name}: {r.note}" for r in (course, peer) if r.note)
+        status = "ok" if course.seconds is not None and peer.seconds is not None else "FAIL"
+        rows.append(Row(f"{label} ({how})", status, time.perf_counter() - t0,
+                        figures + (f"; {notes}" if notes else "")))
+    return rows
 
-    def hf_generate(n):
-        with torch.no_grad():
-            return hf.generate(prompt, max_new_tokens=n, do_sample=False, use_cache=True,
-                               attention_mask=torch.ones_like(prompt), pad_token_id=0)
 
-    generate_cached(model, prompt, 4, greedy)      # first calls (kernels loaded, caches set up) untimed
-    hf_generate(4)
-    ours, t_ours = timed(lambda: generate_cached(model, prompt, new_tokens, greedy))
-    theirs, t_theirs = timed(lambda: hf_generate(new_tokens))
-    same = torch.equal(ours.cpu(), theirs.cpu())
-    figures = (f"{new_tokens / t_ours:,.0f} against {new_tokens / t_theirs:,.0f} tok/s "
-               f"({t_theirs / t_ours:.2f}x), ids {'equal' if same else 'DIFFER'}")
-    return Row(label, "ok" if same else "FAIL", t_ours + t_theirs, figures)
+def _secs(result) -> str:
+    return f"{result.seconds:.1f} s" if result.seconds is not None else "not reached"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,9 +311,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per notebook or training run")
     ap.add_argument("--jobs", type=int, default=None,
                     help="notebooks run at once (default 4 on a GPU, 1 on the CPU)")
-    ap.add_argument("--budget", type=float, default=360.0,
-                    help="seconds the whole check should take (the last row says whether it did)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds the whole check should take (the last row says whether it did; default 360, "
+                         "--quick 300)")
+    ap.add_argument("--quick", action="store_true", help="the short run (see above): one table in a few minutes")
+    ap.add_argument("--nanogpt", type=Path, default=os.environ.get("LMCOURSE_NANOGPT") or None,
+                    help="a nanoGPT checkout for the training ratio (default: $LMCOURSE_NANOGPT)")
+    ap.add_argument("--train-target", type=float, default=None,
+                    help="the training ratio's validation loss (default 1.47, --quick 1.8; the CPU's baby sizes 2.5)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.notebooks = [] if args.notebooks == list(NOTEBOOKS) else args.notebooks
+        args.tasks = ["gpt"] if args.tasks == tasks else args.tasks
     import torch
 
     cuda = torch.cuda.is_available()
@@ -250,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
               "or with --allow-cpu to run the same checks on the CPU at tiny sizes.", file=sys.stderr)
         return 2
     device = "cuda" if cuda else "cpu"
-    steps = args.steps or (300 if cuda else 20)
+    steps = args.steps or ((100 if args.quick else 300) if cuda else (10 if args.quick else 20))
+    budget = args.budget or (300.0 if args.quick else 360.0)
+    target = args.train_target or ((1.8 if args.quick else 1.47) if cuda else 2.5)
     where = torch.cuda.get_device_name(0) if cuda else "the CPU (--allow-cpu)"
     print(f"gpu-check on {where}, torch {torch.__version__}", flush=True)
     if missing_wheels():
@@ -270,9 +353,19 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 rows.append(run_train(task, profile, steps, precision, args.timeout))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
+    if "gpt" in args.tasks:
+        if cuda:
+            rows.append(run_train("gpt", profile, steps, None, args.timeout, FAST_FLAGS, "fast paths"))
+        else:
+            rows.append(Row(f"train gpt ({profile}, fast paths)", "skipped", 0.0,
+                            "compile_mode and attention=flash are for a CUDA GPU (the CPU tests hold their losses)"))
+        rows.append(sync_free_row(device))
+        print("\n".join(table(rows[-2:]).splitlines()[-2:]), flush=True)
     if not args.no_decode:
-        rows.append(run_decode(device, gpt2_small=cuda, new_tokens=128 if cuda else 16))
-    rows.append(total_row(time.perf_counter() - start, args.budget))
+        rows += decode_rows(device, gpt2_small=cuda, new_tokens=128 if cuda else 16)
+        print(table(rows[-1:]).splitlines()[-1], flush=True)
+    rows += training_ratio_rows(args.nanogpt, device, target, args.quick, args.timeout * (4 if cuda else 1))
+    rows.append(total_row(time.perf_counter() - start, budget))
     print("\n" + table(rows))
     code = exit_code(rows)
     print("\ngpu-check: " + ("every check passed" if code == 0 else "a check FAILED (see the table)"))

@@ -66,7 +66,7 @@ def test_the_wheels_it_lacks_are_named_with_what_goes_without_them(monkeypatch):
 
 def test_a_missing_transformers_is_a_visible_skip(monkeypatch):
     monkeypatch.setattr(gpu_check, "_have", lambda m: m != "transformers")
-    row = gpu_check.run_decode("cpu", gpt2_small=False, new_tokens=4)
+    [row] = gpu_check.decode_rows("cpu", gpt2_small=False, new_tokens=4)
     assert row.status == "skipped" and "needs transformers" in row.figures
 
 
@@ -124,3 +124,54 @@ def test_a_failing_notebook_script_fails_its_row(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_check, "_have", lambda m: False)
     row = gpu_check.run_notebook("99_x", {}, 60)
     assert row.status == "FAIL" and "as a script" in row.figures and "the GPU path broke" in row.figures
+
+
+@pytest.mark.slow
+def test_the_quick_cpu_side_runs_end_to_end(monkeypatch, capsys):
+    """--allow-cpu --quick: the gpt run, the GPU-only rows skipped with their reasons, a decoding row per way
+    with its ids equal to transformers', and the training ratio skipped without a nanoGPT checkout."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("LMCOURSE_NANOGPT", raising=False)
+    code = gpu_check.main(["--allow-cpu", "--quick"])
+    out = capsys.readouterr().out.split("check  ")[-1]          # the final table
+    assert code == 0, out
+    assert "train gpt (tiny, card default)" in out and "train mlm" not in out and "notebook" not in out
+    assert "sync-free validation" in out and "needs a CUDA GPU" in out
+    assert out.count("decode: ") >= 4 or "needs transformers" in out
+    assert "ids DIFFER" not in out and "no nanoGPT checkout" in out and "budget 300 s" in out
+
+
+def test_the_training_ratio_row(monkeypatch, tmp_path):
+    bench = gpu_check._bench("bench_nanogpt")
+    calls = []
+
+    def fake(nanogpt, sizes, device, target, fast, timeout, log):
+        calls.append((sizes, fast, target))
+        return bench.SideResult("course", 30.0, 2000, 1.46), bench.SideResult("nanoGPT", 60.0, 2250, 1.47)
+
+    monkeypatch.setattr(bench, "compare", fake)
+    rows = gpu_check.training_ratio_rows(tmp_path, "cuda", 1.47, quick=False, timeout=10)
+    assert [c[1] for c in calls] == [True, False] and calls[0][0] == bench.FULL
+    assert rows[0].status == "ok" and "0.50x" in rows[0].figures and "fast paths" in rows[0].check
+    calls.clear()
+    assert len(gpu_check.training_ratio_rows(tmp_path, "cpu", 2.5, quick=True, timeout=10)) == 1
+    assert calls == [(bench.BABY, False, 2.5)]                  # the CPU: baby sizes, the plain loop
+    monkeypatch.setattr(bench, "compare", lambda *a, **k: (bench.SideResult("course", 30.0, 2000, 1.46),
+                                                           bench.SideResult("nanoGPT", note="ended (exit 1)")))
+    [missed] = gpu_check.training_ratio_rows(tmp_path, "cuda", 1.47, quick=True, timeout=10)
+    assert missed.status == "FAIL" and "nanoGPT: ended (exit 1)" in missed.figures
+    [skipped] = gpu_check.training_ratio_rows(None, "cuda", 1.47, quick=True, timeout=10)
+    assert skipped.status == "skipped" and "--nanogpt PATH" in skipped.figures
+
+
+def test_a_decoding_way_whose_ids_differ_fails_its_row(monkeypatch):
+    bench = gpu_check._bench("bench_decode")
+    monkeypatch.setattr(gpu_check, "_have", lambda m: True)
+    monkeypatch.setattr(bench, "versus_transformers", lambda *a: [
+        bench.DecodeRow("transformers generate", 1.0, True), bench.DecodeRow("course static cache", 0.25, False),
+        bench.DecodeRow("course static cache + CUDA graph", None, None, "not run: no CUDA")])
+    rows = gpu_check.decode_rows("cpu", gpt2_small=True, new_tokens=100)
+    assert [r.status for r in rows] == ["ok", "FAIL", "skipped"]
+    assert "4.00x generate, ids DIFFER" in rows[1].figures and "GPT-2 small size" in rows[0].check

@@ -64,7 +64,7 @@ def score_case(prompts, continuations, pad_id=0, seed=1100, dtype=_F64):
     return call
 
 
-def _slips(prompts, continuations, seed=1100, dtype=_F64):
+def slip_scores(prompts, continuations, seed=1100, dtype=_F64):
     """What the right scores and three likely slips give, each pair scored alone with plain torch."""
     def expect(names):
         m = backbone(seed, dtype=dtype)
@@ -142,9 +142,9 @@ _P2, _C2 = [[3, 1, 4, 1, 5], [9, 2], [6]], [[2, 6], [5, 3, 5, 8], [9, 7, 9]]
 
 SCORE_CONTINUATIONS = Exercise("score_continuations", (
     Case("score_continuations(model, [[1, 2, 3, 4]], [[5, 6, 7]])", score_case(_P1, _C1),
-         compare=score_slips_compare("the score of one pair"), expect=_slips(_P1, _C1)),
+         compare=score_slips_compare("the score of one pair"), expect=slip_scores(_P1, _C1)),
     Case("score_continuations on three pairs of different lengths", score_case(_P2, _C2),
-         compare=score_slips_compare("the scores of three pairs"), expect=_slips(_P2, _C2)),
+         compare=score_slips_compare("the scores of three pairs"), expect=slip_scores(_P2, _C2)),
     Case("three pairs in one batch, alone, and with another pad id", _padding, compare=_padding_compare),
     Case("score_continuations with a float32 model", score_case(_P2, _C2, dtype=torch.float32),
          compare=lambda got, want: tensor(dtype="the scores are float64 whatever the model's dtype: cast the logits "
@@ -174,7 +174,7 @@ def scores_case(seed, use_lengths, use_free, dtype=_F64):
     return call
 
 
-def _slips_of(seed, use_lengths, use_free, dtype=_F64):
+def slips_of(seed, use_lengths, use_free, dtype=_F64):
     def expect(names):
         lp, lengths, free = _logprobs(seed, dtype=dtype)
         out = {"scores": names.zero_shot_scores(lp, lengths if use_lengths else None, free if use_free else None),
@@ -226,7 +226,7 @@ def scores_compare(what: str, tol: float = 1e-10) -> Compare:
 def _scores_case(label, seed, use_lengths, use_free, dtype=_F64):
     tol = 1e-10 if dtype == _F64 else 1e-5
     return Case(label, scores_case(seed, use_lengths, use_free, dtype), compare=scores_compare(label, tol),
-                expect=_slips_of(seed, use_lengths, use_free, dtype))
+                expect=slips_of(seed, use_lengths, use_free, dtype))
 
 
 ZERO_SHOT_SCORES = Exercise("zero_shot_scores", (
@@ -254,7 +254,7 @@ def pool_case(n_real, how, seed=1120, d=4, dtype=_F64):
     return call
 
 
-def _pool_slips(n_real, how, seed=1120, d=4, dtype=_F64):
+def pool_slips(n_real, how, seed=1120, d=4, dtype=_F64):
     def expect(names):
         h = torch.randn(len(n_real), max(n_real) + 2, d, generator=_gen(seed), dtype=dtype)
         mask = _mask(n_real, h.shape[1])
@@ -290,7 +290,7 @@ def pool_compare(what: str, tol: float = 1e-12) -> Compare:
 def _pool(label, n_real, how, seed=1120, dtype=_F64):
     tol = 1e-12 if dtype == _F64 else 1e-6
     return Case(label, pool_case(n_real, how, seed, dtype=dtype), compare=pool_compare(label, tol),
-                expect=_pool_slips(n_real, how, seed, dtype=dtype))
+                expect=pool_slips(n_real, how, seed, dtype=dtype))
 
 
 def _unknown_how(names):
@@ -420,7 +420,7 @@ def freeze_case(*calls):
     return call
 
 
-def _freeze_compare(got, want):
+def freeze_compare(got, want):
     if type(got) is not list or len(got) != len(want):
         return f"got {show(got)}"
     for g, w in zip(got, want):
@@ -444,12 +444,12 @@ def _freeze_compare(got, want):
 
 
 FREEZE = Exercise("freeze", (
-    Case("freeze(model, 'head')", freeze_case(("head", None)), compare=_freeze_compare),
+    Case("freeze(model, 'head')", freeze_case(("head", None)), compare=freeze_compare),
     Case("freeze(model, 'last') and freeze(model, 'last', k=2)", freeze_case(("last", None), ("last", 2)),
-         compare=_freeze_compare),
-    Case("freeze(model, 'all')", freeze_case(("all", None)), compare=_freeze_compare),
+         compare=freeze_compare),
+    Case("freeze(model, 'all')", freeze_case(("all", None)), compare=freeze_compare),
     Case("freeze(model, 'all'), then freeze(model, 'head')", freeze_case(("all", None), ("head", None)),
-         compare=_freeze_compare),
+         compare=freeze_compare),
 ), rules=_rules())
 
 
@@ -478,7 +478,7 @@ def lora_init_case(r=2, alpha=8.0, seed=1150, bias=True, dtype=_F64):
     return call
 
 
-def _lora_init_compare(got, want):
+def lora_init_compare(got, want):
     if not got["base"]:
         return "keep the layer you wrap as self.base (the same nn.Linear, not a copy)"
     if got["A"] is None or got["B"] is None:
@@ -513,7 +513,7 @@ def lora_forward_case(r=2, alpha=8.0, seed=1151, bias=True, shape=(3, 6)):
     return call
 
 
-def _lora_slips(r, alpha, seed, bias=True, shape=(3, 6)):
+def lora_slips(r, alpha, seed, bias=True, shape=(3, 6)):
     def expect(names):
         layer = names.LoRALinear(_base(seed, bias=bias), r, alpha)
         load_weights(layer, seed + 1)
@@ -525,7 +525,7 @@ def _lora_slips(r, alpha, seed, bias=True, shape=(3, 6)):
     return expect
 
 
-def _lora_forward_compare(what):
+def lora_forward_compare(what):
     def compare(got, want):
         if not _near(got, want["out"]):
             for key, message in (("unscaled", "the update is not scaled: multiply B A x by alpha / r"),
@@ -554,7 +554,7 @@ def lora_merge_case(r=2, alpha=8.0, seed=1152, bias=True):
     return call
 
 
-def _merge_compare(got, want):
+def merge_compare(got, want):
     if got["type"] != "Linear":
         return f"merge() should return a plain torch.nn.Linear, it returned a {got['type']}"
     return (tensor(shape="(out_features, in_features)", dtype="the base layer's dtype",
@@ -569,14 +569,14 @@ def _merge_compare(got, want):
 
 
 LORA_LINEAR = Exercise("LoRALinear", (
-    Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) at initialisation", lora_init_case(), compare=_lora_init_compare),
+    Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) at initialisation", lora_init_case(), compare=lora_init_compare),
     Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) with A and B drawn by the test", lora_forward_case(),
-         compare=_lora_forward_compare("the output, r = 2, alpha = 8"), expect=_lora_slips(2, 8.0, 1151)),
+         compare=lora_forward_compare("the output, r = 2, alpha = 8"), expect=lora_slips(2, 8.0, 1151)),
     Case("LoRALinear(nn.Linear(6, 5, bias=False), r=4, alpha=2), inputs (2, 3, 6)",
          lora_forward_case(4, 2.0, 1153, bias=False, shape=(2, 3, 6)),
-         compare=_lora_forward_compare("the output, r = 4, alpha = 2, no bias"),
-         expect=_lora_slips(4, 2.0, 1153, bias=False, shape=(2, 3, 6))),
-    Case("merge() of a LoRALinear with A and B drawn by the test", lora_merge_case(), compare=_merge_compare),
+         compare=lora_forward_compare("the output, r = 4, alpha = 2, no bias"),
+         expect=lora_slips(4, 2.0, 1153, bias=False, shape=(2, 3, 6))),
+    Case("merge() of a LoRALinear with A and B drawn by the test", lora_merge_case(), compare=merge_compare),
 ), answer="LoRALinear", rules=_rules())
 
 
@@ -607,7 +607,7 @@ def _final(m, idx):
     return g.ln_f(x)[:, -1]
 
 
-def _add_lora_compare(got, want):
+def add_lora_compare(got, want):
     if got["wrapped"] != want["wrapped"]:
         return (f"the attention projections of every block, attn.c_attn and attn.c_proj, should be LoRALinear: got "
                 f"{got['wrapped']}")
@@ -623,8 +623,8 @@ def _add_lora_compare(got, want):
 
 
 ADD_LORA = Exercise("add_lora", (
-    Case("add_lora(model of 3 blocks, r=2, alpha=4)", add_lora_case(), compare=_add_lora_compare),
-    Case("add_lora(model of 1 block, r=4, alpha=4)", add_lora_case(4, 4.0, 1, 1161), compare=_add_lora_compare),
+    Case("add_lora(model of 3 blocks, r=2, alpha=4)", add_lora_case(), compare=add_lora_compare),
+    Case("add_lora(model of 1 block, r=4, alpha=4)", add_lora_case(4, 4.0, 1, 1161), compare=add_lora_compare),
 ), standins=("LoRALinear",), rules=_rules())
 
 

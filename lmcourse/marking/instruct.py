@@ -187,7 +187,7 @@ def sft_loss_case(pairs, end_id, seed=1210):
     return call
 
 
-def _sft_loss_compare(got, want):
+def sft_loss_compare(got, want):
     for key in ("pad 0", "pad 5"):
         diff = tensor(atol=1e-9, rtol=1e-9, values="the summed loss over the response tokens: only the response's "
                       f"positions and its end token count, the prompt and the pads are {IGNORE}",
@@ -205,7 +205,7 @@ SFT_BATCH = Exercise("sft_batch", (
     Case("sft_batch([([1, 2, 3], [4, 5])], end_id=10)", sft_case(_ONE, 10), compare=sft_compare),
     Case("sft_batch of three pairs of unequal lengths, end_id=10", sft_case(_THREE, 10), compare=sft_compare),
     Case("the same three pairs, pad_id=7", sft_case(_THREE, 10, 7), compare=sft_compare),
-    Case("the masked loss of a padded batch vs each pair alone", sft_loss_case(_THREE, 10), compare=_sft_loss_compare),
+    Case("the masked loss of a padded batch vs each pair alone", sft_loss_case(_THREE, 10), compare=sft_loss_compare),
 ), rules=_rules())
 
 

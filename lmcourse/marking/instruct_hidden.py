@@ -7,7 +7,6 @@ from .instruct import (
     Q_DEDUP_LETTER,
     Q_HELDOUT_LETTER,
     Q_MASK_LETTER,
-    _sft_loss_compare,
     chat_case,
     chat_compare,
     dedup_case,
@@ -24,6 +23,7 @@ from .instruct import (
     sft_case,
     sft_compare,
     sft_loss_case,
+    sft_loss_compare,
 )
 from .spec import Case
 
@@ -47,7 +47,7 @@ HIDDEN = {
              compare=sft_compare),
         Case("four pairs, pad_id=3, end_id=12", sft_case(_PAIRS, 12, 3), compare=sft_compare),
         Case("the loss of four padded pairs vs each alone", sft_loss_case(_PAIRS, 9, 1211),
-             compare=_sft_loss_compare),
+             compare=sft_loss_compare),
     ),
     "q_mask": (Q_MASK_LETTER,),
     "generate_response": (

@@ -357,10 +357,9 @@ def _hidden_modules() -> frozenset[str]:
     """Every notebook's hidden cases module: a graded kernel takes an exercise's hidden cases from the
     text its own test cell carries, and imports none of these (the graded kernel's package has none)."""
     import pkgutil
+    from pathlib import Path
 
-    from lmcourse import marking
-
-    return frozenset(f"{marking.__name__}.{m.name}" for m in pkgutil.iter_modules(marking.__path__)
+    return frozenset(f"{__package__}.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                      if m.name.endswith("_hidden"))
 
 

@@ -16,7 +16,7 @@
 # figures: [03_attention](../docs/notebooks.md#03_attention).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write the computation with basic tensor operations (`@`, `.exp()`, `.max()`, `.sum()`,
 # `.transpose()`, `.view()`): a ready-made softmax (`torch.softmax`, `F.softmax`, `x.softmax`,
 # `nn.Softmax`, `x.log_softmax(dim).exp()`, ...) or attention (`F.scaled_dot_product_attention`,

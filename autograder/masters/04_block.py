@@ -18,7 +18,7 @@
 # autograder. Measured figures: [04_block](../docs/notebooks.md#04_block).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write the computation from basic tensor operations (`.mean()`, `.sqrt()`, `@`,
 # `nn.Linear`, `F.gelu`, ...): a ready-made normalisation (`F.layer_norm`, `nn.LayerNorm`,
 # `torch.layer_norm`, `F.group_norm`, `F.rms_norm`, ...) in Exercises 1 and 2,

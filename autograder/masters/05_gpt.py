@@ -26,7 +26,7 @@
 # seconds under the autograder. Measured figures: [05_gpt](../docs/notebooks.md#05_gpt).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Build the model from the pieces each exercise names (`nn.Embedding`, `nn.Linear`,
 # `lmcourse.nn.Block`, a LayerNorm, ...). The course's own GPT (`lmcourse.nn.gpt`) and sampler
 # (`lmcourse.nn.sampling`) are absent while the autograder runs; other course code doing the same

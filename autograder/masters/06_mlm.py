@@ -29,7 +29,7 @@
 # figures: [06_mlm](../docs/notebooks.md#06_mlm).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write each exercise with the pieces it names (`torch` operations, `nn.Embedding`,
 # `nn.Linear`, `lmcourse.nn.Block`, a LayerNorm, ...): the course's answers
 # (`lmcourse.reference.mlm`) are absent while the autograder runs, and `transformers`' code (its

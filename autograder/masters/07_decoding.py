@@ -27,7 +27,7 @@
 # [07_decoding](../docs/notebooks.md#07_decoding).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write the decoding yourself: the course's answers (`lmcourse.reference.decoding`) and
 # 05's sampling loop (`lmcourse.nn.sampling`) are absent while the autograder runs, and
 # `transformers`' generation code scores 0 under any name. Where a test needs one of your earlier

@@ -25,7 +25,7 @@
 # [08_bpe](../docs/notebooks.md#08_bpe).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write the tokenizer yourself, in plain Python: `tiktoken`, `tokenizers` (Hugging Face)
 # and `sentencepiece` score 0 under any name (importing one in a graded call fails it too), and
 # the course's own tokenizer (`lmcourse.bpe`) is absent while the autograder runs (the experiments

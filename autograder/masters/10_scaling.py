@@ -26,7 +26,7 @@
 # finishing. Measured figures: [10_scaling](../docs/notebooks.md#10_scaling).
 #
 # **How the checks work.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one
-# checks your answer and says what looks wrong, and the autograder runs hidden cases of the same
+# checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Results are plain Python numbers (an `int` or a `float`; a NumPy float is fine), tuples
 # and dicts as each exercise says. Where an exercise calls an earlier one (`isoflop_minima` calls
 # your `isoflop_parabola`, `fit_exponents` your `fit_power_law`, `tokens_per_parameter` your

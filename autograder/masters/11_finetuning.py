@@ -327,7 +327,7 @@ tests.grade("pool_hidden")
 # %% [markdown]
 # ### Exercise 4 — `SequenceClassifier(backbone, n_classes, pooling="last")`
 # An `nn.Module` that keeps the given GPT as `self.backbone` (the object itself), the pooling name as
-# `self.pooling`, and `self.head = nn.Linear(backbone.config.n_embd, n_classes)` (with a bias); no
+# `self.pooling`, and `self.head`, a linear layer from the GPT's `n_embd` to `n_classes` (with a bias); no
 # other parameters. `forward(idx, mask)` returns the `(B, n_classes)` logits: the hidden states are
 # `drop(wte(idx) + wpe(0..T-1))` through every block of `backbone.blocks` and then `backbone.ln_f`
 # (05's GPT without its `lm_head`), pooled with your `pool_hidden(h, mask, self.pooling)`, then the

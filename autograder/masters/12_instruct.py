@@ -110,7 +110,7 @@ print(backbone.config)
 # `tok` is a character tokenizer (`tok.vocab_size`, `tok.encode(text)` a list of ids, `tok.decode(ids)` a
 # string). Set `self.tok = tok`; `self.user_id`, `self.assistant_id`, `self.end_id` the ids of `<|user|>`,
 # `<|assistant|>`, `<|end|>`: `tok.vocab_size`, `tok.vocab_size + 1`, `tok.vocab_size + 2` (ints); and
-# `self.vocab_size = tok.vocab_size + 3`.
+# `self.vocab_size`, the base tokenizer's size and the three markers.
 #
 # * `render(instruction, response=None)` returns `"<|user|>" + instruction + "<|assistant|>"`, followed by
 #   `response + "<|end|>"` when a response is given (nothing else added);

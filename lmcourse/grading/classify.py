@@ -30,6 +30,10 @@ def classify(report: dict | None, killed: bool, limits: Limits) -> tuple[str, st
         return "process-limit", (f"the notebook filled its process table ({report['process_limit']} of "
                                  f"{limits.processes} processes and threads: a fork bomb?); everything in "
                                  "the sandbox was killed, tests before it were graded, the rest score 0")
+    if report.get("memory_limit") is not None:
+        return "memory-limit", (f"the sandbox's processes held {report['memory_limit']} MB together, over the "
+                                f"{limits.memory_mb} MB cap; everything in it was killed, tests before it were graded, "
+                                "the rest score 0")
     if any("MemoryError" in e for e in _error_names(nb)):
         return "memory-limit", f"over {limits.memory_mb} MB (MemoryError); the rest was graded"
     if report.get("deadline") is not None:

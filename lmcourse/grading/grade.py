@@ -64,7 +64,7 @@ from .prepare import INJECTED_TAG, repair_submission, strip_injected
 from .reports import phase_times, summary, timing_table, write_csv
 from .result import WRONG_ASSIGNMENT_HINT, Result
 from .scan import FLAG as SCAN_FLAG
-from .scan import scan_cells
+from .scan import scan_cells, scan_written
 from .semester import ClassSetup, annotate, arrange, assess_all, cached, change_line, only_one, write_record
 from .shard import take_share
 from .template import Template
@@ -285,6 +285,11 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     res.status = status
     if status != "graded":
         res.detail = detail
+    written = scan_written(report.get("written_code") or {}) if report else []
+    if written:     # modules the notebook wrote (and may have imported): code its cells do not show
+        if SCAN_FLAG not in res.flags:
+            res.flags.append(SCAN_FLAG)
+        res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(written)] if x)
     nb = nbformat.from_dict(report["nb"]) if report and report.get("nb") else None
     if nb is None:
         return

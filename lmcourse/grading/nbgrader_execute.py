@@ -27,7 +27,9 @@ from . import sandbox, trusted
 from .limits import Limits
 from .prepare import INJECTED_TAG, strip_injected, uses_torch
 
-__all__ = ["SandboxedExecute"]
+__all__ = ["ForeignMetadata", "SandboxedExecute", "WRITTEN_KEY"]
+
+WRITTEN_KEY = "lmcourse_written_code"     # resources: the scan's findings on code files the kernel left
 
 
 def _cache() -> Path:
@@ -76,6 +78,10 @@ class SandboxedExecute(Execute):
                                          max_bytes=200 * 2**20, package=package, disk_mb=limits.disk_mb)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        if report and report.get("written_code"):     # JudgeRecords flags them with the scan's findings
+            from .scan import scan_written
+
+            resources[WRITTEN_KEY] = scan_written(report["written_code"])
         status, detail = classify(report, killed, limits)
         if status != "graded":
             self.log.warning("%s: %s (%s)", info.get("student", "?"), status, detail)

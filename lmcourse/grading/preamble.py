@@ -60,6 +60,7 @@ def run(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") ->
     """In the kernel: withhold the reference of the notebook (before any student cell can import
     it), arm the confinement (from here on a process started from a student's code is refused),
     seed ``random``, NumPy and (``heavy``) torch, and cap stdout and stderr."""
+    import os
     import random
 
     import numpy
@@ -68,6 +69,10 @@ def run(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") ->
 
     if notebooks.marked(assignment):
         kernel.withhold(notebooks.load(assignment))
+    # nothing is imported from the kernel's own folder: a module the notebook writes there and imports is code
+    # its cells do not show (the scan reads the cells; a student's cell that puts the folder back is flagged)
+    here = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", here)]
     confine.arm()
     random.seed(seed)
     numpy.random.seed(seed)

@@ -113,7 +113,7 @@ def _ro_paths() -> list[Path]:
     """Read-only folders the kernel needs besides the system: Python, the venv and the lmcourse package
     (bound over with the notebook's own package when one is given)."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent,
-             package_dir()]
+             package_dir()]   # bound again by itself, over these, where it lies inside one (bwrap_args)
     out: list[Path] = []
     for p in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
         if not any(p == q or q in p.parents for q in out) and not str(p).startswith("/usr"):
@@ -173,9 +173,11 @@ def bwrap_args(work: Path, uid: int | None, package: Path | None = None, disk_mb
             if str(parent) not in made:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(str(parent))
-        src = package if package is not None and p == package_dir() else p
-        args += ["--ro-bind", str(src), str(p)]
+        args += ["--ro-bind", str(p), str(p)]
         made.add(str(p))
+    # the package, always bound by itself last: installed into the venv or under /usr (not editable), it lies
+    # inside a folder bound whole above, which would show the whole package, answers and grader included
+    args += ["--ro-bind", str(package if package is not None else package_dir()), str(package_dir())]
     corpus = _corpus()
     if corpus is not None:
         from .. import data

@@ -36,6 +36,42 @@ def record_display_update(nb, targets: dict, msg: dict) -> bool:
             return True
     return False
 
+def _test_cell(cell) -> bool:
+    """A test cell of the notebook (nbgrader: graded, not an answer): the one place a record is kept whatever
+    the output cap (anywhere else a record-typed output is ordinary output)."""
+    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+CODE_SUFFIXES = (".py", ".pyc", ".pth", ".so", ".pyx")
+MAX_WRITTEN = 200_000          # characters of written code returned to the grader's scan, in all
+
+
+def written_code(base: Path) -> dict[str, str]:
+    """The code files the kernel left under ``base`` (its whole writable world), as text for the grader's
+    scan: a module written to disk and imported is code the notebook's cells do not show."""
+    found: dict[str, str] = {}
+    left = MAX_WRITTEN
+    for top, dirs, files in os.walk(base):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            if not name.endswith(CODE_SUFFIXES) or os.path.islink(path):
+                continue
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(max(left, 0) + 1)
+            except OSError:
+                continue
+            text = data[:left].decode("utf-8", "replace") if not name.endswith((".pyc", ".so")) else \
+                "# compiled code written by the notebook"
+            found[os.path.relpath(path, base)] = text
+            left -= len(text)
+            if left <= 0:
+                return found
+    return found
+
+
 def _limit(memory_mb: int, nproc: int) -> None:
     import resource
 
@@ -65,6 +101,22 @@ def _tasks() -> int:
             except OSError:
                 pass
     return n
+
+
+def _resident_mb() -> float:
+    """Resident memory of every process in /proc (in the sandbox: its own pid namespace), MB. The address-space
+    rlimit binds each process alone; a kernel that forks (even through ctypes, which no audit event shows)
+    would otherwise hold the limit once per child."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/statm") as f:
+                    total += int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return total * page / 2**20
 
 
 def _kill_all_but_me() -> None:
@@ -103,8 +155,10 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
             size = len(json.dumps(out))
             if injected_tag in self.nb.cells[cell_index].metadata and size < 20_000:
                 return out
-            if RECORD_MIME in out.get("data", {}) and size < MAX_RECORD_CHARS:
-                return out      # a test's record is what the grade is made from: a flood before it costs nothing
+            records = sum(RECORD_MIME in (o.get("data") or {}) for o in outs)
+            if RECORD_MIME in out.get("data", {}) and size < MAX_RECORD_CHARS and records == 1 and \
+                    _test_cell(self.nb.cells[cell_index]):
+                return out      # a test's one record is what the grade is made from: a flood before it costs nothing
             if size > budget["left"]:
                 outs.pop()
                 if budget["left"] >= 0:
@@ -136,11 +190,18 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
     async def watchdog():
         """A fork bomb fills the process table; the kernel then cannot start a thread and
         stalls. Near the limit, kill everything in the sandbox but bwrap's init and this
-        runner (the kernel dies: the cells not run score 0)."""
+        runner (the kernel dies: the cells not run score 0). The same when the sandbox's processes
+        together hold more memory than the submission's cap."""
         while True:
             await asyncio.sleep(0.1)
             if _tasks() >= int(job["nproc"]) - 4:
                 report["process_limit"] = _tasks()
+                _kill_all_but_me()
+                bombed.set()
+                return
+            held = _resident_mb()
+            if held > int(job["memory_mb"]):
+                report["memory_limit"] = round(held)
                 _kill_all_but_me()
                 bombed.set()
                 return
@@ -220,6 +281,7 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
         # cells that never ran (or were cut off) must not look clean: nbgrader's rule gives
         # full points to a test cell without an error output
         why = ("the sandbox reached its process limit" if report["process_limit"] is not None else
+               "the sandbox's processes together held more than the memory cap" if report.get("memory_limit") else
                "the kernel died" if report["died"] is not None else
                "the notebook time cap was reached" if report["deadline"] is not None else
                "the kernel did not stop when a cell was interrupted at its time cap")
@@ -228,6 +290,7 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                 cell.outputs.append(nbformat.v4.new_output(
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
     stamps["shutdown"] = time.time()
+    report["written_code"] = written_code(base)
     report["nb"] = nb
     return report
 

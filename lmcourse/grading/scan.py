@@ -652,3 +652,17 @@ def scan_cells(nb, skip_tag: str = "", given=None) -> list[str]:
             if what not in found:
                 found.append(what)
     return found
+
+
+WRITTEN = "code written by the notebook"
+
+
+def scan_written(files: dict[str, str]) -> list[str]:
+    """Findings for the code files a kernel left in its writable folder (the runner lists them): a module the
+    notebook wrote and imported is code its cells do not show, so the file itself is a finding, with what the
+    scan finds in its text."""
+    found: list[str] = []
+    for name, text in sorted(files.items()):
+        inner = scan_source(text) if name.endswith((".py", ".pyx", ".pth")) else []
+        found.append(f"{WRITTEN}: {name}" + (f" ({', '.join(inner)})" if inner else ""))
+    return found

@@ -16,6 +16,7 @@ nbgrader; the judge takes exactly that error, after a record, for the cell havin
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from .judge import Outcome, expected_values, judge_exercise
 from .kernel import MIME, AwaitingJudge, hidden_cases
 from .notebooks import load, marked
 from .plain import decode
+
+RECORD_SECONDS = 30.0   # what reading one test's record may take in the judge (an honest one: well under a second)
 
 __all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]  # noqa: F822 (RecordsStayPut: built on first use)
 
@@ -71,8 +74,13 @@ def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
     if not isinstance(record, dict) or record.get("notebook") != notebook or record.get("exercise") != exercise:
         return Outcome(exercise, False, 0, None, "the record in the test cell is not this exercise's")
     cases, want = _expected(notebook, exercise)
+    trees = record.get("cases", [])
+    if not isinstance(trees, list) or len(trees) > len(cases):     # fewer: the judge says where it stopped
+        return Outcome(exercise, False, 0, None, f"the record holds {len(trees) if isinstance(trees, list) else 'no'} "
+                                                 f"cases where the test runs {len(cases)}: it is not the test's record")
+    deadline = time.monotonic() + RECORD_SECONDS
     try:
-        got = [decode(t) for t in record.get("cases", [])]
+        got = [decode(t, deadline) for t in trees]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return Outcome(exercise, False, 0, None, f"the record is damaged and cannot be read ({exc})")
     return judge_exercise(ex, cases, got, want, len(ex.cases), graded=True)
@@ -134,7 +142,8 @@ class JudgeRecords(_preprocessor_base()):
     def preprocess(self, nb, resources):
         nbgrader = resources.get("nbgrader", {})
         judge_notebook(nb, nbgrader.get("notebook", ""))
-        _flag_scan_findings(nb, nbgrader, self.log, self._release(nbgrader))
+        _flag_scan_findings(nb, nbgrader, self.log, self._release(nbgrader),
+                            resources.get("lmcourse_written_code") or [])
         return nb, resources
 
     def _release(self, nbgrader: dict):
@@ -152,10 +161,11 @@ class JudgeRecords(_preprocessor_base()):
             return None
 
 
-def _flag_scan_findings(nb, nbgrader: dict, log, release=None) -> None:
+def _flag_scan_findings(nb, nbgrader: dict, log, release=None, written: list[str] = ()) -> None:
+    """``written``: the findings on code files the kernel left (the course's Execute step lists them)."""
     from lmcourse.grading.scan import FLAG, scan_cells
 
-    found = scan_cells(nb, given=release)
+    found = scan_cells(nb, given=release) + list(written)
     if not found:
         return
     who = f"{nbgrader.get('student', '?')}/{nbgrader.get('assignment', '?')}"

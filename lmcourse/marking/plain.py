@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import sys
+import time
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -118,27 +119,36 @@ def _encode_torch(x: Any, t: type) -> dict | None:
         return {"tensor": out}
 
 
-def decode(tree: Any) -> Any:
+class TooSlow(ValueError):
+    """A record that takes longer to read than the judge gives one (keys built to collide in a set or a dict
+    make reading it quadratic)."""
+
+
+def decode(tree: Any, deadline: float | None = None) -> Any:
     """The Python value :func:`encode` wrote. Tensors come back on the CPU (a meta tensor stays on
-    meta); a case that checks the device records ``out.device`` beside the values."""
+    meta); a case that checks the device records ``out.device`` beside the values. ``deadline``: a
+    ``time.monotonic()`` past which reading stops with :class:`TooSlow`."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise TooSlow("the record took too long to read (keys that collide in a set or a dict?)")
     if tree is None or type(tree) in (bool, int, str):
         return tree
     if type(tree) is list:      # never written by encode at the top of a value
         raise ValueError("a bare JSON list is not a record")
     if "map" in tree:
         kind = {"dict": dict, "Counter": Counter, "OrderedDict": OrderedDict, "defaultdict": dict}[tree["map"]]
-        return kind({_key(decode(k)): decode(v) for k, v in tree["items"]})   # Counter(pairs) would count the pairs
+        # Counter(pairs) would count the pairs
+        return kind({_key(decode(k, deadline)): decode(v, deadline) for k, v in tree["items"]})
     (key, value), = tree.items()
     if key == "float":
         return float.fromhex(value)
     if key == "int":
         return int(value)
     if key == "list":
-        return [decode(v) for v in value]
+        return [decode(v, deadline) for v in value]
     if key == "tuple":
-        return tuple(decode(v) for v in value)
+        return tuple(decode(v, deadline) for v in value)
     if key == "set":
-        return {_key(decode(v)) for v in value}
+        return {_key(decode(v, deadline)) for v in value}
     if key == "bytes":
         return base64.b64decode(value)
     if key == "not_plain":

@@ -196,6 +196,21 @@ softmax = imp.load_source("_mine", "_mine.py").softmax
 """
 
 
+# the rules switched off from a module the notebook writes under a name built in pieces and imports (the
+# red team's route past the scan: no cell names the switch). The kernel's folder is not on its import path,
+# and the grader lists the code files a kernel left, with the scan's findings in them.
+_SWITCH = (b"import IPython\nfor _e in IPython.get_ipython().user_ns['tests']._notebook.exercises:\n"
+           b"    object.__setattr__(_e, 'rules', None)\n").hex()
+_WRITTEN = f"""
+_name = "nb_hel" + "per"
+open(_name + ".p" + "y", "w").write(bytes.fromhex({_SWITCH!r}).decode())
+try:
+    __import__(_name)
+except ImportError:
+    pass
+"""
+
+
 def _answer(nb: nbformat.NotebookNode, grade_id: str, source: str) -> None:
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     cell.source = source
@@ -218,6 +233,10 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
     hidden.metadata["nbgrader"] = {"solution": False, "grade": False, "locked": False, "schema_version": 3}
     nb.cells.append(hidden)
     out["aad-unread-cells"] = nb
+    nb = _world(name, cell="")
+    _insert_after_setup(nb, _WRITTEN)
+    _answer(nb, "softmax", _TORCH_SOFTMAX)
+    out["aae-written-module"] = nb
     return out
 
 
@@ -289,6 +308,7 @@ ROUTES_03 = {
     "aab-precomputed": ("softmax", False),
     "aac-rules-off": (None, True),
     "aad-unread-cells": (None, True),
+    "aae-written-module": ("softmax", True),
 }
 
 

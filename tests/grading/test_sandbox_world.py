@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -134,3 +135,67 @@ def test_the_package_left_out_follows_the_withheld_lists():
                 "grading/preamble.py", "grading/sandbox_runner.py"):
         assert rel not in gone, rel
     assert (ROOT / "lmcourse" / "reference" / "attention.py").is_file()
+
+
+# --- what the red team tried from inside, each closed -----------------------------------------------
+TRICKS = [
+    # a module written into the kernel's folder and imported: code no cell shows
+    'open("nb_helper.py", "w").write("X = 1\\n")\ntry:\n    import nb_helper\n    print("imported")\n'
+    'except ImportError:\n    print("not importable")\n',
+    # records typed outside a test cell, to pass the output cap
+    'from IPython.display import publish_display_data\nfor _ in range(3):\n'
+    '    publish_display_data({"application/vnd.lmcourse.record+json": {"x": "y" * 400_000}, "text/plain": "r"})\n',
+    # processes forked past the audit hook, each holding memory: together over the cap
+    'import ctypes, os, time\nlibc = ctypes.CDLL(None)\nfor _ in range(4):\n    if libc.fork() == 0:\n'
+    '        block = b"x" * (600 * 2**20)\n        time.sleep(60)\n        os._exit(0)\n'
+    'time.sleep(60)\n',
+]
+
+
+@pytest.fixture(scope="module")
+def tricked(tmp_path_factory) -> dict:
+    from lmcourse.grading import preamble
+
+    cells = [nbformat.v4.new_code_cell(preamble.source(0, 200_000, False, "01_ngram"))]
+    cells[0].metadata["lmcourse_injected"] = {"kind": "preamble"}
+    cells += [nbformat.v4.new_code_cell(src) for src in TRICKS]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    package = kernel_package("01_ngram", tmp_path_factory.mktemp("packages"))
+    job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": 200_000, "memory_mb": 2000,
+           "nproc": 256, "injected_tag": "lmcourse_injected"}
+    report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**27,
+                                 package=package, disk_mb=64)
+    assert not killed and report and report.get("nb"), report
+    return report
+
+
+def test_a_module_written_by_the_notebook_is_not_importable_and_is_listed(tricked):
+    out = tricked["nb"]["cells"][1]["outputs"]
+    assert "not importable" in "".join(o.get("text", "") for o in out), out
+    assert tricked["written_code"] == {"run/nb_helper.py": "X = 1\n"}, tricked["written_code"]
+
+
+def test_records_outside_a_test_cell_count_against_the_output_cap(tricked):
+    out = tricked["nb"]["cells"][2]["outputs"]
+    assert len(json.dumps(out)) < 600_000, len(json.dumps(out))
+    assert any("output cut" in o.get("text", "") for o in out), out
+
+
+def test_the_memory_cap_holds_for_the_processes_together(tricked):
+    from lmcourse.grading.classify import classify
+    from lmcourse.grading.limits import Limits
+
+    assert tricked.get("memory_limit"), {k: v for k, v in tricked.items() if k != "nb"}
+    assert classify(tricked, False, Limits(memory_mb=2000))[0] == "memory-limit"
+
+
+def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tmp_path):
+    """A grader installed with pip (not editable) has the package inside the venv, which is bound whole: the
+    notebook's package is bound over it all the same, last."""
+    inside = Path(sys.prefix) / "lib" / "site-packages-probe" / "lmcourse"
+    monkeypatch.setattr(sandbox, "package_dir", lambda: inside)
+    args = sandbox.bwrap_args(tmp_path, None, tmp_path / "pkg", 64)
+    binds = [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == "--ro-bind"]
+    assert binds.index((str(tmp_path / "pkg"), str(inside))) > binds.index((str(Path(sys.prefix).resolve()),
+                                                                             str(Path(sys.prefix).resolve())))

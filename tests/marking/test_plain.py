@@ -126,3 +126,18 @@ def test_an_error_is_recorded_by_type_name_and_message_only():
 def test_a_record_with_an_unknown_tag_is_refused():
     with pytest.raises(ValueError, match="unknown record tag"):
         decode({"code": "print(1)"})
+
+
+def test_a_record_that_reads_too_slowly_stops_at_the_deadline():
+    """Keys built to collide (ints equal modulo 2**61 - 1 hash alike) make a set quadratic to read: the judge's
+    deadline stops it with TooSlow, a ValueError (the record is then damaged, scored 0)."""
+    import time
+
+    from lmcourse.marking.plain import TooSlow, decode
+
+    colliding = {"set": [{"int": str((2**61 - 1) * (i + 1))} for i in range(20_000)]}
+    start = time.monotonic()
+    with pytest.raises(TooSlow):
+        decode(colliding, deadline=time.monotonic() + 0.2)
+    assert time.monotonic() - start < 5
+    assert decode({"set": [1, 2]}, deadline=time.monotonic() + 5) == {1, 2}

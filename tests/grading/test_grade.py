@@ -391,14 +391,20 @@ def test_output_flood_is_capped(batch):
 @needs_bwrap   # the fallback's session kill misses a child that detaches into its own session
 def test_whole_notebook_cap_kills_the_process_tree(batch):
     """The sigint_loop student started a detached `sleep` before looping: none may survive."""
+    left = running_with(SLEEPER)
+    assert not left, f"processes of a killed sandbox still run: {left}"
+
+
+def running_with(mark: str) -> list[str]:
+    """The pids of this machine's processes whose command line holds ``mark``."""
     left = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and SLEEPER.encode() in (proc / "cmdline").read_bytes():
+            if proc.name.isdigit() and mark.encode() in (proc / "cmdline").read_bytes():
                 left.append(proc.name)
         except OSError:
             continue
-    assert not left, f"processes of a killed sandbox still run: {left}"
+    return left
 
 
 @needs_bwrap

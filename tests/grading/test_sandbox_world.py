@@ -19,7 +19,7 @@ import pytest
 
 from lmcourse.grading import sandbox
 from lmcourse.grading.kernel_package import kernel_package, left_out
-from tests.grading.test_grade import BWRAP, ROOT
+from tests.grading.test_grade import BWRAP, ROOT, running_with
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not BWRAP, reason="bubblewrap sandbox not in force")]
 
@@ -65,16 +65,22 @@ LOOK = textwrap.dedent(f'''
 ''')
 
 
+def _run(nb, package: Path, tmp_path_factory, output_chars: int, memory_mb: int) -> dict:
+    """The runner's report on ``nb``, run as both graders run a submission (64 MB to write)."""
+    job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": output_chars,
+           "memory_mb": memory_mb, "nproc": 256, "injected_tag": "lmcourse_injected"}
+    report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**27,
+                                 package=package, disk_mb=64)
+    assert not killed and report and report.get("nb"), report
+    return report
+
+
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory) -> dict:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LOOK)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     package = kernel_package("03_attention", tmp_path_factory.mktemp("packages"))
-    job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": 1_000_000, "memory_mb": 4096,
-           "nproc": 256, "injected_tag": "lmcourse_injected"}
-    report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**26,
-                                 package=package, disk_mb=64)
-    assert not killed and report and report.get("nb"), report
+    report = _run(nb, package, tmp_path_factory, output_chars=1_000_000, memory_mb=4096)
     outputs = report["nb"]["cells"][0]["outputs"]
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
     assert text.strip(), outputs
@@ -114,13 +120,7 @@ def test_what_a_kernel_writes_is_capped(seen):
 
 def test_processes_end_with_the_kernel(seen):
     """A sleeper in a session of its own and a ``Popen`` with a new session: neither outlives the sandbox."""
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and SLEEPER.encode() in (proc / "cmdline").read_bytes():
-                left.append(proc.name)
-        except OSError:
-            continue
+    left = running_with(SLEEPER)
     assert not left, left
 
 
@@ -162,12 +162,7 @@ def tricked(tmp_path_factory) -> dict:
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     package = kernel_package("01_ngram", tmp_path_factory.mktemp("packages"))
-    job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": 200_000, "memory_mb": 2000,
-           "nproc": 256, "injected_tag": "lmcourse_injected"}
-    report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**27,
-                                 package=package, disk_mb=64)
-    assert not killed and report and report.get("nb"), report
-    return report
+    return _run(nb, package, tmp_path_factory, output_chars=200_000, memory_mb=2000)
 
 
 def test_a_module_written_by_the_notebook_is_not_importable_and_is_listed(tricked):

@@ -20,7 +20,8 @@ config (:mod:`.nbgrader_execute` runs this same runner):
   of it (:mod:`.kernel_package`: no answer of that notebook or a later one, no hidden cases, no grader);
   the corpus files;
 - writable: one folder in memory of ``disk_mb`` MB, mounted at ``/grade``: the kernel's working folder,
-  home, ``/tmp`` (a link into it) and its course cache (``LMCOURSE_DATA_DIR``, where the corpus is bound).
+  home, its temporary folder (``TMPDIR``) and its course cache (``LMCOURSE_DATA_DIR``, where the corpus is
+  bound); ``/tmp`` itself is a second, small folder in memory.
   Nothing the kernel writes reaches the host: the course (masters, source notebooks, the template cache,
   ``gradebook.db``), the grader's folders and every other student's submission do not exist in that
   view, so they cannot be read or written;
@@ -134,6 +135,7 @@ def _corpus() -> Path | None:
     return corpus.resolve() if corpus.is_dir() else None
 
 
+TMP_MB = 16                 # /tmp: code that names it rather than TMPDIR (the kernel's own temp folder is capped apart)
 DATA = f"{INSIDE}/data"     # the kernel's course cache (LMCOURSE_DATA_DIR): the corpus, and room to write
 
 
@@ -166,7 +168,9 @@ def bwrap_args(work: Path, uid: int | None, package: Path | None = None, disk_mb
              "--perms", "1777", "--size", str(int(disk_mb) * 2**20), "--tmpfs", INSIDE]
     for d in ("run", "home", "tmp", "data"):
         args += ["--perms", "1777", "--dir", f"{INSIDE}/{d}"]
-    args += ["--symlink", f"{INSIDE}/tmp", "/tmp"]
+    # /tmp a small folder of its own (TMPDIR points into the capped one above): a link there would leave no
+    # folder to bind a checkout or venv under /tmp on (CI clones there)
+    args += ["--perms", "1777", "--size", str(TMP_MB * 2**20), "--tmpfs", "/tmp"]
     made = {"/", "/usr", "/etc", INSIDE, "/tmp"}
     for p in _ro_paths():
         for parent in reversed(p.parents):

@@ -56,8 +56,10 @@ def written_code(base: Path) -> dict[str, str]:
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(top, name)
-            if not name.endswith(CODE_SUFFIXES) or os.path.islink(path):
+            if not name.endswith(CODE_SUFFIXES):
                 continue
+            if os.path.islink(path):    # a module's text kept under another name, imported through a link
+                path = os.path.realpath(path)
             try:
                 with open(path, "rb") as f:
                     data = f.read(max(left, 0) + 1)
@@ -171,9 +173,16 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
 
         def _update_display_id(self, display_id, msg):
             # a display id lets a later cell rewrite an earlier cell's output: never a test's record
-            # (one cell's record replaced with what a later cell computed from its stand-ins)
-            if not record_display_update(self.nb, self._display_id_map.get(display_id, {}), msg):
-                super()._update_display_id(display_id, msg)
+            # (one cell's record replaced with what a later cell computed from its stand-ins), and every
+            # rewrite is charged to the output budget like a new output
+            if record_display_update(self.nb, self._display_id_map.get(display_id, {}), msg):
+                return
+            size = len(json.dumps((msg.get("content") or {}).get("data") or {}))
+            if size > budget["left"]:
+                budget["left"] = -1
+                return
+            budget["left"] -= size
+            super()._update_display_id(display_id, msg)
 
     timeout_reply = {"ename": "CellTimeoutError", "evalue": f"cell ran past {job['cell_timeout']} s",
                      "traceback": [f"CellTimeoutError: cell ran past {job['cell_timeout']} s"]}
@@ -291,6 +300,8 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
     stamps["shutdown"] = time.time()
     report["written_code"] = written_code(base)
+    if sandboxed:       # the sandbox's /tmp is a folder of its own
+        report["written_code"].update({f"/tmp/{k}": v for k, v in written_code(Path("/tmp")).items()})
     report["nb"] = nb
     return report
 

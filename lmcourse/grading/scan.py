@@ -85,7 +85,10 @@ _DOTTED = (
                "os.setsid", "os.setpgrp", "os.daemon", "asyncio.create_subprocess_*",
                "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process")),
     (LOADING, ("imp", "runpy", "py_compile", "compileall", "importlib.util", "importlib.machinery",
-               "importlib.import_module", "importlib.reload", "importlib.resources", "site.addsitedir")),
+               "importlib.import_module", "importlib.reload", "importlib.resources", "site.addsitedir",
+               # text or bytes run as code without exec: a pickle's reduce, a timed statement, a shelf
+               "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve", "copyreg", "timeit", "code",
+               "codeop")),
     (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "lmcourse.rules",
                  "lmcourse.confine", "gc.get_objects", "gc.get_referrers", "gc.get_referents")),
     (OUTSIDE, ("site", "sysconfig", "os.chdir", "os.fchdir")),
@@ -506,9 +509,7 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
         yield next(a.name for a in node.names if a.name in _NAMES)
     elif isinstance(node, ast.Name) and node.id in _NAMES:
         yield node.id
-    elif (isinstance(node, ast.Attribute) and node.attr in _PATHS and isinstance(node.value, ast.Name)
-          and node.value.id in sys_names) or (isinstance(node, ast.ImportFrom) and node.module == "sys"
-                                              and any(a.name in _PATHS for a in node.names)):
+    elif _sys_path(node, sys_names):
         # the reference's folder put on the path imports its modules under their bare names
         # (``import ngram``), which the graded kernel's refusal of lmcourse.reference.* does not see
         yield "sys.path"
@@ -592,6 +593,16 @@ def _findings(tree: ast.Module, names: Names) -> list[str]:
 # ---------------------------------------------------------------------------------------------------
 # The scan
 # ---------------------------------------------------------------------------------------------------
+
+def _sys_path(node: ast.AST, sys_names: set[str]) -> bool:
+    """``sys.path`` (or its hooks) read through sys by any of its names, through another module's ``sys``
+    (``os.sys.path``), or imported from sys."""
+    if isinstance(node, ast.Attribute) and node.attr in _PATHS:
+        value = node.value
+        return (isinstance(value, ast.Name) and value.id in sys_names) or (
+            isinstance(value, ast.Attribute) and value.attr == "sys")
+    return isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name in _PATHS for a in node.names)
+
 
 def scan_source(source: str, names: Names | None = None) -> list[str]:
     """What one cell's code names of the above, each once (``names``: what the notebook's other cells

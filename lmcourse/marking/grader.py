@@ -81,7 +81,7 @@ def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
     deadline = time.monotonic() + RECORD_SECONDS
     try:
         got = [decode(t, deadline) for t in trees]
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return Outcome(exercise, False, 0, None, f"the record is damaged and cannot be read ({exc})")
     return judge_exercise(ex, cases, got, want, len(ex.cases), graded=True)
 

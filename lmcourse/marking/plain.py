@@ -137,7 +137,10 @@ def decode(tree: Any, deadline: float | None = None) -> Any:
     if "map" in tree:
         kind = {"dict": dict, "Counter": Counter, "OrderedDict": OrderedDict, "defaultdict": dict}[tree["map"]]
         # Counter(pairs) would count the pairs
-        return kind({_key(decode(k, deadline)): decode(v, deadline) for k, v in tree["items"]})
+        out = kind({_key(decode(k, deadline)): decode(v, deadline) for k, v in tree["items"]})
+        if deadline is not None and time.monotonic() > deadline:    # the copy into `kind` is quadratic too
+            raise TooSlow("the record took too long to read (keys that collide in a set or a dict?)")
+        return out
     (key, value), = tree.items()
     if key == "float":
         return float.fromhex(value)

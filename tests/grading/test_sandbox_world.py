@@ -140,7 +140,8 @@ def test_the_package_left_out_follows_the_withheld_lists():
 # --- what the red team tried from inside, each closed -----------------------------------------------
 TRICKS = [
     # a module written into the kernel's folder and imported: code no cell shows
-    'open("nb_helper.py", "w").write("X = 1\\n")\ntry:\n    import nb_helper\n    print("imported")\n'
+    'open("nb_helper.py", "w").write("X = 1\\n")\nopen("/tmp/tmp_helper.py", "w").write("Y = 2\\n")\n'
+    'try:\n    import nb_helper\n    print("imported")\n'
     'except ImportError:\n    print("not importable")\n',
     # records typed outside a test cell, to pass the output cap
     'from IPython.display import publish_display_data\nfor _ in range(3):\n'
@@ -168,7 +169,8 @@ def tricked(tmp_path_factory) -> dict:
 def test_a_module_written_by_the_notebook_is_not_importable_and_is_listed(tricked):
     out = tricked["nb"]["cells"][1]["outputs"]
     assert "not importable" in "".join(o.get("text", "") for o in out), out
-    assert tricked["written_code"] == {"run/nb_helper.py": "X = 1\n"}, tricked["written_code"]
+    assert tricked["written_code"] == {"run/nb_helper.py": "X = 1\n", "/tmp/tmp_helper.py": "Y = 2\n"}, \
+        tricked["written_code"]
 
 
 def test_records_outside_a_test_cell_count_against_the_output_cap(tricked):

@@ -400,3 +400,14 @@ def test_the_issues_routes_are_named(route):
              source, c0={"nbgrader": {"locked": True, "grade_id": "setup"}})
     found = scan_cells(nb)
     assert [w for w in wanted if w not in found] == [], found
+
+
+@pytest.mark.parametrize("source, finding", [
+    ("import pickle\nobj = pickle.loads(bytes.fromhex('80'))\n", "code loading"),
+    ("import timeit\ntimeit.timeit(bytes.fromhex('70').decode(), number=1)\n", "code loading"),
+    ("import os\nos.sys.path.insert(0, os.getcwd())\n", "sys.path"),
+])
+def test_the_second_red_teams_routes_are_named(source, finding):
+    """Code run from text without exec (a pickle's reduce, a timed statement) and the path reached through
+    another module's sys: the second red team's routes past the scan."""
+    assert any(finding in f for f in scan_source(source)), scan_source(source)

@@ -106,19 +106,28 @@ def _tasks() -> int:
 
 
 def _resident_mb() -> float:
-    """Resident memory of every process in /proc (in the sandbox: its own pid namespace), MB. The address-space
-    rlimit binds each process alone; a kernel that forks (even through ctypes, which no audit event shows)
-    would otherwise hold the limit once per child."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
+    """Memory held by every process in /proc (in the sandbox: its own pid namespace), MB: each process's
+    proportional share (PSS: a page shared by n processes counts 1/n in each, so forked children that share
+    their parent's pages are not counted twice), or its resident size where that cannot be read. The
+    address-space rlimit binds each process alone; a kernel that forks (even through ctypes, which no audit
+    event shows) would otherwise hold the limit once per child."""
+    total_kb = 0
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/statm") as f:
-                    total += int(f.read().split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    return total * page / 2**20
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/smaps_rollup") as f:
+                total_kb += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+            continue
+        except (OSError, ValueError, IndexError, StopIteration):
+            pass
+        try:
+            with open(f"/proc/{entry.name}/statm") as f:
+                total_kb += int(f.read().split()[1]) * page_kb
+        except (OSError, ValueError, IndexError):
+            pass
+    return total_kb / 1024
 
 
 def _kill_all_but_me() -> None:

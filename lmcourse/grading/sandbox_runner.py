@@ -52,14 +52,22 @@ def written_code(base: Path) -> dict[str, str]:
     scan: a module written to disk and imported is code the notebook's cells do not show."""
     found: dict[str, str] = {}
     left = MAX_WRITTEN
+    try:
+        device = os.stat(base).st_dev
+    except OSError:
+        return found
     for top, dirs, files in os.walk(base):
-        dirs.sort()
+        # only what lies on the writable folder itself: a folder bound read-only inside it (the corpus, a
+        # checkout or venv under /tmp) is the grader's, not written by the kernel
+        dirs[:] = sorted(d for d in dirs if _same_device(os.path.join(top, d), device))
         for name in sorted(files):
             path = os.path.join(top, name)
             if not name.endswith(CODE_SUFFIXES):
                 continue
             if os.path.islink(path):    # a module's text kept under another name, imported through a link
                 path = os.path.realpath(path)
+            if not _same_device(path, device):
+                continue
             try:
                 with open(path, "rb") as f:
                     data = f.read(max(left, 0) + 1)
@@ -72,6 +80,13 @@ def written_code(base: Path) -> dict[str, str]:
             if left <= 0:
                 return found
     return found
+
+
+def _same_device(path: str, device: int) -> bool:
+    try:
+        return os.stat(path).st_dev == device
+    except OSError:
+        return False
 
 
 def _limit(memory_mb: int, nproc: int) -> None:

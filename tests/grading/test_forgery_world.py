@@ -81,7 +81,9 @@ def world_cell(notebook: str) -> str:
         try:
             import importlib.util as _iu
             import lmcourse as _lm
-            for _ref in _glob.glob(_os.path.join(_os.path.dirname(_lm.__file__), "reference", "*.py")):
+            # this notebook's own answers (an earlier notebook's are given code, there on purpose)
+            _own = tests._notebook.reference.rsplit(".", 1)[-1] + ".py"
+            for _ref in _glob.glob(_os.path.join(_os.path.dirname(_lm.__file__), "reference", _own)):
                 _spec = _iu.spec_from_file_location("_copy_" + _pl.Path(_ref).stem, _ref)
                 _mod = _iu.module_from_spec(_spec)
                 try:

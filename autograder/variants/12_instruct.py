@@ -153,6 +153,7 @@ def sft_batch(pairs, end_id, pad_id=0):
     n_prompt = torch.tensor([len(p) for p, _ in pairs])[:, None]
     length = torch.tensor([len(s) for s in seqs])[:, None]
     keep = (t >= n_prompt - 1) & (t < length - 1)
+    idx = torch.where(t < length - 1, idx, torch.full_like(idx, pad_id))   # the end token is no input
     return idx, torch.where(keep, nxt, torch.full_like(nxt, -100))
 '''),
     Alternative("sft_batch from padded lists", "sft_batch", '''

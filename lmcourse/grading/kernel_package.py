@@ -7,8 +7,8 @@ package lives, :mod:`.sandbox`), holding what ``lmcourse release --through NN`` 
 - no answer of NN or a later notebook (every module those notebooks withhold while graded,
   :attr:`lmcourse.marking.spec.Notebook.withheld`, and every ``lmcourse.reference`` module of NN or later);
 - no hidden cases at all (``lmcourse.marking.*_hidden``: each test cell brings its own exercise's);
-- no grader, no author's tools (``grading/`` but the preamble the kernel runs first, ``authoring/``,
-  ``marking/grader.py``), and no command side (``commands/``, the old top-level shims of it).
+- no grader, no author's tools (``grading/`` but the preamble the kernel runs first and the runner,
+  ``authoring/``, ``marking/grader.py``).
 
 The copy is made once per notebook and version of the package, in the grader's own cache (never bound into
 a sandbox), with its bytecode compiled there, so each kernel imports it without compiling.
@@ -27,9 +27,9 @@ __all__ = ["kernel_package", "left_out"]
 # kept from grading/: the first cell a graded kernel runs imports the preamble; the runner is the
 # program that starts the kernel inside the sandbox (standard library and nbclient only)
 _GRADING_KEPT = ("__init__.py", "preamble.py", "sandbox_runner.py")
-# the command side and its old top-level homes: a kernel runs none of it
-_COMMANDS = ("commands", "authoring", "labconfig", "cli.py", "train_cli.py", "setup_torch.py", "links.py",
-             "paths.py", "notebook_runner.py")
+# the author's tools, which a student's release does not ship either (the command side stays, as in a release:
+# a notebook's cell may import any course module the student has)
+_COMMANDS = ("authoring",)
 
 
 def _source() -> Path:

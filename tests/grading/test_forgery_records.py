@@ -195,7 +195,10 @@ def test_forged_record_gains_nothing(graded, attempt):
     assert flagged or float(row["score"]) == float(base["score"]), (attempt, row)
     assert float(row["pad_sentence_tests"]) == 0, row
     plain = graded[attempt]["nbgrader"]
-    assert plain.failed_tests == ["pad_sentence_tests"], plain
+    assert "pad_sentence_tests" in plain.failed_tests, plain
+    # a flagged trick may break more than its own cell (the display-id tricks run the test machinery in the
+    # kernel, which now has no hidden module: count_ngrams' record holds that error); it never gains
+    assert plain.failed_tests == ["pad_sentence_tests"] or (flagged and plain.score < float(base["score"])), plain
 
 
 @proofs_group(A)

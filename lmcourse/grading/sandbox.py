@@ -268,7 +268,22 @@ def require() -> tuple[str, str]:
     kind, why = mode()
     if kind == "unavailable":
         raise SandboxUnavailable(f"no sandbox for the students' code ({why}). {HOW_TO_GET_ONE}")
+    if kind == "bubblewrap":
+        _data_dir_outside_the_kernels_view()
     return kind, why
+
+
+def _data_dir_outside_the_kernels_view() -> None:
+    """The grader's cache (nbgrader's source notebooks: the answer key) must not lie in a folder the sandbox
+    binds whole (the venv, Python, /usr)."""
+    from .. import data
+
+    cache = Path(data.data_dir()).resolve()
+    for bound in [*_ro_paths(), Path("/usr")]:
+        if cache == bound or bound in cache.parents:
+            raise SandboxUnavailable(f"the course cache {cache} (LMCOURSE_DATA_DIR) lies inside {bound}, which every "
+                                     "graded kernel can read, and it holds the grader's copies of the answer key: "
+                                     "point LMCOURSE_DATA_DIR somewhere else (e.g. unset it for ~/.cache/lmcourse)")
 
 
 def describe() -> str:

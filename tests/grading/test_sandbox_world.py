@@ -196,3 +196,11 @@ def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tm
     binds = [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == "--ro-bind"]
     assert binds.index((str(tmp_path / "pkg"), str(inside))) > binds.index((str(Path(sys.prefix).resolve()),
                                                                              str(Path(sys.prefix).resolve())))
+
+
+def test_a_course_cache_inside_a_bound_folder_is_refused(monkeypatch):
+    """The grader's cache holds nbgrader's source notebooks: inside the venv (bound whole) the kernels would read
+    them, so grading refuses and says what to change."""
+    monkeypatch.setenv("LMCOURSE_DATA_DIR", str(Path(sys.prefix) / "lmcourse-cache"))
+    with pytest.raises(sandbox.SandboxUnavailable, match="LMCOURSE_DATA_DIR"):
+        sandbox.require()

@@ -34,6 +34,9 @@ def classify(report: dict | None, killed: bool, limits: Limits) -> tuple[str, st
         return "memory-limit", (f"the sandbox's processes held {report['memory_limit']} MB together, over the "
                                 f"{limits.memory_mb} MB cap; everything in it was killed, tests before it were graded, "
                                 "the rest score 0")
+    if report.get("runner_stopped"):
+        return "crashed", ("the notebook stopped the grader's runner (a signal sent to the process that runs it); "
+                           "everything in the sandbox was killed, tests before it were graded, the rest score 0")
     if any("MemoryError" in e for e in _error_names(nb)):
         return "memory-limit", f"over {limits.memory_mb} MB (MemoryError); the rest was graded"
     if report.get("deadline") is not None:

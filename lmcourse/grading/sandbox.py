@@ -39,6 +39,11 @@ config (:mod:`.nbgrader_execute` runs this same runner):
   everything in the sandbox but itself (``process-limit``): a fork bomb's children keep the
   table full, and the kernel, unable to start a thread, would otherwise stall until the cell
   timeout;
+- memory is watched from the host, which no process in the sandbox can see or signal: every few
+  tenths of a second it sums the sandbox's processes' proportional resident share and the memory
+  files they hold open (``memfd_create``, in no resident set), and over ``memory_mb`` kills the
+  kernel's side (``memory-limit``). The runner shares the kernel's uid, so the kernel can stop it;
+  the host sees a stopped runner, kills the kernel's side and lets the runner report (``crashed``);
 - the runner makes itself non-dumpable and keeps the result pipe on a descriptor the kernel
   does not inherit, so the kernel can neither read the runner's memory (where the hidden tests
   are) nor write the result.
@@ -361,11 +366,7 @@ def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int,
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        try:
-            proc.wait(timeout=timeout)
-            killed = False
-        except subprocess.TimeoutExpired:
-            killed = True
+        killed, watched = _wait_and_watch(proc, timeout, int(job["memory_mb"]), require()[0] == "bubblewrap")
         t_exit = time.time()
         kill_tree(proc)          # whatever the student left running dies now
         t_killed = time.time()
@@ -377,8 +378,136 @@ def run(job: dict, work: Path, slot: int, timeout: float, max_bytes: int,
         report = json.loads(data)
     except ValueError:
         return None, False
+    if not isinstance(report, dict):
+        return None, False
+    report.update(watched)
+    if watched:     # the runner saw only its kernel die: its cells not run say why
+        why = ("the sandbox's processes together held more than the memory cap" if "memory_limit" in watched else
+               "the notebook stopped the grader's runner")
+        for cell in (report.get("nb") or {}).get("cells", []):
+            for out in cell.get("outputs", []):
+                if out.get("ename") == "NotRun":
+                    out["evalue"], out["traceback"] = why, [f"NotRun: {why}"]
     report.setdefault("stamps", {}).update(popen=t_popen, exited=t_exit, killed=t_killed, parsed=time.time())
     return report, False
+
+
+# ------------------------------------------------------------------ the host's watch
+
+WATCH_SECONDS = 0.2     # how often the host sums the sandbox's memory
+
+
+def _wait_and_watch(proc: subprocess.Popen, timeout: float, memory_mb: int,
+                    sandboxed: bool) -> tuple[bool, dict]:
+    """Wait for the runner to end (True: killed at ``timeout``), watching the sandbox from outside it: no
+    process in the sandbox can stop or signal the host (its own PID namespace), where the runner, which
+    shares the kernel's uid, can be stopped. When the sandbox's processes together hold more than
+    ``memory_mb`` (their proportional resident share, plus memory files, which no process's resident
+    size shows), or the kernel has stopped the runner, everything in the sandbox but its init and the
+    runner is killed, the runner is let go on, and it reports the kernel dead; what the host saw is
+    added to the report (``memory_limit``: MB held; ``runner_stopped``)."""
+    end = time.monotonic() + timeout
+    watched: dict = {}
+    while True:
+        try:
+            proc.wait(timeout=min(WATCH_SECONDS, max(end - time.monotonic(), 0.001)))
+            return False, watched
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= end:
+                return True, watched
+        if watched or not Path("/proc").is_dir():
+            continue
+        tree = _descendants(proc.pid)
+        runner = _runner(proc.pid, tree, sandboxed)
+        if runner is not None and _state(runner) in ("T", "t"):
+            watched["runner_stopped"] = True
+        else:
+            held = _held_mb([proc.pid, *tree])
+            if held > memory_mb:
+                watched["memory_limit"] = round(held)
+        if watched:
+            _kill_all_but(proc.pid, tree, keep={proc.pid, runner, _namespace_init(tree)})
+            if runner is not None:
+                try:
+                    os.kill(runner, signal.SIGCONT)
+                except OSError:
+                    pass
+
+
+def _inner_pid(pid: int) -> int | None:
+    """``pid``'s number in its own (innermost) PID namespace."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            line = next(x for x in f if x.startswith("NSpid:"))
+        return int(line.split()[-1])
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def _runner(top: int, tree: list[int], sandboxed: bool) -> int | None:
+    """The runner's host pid: pid 2 of the sandbox's namespace under bubblewrap (its init is 1), else the
+    process the host started."""
+    if not sandboxed:
+        return top
+    return next((p for p in tree if _inner_pid(p) == 2), None)
+
+
+def _namespace_init(tree: list[int]) -> int | None:
+    return next((p for p in tree if _inner_pid(p) == 1), None)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2]
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def _held_mb(pids: list[int]) -> float:
+    """Memory the processes hold, MB: each one's proportional resident share (PSS: a page shared by n
+    processes counts 1/n in each, so forked children are not counted twice; the resident size where that
+    cannot be read) and the size of every memory file any of them holds open (``memfd_create``: written
+    with ``write`` it is in no process's resident set), each file once."""
+    total_kb = 0
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    files: dict[tuple[int, int], int] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total_kb += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, ValueError, IndexError, StopIteration):
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total_kb += int(f.read().split()[1]) * page_kb
+            except (OSError, ValueError, IndexError):
+                pass
+        try:
+            fds = os.scandir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    if os.readlink(fd.path).startswith("/memfd:"):
+                        st = os.stat(fd.path)
+                        files[(st.st_dev, st.st_ino)] = st.st_size
+                except OSError:
+                    pass
+    return total_kb / 1024 + sum(files.values()) / 2**20
+
+
+def _kill_all_but(top: int, pids: list[int], keep: set) -> None:
+    for _ in range(3):          # a process may fork while it is being killed
+        for pid in pids:
+            if pid not in keep:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.01)
+        pids = _descendants(top)
 
 
 # ------------------------------------------------------------------ the process tree

@@ -26,6 +26,8 @@ from .notebooks import load, marked
 from .plain import decode
 
 RECORD_SECONDS = 30.0   # what reading one test's record may take in the judge (an honest one: well under a second)
+NOTEBOOK_SECONDS = 90.0  # what reading all of one notebook's records may take: a batch's one finisher
+                         # thread must not spend a record's allowance per test cell on one submission
 
 __all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]  # noqa: F822 (RecordsStayPut: built on first use)
 
@@ -55,8 +57,9 @@ def _errors_but_awaiting(outputs: list) -> list:
     return errors
 
 
-def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
-    """The outcome of one test cell from the records in its outputs."""
+def judge_cell(notebook: str, exercise: str, cell, deadline: float | None = None) -> Outcome:
+    """The outcome of one test cell from the records in its outputs; reading them stops at ``deadline``
+    (``time.monotonic()``) if that comes before the record's own allowance."""
     spec = load(notebook)
     ex = spec.exercise(exercise)
     records = _records(cell)
@@ -78,7 +81,7 @@ def judge_cell(notebook: str, exercise: str, cell) -> Outcome:
     if not isinstance(trees, list) or len(trees) > len(cases):     # fewer: the judge says where it stopped
         return Outcome(exercise, False, 0, None, f"the record holds {len(trees) if isinstance(trees, list) else 'no'} "
                                                  f"cases where the test runs {len(cases)}: it is not the test's record")
-    deadline = time.monotonic() + RECORD_SECONDS
+    deadline = min(time.monotonic() + RECORD_SECONDS, deadline if deadline is not None else float("inf"))
     try:
         got = [decode(t, deadline) for t in trees]
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -105,6 +108,7 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
     rank = {gid: k for k, gid in enumerate(by_test)}
     outcomes: dict[str, Outcome] = {}
     latest = -1
+    deadline = time.monotonic() + NOTEBOOK_SECONDS
     for cell in nb.cells:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if cell.get("cell_type") != "code" or gid not in by_test:
@@ -115,7 +119,7 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
             outcome = Outcome(by_test[gid], False, 0, None, "this test cell was moved below a later exercise's "
                                                              "test (or repeated): put the cells back in order")
         else:
-            outcome = judge_cell(notebook, by_test[gid], cell)
+            outcome = judge_cell(notebook, by_test[gid], cell, deadline)
         latest = max(latest, rank[gid])
         outcomes[gid] = outcome
         kept = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]

@@ -124,23 +124,38 @@ class TooSlow(ValueError):
     make reading it quadratic)."""
 
 
+# Distinct keys of one set or map that may share a hash: honest values share one now and then (hash(-1) ==
+# hash(-2)); keys built to share one make every set and dict the judge builds from them quadratic.
+_SHARED_HASH = 64
+
+
+def _refuse_collisions(keys: list) -> None:
+    """Refuse, in one pass and before any set or dict is built, keys built to share a hash."""
+    counts = Counter(hash(k) for k in keys)
+    if counts and max(counts.values()) > _SHARED_HASH:
+        raise TooSlow("the record's keys were built to share one hash (a record no test writes)")
+
+
 def decode(tree: Any, deadline: float | None = None) -> Any:
     """The Python value :func:`encode` wrote. Tensors come back on the CPU (a meta tensor stays on
     meta); a case that checks the device records ``out.device`` beside the values. ``deadline``: a
     ``time.monotonic()`` past which reading stops with :class:`TooSlow`."""
     if deadline is not None and time.monotonic() > deadline:
         raise TooSlow("the record took too long to read (keys that collide in a set or a dict?)")
-    if tree is None or type(tree) in (bool, int, str):
+    if tree is None or type(tree) in (bool, str):
+        return tree
+    if type(tree) is int:       # encode writes larger ones as text: a huge raw one is built to be slow
+        if not -2**53 < tree < 2**53:
+            raise ValueError("an integer out of the range the record writes as a number")
         return tree
     if type(tree) is list:      # never written by encode at the top of a value
         raise ValueError("a bare JSON list is not a record")
     if "map" in tree:
         kind = {"dict": dict, "Counter": Counter, "OrderedDict": OrderedDict, "defaultdict": dict}[tree["map"]]
+        keys = [_key(decode(k, deadline)) for k, _ in tree["items"]]
+        _refuse_collisions(keys)
         # Counter(pairs) would count the pairs
-        out = kind({_key(decode(k, deadline)): decode(v, deadline) for k, v in tree["items"]})
-        if deadline is not None and time.monotonic() > deadline:    # the copy into `kind` is quadratic too
-            raise TooSlow("the record took too long to read (keys that collide in a set or a dict?)")
-        return out
+        return kind(dict(zip(keys, (decode(v, deadline) for _, v in tree["items"]))))
     (key, value), = tree.items()
     if key == "float":
         return float.fromhex(value)
@@ -151,7 +166,9 @@ def decode(tree: Any, deadline: float | None = None) -> Any:
     if key == "tuple":
         return tuple(decode(v, deadline) for v in value)
     if key == "set":
-        return {_key(decode(v, deadline)) for v in value}
+        keys = [_key(decode(v, deadline)) for v in value]
+        _refuse_collisions(keys)
+        return set(keys)
     if key == "bytes":
         return base64.b64decode(value)
     if key == "not_plain":

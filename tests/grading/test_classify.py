@@ -48,6 +48,10 @@ CASES = [   # (name, report, killed by the host, status, words the detail must h
     ("a cell timed out and the kernel stayed stuck", report(timed_out_cells=[3], stuck=3), False, "timeout",
      ["7 s", "did not stop when interrupted", "stopped", "the rest score 0"]),
     ("a dead kernel outranks a stuck one", report(died=5, timed_out_cells=[3], stuck=3), False, "crashed", []),
+    ("over the memory cap, seen from the host", report(died=2, memory_limit=1300), False, "memory-limit",
+     ["1300 MB", "1234 MB cap", "the rest score 0"]),
+    ("the runner stopped by the notebook", report(died=2, runner_stopped=True), False, "crashed",
+     ["stopped the grader's runner", "the rest score 0"]),
 ]
 
 

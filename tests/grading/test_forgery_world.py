@@ -213,6 +213,29 @@ except ImportError:
 """
 
 
+def _pickled_switch() -> str:
+    """A pickle whose reduce calls ``exec`` on the switch: ``pickle.loads`` of it is the whole cell."""
+    import pickle
+
+    class _Run:
+        def __reduce__(self):
+            return exec, (bytes.fromhex(_SWITCH).decode(),)
+
+    return pickle.dumps(_Run()).hex()
+
+
+_SECOND_ROUND = {
+    "aaf-pickle": f"import pickle\npickle.loads(bytes.fromhex({_pickled_switch()!r}))\n",
+    "aag-timeit": f"import timeit\ntimeit.timeit(bytes.fromhex({_SWITCH!r}).decode(), number=1)\n",
+    "aah-self-removing-module": (
+        f"import os\nopen('nb_helper.py', 'w').write(bytes.fromhex({_SWITCH!r}).decode() + "
+        "'import os\\nos.remove(__file__)\\n')\nos.sys.path.insert(0, os.getcwd())\nimport nb_helper\n"),
+    "aai-symlinked-module": (
+        f"import os\nopen('notes.txt', 'w').write(bytes.fromhex({_SWITCH!r}).decode())\n"
+        "os.symlink('notes.txt', 'nb_helper.py')\nos.sys.path.insert(0, os.getcwd())\nimport nb_helper\n"),
+}
+
+
 def _answer(nb: nbformat.NotebookNode, grade_id: str, source: str) -> None:
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     cell.source = source
@@ -239,6 +262,11 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
     _insert_after_setup(nb, _WRITTEN)
     _answer(nb, "softmax", _TORCH_SOFTMAX)
     out["aae-written-module"] = nb
+    for student, cell in _SECOND_ROUND.items():
+        nb = _world(name, cell="")
+        _insert_after_setup(nb, cell)
+        _answer(nb, "softmax", _TORCH_SOFTMAX)
+        out[student] = nb
     return out
 
 
@@ -308,6 +336,7 @@ ROUTES_03 = {
     "aac-rules-off": (None, True),
     "aad-unread-cells": (None, True),
     "aae-written-module": ("softmax", True),
+    **{student: (None, True) for student in _SECOND_ROUND},
 }
 
 

@@ -187,6 +187,41 @@ def test_the_memory_cap_holds_for_the_processes_together(tricked):
     assert classify(tricked, False, Limits(memory_mb=2000))[0] == "memory-limit"
 
 
+# each ends its kernel, so each runs alone: (name, cell); the host, outside the sandbox, ends every one
+HOST_WATCH = [
+    # the runner (pid 2 of the sandbox, the kernel's uid) stopped, then memory taken past the audit hook
+    ("runner stopped", 'import ctypes, os, signal, time\nos.kill(2, signal.SIGSTOP)\nlibc = ctypes.CDLL(None)\n'
+                       'for _ in range(3):\n    if libc.fork() == 0:\n        block = b"x" * (800 * 2**20)\n'
+                       '        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)\nos.kill(2, signal.SIGCONT)\n'),
+    # memory files written, not mapped: in no process's resident set
+    ("memory files", 'import os, time\nheld = []\nfor i in range(12):\n    fd = os.memfd_create(f"m{i}")\n'
+                     '    for _ in range(25):\n        os.write(fd, b"x" * (8 * 2**20))\n    held.append(fd)\n'
+                     'time.sleep(30)\n'),
+]
+
+
+@pytest.mark.parametrize("name, cell", HOST_WATCH, ids=[h[0] for h in HOST_WATCH])
+def test_the_host_ends_what_the_runner_cannot_see_or_was_stopped_from_seeing(name, cell, tmp_path_factory):
+    """The red team's two ways past the runner's watch: the kernel stops the runner, which shares its uid, and
+    forks three 800 MB children; or it holds 2.4 GB in memory files. The host (another PID namespace) sums
+    every process's memory and memory files, and kills the kernel's side: the cells after it are not run."""
+    import time
+
+    from lmcourse.grading.classify import classify
+    from lmcourse.grading.limits import Limits
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell), nbformat.v4.new_code_cell("1")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    package = kernel_package("01_ngram", tmp_path_factory.mktemp("packages"))
+    start = time.monotonic()
+    report = _run(nb, package, tmp_path_factory, output_chars=200_000, memory_mb=2000)
+    assert time.monotonic() - start < 28, "the host let the notebook run on"
+    status, detail = classify(report, False, Limits(memory_mb=2000))
+    assert status in ("memory-limit", "crashed") and (report.get("memory_limit") or report.get("runner_stopped")), \
+        {k: v for k, v in report.items() if k != "nb"}
+    assert report["nb"]["cells"][1]["outputs"][-1]["ename"] == "NotRun"
+
+
 def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tmp_path):
     """A grader installed with pip (not editable) has the package inside the venv, which is bound whole: the
     notebook's package is bound over it all the same, last."""

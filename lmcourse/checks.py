@@ -30,17 +30,9 @@ from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from .moved import read_through
-
 __all__ = ["CheckFailed", "PASS_LINE", "call_checked", "check", "check_choice", "check_close", "check_dist_close",
            "check_distribution", "check_equal", "check_shape", "check_tensor_close", "check_type",
            "visible_checks_pass"]
-
-# the refusals a graded call runs under moved to their own module; notebooks built before the move
-# read them from here
-__getattr__ = read_through(__name__, "lmcourse.marking.refusals", (
-    "forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions", "own_code",
-    "python_decompositions", "substitute"))
 
 
 class CheckFailed(AssertionError):

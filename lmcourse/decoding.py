@@ -2,10 +2,7 @@
 distinct-n diversity measure. Notebook 07.
 
 Notebook 07's answers (temperature, the filters, sampling, greedy choice, generation, beam search
-and the KV cache) moved to :mod:`lmcourse.reference.decoding`, which is absent while 07 is graded;
-reading them from here still works where that module is installed (with a DeprecationWarning).
-``REFERENCE`` (what a graded answer must not run) is that module's answers, and empty in a kernel
-that has no reference to run (a notebook that withholds it, or a release without it).
+and the KV cache) are :mod:`lmcourse.reference.decoding`, which is absent while 07 is graded.
 """
 
 from __future__ import annotations
@@ -15,15 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from .moved import answers_or_nothing, read_through
-
-__all__ = ["sequence_logprob", "distinct_n"]   # and REFERENCE, read through __getattr__
-
-# names that moved to lmcourse.reference.decoding
-_MOVED = ("apply_temperature", "top_k_filter", "top_p_filter", "epsilon_filter", "sample_next", "greedy_next",
-          "_filtered", "generate", "_generate", "beam_search", "_beam_search", "gpt_forward_cached",
-          "_gpt_forward_cached", "cached_forward", "generate_cached", "_generate_cached", "generate_recompute",
-          "Filter")
+__all__ = ["sequence_logprob", "distinct_n"]
 
 
 def sequence_logprob(model: nn.Module, ids: Tensor, n_prompt: int) -> Tensor:
@@ -40,8 +29,3 @@ def distinct_n(sequences: Sequence[Sequence], n: int) -> float:
     """Distinct n-grams over all n-grams of ``sequences`` (1.0: no n-gram repeats)."""
     grams = [tuple(s[i:i + n]) for s in sequences for i in range(len(s) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 0.0
-
-
-# old homes of the answers (see lmcourse.moved)
-_ANSWERS = "lmcourse.reference.decoding"
-__getattr__ = read_through(__name__, _ANSWERS, _MOVED, also=answers_or_nothing(_ANSWERS))

@@ -3,15 +3,13 @@
 The notebook's students count n-grams themselves; :class:`ContextTable` only regroups a
 count dictionary ``{(w1, ..., wn): count}`` by context ``(w1, ..., w{n-1})`` and caches the
 totals that every estimator needs. The reference answers of notebook 01 live in
-:mod:`lmcourse.reference.ngram`; their old names here still resolve, with a warning.
+:mod:`lmcourse.reference.ngram`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-from .moved import read_through
 
 
 @dataclass
@@ -45,11 +43,3 @@ class ContextTable:
 
     def __repr__(self) -> str:
         return f"ContextTable(n={self.n}, contexts={len(self.next):,}, ngrams={sum(self.distinct.values()):,})"
-
-
-_MOVED = ("pad_sentence", "count_ngrams", "mle_prob", "next_word_distribution", "sentence_logprob", "perplexity",
-          "add_k_prob", "continuation_counts", "build_kn_tables", "kneser_ney_prob", "sample_next", "generate")
-
-
-# old homes of the answers (see lmcourse.moved)
-__getattr__ = read_through(__name__, "lmcourse.reference.ngram", _MOVED)

@@ -361,13 +361,3 @@ def test_hf_bpe_trainer_agrees_up_to_its_first_tie(corpus):
         assert count(ours[first]) == count(theirs[first]), (first, ours[first], theirs[first])
     print(f"HF BpeTrainer: the first {first if first is not None else len(ours)} of {len(ours)} merges agree; "
           f"{len(set(ours) & set(theirs))} are in both lists")
-
-
-def test_moved_names_still_resolve_with_a_warning():
-    from lmcourse.reference import bpe as ref
-
-    for name in ("pair_counts", "merge", "train_bpe"):
-        with pytest.warns(DeprecationWarning, match=f"lmcourse.reference.bpe.{name}"):
-            assert getattr(bpe, name) is getattr(ref, name)
-    with pytest.raises(AttributeError):
-        bpe.not_a_name  # noqa: B018

@@ -221,15 +221,3 @@ def test_all_names_what_the_module_defines():
 def test_a_passing_visible_part_says_so(capsys):
     checks.visible_checks_pass("softmax")
     assert capsys.readouterr().out == "softmax: the visible checks pass (the autograder also runs hidden tests)\n"
-
-
-@pytest.mark.parametrize("name", ["forbid_calls", "forbid_kernels", "forbid_references", "forbid_torch_functions",
-                                  "own_code", "python_decompositions", "substitute"])
-def test_the_refusals_moved_out_and_old_notebooks_still_find_them(name):
-    """The refusals of a graded call live in lmcourse.marking.refusals; test cells of notebooks built
-    before the move read them from lmcourse.checks, which still answers, with a warning naming the new home."""
-    from lmcourse.marking import refusals
-
-    with pytest.warns(DeprecationWarning, match=f"lmcourse.marking.refusals.{name}"):
-        assert getattr(checks, name) is getattr(refusals, name)
-    assert name not in checks.__all__ and name in refusals.__all__

@@ -16,9 +16,9 @@ import warnings
 
 import pytest
 
-from lmcourse import ngram
 from lmcourse.marking import rules
 from lmcourse.marking.confine import Confined, graded_call
+from lmcourse.reference import ngram
 
 
 def _thread():
@@ -59,7 +59,7 @@ ATTEMPTS = {
                           "reading the course's source"),
     "linecache": (lambda: linecache.getlines(ngram.__file__), "reading the course's source"),
     "open": (lambda: open(ngram.__file__).read(), "reading the course's source"),
-    "loader": (lambda: ngram.__spec__.loader.get_source("lmcourse.ngram"), "reading the course's source"),
+    "loader": (lambda: ngram.__spec__.loader.get_source("lmcourse.reference.ngram"), "reading the course's source"),
 }
 
 

@@ -199,10 +199,7 @@ def test_distinct_n():
     assert given.distinct_n([[1, 2, 3], [3, 2, 1]], 1) == pytest.approx(0.5)
 
 
-def test_the_old_names_read_through_to_the_reference():
-    with pytest.warns(DeprecationWarning, match="moved to lmcourse.reference.decoding.top_k_filter"):
-        assert given.top_k_filter is D.top_k_filter
-    assert given.REFERENCE == D.ANSWERS and D.beam_search in given.REFERENCE
-    assert not any(f.__module__ == "lmcourse.decoding" for f in D.ANSWERS)   # the answers left the library
+def test_the_answers_are_not_in_the_library():
+    assert not any(f.__module__ == "lmcourse.decoding" for f in D.ANSWERS)
     with pytest.raises(AttributeError):
-        given.no_such_name  # noqa: B018
+        given.top_k_filter  # noqa: B018

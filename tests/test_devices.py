@@ -28,7 +28,7 @@ def test_same_device_compares_type_and_index():
 
 
 def test_a_cpu_generator_draws_for_cpu_probabilities():
-    from lmcourse.decoding import sample_next
+    from lmcourse.reference.decoding import sample_next
 
     logits = torch.tensor([[0.0, 5.0, -5.0]])
     a = sample_next(logits, torch.Generator(device="cpu").manual_seed(1))
@@ -93,7 +93,7 @@ def test_generate_samples_where_the_generator_differs_only_by_its_index():
     """The crash of `lmcourse train gpt` on CUDA, on the CPU: the generator says `meta:0`, the
     model's tensors `meta`; compared as objects they differ and the probabilities went to the CPU
     (here: "Cannot copy out of meta tensor", there: a CUDA generator given CPU probabilities)."""
-    from lmcourse.nn.gpt import generate
+    from lmcourse.nn.sampling import generate
 
     idx = torch.zeros(2, 3, dtype=torch.long, device="meta")
     out = generate(_meta_gpt(), idx, 4, generator=_IndexedGenerator("meta:0"))
@@ -101,7 +101,7 @@ def test_generate_samples_where_the_generator_differs_only_by_its_index():
 
 
 def test_sample_next_samples_where_the_generator_differs_only_by_its_index():
-    from lmcourse import decoding
+    from lmcourse.reference import decoding
 
     logits = torch.zeros(3, 5, device="meta")
     assert decoding.sample_next(logits, _IndexedGenerator("meta:0")).shape == (3,)
@@ -110,7 +110,7 @@ def test_sample_next_samples_where_the_generator_differs_only_by_its_index():
 def test_a_generator_on_another_device_draws_there(monkeypatch):
     """A generator draws only on its own device: the probabilities go to it (not to the CPU), and
     the ids come back to the logits' device."""
-    from lmcourse import decoding
+    from lmcourse.reference import decoding
 
     seen = []
 
@@ -123,7 +123,7 @@ def test_a_generator_on_another_device_draws_there(monkeypatch):
     assert seen == [torch.device("meta")] and ids.device.type == "cpu"
 
     from lmcourse.nn import GPT, GPTConfig
-    from lmcourse.nn.gpt import generate
+    from lmcourse.nn.sampling import generate
 
     model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8)).eval()
     out = generate(model, torch.zeros(1, 2, dtype=torch.long), 3, generator=_IndexedGenerator("meta"))

@@ -27,7 +27,7 @@ def test_environment_yml_matches_pyproject():
         else:
             assert got[name] == req, f"{name}: pyproject says {req!r}, environment.yml says {got[name]!r}"
     assert any(r.startswith("-e") for r in pip), "environment.yml must install the lmcourse package itself"
-    # the CPU variant, as the Makefile's set-up chooses without a GPU (lmcourse/setup_torch.py)
+    # the CPU variant, as the Makefile's set-up chooses without a GPU (lmcourse/commands/setup_torch.py)
     from lmcourse.commands.setup_torch import CPU_INDEX
 
     assert f"--extra-index-url {CPU_INDEX}" in pip, "environment.yml must read PyTorch's CPU wheel index"

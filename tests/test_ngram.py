@@ -1,4 +1,4 @@
-"""The reference answers of notebook 01 (lmcourse.ngram), which its tests substitute for earlier
+"""The reference answers of notebook 01 (lmcourse.reference.ngram), which its tests substitute for earlier
 exercises and compare with, and refusals.substitute, which puts them in place."""
 
 import math
@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from lmcourse import ngram
 from lmcourse.marking.refusals import substitute
 from lmcourse.ngram import ContextTable
+from lmcourse.reference import ngram
 
 SENTS = [["san", "francisco", "is", "foggy"], ["the", "cat", "is", "grey"], ["my", "cat", "is", "foggy"],
          ["the", "cat", "is", "foggy"]]

@@ -1,8 +1,6 @@
 """The course's own code uses no deprecated name: importing any module of ``lmcourse`` emits no
 DeprecationWarning, so the course's own commands never warn about themselves.
 
-The old module paths (``tests/test_old_paths.py``) are left out: they warn by design, for whoever
-still imports them.
 The modules are imported in a fresh interpreter, because a module's import-time warning fires only
 on its first import and this process has imported most of the package already.
 """
@@ -14,9 +12,6 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
-from tests.test_old_paths import KEPT
-
-SKIPPED = tuple(KEPT)
 
 # Every module is imported with DeprecationWarning raised as an error; a module that fails is
 # reported with the warning and the line (in a course file) that caused it, then the walk goes on.
@@ -24,7 +19,6 @@ CHILD = r"""
 import importlib, json, pkgutil, sys, traceback, warnings
 
 warnings.simplefilter("error", DeprecationWarning)
-skipped = set(json.loads(sys.argv[1]))
 failures = {}
 
 
@@ -40,7 +34,7 @@ import lmcourse
 # walk_packages imports each package to list what is inside; onerror catches a package that warns
 names = [m.name for m in pkgutil.walk_packages(lmcourse.__path__, "lmcourse.", onerror=record)]
 for name in names:
-    if name in skipped or name in failures:
+    if name in failures:
         continue
     try:
         importlib.import_module(name)
@@ -51,7 +45,7 @@ print(json.dumps({"imported": len(names), "failures": failures}))
 
 
 def test_no_course_module_warns_on_import():
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SKIPPED)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])

@@ -2,9 +2,9 @@
 
 import pytest
 
-from lmcourse import ngram
 from lmcourse.checks import CheckFailed
 from lmcourse.marking.rules import LIBRARIES, rules
+from lmcourse.reference import ngram
 
 
 def test_a_reference_is_refused_under_any_name():
@@ -101,14 +101,14 @@ def test_a_test_cells_expected_value_helper_is_refused_like_the_reference():
 def test_another_notebooks_reference_is_a_closed_back_door():
     """05's generate answered by 07's reference, init_weights by 06's."""
     torch = pytest.importorskip("torch")
-    import lmcourse.decoding
     import lmcourse.nn.mlm
+    import lmcourse.reference.decoding
     import lmcourse.reference.gpt as ref05
 
     model = lmcourse.nn.GPT(lmcourse.nn.GPTConfig(vocab_size=5, block_size=4, n_layer=1, n_head=1, n_embd=4))
     r = rules(*(f for f in ref05.REFERENCE if f is not lmcourse.nn.GPT), reason="05's rule")  # the model runs
     with pytest.raises(CheckFailed, match="generate"), r():
-        lmcourse.decoding.generate(model, torch.zeros(1, 1, dtype=torch.long), 2)
+        lmcourse.reference.decoding.generate(model, torch.zeros(1, 1, dtype=torch.long), 2)
     with pytest.raises(CheckFailed, match="init_mlm_weights"), r():
         lmcourse.nn.mlm.init_mlm_weights(model)
 

@@ -34,7 +34,7 @@ except ImportError:
         _pip(*_missing)
     _torch = "kept this runtime's torch"
     if importlib.util.find_spec("torch") is None:  # a bare hub: the CPU build unless it has an NVIDIA GPU
-        subprocess.run([sys.executable, "-m", "lmcourse.setup_torch", "--quiet"], check=True)
+        subprocess.run([sys.executable, "-m", "lmcourse.commands.setup_torch", "--quiet"], check=True)
         _torch = "installed torch"
     if site.ENABLE_USER_SITE and site.getusersitepackages() not in sys.path:
         site.addsitedir(site.getusersitepackages())  # pip's --user fallback where site-packages is read-only

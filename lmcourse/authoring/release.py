@@ -47,7 +47,7 @@ Python 3.10 or newer. In this folder:
 
 ```bash
 python -m venv .venv && . .venv/bin/activate
-python lmcourse/setup_torch.py --variant auto --spec torch=={torch}
+python lmcourse/commands/setup_torch.py --variant auto --spec torch=={torch}
 pip install -e .            # JupyterLab, nbgrader's validator and the lmcourse package
 jupyter lab notebooks/
 ```

@@ -27,7 +27,7 @@ from pathlib import Path
 __all__ = ["ThroughError", "narrow"]
 
 # what a release's own commands and notebooks' setup need whatever the notebook: never cascaded out
-_ALWAYS_KEPT = ("lmcourse", "lmcourse.cli", "lmcourse.commands", "lmcourse.marking", "lmcourse.runtime")
+_ALWAYS_KEPT = ("lmcourse", "lmcourse.commands", "lmcourse.marking", "lmcourse.runtime")
 _IMPORT = re.compile(r"^\s*(?:import|from)\s+(lmcourse(?:\.\w+)*)", re.M)
 
 

@@ -78,20 +78,6 @@ def _cmd_solutions(args) -> int:
                          threads=args.threads)
 
 
-# `prepare_work` said nothing about what it prepares (the sandbox and the grader have their own
-# `prepare`s); the old names still resolve for TAs' scripts, with a warning.
-RENAMED = {"prepare_work": "copy_student_notebooks", "planned_work": "planned_student_copies"}
-
-
-def __getattr__(name: str):
-    if name in RENAMED:
-        import warnings
-
-        warnings.warn(f"lmcourse.commands.main.{name} is now {RENAMED[name]}", DeprecationWarning, stacklevel=2)
-        return globals()[RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 WORK_IGNORE = "# the student's own work: never committed (made by `lmcourse lab`)\n*\n"
 
 

@@ -89,12 +89,12 @@ _DOTTED = (
                # text or bytes run as code without exec: a pickle's reduce, a timed statement, a shelf
                "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve", "copyreg", "timeit", "code",
                "codeop")),
-    (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "lmcourse.rules",
-                 "lmcourse.confine", "gc.get_objects", "gc.get_referrers", "gc.get_referents")),
+    (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "gc.get_objects", "gc.get_referrers",
+                 "gc.get_referents")),
     (OUTSIDE, ("site", "sysconfig", "os.chdir", "os.fchdir")),
 )
 # the objects of the course's test machinery: what a write on them is a finding for
-_MACHINERY = ("lmcourse.marking", "lmcourse.grading", "lmcourse.rules", "lmcourse.confine")
+_MACHINERY = ("lmcourse.marking", "lmcourse.grading")
 
 # names, as a variable, an attribute or an imported name, whatever they are read from
 _NAMED = {

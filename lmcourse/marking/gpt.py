@@ -26,23 +26,10 @@ from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, tensor
 
-__all__ = ["NOTEBOOK", "NN_GPT_WORK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "nn_gpt_work",
-           "pair", "shares_close", "spoiled", "stats"]
+__all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "pair", "shares_close", "spoiled",
+           "stats"]
 
 _F64 = torch.float64
-
-# what the given GPT (lmcourse.nn.gpt: given code for 06, 07 and 10) has that does this notebook's work, by
-# name, as the module is absent while 05 is graded. GPTConfig is left out on purpose: a dataclass's
-# generated __repr__ shares its code with every other dataclass's, so refusing it would refuse printing any.
-NN_GPT_WORK = ("GPT", "init_gpt_weights", "_init_gpt_weights", "gpt_param_count", "generate", "_generate")
-
-
-def nn_gpt_work() -> tuple:
-    """What :data:`NN_GPT_WORK` names in lmcourse.nn.gpt (for the references of 05 and 07, which have it)."""
-    from lmcourse.nn import gpt
-
-    return tuple(getattr(gpt, name) for name in NN_GPT_WORK)
-
 
 def _second_line(reason: str, *names: str, extra=()):
     """The course code that does this notebook's work, refused while a case runs at home (``lmcourse.nn.gpt``,
@@ -54,7 +41,7 @@ def _second_line(reason: str, *names: str, extra=()):
         import lmcourse.marking.rules
 
         own: dict[str, object] = {}
-        for module, prefix in (("lmcourse.nn.gpt", ""), ("lmcourse.nn.mlm", "mlm.")):
+        for module, prefix in (("lmcourse.nn.gpt", ""), ("lmcourse.nn.sampling", ""), ("lmcourse.nn.mlm", "mlm.")):
             try:
                 found = importlib.import_module(module)
             except ImportError:   # withheld while the notebook is graded: nothing of it to refuse
@@ -1027,9 +1014,11 @@ GENERATE = Exercise("generate", (
 
 def _decoding_loops() -> tuple:
     """07's generation loops where a kernel still holds them (none where 07's reference is withheld)."""
-    import lmcourse.decoding
-
-    return tuple(f for f in lmcourse.decoding.REFERENCE if "generate" in getattr(f, "__name__", ""))
+    try:
+        from lmcourse.reference.decoding import ANSWERS
+    except ImportError:
+        return ()
+    return tuple(f for f in ANSWERS if "generate" in getattr(f, "__name__", ""))
 
 
 # ------------------------------------------------------------------ the multiple-choice questions

@@ -455,7 +455,7 @@ def forbid_references(*targets: Any, allowed: tuple = (), modules: tuple[str, ..
     already, and the compiled code of ``packages`` (:func:`forbid_calls`'s ``packages``: a method of
     tiktoken's Rust core, called on an object made before the block or inside it); a package of
     ``packages`` first imported inside the block fails the test on exit
-    (``forbid_references(*lmcourse.decoding.REFERENCE, allowed=(ref.sample_next,),
+    (``forbid_references(*lmcourse.reference.decoding.REFERENCE, allowed=(ref.sample_next,),
     modules=("transformers.generation.utils",), packages=("transformers",), reason=...)``)."""
     import sys
 

@@ -11,8 +11,8 @@ import importlib
 
 # name -> the module (under lmcourse) that defines it
 _HOME = {
-    **dict.fromkeys(("AttentionConfig", "SelfAttention", "CausalSelfAttention", "scaled_dot_product_attention",
-                     "causal_mask"), "lmcourse.nn.attention"),
+    **dict.fromkeys(("AttentionConfig", "SelfAttention", "CausalSelfAttention", "scaled_dot_product_attention"),
+                    "lmcourse.nn.attention"),
     **dict.fromkeys(("BlockConfig", "LayerNorm", "MLP", "Block", "block_param_count", "sinusoidal_positions",
                      "rotation_matrix", "LearnedPositionEmbedding", "SinusoidalPositionEmbedding"),
                     "lmcourse.nn.block"),
@@ -24,7 +24,7 @@ _HOME = {
     "MaskedLM": "lmcourse.reference.mlm",
 }
 
-__all__ = [name for name in _HOME if name != "causal_mask"]
+__all__ = list(_HOME)
 
 
 def __getattr__(name: str):

@@ -134,16 +134,3 @@ class SelfAttention(nn.Module):
 
 # the old name: the class was causal only at first; notebooks and students' code import it
 CausalSelfAttention = SelfAttention
-
-
-def __getattr__(name: str):
-    # causal_mask is notebook 03's exercise, nothing here uses it: it moved to lmcourse.reference.attention
-    # (absent while 03 is graded); code written against older versions still finds it here
-    if name == "causal_mask":
-        import importlib
-        import warnings
-
-        warnings.warn("lmcourse.nn.attention.causal_mask moved to lmcourse.reference.attention.causal_mask",
-                      DeprecationWarning, stacklevel=2)
-        return importlib.import_module("lmcourse.reference.attention").causal_mask
-    raise AttributeError(f"module 'lmcourse.nn.attention' has no attribute {name!r}")

@@ -155,13 +155,3 @@ def load_gpt(path: str | Path, device: torch.device | str = "cpu") -> tuple[GPT,
     mode, and the rest of what was saved. A config or weight this GPT does not have, or lacks,
     raises :class:`~lmcourse.nn.checkpoint.ModelCheckpointError` naming them."""
     return load_model(path, GPT, GPTConfig, device)
-
-
-def __getattr__(name: str):
-    # the sampling loop has a module of its own (lmcourse.nn.sampling), withheld where it would answer a
-    # sampling exercise (02, 05, 07) while the GPT stays given; read by its old name here
-    if name in ("generate", "_generate"):
-        from . import sampling
-
-        return getattr(sampling, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

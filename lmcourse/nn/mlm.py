@@ -2,9 +2,8 @@
 saving and loading a trained model.
 
 The answers of notebook 06 (``MaskedLM``, ``mask_tokens``, ``fill_mask``, ``pseudo_log_likelihood``)
-are in :mod:`lmcourse.reference.mlm`, which is absent while 06 is graded; their old names here read
-through to it (with a ``DeprecationWarning``), so ``lmcourse train mlm`` and code written against
-older versions keep working. The objective and the layout are described there.
+are in :mod:`lmcourse.reference.mlm`, which is absent while 06 is graded. The objective and the layout
+are described there.
 """
 
 from __future__ import annotations
@@ -15,14 +14,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..moved import answers_or_nothing, read_through
 from .block import BlockConfig, LayerNorm
 from .checkpoint import load_model, save_model
 
-__all__ = ["MLMConfig", "init_mlm_weights", "save_mlm", "load_mlm", "IGNORE_INDEX"]  # and the moved names below
-
-# names that moved to lmcourse.reference.mlm (notebook 06's answers)
-_MOVED = ("MaskedLM", "mask_tokens", "fill_mask", "pseudo_log_likelihood", "ordinary_ids", "_mask_ids")
+__all__ = ["MLMConfig", "init_mlm_weights", "save_mlm", "load_mlm", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100  # label of a position the loss skips (F.cross_entropy's default ignore_index)
 
@@ -77,8 +72,3 @@ def load_mlm(path: str | Path, device: torch.device | str = "cpu") -> tuple[nn.M
 
     masked_lm = importlib.import_module("lmcourse.reference.mlm").MaskedLM   # the course's model, where installed
     return load_model(path, masked_lm, MLMConfig, device)
-
-
-# old homes of the answers (see lmcourse.moved)
-_ANSWERS = "lmcourse.reference.mlm"
-__getattr__ = read_through(__name__, _ANSWERS, _MOVED, also=answers_or_nothing(_ANSWERS))

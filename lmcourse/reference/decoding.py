@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lmcourse.marking.gpt import nn_gpt_work
+from lmcourse.reference import nn_gpt_work
 from lmcourse.runtime import same_device
 
 __all__ = ["ANSWERS", "MODULES", "PACKAGES", "REFERENCE", "answer_q1", "answer_q2", "apply_temperature", "beam_search",

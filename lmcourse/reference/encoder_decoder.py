@@ -339,10 +339,6 @@ def __getattr__(name: str):
     work, and notebook 07's decoding loops: generate with a top-1 filter is greedy decoding), made on first use:
     the stand-ins' source copies this module's imports, and a graded kernel has neither lmcourse.nn.seq2seq's
     answers nor notebook 07's reference to import."""
-    if name == "notebook_state":        # given code now: lmcourse.nn.seq2seq.notebook_state
-        from lmcourse.nn.seq2seq import notebook_state
-
-        return notebook_state
     if name != "REFERENCE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from lmcourse.marking.encoder_decoder import nn_seq2seq_work

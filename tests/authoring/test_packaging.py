@@ -36,4 +36,4 @@ def test_the_wheel_ships_the_student_lab_config(wheel_names):
     assert "lmcourse/labconfig/student/labconfig/page_config.json" in files
     missing = [f for f in files if f not in wheel_names]
     assert not missing, f"not in the wheel (pyproject.toml [tool.setuptools.package-data]): {missing}"
-    assert "lmcourse/cli.py" in wheel_names
+    assert "lmcourse/commands/main.py" in wheel_names

@@ -192,7 +192,7 @@ def test_the_release_installs_the_graders_torch_cpu_build_without_a_gpu(tmp_path
     torch_line = next(line for line in block if "setup_torch.py" in line)
     assert block.index(torch_line) < next(i for i, line in enumerate(block) if line.startswith("pip install -e ."))
     argv = shlex.split(torch_line.split("#")[0])
-    assert argv[:2] == ["python", "lmcourse/setup_torch.py"] and (out / argv[1]).is_file()
+    assert argv[:2] == ["python", "lmcourse/commands/setup_torch.py"] and (out / argv[1]).is_file()
     assert f"torch=={version}" in argv
     # the script the release ships, on a machine with no NVIDIA GPU and the CPU index reachable
     monkeypatch.setattr(setup_torch, "torch_importable", lambda python: None)

@@ -304,7 +304,7 @@ def students() -> dict[str, nbformat.NotebookNode]:
     honest = perfect()      # one unused, honest import of a library that adds a finder,
     # and one of a course module the notebook does not use (Python sets it on the package)
     cell(honest, "pad_sentence").source = "from transformers import TemperatureLogitsWarper\n" \
-        "import lmcourse.paths\n\n" + cell(honest, "pad_sentence").source
+        "import lmcourse.commands.paths\n\n" + cell(honest, "pad_sentence").source
     out = {"baseline": _notebook(), "honest_library_import": honest}
     out.update({name: _notebook(**a) for name, a in ATTEMPTS.items()})
     return out
@@ -331,7 +331,7 @@ def test_baseline_and_correct(forged):
 
 def test_honest_library_import(forged):
     """Importing transformers (which adds a finder to sys.meta_path), and a course module the
-    notebook does not use (lmcourse.paths), costs nothing and flags nothing."""
+    notebook does not use (lmcourse.commands.paths), costs nothing and flags nothing."""
     row = forged["honest_library_import"]
     assert row["status"] == "graded" and row["flags"] == "", row
     assert float(row["score"]) == AUTO_MAX, row

@@ -62,7 +62,7 @@ def test_without_a_writable_cache_nbgrader_makes_it_as_before(tmp_path, monkeypa
 
 
 def test_the_lmcourse_command_reads_notebooks_without_the_uri_grammars():
-    code = f"import sys, lmcourse.cli, nbformat; print(sys.modules.get({URI_GRAMMAR!r}) is None)"
+    code = f"import sys, lmcourse.commands.main, nbformat; print(sys.modules.get({URI_GRAMMAR!r}) is None)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
 

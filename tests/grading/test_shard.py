@@ -120,8 +120,8 @@ def grade_shards_as_a_slurm_array(subs: Path, tmp: Path, n: int, assignment: str
         out = tmp / f"shard_{task}"
         env = {**os.environ, "SLURM_ARRAY_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": str(task),
                "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": str(n), "SLURM_ARRAY_TASK_COUNT": str(n)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "lmcourse.cli", "grade", assignment, str(subs), "--out",
-                                       str(out), "--shard", "auto", "-j", "1", *flags], env=env, cwd=ROOT,
+        procs.append(subprocess.Popen([sys.executable, "-m", "lmcourse.commands.main", "grade", assignment, str(subs),
+                                       "--out", str(out), "--shard", "auto", "-j", "1", *flags], env=env, cwd=ROOT,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
     for task, p in enumerate(procs, 1):

@@ -108,8 +108,7 @@ def test_under_the_autograder_the_reference_cannot_be_imported(monkeypatch):
         with pytest.raises(ImportError, match="not available while notebook 01_ngram is graded"):
             importlib.import_module("lmcourse.reference.ngram")
         import lmcourse.ngram
-        with pytest.raises(ImportError):
-            _ = lmcourse.ngram.count_ngrams     # the old name's shim goes through the same refusal
+        assert lmcourse.ngram.ContextTable      # the library code the notebook is given stays
     finally:
         _unwithhold()
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lmcourse.nn import AttentionConfig, CausalSelfAttention, scaled_dot_product_attention
-from lmcourse.reference.attention import causal_mask  # notebook 03's answer; lmcourse.nn keeps the old name
+from lmcourse.reference.attention import causal_mask  # notebook 03's answer
 
 TOL = {"atol": 1e-12, "rtol": 1e-10}  # float64: the paths differ only by summation order
 
@@ -284,15 +284,6 @@ def test_self_attention_is_named_for_what_it_is_and_the_old_name_still_imports()
     assert not torch.allclose(layer(x2)[0, 0], y[0, 0])
 
 
-def test_causal_mask_keeps_its_old_names_with_a_deprecation_warning():
-    import lmcourse.nn
-    import lmcourse.nn.attention
-
-    for module in (lmcourse.nn, lmcourse.nn.attention):
-        with pytest.warns(DeprecationWarning, match="lmcourse.reference.attention"):
-            assert module.causal_mask is causal_mask
-
-
 def test_lmcourse_nn_imports_while_03_is_graded():
     """03's graded kernel withholds its reference and the course's attention layer (given code for
     later notebooks, which does 03's work): lmcourse.nn imports there, each of its attention names
@@ -304,7 +295,7 @@ def test_lmcourse_nn_imports_while_03_is_graded():
             "from lmcourse.marking.notebooks import load\n"
             "withhold(load('03_attention'))\n"
             "import lmcourse.nn\n"
-            "for name in ('CausalSelfAttention', 'scaled_dot_product_attention', 'causal_mask', 'Block'):\n"
+            "for name in ('CausalSelfAttention', 'scaled_dot_product_attention', 'Block'):\n"
             "    try:\n"
             "        getattr(lmcourse.nn, name)\n"
             "    except ImportError as err:\n"

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from lmcourse.nn import GPT, GPTConfig, gpt_param_count, init_gpt_weights, load_gpt, save_gpt
-from lmcourse.nn.gpt import generate
+from lmcourse.nn.sampling import generate
 from lmcourse.train import TrainConfig, train
 
 
@@ -157,16 +157,16 @@ def test_save_and_load(tmp_path):
 
 
 def test_reference_is_refused_however_reached(tmp_path):
-    """What notebook 05's tests refuse of the given GPT (lmcourse.marking.gpt.nn_gpt_work): every route
+    """What notebook 05's tests refuse of the given GPT (lmcourse.reference.nn_gpt_work): every route
     to it must be refused — by name, through a subclass, a loader, or a fresh copy of the
     module loaded with importlib (its code objects equal the original's)."""
     import importlib.util
     import sys
 
     from lmcourse.checks import CheckFailed
-    from lmcourse.marking.gpt import nn_gpt_work
     from lmcourse.marking.refusals import forbid_calls
     from lmcourse.nn import gpt as ref
+    from lmcourse.reference import nn_gpt_work
 
     cfg = small()
     torch.manual_seed(0)

@@ -27,7 +27,7 @@ import warnings
 
 import pytest
 
-from lmcourse import cli
+from lmcourse.commands import main as cli
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.slow]

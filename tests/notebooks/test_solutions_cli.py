@@ -8,7 +8,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lmcourse import cli, runtime
+from lmcourse import runtime
+from lmcourse.commands import main as cli
 from lmcourse.notebook_runner import profile_name
 
 

@@ -7,9 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-import lmcourse.decoding
 import lmcourse.nn.gpt
 import lmcourse.nn.mlm
+import lmcourse.nn.sampling
+import lmcourse.reference.decoding
 from lmcourse.checks import CheckFailed
 from lmcourse.marking import rules
 from lmcourse.reference import gpt as ref
@@ -20,13 +21,12 @@ RULES = rules.rules(*REFERENCE)
 
 
 def test_reference_closes_the_other_course_modules():
-    given = lmcourse.nn.gpt
-    assert {given.GPT, given.init_gpt_weights, given._init_gpt_weights, given.gpt_param_count, given.generate,
-            given._generate} <= set(REFERENCE)
+    given, loop, loops = lmcourse.nn.gpt, lmcourse.nn.sampling, lmcourse.reference.decoding
+    assert {given.GPT, given.init_gpt_weights, given._init_gpt_weights, given.gpt_param_count, loop.generate,
+            loop._generate} <= set(REFERENCE)
     assert given.GPTConfig not in REFERENCE      # a dataclass's __repr__ is every dataclass's
-    assert {lmcourse.decoding.generate, lmcourse.decoding.generate_cached, lmcourse.nn.mlm.init_mlm_weights} \
-        <= set(REFERENCE)
-    assert lmcourse.decoding.top_k_filter not in REFERENCE      # a filter is no sampling loop
+    assert {loops.generate, loops.generate_cached, lmcourse.nn.mlm.init_mlm_weights} <= set(REFERENCE)
+    assert loops.top_k_filter not in REFERENCE      # a filter is no sampling loop
 
 
 def test_expected_value_helpers_are_refused_and_the_probes_are_not():
@@ -133,7 +133,7 @@ def test_generate_draws_what_the_course_sampler_draws():
     mine, _ = _twins()
     prompt = torch.tensor([[1, 2, 3]])
     a = ref.generate(mine, prompt, 10, 0.7, torch.Generator().manual_seed(4))
-    b = lmcourse.nn.gpt.generate(mine, prompt, 10, 0.7, torch.Generator().manual_seed(4))
+    b = lmcourse.nn.sampling.generate(mine, prompt, 10, 0.7, torch.Generator().manual_seed(4))
     assert torch.equal(a, b) and a.shape == (1, 13)
 
 

@@ -224,10 +224,10 @@ def build(root: Path | None = None, out: Path | None = None, names: list[str] | 
                 print(f"built {name}: source, student notebook, solution")
     if out == root and (root / "README.md").is_file():
         try:
-            if readme.write(root):
-                written.append(root / "README.md")
+            for document in readme.write(root):
+                written.append(document)
                 if not quiet:
-                    print("README.md: its tables of notebooks written anew from the masters")
+                    print(f"{document.relative_to(root)}: its lists of notebooks written anew from the masters")
         except readme.ReadmeError as e:     # the notebooks are built; a fork's own README is its own business
-            print(f"README.md left as it was: {e}", file=sys.stderr)
+            print(f"a list of notebooks left as it was: {e}", file=sys.stderr)
     return written

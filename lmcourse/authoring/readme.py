@@ -1,9 +1,10 @@
-"""The README's two tables of notebooks, written by `lmcourse build` from the masters.
+"""The lists of notebooks in the README and the TA's guide, written by `lmcourse build` from the masters.
 
 Each notebook's row comes from its own master (the title of its first cell) and its file name (the
 Colab / Kaggle buttons, :func:`lmcourse.commands.links.markdown_table`), so a notebook added to
-``autograder/masters/`` appears in the README with nothing typed there. Each table sits between
-two comment lines that name it; the rest of the README is hand-written and never touched.
+``autograder/masters/`` appears in the README and in ``docs/ta-guide.md`` with nothing typed there.
+Each block sits between two comment lines that name it; the rest of each document is hand-written and
+never touched.
 """
 
 from __future__ import annotations
@@ -44,29 +45,48 @@ def notebooks_table(root: Path | None = None) -> str:
     return "\n".join(rows)
 
 
-def tables(root: Path | None = None) -> dict[str, str]:
-    """{table's name: its markdown}, every table the README holds."""
-    return {"notebooks": notebooks_table(root), "buttons": markdown_table(root=root)}
+def graded_list(root: Path | None = None) -> str:
+    """The numbers of the notebooks graded from records: every master's (each has its module in
+    :mod:`lmcourse.marking`, ``tests/marking/test_readme_list.py``)."""
+    return ", ".join(name[:2] for name in notebook_names(root)) + "."
 
 
-def rendered(text: str, root: Path | None = None) -> str:
-    """``text`` (a README) with each table between its comment lines written anew."""
-    for name, table in tables(root).items():
+# each document the build keeps up to date, by its path in the course: {block's name: what writes it}
+DOCUMENTS = {
+    "README.md": {"notebooks": notebooks_table, "buttons": lambda root: markdown_table(root=root)},
+    "docs/ta-guide.md": {"graded notebooks": graded_list},
+}
+
+
+def tables(root: Path | None = None, document: str = "README.md") -> dict[str, str]:
+    """{block's name: its markdown}, every block ``document`` holds."""
+    return {name: write_block(root) for name, write_block in DOCUMENTS[document].items()}
+
+
+def rendered(text: str, root: Path | None = None, document: str = "README.md") -> str:
+    """``text`` (``document``'s) with each block between its comment lines written anew."""
+    for name, table in tables(root, document).items():
         begin = _begin(name)
         start = text.find(begin)
         end = text.find(_END, start)
         if start < 0 or end < 0:
-            raise ReadmeError(f"README.md lacks the comment lines around its {name} table: put\n  {begin}\n"
+            raise ReadmeError(f"{document} lacks the comment lines around its {name} table: put\n  {begin}\n"
                               f"  {_END}\nwhere the table goes")
         text = text[:start] + begin + "\n" + table + "\n" + text[end:]
     return text
 
 
-def write(root: Path | None = None) -> bool:
-    """Bring ``root``'s README.md up to date; whether it changed."""
-    path = Path(root or repo_root()) / "README.md"
-    before = path.read_text(encoding="utf-8")
-    after = rendered(before, root)
-    if after != before:
-        path.write_text(after, encoding="utf-8")
-    return after != before
+def write(root: Path | None = None) -> list[Path]:
+    """Bring ``root``'s documents up to date (those it has: a fork may have dropped ``docs/``); the ones
+    that changed."""
+    changed = []
+    for document in DOCUMENTS:
+        path = Path(root or repo_root()) / document
+        if not path.is_file():
+            continue
+        before = path.read_text(encoding="utf-8")
+        after = rendered(before, root, document)
+        if after != before:
+            path.write_text(after, encoding="utf-8")
+            changed.append(path)
+    return changed

@@ -365,14 +365,19 @@ def _hidden_modules() -> frozenset[str]:
 
 def hidden_cases(notebook: Notebook, name: str) -> tuple[Case, ...]:
     """The hidden cases of exercise ``name``, from the notebook's hidden module (the grader's, and the
-    solution notebook's at home). Fails loudly: a module that does not import, or an exercise with no
-    entry, would otherwise grade on the visible cases alone with nothing said."""
+    solution notebook's at home). Fails loudly: a module that does not import, an exercise with no
+    entry, or an entry whose key names no exercise (a misspelt name, whose exercise has none) would
+    otherwise grade on the visible cases alone with nothing said."""
     try:
         module = importlib.import_module(notebook.hidden)
     except ImportError as exc:
         raise MissingHiddenCases(f"{notebook.name}: the hidden cases ({notebook.hidden}) do not import ({exc}): "
                                  "they are the grader's, not in a student's release") from exc
     table = getattr(module, "HIDDEN", None)
+    stray = sorted(set(table) - {ex.name for ex in notebook.exercises}) if isinstance(table, dict) else []
+    if stray:
+        raise MissingHiddenCases(f"{notebook.name}: {notebook.hidden}.HIDDEN has cases for {stray}, which name no "
+                                 "exercise of the notebook")
     if not isinstance(table, dict) or not table.get(name):
         raise MissingHiddenCases(f"{notebook.name}: {notebook.hidden}.HIDDEN has no cases for {name!r}")
     return tuple(table[name])

@@ -1,5 +1,6 @@
-"""The README's tables of notebooks are built from the masters (lmcourse.authoring.readme): a new
-master appears there with nothing typed in the README, and a stale table fails here."""
+"""The README's tables of notebooks and the TA guide's list are built from the masters
+(lmcourse.authoring.readme): a new master appears there with nothing typed in either, and a stale
+table fails here."""
 
 import shutil
 
@@ -21,25 +22,31 @@ def course(tmp_path):
     (tmp_path / "autograder").mkdir()
     shutil.copytree(ROOT / "autograder" / "masters", tmp_path / "autograder" / "masters")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "ta-guide.md", tmp_path / "docs" / "ta-guide.md")
     return tmp_path
 
 
 def test_a_new_master_gets_its_rows_and_nothing_else_changes(course):
-    (course / "autograder" / "masters" / "11_moe.py").write_text(
-        "# %% [markdown]\n# # 11 · Mixture of experts: a router and its load balance\n#\n# Prose.\n", encoding="utf-8")
+    (course / "autograder" / "masters" / "13_moe.py").write_text(
+        "# %% [markdown]\n# # 13 · Mixture of experts: a router and its load balance\n#\n# Prose.\n", encoding="utf-8")
     before = (course / "README.md").read_text(encoding="utf-8")
-    assert readme.write(course) is True
+    guide = (course / "docs" / "ta-guide.md").read_text(encoding="utf-8")
+    assert readme.write(course) == [course / "README.md", course / "docs" / "ta-guide.md"]
     after = (course / "README.md").read_text(encoding="utf-8")
-    assert "| `11_moe` | Mixture of experts: a router and its load balance |" in after
-    assert "notebooks/11_moe.ipynb" in after and "solutions/11_moe.ipynb" in after
+    assert "| `13_moe` | Mixture of experts: a router and its load balance |" in after
+    assert "notebooks/13_moe.ipynb" in after and "solutions/13_moe.ipynb" in after
     added = [line for line in after.splitlines() if line not in before.splitlines()]
-    assert len(added) == 2 and all("11_moe" in line for line in added), added
-    assert readme.write(course) is False                   # written once, then nothing to do
+    assert len(added) == 2 and all("13_moe" in line for line in added), added
+    guide_after = (course / "docs" / "ta-guide.md").read_text(encoding="utf-8")
+    changed = [line for line in guide_after.splitlines() if line not in guide.splitlines()]
+    assert changed == ["01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11, 12, 13."], changed
+    assert readme.write(course) == []                   # written once, then nothing to do
 
 
 def test_a_master_without_its_title_is_named(course):
-    (course / "autograder" / "masters" / "11_moe.py").write_text("# %% [markdown]\n# Prose first.\n", encoding="utf-8")
-    with pytest.raises(readme.ReadmeError, match="11_moe.py: its first markdown cell should open with '# 11 · "):
+    (course / "autograder" / "masters" / "13_moe.py").write_text("# %% [markdown]\n# Prose first.\n", encoding="utf-8")
+    with pytest.raises(readme.ReadmeError, match="13_moe.py: its first markdown cell should open with '# 13 · "):
         readme.write(course)
 
 

@@ -230,12 +230,12 @@ def test_scan_names_the_other_ways_to_run_a_file(source):
     assert scan_source(source), source
 
 
-# 07's generate from a copy of lmcourse.nn.gpt's sampling loop (given beside the GPT 07 uses) in a new
+# 07's generate from a copy of lmcourse.nn.sampling's loop (given beside the GPT 07 uses) in a new
 # code object, past the rules' refusal of the original: it passes every case, in a graded kernel too
 # (nothing in a kernel can tell the copy from the student's own code). The scan names how the copy is made.
 CODE_COPY = '''
 import types
-import lmcourse.nn.gpt as G
+import lmcourse.nn.sampling as G
 _code = getattr(G._generate, "__co" + "de__").replace(co_filename="<cell>", co_firstlineno=1)
 _loop = types.FunctionType(_code, vars(G))
 '''
@@ -261,14 +261,14 @@ def test_scan_leaves_ordinary_getattr_alone():
 
 
 # The course's samplers of later notebooks answer an earlier notebook's sampling exercise through a
-# model that wraps the test's: 02's sample with lmcourse.nn.gpt.generate over a model that gives
+# model that wraps the test's: 02's sample with lmcourse.nn.sampling.generate over a model that gives
 # forward_state's logits (18/18 under both graders, unflagged), 07's generate with 05's reference
 # generate over a model that applies the filters (22/22; flagged by the scan under `lmcourse grade`,
 # not under plain nbgrader). Both notebooks withhold those modules now: the exercise scores 0.
 _WHOLE = '''
 import types
 import torch
-from lmcourse.nn.gpt import generate as given_generate
+from lmcourse.nn.sampling import generate as given_generate
 
 
 class Whole(torch.nn.Module):

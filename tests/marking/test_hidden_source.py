@@ -114,6 +114,21 @@ def _observed(case, names) -> str:
     return json.dumps(observe(case.call, names), sort_keys=True)
 
 
+@pytest.mark.parametrize("name", sorted(TESTS))
+def test_a_misspelt_hidden_key_fails_the_grading_of_every_exercise_loudly(name, monkeypatch):
+    """The grader takes each exercise's hidden cases through hidden_cases: with one key of the notebook's
+    HIDDEN misspelt, its exercise has none and the key names no exercise, and grading any exercise of
+    the notebook raises (none is judged on its visible cases alone)."""
+    spec = load(name)
+    module = importlib.import_module(spec.hidden)
+    first = spec.exercises[0].name
+    table = {(k + "_typo" if k == first else k): v for k, v in module.HIDDEN.items()}
+    monkeypatch.setattr(module, "HIDDEN", table)
+    for ex in spec.exercises:
+        with pytest.raises(MissingHiddenCases, match=rf"HIDDEN has cases for \['{first}_typo'\], which name no"):
+            hidden_cases(spec, ex.name)
+
+
 def test_missing_hidden_cases_fail_loudly():
     with pytest.raises(MissingHiddenCases, match="no cases for 'pad_sentense'"):
         hidden_cases(NB, "pad_sentense")

@@ -27,5 +27,6 @@ def test_another_notebooks_answers_are_refused(notebook, other):
 
 def test_the_answers_a_notebook_uses_stay():
     """05's ladder counts 01's n-grams (its own cell, not an exercise)."""
-    done = _graded("05_gpt", "from lmcourse.ngram import kneser_ney_prob\nprint(kneser_ney_prob.__module__)\n")
+    done = _graded("05_gpt",
+                   "from lmcourse.reference.ngram import kneser_ney_prob\nprint(kneser_ney_prob.__module__)\n")
     assert done.returncode == 0 and "lmcourse.reference.ngram" in done.stdout, done.stderr[-800:]

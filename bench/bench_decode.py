@@ -5,11 +5,11 @@
     python bench/bench_decode.py --repeats 5
 
 1. **Tokens/s with and without the KV cache** for 16, 64 and 256 new tokens after a one-token
-   prompt, and their ratio. Both runs decode the *same windows* (``lmcourse.decoding.generate_cached``
+   prompt, and their ratio. Both runs decode the *same windows* (``lmcourse.reference.decoding.generate_cached``
    and ``generate_recompute``: when the window reaches ``block_size`` it restarts from its last
    ``block_size // 2`` ids) with the same generator, so they produce the same ids; the script checks
    that. Without the cache every step runs the model on the whole window; with it, on one id.
-2. **Beam search** (``lmcourse.decoding.beam_search``, every beam in one batched forward per step)
+2. **Beam search** (``lmcourse.reference.decoding.beam_search``, every beam in one batched forward per step)
    for beam sizes 1, 4 and 16, 64 new ids, without a cache.
 3. **Against transformers** (``--vs-transformers``; :func:`versus_transformers`, also a row of
    ``make gpu-check``): greedy decoding, batch 1, a one-id prompt, on one set of weights shared by the

@@ -63,9 +63,10 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
 from lmcourse import dates
-from lmcourse.nn import GPT, GPTConfig, MaskedLM, MLMConfig
+from lmcourse.nn import GPT, GPTConfig, MLMConfig
 from lmcourse.nn.seq2seq import EncoderDecoder, Seq2SeqConfig
 from lmcourse.recipes import gpt, mlm, seq2seq
+from lmcourse.reference.mlm import MaskedLM
 from lmcourse.runtime import get_profile
 from lmcourse.train import lm_cross_entropy, model_logits
 

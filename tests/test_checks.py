@@ -215,9 +215,4 @@ def test_all_names_what_the_module_defines():
 
     defined = {n for n, v in vars(checks).items() if not n.startswith("_") and getattr(v, "__module__", None)
                == checks.__name__ and (inspect.isfunction(v) or inspect.isclass(v))}
-    assert defined | {"PASS_LINE"} == set(checks.__all__)
-
-
-def test_a_passing_visible_part_says_so(capsys):
-    checks.visible_checks_pass("softmax")
-    assert capsys.readouterr().out == "softmax: the visible checks pass (the autograder also runs hidden tests)\n"
+    assert defined == set(checks.__all__)

@@ -271,7 +271,7 @@ def mlm_args(ckpt, *more):
 
 
 def test_mlm_trains_writes_a_checkpoint_load_mlm_reads_and_reports_the_blanks(tmp_path, capsys):
-    from lmcourse.nn.mlm import load_mlm
+    from lmcourse.reference.mlm import load_mlm
 
     ckpt = tmp_path / "mlm.pt"
     assert main(mlm_args(ckpt)) == 0

@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return gradescope_main(argv[2:])
     if argv[:2] == ["grade", "similarity"]:   # answers that look copied, for a human (lmcourse.grading.similarity)
-        from ..grading.similarity import main as similarity_main
+        from ..grading.similarity_report import main as similarity_main
 
         return similarity_main(argv[2:])
     p = argparse.ArgumentParser(prog="lmcourse", description=__doc__)

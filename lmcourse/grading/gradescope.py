@@ -273,7 +273,7 @@ def _recorded_companions(nb, assignment: str, scores: dict, points: dict, status
 def results_json(res, tpl, nb=None, hidden_visibility: str = "after_due_date", sandbox: str = "") -> dict:
     """Gradescope's results.json for one graded submission ``res`` (``nb``: its autograded
     notebook, None when none ran)."""
-    from ..checks import PASS_LINE  # what a test cell prints when its visible part passed
+    from ..marking.kernel import PASS_LINE  # what a test cell prints when its visible part passed
     from .grade import GRADER_VERSION
     from .template import test_label
 

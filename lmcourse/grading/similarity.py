@@ -1,4 +1,5 @@
-"""``lmcourse grade similarity``: which students' answers look copied, for a human to look at.
+"""``lmcourse grade similarity``: which students' answers look copied, for a human to look at
+(the command and what it writes: :mod:`.similarity_report`).
 
 Each student's code (:mod:`.similarity_sources`: the answer cells and the cells they added) is
 compared with the solution, with the course's reference code and with every other student's.
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import io
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,57 +220,3 @@ def assess(assignment: str, src: Path, root: Path, threshold: float = THRESHOLD,
             v.flagged = [m for m in v.flagged if m not in v.echoes]
     documents = {d.label: d for d in [sol, *refs, *docs]}
     return Outcome(assignment, verdicts, bad, documents, threshold, min_match, cells)
-
-
-# ---------------------------------------------------------------- the command
-
-def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
-    import argparse
-
-    from ..commands.paths import CourseRepoNotFound, repo_root
-    from .similarity_report import write_outputs
-
-    def share(text: str) -> float:
-        x = float(text)
-        if not 0 < x <= 1:
-            raise argparse.ArgumentTypeError(f"{text}: a share between 0 and 1, e.g. 0.5")
-        return x
-
-    def chars(text: str) -> int:
-        if not text.isdigit():
-            raise argparse.ArgumentTypeError(f"{text}: a number of characters, e.g. {MIN_MATCH}")
-        return int(text)
-
-    p = argparse.ArgumentParser(prog=prog, description="flag answers that look copied from the solution, the "
-                                "course's reference code or another student (it changes no score)")
-    p.add_argument("assignment", help="e.g. 01_ngram")
-    p.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, LMS zip, or the --out "
-                   "folder of `lmcourse grade` (its grades.csv gets a similarity column)")
-    p.add_argument("--out", default=None, help="where similarity.html and similarity.csv go (default: the graded "
-                   "folder when given one, else build/similarity)")
-    p.add_argument("--threshold", type=share, default=THRESHOLD,
-                   help=f"flag a student when this share of their code occurs in one other text ({THRESHOLD})")
-    p.add_argument("--min-match", type=chars, default=MIN_MATCH, metavar="CHARS",
-                   help=f"... and that is at least this many characters of normalised code ({MIN_MATCH})")
-    args = p.parse_args(argv)
-    src = Path(args.submissions)
-    try:
-        outcome = assess(args.assignment, src, repo_root(), args.threshold, args.min_match)
-        graded = src if sources.graded_out(src) else None
-        out = Path(args.out) if args.out else (graded or Path("build/similarity"))
-        written = write_outputs(outcome, out, graded)
-    except (SimilarityError, CourseRepoNotFound, OSError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    for u in outcome.unreadable:
-        print(f"{prog}: not compared: {u.student}: {u.why}", file=sys.stderr)
-    flagged = [v for v in outcome.verdicts if v.is_flagged]
-    print(f"{args.assignment}: {len(outcome.verdicts)} students compared with the solution, "
-          f"{len(outcome.documents) - len(outcome.verdicts) - 1} reference file(s) and each other; "
-          f"{len(flagged)} flagged (threshold {args.threshold:g}, at least {args.min_match} characters)"
-          + (f"; {len(outcome.unreadable)} not compared: "
-             + ", ".join(f"{u.student} ({u.why})" for u in outcome.unreadable) if outcome.unreadable else ""))
-    for v in flagged:
-        print(f"  {v.student}: {v.column()}")
-    print("wrote " + ", ".join(str(w) for w in written) + " (TA only: it shows the solution's text)")
-    return 0

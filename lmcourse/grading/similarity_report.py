@@ -1,8 +1,9 @@
-"""What ``lmcourse grade similarity`` writes (:mod:`.similarity`): ``similarity.html`` (the flagged
-pairs, matched lines side by side), ``similarity.csv`` (one row per student) and, for a graded
-``OUT``, the ``similarity`` column of ``grades.csv`` (added or refreshed; no other cell and no row
-order changes). Everything is made in memory first, then each file is written to a temporary
-name and moved into place, so a crash leaves the old file or the new one, never half of one."""
+"""``lmcourse grade similarity``'s command and what it writes (the comparison: :mod:`.similarity`):
+``similarity.html`` (the flagged pairs, matched lines side by side), ``similarity.csv`` (one row
+per student) and, for a graded ``OUT``, the ``similarity`` column of ``grades.csv`` (added or
+refreshed; no other cell and no row order changes). Everything is made in memory first, then each
+file is written to a temporary name and moved into place, so a crash leaves the old file or the
+new one, never half of one."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import csv
 import html
 import io
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from . import similarity_sources as sources
 from .reports import SIMILARITY as COLUMN  # one name: the grader keeps the column it reads
-
-if TYPE_CHECKING:
-    from .similarity import Match, Outcome
+from .similarity import MIN_MATCH, THRESHOLD, Match, Outcome, assess
+from .similarity_sources import SimilarityError
 
 PAIRS_SHOWN = 3         # classmate pairs shown with code per student; more are listed (a group who share a text)
 CSV_HEADER = ["student", "best_match", "score", "kind", "flagged", "why", "matched_chars", "own_chars", "cells"]
@@ -180,3 +181,56 @@ def write_outputs(outcome: Outcome, out: Path, graded: Path | None) -> list[Path
     for path, text in texts.items():
         _atomic(path, text)
     return list(texts)
+
+
+# ---------------------------------------------------------------- the command
+
+def main(argv: list[str], prog: str = "lmcourse grade similarity") -> int:
+    import argparse
+
+    from ..commands.paths import CourseRepoNotFound, repo_root
+
+    def share(text: str) -> float:
+        x = float(text)
+        if not 0 < x <= 1:
+            raise argparse.ArgumentTypeError(f"{text}: a share between 0 and 1, e.g. 0.5")
+        return x
+
+    def chars(text: str) -> int:
+        if not text.isdigit():
+            raise argparse.ArgumentTypeError(f"{text}: a number of characters, e.g. {MIN_MATCH}")
+        return int(text)
+
+    p = argparse.ArgumentParser(prog=prog, description="flag answers that look copied from the solution, the "
+                                "course's reference code or another student (it changes no score)")
+    p.add_argument("assignment", help="e.g. 01_ngram")
+    p.add_argument("submissions", help="folder of notebooks, nbgrader submitted/ folder, LMS zip, or the --out "
+                   "folder of `lmcourse grade` (its grades.csv gets a similarity column)")
+    p.add_argument("--out", default=None, help="where similarity.html and similarity.csv go (default: the graded "
+                   "folder when given one, else build/similarity)")
+    p.add_argument("--threshold", type=share, default=THRESHOLD,
+                   help=f"flag a student when this share of their code occurs in one other text ({THRESHOLD})")
+    p.add_argument("--min-match", type=chars, default=MIN_MATCH, metavar="CHARS",
+                   help=f"... and that is at least this many characters of normalised code ({MIN_MATCH})")
+    args = p.parse_args(argv)
+    src = Path(args.submissions)
+    try:
+        outcome = assess(args.assignment, src, repo_root(), args.threshold, args.min_match)
+        graded = src if sources.graded_out(src) else None
+        out = Path(args.out) if args.out else (graded or Path("build/similarity"))
+        written = write_outputs(outcome, out, graded)
+    except (SimilarityError, CourseRepoNotFound, OSError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    for u in outcome.unreadable:
+        print(f"{prog}: not compared: {u.student}: {u.why}", file=sys.stderr)
+    flagged = [v for v in outcome.verdicts if v.is_flagged]
+    print(f"{args.assignment}: {len(outcome.verdicts)} students compared with the solution, "
+          f"{len(outcome.documents) - len(outcome.verdicts) - 1} reference file(s) and each other; "
+          f"{len(flagged)} flagged (threshold {args.threshold:g}, at least {args.min_match} characters)"
+          + (f"; {len(outcome.unreadable)} not compared: "
+             + ", ".join(f"{u.student} ({u.why})" for u in outcome.unreadable) if outcome.unreadable else ""))
+    for v in flagged:
+        print(f"  {v.student}: {v.column()}")
+    print("wrote " + ", ".join(str(w) for w in written) + " (TA only: it shows the solution's text)")
+    return 0

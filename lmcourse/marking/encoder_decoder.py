@@ -22,26 +22,9 @@ from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, seed_cpu, tensor
 
-__all__ = ["NOTEBOOK", "NN_SEQ2SEQ_WORK", "DeviceLog", "greedy_probe", "nn_seq2seq_work", "seeded"]
+__all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
 
 _TORCH_ATTENTION = ("scaled_dot_product", "multi_head_attention", "transformer")
-
-# what the given encoder-decoder (lmcourse.nn.seq2seq) has that does this notebook's work, by name, as the
-# module is absent while 09 is graded
-NN_SEQ2SEQ_WORK = ("padding_mask", "attention_mask", "_attend", "_merge", "MaskedSelfAttention", "CrossAttention",
-                   "EncoderBlock", "DecoderBlock", "EncoderDecoder", "init_seq2seq_weights", "greedy_decode",
-                   "_greedy_decode", "DecoderLM", "beam_decode", "exact_match")
-
-
-def nn_seq2seq_work() -> tuple:
-    """What :data:`NN_SEQ2SEQ_WORK` names in lmcourse.nn.seq2seq, or ``()`` where that module is withheld."""
-    import importlib
-
-    try:
-        seq2seq = importlib.import_module("lmcourse.nn.seq2seq")
-    except ImportError:
-        return ()
-    return tuple(getattr(seq2seq, name) for name in NN_SEQ2SEQ_WORK)
 
 
 def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
@@ -51,6 +34,7 @@ def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
     def rules():
         import lmcourse.marking.rules
         from lmcourse import dates
+        from lmcourse.reference import nn_seq2seq_work
 
         try:    # 07's decoding loops, where the kernel has them
             from lmcourse.reference.decoding import ANSWERS as decoding_answers

@@ -19,9 +19,7 @@ _HOME = {
     **dict.fromkeys(("ModelCheckpointError", "load_model", "save_model"), "lmcourse.nn.checkpoint"),
     **dict.fromkeys(("GPTConfig", "GPT", "init_gpt_weights", "gpt_param_count", "save_gpt", "load_gpt"),
                     "lmcourse.nn.gpt"),
-    **dict.fromkeys(("MLMConfig", "save_mlm", "load_mlm"), "lmcourse.nn.mlm"),
-    # notebook 06's answer (lmcourse.reference.mlm, absent while 06 is graded)
-    "MaskedLM": "lmcourse.reference.mlm",
+    **dict.fromkeys(("MLMConfig", "save_mlm"), "lmcourse.nn.mlm"),
 }
 
 __all__ = list(_HOME)

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from .block import BlockConfig, LayerNorm
-from .checkpoint import load_model, save_model
+from .checkpoint import save_model
 
-__all__ = ["MLMConfig", "init_mlm_weights", "save_mlm", "load_mlm", "IGNORE_INDEX"]
+__all__ = ["MLMConfig", "init_mlm_weights", "save_mlm", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100  # label of a position the loss skips (F.cross_entropy's default ignore_index)
 
@@ -62,13 +62,3 @@ def save_mlm(model: nn.Module, path: str | Path, vocabulary: list[str] | None = 
     """Write the config, the weights (on the CPU) and, optionally, the tokenizer's vocabulary
     (the format of :mod:`lmcourse.nn.checkpoint`)."""
     return save_model(model, path, vocabulary, **extra)
-
-
-def load_mlm(path: str | Path, device: torch.device | str = "cpu") -> tuple[nn.Module, dict]:
-    """A :class:`MaskedLM` saved by :func:`save_mlm`, in eval mode, and the rest of what was saved.
-    A config or weight this model does not have, or lacks, raises
-    :class:`~lmcourse.nn.checkpoint.ModelCheckpointError` naming them."""
-    import importlib
-
-    masked_lm = importlib.import_module("lmcourse.reference.mlm").MaskedLM   # the course's model, where installed
-    return load_model(path, masked_lm, MLMConfig, device)

@@ -341,8 +341,8 @@ def __getattr__(name: str):
     answers nor notebook 07's reference to import."""
     if name != "REFERENCE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from lmcourse.marking.encoder_decoder import nn_seq2seq_work
     from lmcourse.reference import decoding as decoding_reference
+    from lmcourse.reference import nn_seq2seq_work
 
     return nn_seq2seq_work() + READY_MADE + DATA + (
         padding_mask, teacher_forcing, CrossAttention, EncoderBlock, DecoderBlock, EncoderDecoder, greedy_decode,

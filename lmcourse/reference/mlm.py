@@ -35,10 +35,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lmcourse.nn.block import Block, LayerNorm
+from lmcourse.nn.checkpoint import load_model
 from lmcourse.nn.mlm import IGNORE_INDEX, MLMConfig, init_mlm_weights
 
 __all__ = ["ANSWERS", "REFERENCE", "MaskedLM", "answer_q1", "answer_q2", "expected_pll", "fill_mask", "mask_tokens",
-           "ordinary_ids", "pseudo_log_likelihood", "reference_mlm"]
+           "load_mlm", "ordinary_ids", "pseudo_log_likelihood", "reference_mlm"]
 
 
 class MaskedLM(nn.Module):
@@ -192,5 +193,12 @@ def expected_pll(model, ids, mask_id) -> float:
 
 
 # the answers, and with them every course function that does one of 06's exercises' work
+def load_mlm(path, device: torch.device | str = "cpu") -> tuple[nn.Module, dict]:
+    """A :class:`MaskedLM` saved by :func:`lmcourse.nn.mlm.save_mlm` (``lmcourse train mlm``'s checkpoint),
+    in eval mode, and the rest of what was saved. A config or weight this model does not have, or lacks,
+    raises :class:`~lmcourse.nn.checkpoint.ModelCheckpointError` naming them."""
+    return load_model(path, MaskedLM, MLMConfig, device)
+
+
 ANSWERS = (MaskedLM, ordinary_ids, mask_tokens, _mask_ids, fill_mask, pseudo_log_likelihood)
 REFERENCE = ANSWERS + (init_mlm_weights, expected_pll, reference_mlm)

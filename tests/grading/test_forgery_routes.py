@@ -298,11 +298,13 @@ _KERNEL_SIDE = {"02_rnn": {"sample": _code(_WRONG_SAMPLE)},
                 "06_mlm": {"mask_tokens": _code(_WRONG_MASKING),
                            "first:masked_lm": "_var.__exit__(None, None, None)\n"}}
 
-# --- given code that would answer: each of these modules reads through to a withheld reference
+# --- the answers beside the given code they once lived in (lmcourse.decoding, lmcourse.nn.mlm): each is
+# read from its reference module, which the notebook's kernel does not have
 _GIVEN = {
-    "02_rnn": {"lm_loss": "from lmcourse.decoding import sequence_logprob, generate as _g\n"},
-    "06_mlm": {"pseudo_log_likelihood": "from lmcourse.nn.mlm import pseudo_log_likelihood\n"},
-    "07_decoding": {"beam_search": "from lmcourse.decoding import beam_search\n"},
+    "02_rnn": {"lm_loss": "from lmcourse.decoding import sequence_logprob\n"
+                          "from lmcourse.reference.decoding import generate as _g\n"},
+    "06_mlm": {"pseudo_log_likelihood": "from lmcourse.reference.mlm import pseudo_log_likelihood\n"},
+    "07_decoding": {"beam_search": "from lmcourse.reference.decoding import beam_search\n"},
     # 10's library (lmcourse.scaling) runs the sweep and draws it; it fits nothing: no route there
 }
 

@@ -123,7 +123,7 @@ def honest_students(name: str) -> dict[str, dict[str, str]]:
 def reference_paste(name: str) -> dict[str, str]:
     """Each answer cell replaced by the source of the course code that answers it."""
     if name == "01_ngram":
-        from lmcourse import ngram as ref
+        from lmcourse.reference import ngram as ref
     else:
         from lmcourse.reference import attention as ref
     out = {}
@@ -137,7 +137,7 @@ def reference_paste(name: str) -> dict[str, str]:
 
 def runtime_reads(name: str) -> dict[str, str]:
     """Answers that load the reference's source while they run: no copied text in them."""
-    mod = "lmcourse.ngram" if name == "01_ngram" else "lmcourse.reference.attention"
+    mod = "lmcourse.reference.ngram" if name == "01_ngram" else "lmcourse.reference.attention"
     first, second = list(solution_cells(name))[:2]
     return {first: f"import inspect\nimport {mod} as _r\nexec(inspect.getsource(_r.{first}))  # the course's own",
             second: f"import inspect\nimport {mod} as _r\nexec(getattr(inspect, 'getsource')(_r.{second}))"}

@@ -4,17 +4,8 @@ name, a missing one takes its default; unknown or missing weights are refused by
 import pytest
 import torch
 
-from lmcourse.nn import (
-    GPT,
-    GPTConfig,
-    MaskedLM,
-    MLMConfig,
-    ModelCheckpointError,
-    load_gpt,
-    load_mlm,
-    save_gpt,
-    save_mlm,
-)
+from lmcourse.nn import GPT, GPTConfig, MLMConfig, ModelCheckpointError, load_gpt, save_gpt, save_mlm
+from lmcourse.reference.mlm import MaskedLM, load_mlm
 
 MODELS = {
     "gpt": (GPT, GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16), save_gpt, load_gpt),

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lmcourse.nn.mlm import IGNORE_INDEX, MLMConfig, load_mlm, save_mlm
-from lmcourse.reference.mlm import MaskedLM, fill_mask, mask_tokens, pseudo_log_likelihood
+from lmcourse.nn.mlm import IGNORE_INDEX, MLMConfig, save_mlm
+from lmcourse.reference.mlm import MaskedLM, fill_mask, load_mlm, mask_tokens, pseudo_log_likelihood
 from lmcourse.tokenizers import SPECIALS, WordTokenizer
 from lmcourse.train import TrainConfig, train
 

@@ -151,5 +151,5 @@ def _checkpoint_stem(a: dict) -> str:
 
 TASK = Task("mlm", "notebook 06's masked language model on Shakespeare's words, then its fill-in-the-blank accuracy",
             _description, _flags, _prepare, _summary, _checkpoint_stem, epilog=_epilog,
-            checkpoint_note=" (with --causal: train_mlm_causal_<profile>.pt); lmcourse.nn.load_mlm reads the last "
-            "step's weights from it, the kept ones (--keep_best) are under its key 'best'")
+            checkpoint_note=" (with --causal: train_mlm_causal_<profile>.pt); lmcourse.reference.mlm.load_mlm reads "
+            "the last step's weights from it, the kept ones (--keep_best) are under its key 'best'")

@@ -24,10 +24,10 @@ merge, merge the pair learned earliest (every occurrence, left to right). That i
 and Hugging Face ``tokenizers`` do with the same merges, and ``tests/test_bpe.py`` checks it.
 
 Notebook 08's answers (``pair_counts``, ``merge``, the plain ``train_bpe`` that recounts every
-pair after each merge, ``encode``, ``decode``) live in :mod:`lmcourse.reference.bpe`; their old names
-here still resolve, with a warning. This module is the library the notebooks use as given code:
-:func:`train_bpe_incremental` (the same merges, updating the counts only in the pre-tokens where a
-merge happened, the best pair from a heap) and :class:`BPETokenizer`.
+pair after each merge, ``encode``, ``decode``) live in :mod:`lmcourse.reference.bpe`. This module is
+the library the notebooks use as given code: :func:`train_bpe_incremental` (the same merges, updating
+the counts only in the pre-tokens where a merge happened, the best pair from a heap) and
+:class:`BPETokenizer`.
 
 Files: :meth:`BPETokenizer.save` writes Hugging Face ``tokenizers``' ``tokenizer.json`` (byte-level
 BPE, which ``tokenizers.Tokenizer.from_file`` reads); :meth:`BPETokenizer.save_tiktoken` writes

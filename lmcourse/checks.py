@@ -1,21 +1,20 @@
-"""Comparisons for notebook test cells, whose failure messages teach.
+""":class:`CheckFailed`, the error a failed check shows in a notebook (the message first, then the
+notebook's own lines that led to it), and comparison helpers whose failure messages teach.
 
-A test cell should say *what* is wrong and *why it probably is*, e.g.
+The test cells' verdicts are not made here: an exercise's cases are judged by
+:mod:`lmcourse.marking.judge`, at home in the kernel and by the grader outside it; the kernel shows
+a failing case as a CheckFailed, and the graded call's refusals (:mod:`lmcourse.marking.refusals`)
+raise one. The helpers below (``check_equal``, ``check_distribution``, ...) are for the course's
+own probes and tests. A message should say *what* is wrong and *why it probably is*, e.g.
 
     check_distribution(dist, name="p(. | cows eat)",
                        hint="did you divide by the count of the context?")
     -> probabilities in p(. | cows eat) sum to 0.8333, not 1 — did you divide by the count ...
 
-Every helper raises :class:`CheckFailed` (an ``AssertionError``), so nbgrader counts a
-failed check as a failed test.
-
-A verdict cannot be forged from student code: values are read by exact type into plain Python
-numbers, strings and containers first (:func:`_plain`: a subclass or an object whose
-``__eq__`` / ``__float__`` lies is never asked anything; a tensor subclass is refused; tensors
-are read with torch's function modes off), so nothing the student wrote runs while a helper
-decides. (The autograder's verdicts are not made here at all: it judges records outside the
-kernel, :mod:`lmcourse.marking`; these helpers serve the visible checks and older notebooks.)
-The refusals a graded call runs under are :mod:`lmcourse.marking.refusals`.
+Every helper raises :class:`CheckFailed` (an ``AssertionError``). Values are read by exact type
+into plain Python numbers, strings and containers first (:func:`_plain`: a subclass or an object
+whose ``__eq__`` / ``__float__`` lies is never asked anything; a tensor subclass is refused; tensors
+are read with torch's function modes off), so nothing a student wrote runs while a helper decides.
 """
 
 from __future__ import annotations

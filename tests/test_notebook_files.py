@@ -11,7 +11,7 @@ from tests.conftest import NOTEBOOKS, ROOT
 def test_a_notebook_has_its_own_files_and_a_readme_row(name):
     topic = name.split("_", 1)[1]
     wanted = [f"autograder/masters/{name}.py", f"autograder/variants/{name}.py", f"lmcourse/reference/{topic}.py",
-              f"tests/reference/test_{topic}.py"]
+              f"lmcourse/marking/{topic}.py", f"lmcourse/marking/{topic}_hidden.py", f"tests/reference/test_{topic}.py"]
     missing = [w for w in wanted if not (ROOT / w).is_file()]
     assert not missing, f"{name} lacks {missing} (DEVELOPERS.md, 'Adding a notebook')"
     assert f"| `{name}`" in (ROOT / "README.md").read_text(), f"README.md has no row for {name}: run `lmcourse build`"
@@ -25,13 +25,13 @@ def _top_level_definitions(name):
 
 
 def test_no_master_carries_its_own_rules_or_another_masters_helper():
-    """The rules of a test cell and its shared probes live in the package (lmcourse.marking.rules,
-    lmcourse.reference): a master defines no ``_rules`` of its own, and no function or class body
-    appears in two masters (a copied helper drifts)."""
+    """An exercise's rules and the shared probes live in the package (the exercise's ``rules=`` in
+    its lmcourse.marking module, lmcourse.reference): a master defines no ``_rules`` of its own, and no
+    function or class body appears in two masters (a copied helper drifts)."""
     seen, copied = {}, []
     for name in NOTEBOOKS:
         for body, where in _top_level_definitions(name).items():
-            assert where[1] != "_rules", f"{name} defines _rules: call lmcourse.marking.rules.rules(*REFERENCE) instead"
+            assert where[1] != "_rules", f"{name} defines _rules: state them as its exercise's rules="
             if body in seen:
                 copied.append((seen[body], where))
             seen.setdefault(body, where)

@@ -983,7 +983,7 @@ NOTEBOOK = Notebook(
     "07_decoding", reference="lmcourse.reference.decoding", hidden="lmcourse.marking.decoding_hidden",
     exercises=(APPLY_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, EPSILON_FILTER, NEXT_TOKEN, GENERATE, BEAM_SEARCH,
                CACHED_FORWARD, GENERATE_CACHED, Q1, Q2),
-    # the answers; lmcourse.decoding keeps given code only (the moved names read through to here); 05's
+    # the answers (lmcourse.decoding keeps given code only); 05's
     # sampler (lmcourse.nn.sampling, beside the GPT this notebook uses) and 05's reference generate answer
     # generate through a model that filters its logits (a copy of the sampler's code object passed the
     # rules' refusal of the original), so both are withheld; so is the static KV cache (a cache and its generation)

@@ -3,8 +3,10 @@
 Used in two places with the same code: by the grader, in its own process, on the records a
 graded notebook's test cells wrote (:mod:`.grader`); and at home, in the student's kernel, for
 the visible cases (:mod:`.kernel`), where the expected values are as visible as the test itself.
-:meth:`Outcome.text` is the one rendering of a test's outcome, whatever shows it (the notebook,
-the feedback page, ``grades.csv``, Gradescope's ``results.json``).
+:meth:`Outcome.text` is the one rendering of a graded outcome, whatever shows it (the graded
+notebook's error output, the feedback page, ``grades.csv``, Gradescope's ``results.json``); at home the
+kernel raises the same message as a :class:`~lmcourse.checks.CheckFailed`, which shows it with the
+notebook's own lines that led to it.
 """
 
 from __future__ import annotations

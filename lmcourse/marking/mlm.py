@@ -797,6 +797,6 @@ Q2, Q2_LETTER = question("q2", "answer_q2", "ABCD")
 NOTEBOOK = Notebook(
     "06_mlm", reference="lmcourse.reference.mlm", hidden="lmcourse.marking.mlm_hidden",
     exercises=(MASK_TOKENS, MASKED_LM, FILL_MASK, PLL, Q1, Q2),
-    # the answers; lmcourse.nn.mlm keeps the given code only (MLMConfig, BERT's initialisation, saving and loading),
-    # its old names for the answers read through to here
+    # the answers (and load_mlm, which builds one); lmcourse.nn.mlm keeps the given code only (MLMConfig,
+    # BERT's initialisation, saving)
     withheld=("lmcourse.reference.mlm",))

@@ -1,10 +1,8 @@
-"""The rules of a graded call, made by one call in a test cell.
+"""The rules of a graded call, made by one call in an exercise's spec.
 
-A test cell states an exercise's rules once and runs the student's function under them::
-
-    _rules = rules(ref.count_ngrams, substitute={"pad_sentence": ref.pad_sentence}, namespace=globals())
-    with _rules():
-        got = count_ngrams(toy, 2)
+An exercise of a notebook's marking module states its rules once, ``Exercise(..., rules=...)``: a
+function that returns :func:`rules`'s result, which the kernel (:class:`lmcourse.marking.Exam`)
+enters around each of the exercise's cases while the student's code runs.
 
 Within the block (see :class:`Rules`): the earlier graded functions are the reference ones (one
 mistake costs once), none of the code of ``references`` runs however it is reached, no torch

@@ -4,8 +4,8 @@ and ``REFERENCE``: the course code that does one of its exercises' work.
 
 The grader computes expected values from these in its own process; the grading kernel of 06
 cannot import this module (:mod:`lmcourse.marking`). The given code stays in :mod:`lmcourse.nn.mlm`
-(``MLMConfig``, BERT's initialisation, saving and loading), whose old names for these answers read
-through to here. Checked against transformers' ``BertForMaskedLM`` and
+(``MLMConfig``, BERT's initialisation, saving); :func:`load_mlm` is here, as it builds a
+:class:`MaskedLM`. Checked against transformers' ``BertForMaskedLM`` and
 ``DataCollatorForLanguageModeling`` in the course's tests.
 
 The objective, in the lectures' notation: choose some positions ``i`` of a sequence

@@ -10,7 +10,6 @@ course's tests). The hidden cases are in :mod:`.block_hidden`.
 from __future__ import annotations
 
 import math
-import zlib
 from typing import Any
 
 import torch
@@ -18,7 +17,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, tensor
+from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, seeded_generator, seeded_weights, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
 
@@ -70,22 +69,13 @@ def seeded(module: nn.Module, seed: int, scale: float = 0.5, gain: float = 0.0, 
     """``module`` in ``dtype`` with every parameter drawn afresh from a generator seeded by ``seed`` and the
     parameter's name (so the reference's module gets the same weights under the same names); one-dimensional
     parameters (biases, LayerNorm gains and shifts) around ``gain``. Parameters are set in place, by name."""
-    module = module.to(dtype)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
-            p.copy_(torch.randn(tuple(p.shape), generator=g, dtype=dtype) * scale + (gain if p.dim() == 1 else 0.0))
-    return module
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+    return seeded_weights(module, seed, scale, gain, dtype=dtype)
 
 
 def _dtype(names, make, *shape, seed=0):
     """The dtype of what ``make(names)`` returns for a float32 input of ``shape``."""
     with torch.no_grad():
-        y = plain_tensor(make(names)(torch.randn(*shape, generator=_gen(seed))), "the output")
+        y = plain_tensor(make(names)(torch.randn(*shape, generator=seeded_generator(seed))), "the output")
     return str(y.dtype)
 
 
@@ -131,7 +121,7 @@ def _ln_compare(values: str, what: str) -> Compare:
 
 def _ln_batch(names):
     """A (2, 3, 6) float64 input that requires grad: the output and the gradients of sum(y * w)."""
-    g = _gen(401)
+    g = seeded_generator(401)
     x = (torch.randn(2, 3, 6, generator=g, dtype=_F64) * 3 + 2).requires_grad_()
     gamma = torch.randn(6, generator=g, dtype=_F64).requires_grad_()
     beta = torch.randn(6, generator=g, dtype=_F64).requires_grad_()
@@ -158,7 +148,7 @@ def _ln_const(names):
 
 
 def _ln_float32(names):
-    g = _gen(401)
+    g = seeded_generator(401)
     for shape in ((2, 3, 6), (6,), (6,), (2, 3, 6)):     # the draws of the batch case come first
         torch.randn(*shape, generator=g, dtype=_F64)
     y = plain_tensor(names.layer_norm(torch.randn(3, 5, generator=g), torch.ones(5), torch.zeros(5)), "the output")
@@ -232,7 +222,7 @@ _LN_INIT = fields(
 
 
 def _ln_module(names):
-    g = _gen(402)
+    g = seeded_generator(402)
     ln = names.LayerNorm(6, eps=1e-3).double()
     with torch.no_grad():
         ln.weight.copy_(torch.randn(6, generator=g))
@@ -293,7 +283,7 @@ def mlp_case(C, bias=True, seed=403, shape=(2, 5), grads_=False):
     with ``grads_``, the parameters no gradient reaches."""
     def call(names):
         m = seeded(names.MLP(C, bias=bias), seed)
-        x = torch.randn(*shape, C, generator=_gen(seed + 1), dtype=_F64) * 2
+        x = torch.randn(*shape, C, generator=seeded_generator(seed + 1), dtype=_F64) * 2
         with torch.set_grad_enabled(grads_):
             y = plain_tensor(m(x), "the output")
         out = {"y": y.detach().clone(), "x": x, "params": sum(p.numel() for p in m.parameters())}
@@ -324,7 +314,7 @@ def mlp_compare(label: str) -> Compare:
 
 def _mlp_eval(names):
     m = seeded(names.MLP(8, dropout=0.5), 403).eval()
-    x = torch.randn(2, 5, 8, generator=_gen(404), dtype=_F64) * 2
+    x = torch.randn(2, 5, 8, generator=seeded_generator(404), dtype=_F64) * 2
     with torch.no_grad():
         first = plain_tensor(m(x), "the output")
         second = plain_tensor(m(x), "the output")
@@ -337,7 +327,7 @@ _EVAL_HINT = ("in eval mode dropout must do nothing: use the nn.Dropout module (
 
 def _mlp_train(names):
     m = seeded(names.MLP(8, dropout=0.5), 403).train()
-    x = torch.randn(2, 5, 8, generator=_gen(404), dtype=_F64) * 2
+    x = torch.randn(2, 5, 8, generator=seeded_generator(404), dtype=_F64) * 2
     seed_cpu(405)
     with torch.no_grad():
         train = plain_tensor(m(x), "the output")
@@ -577,7 +567,7 @@ def block_case(C, nh, T, prenorm, causal, seed, grads_=False):
     def call(names):
         seed_cpu(seed)
         blk = seeded(names.Block(C, nh, block_size=T, prenorm=prenorm, causal=causal), seed, gain=1.0)
-        x = torch.randn(2, T, C, generator=_gen(seed), dtype=_F64)
+        x = torch.randn(2, T, C, generator=seeded_generator(seed), dtype=_F64)
         with torch.set_grad_enabled(grads_):
             y = plain_tensor(blk(x), "the output")
         out = {"y": y.detach().clone(), "x": x}

@@ -23,7 +23,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import equal, fields, plain_tensor, seed_cpu, tensor
+from .tensors import equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, tensor
 
 __all__ = ["NOTEBOOK", "FixedLogits", "Table", "beam_case", "fed_forward", "plain_pair", "rules", "shares",
            "small_gpt"]
@@ -72,10 +72,6 @@ def _gpt_forward():
     return (GPT.forward,)
 
 
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def shares(ids: Any, values: int, what: str) -> dict[int, float]:
     """The share of each id among ``values`` in the draws ``ids`` (a plain tensor)."""
     ids = plain_tensor(ids, what)
@@ -83,10 +79,8 @@ def shares(ids: Any, values: int, what: str) -> dict[int, float]:
 
 
 def plain_pair(x: Any, what: str) -> tuple:
-    """``x`` if it is a pair (a tuple of exact type): the test unpacks nothing else."""
-    if type(x) is not tuple or tuple.__len__(x) != 2:
-        raise TypeError(f"{what} should return a pair (logits, cache), not {type(x).__name__}")
-    return tuple.__getitem__(x, 0), tuple.__getitem__(x, 1)
+    """``x`` unpacked if it is a pair (logits, cache)."""
+    return pair(x, what, "(logits, cache)")
 
 
 def _holds(message: str) -> Compare:
@@ -272,7 +266,7 @@ def drawn(row: list[float], n: int, seed: int, dtype=torch.float32) -> Case:
 
     def call(names):
         s = torch.tensor(row, dtype=dtype)
-        d = plain_tensor(names.sample_next(s.expand(n, len(row)).clone(), _gen(seed)), label)
+        d = plain_tensor(names.sample_next(s.expand(n, len(row)).clone(), seeded_generator(seed)), label)
         return {"shape": list(d.shape), "dtype": str(d.dtype), "shares": shares(d, len(row), label)}
 
     def expect(names):
@@ -300,21 +294,21 @@ def _shares_close(what: str, hint: str, tol: float = 0.03) -> Compare:
 def _seeded_alike(names):
     row = torch.tensor(_S_ROW).expand(64, 5)
     seed_cpu(1)
-    a = plain_tensor(names.sample_next(row.clone(), _gen(42)), "sample_next's ids")
+    a = plain_tensor(names.sample_next(row.clone(), seeded_generator(42)), "sample_next's ids")
     seed_cpu(2)
-    b = plain_tensor(names.sample_next(row.clone(), _gen(42)), "sample_next's ids")
+    b = plain_tensor(names.sample_next(row.clone(), seeded_generator(42)), "sample_next's ids")
     return torch.equal(a, b)
 
 
 def _seeded_apart(names):
     row = torch.tensor(_S_ROW).expand(64, 5)
-    a = plain_tensor(names.sample_next(row.clone(), _gen(42)), "sample_next's ids")
-    c = plain_tensor(names.sample_next(row.clone(), _gen(43)), "sample_next's ids")
+    a = plain_tensor(names.sample_next(row.clone(), seeded_generator(42)), "sample_next's ids")
+    c = plain_tensor(names.sample_next(row.clone(), seeded_generator(43)), "sample_next's ids")
     return not torch.equal(a, c)
 
 
 def _successive(names):
-    row, gen = torch.tensor(_S_ROW).expand(64, 5), _gen(42)
+    row, gen = torch.tensor(_S_ROW).expand(64, 5), seeded_generator(42)
     first = plain_tensor(names.sample_next(row.clone(), gen), "sample_next's ids")
     second = plain_tensor(names.sample_next(row.clone(), gen), "sample_next's ids")
     return not torch.equal(first, second)
@@ -427,7 +421,7 @@ def _shape_dtype(what: str, shape: str) -> Compare:
 def _generate_first(names):
     m = FixedLogits(_F_LOGITS, block_size=4)
     prompt = torch.tensor([[3, 1, 2], [0, 0, 1]])
-    out = names.generate(m, prompt, 6, generator=_gen(0))
+    out = names.generate(m, prompt, 6, generator=seeded_generator(0))
     report = m.report(out, 3)
     return {"wrong": report.pop("wrong"), "out": out, "prompt": prompt, "head": plain_tensor(out, "")[..., :3],
             "report": report}
@@ -440,7 +434,7 @@ def _draws(top_k: int | None):
     def call(names):
         filters = () if top_k is None else (functools.partial(names.top_k_filter, k=top_k),)
         out = names.generate(FixedLogits(_F_LOGITS, block_size=4), torch.zeros(4000, 3, dtype=torch.long), 1,
-                             filters=filters, generator=_gen(11))
+                             filters=filters, generator=seeded_generator(11))
         return shares(plain_tensor(out, "generate's output")[:, -1], len(_F_LOGITS), label)
 
     def expect(names):
@@ -465,7 +459,7 @@ def _filter_order(names):
         return s
 
     out = plain_tensor(names.generate(FixedLogits(_F_LOGITS, 4), torch.zeros(5, 1, dtype=torch.long), 3,
-                                      filters=[first, second], generator=_gen(1)), "generate's output")
+                                      filters=[first, second], generator=seeded_generator(1)), "generate's output")
     return {"calls": calls, "drew_removed": bool((out[:, 1:] == 0).any())}
 
 
@@ -474,7 +468,7 @@ def _generator_decides(names):
     for seed in (1, 2):
         seed_cpu(seed)
         outs.append(plain_tensor(names.generate(FixedLogits(_F_LOGITS, 4), torch.zeros(32, 1, dtype=torch.long), 4,
-                                                generator=_gen(8)), "generate's output"))
+                                                generator=seeded_generator(8)), "generate's output"))
     return torch.equal(*outs)
 
 
@@ -721,7 +715,7 @@ def small_gpt(seed: int, perturb: bool = False, **overrides):
 
 
 def _cf_ids():
-    return torch.randint(0, 11, (2, 8), generator=_gen(1))
+    return torch.randint(0, 11, (2, 8), generator=seeded_generator(1))
 
 
 def chain(names, model, ids, upto: int):
@@ -879,7 +873,7 @@ def cached_run(names, model, prompt, n: int, seed: int, filters=()):
 
     fed: list = []
     with substitute(names._mapping, cached_forward=fed_forward(names, fed)):
-        out = names.generate_cached(model, prompt, n, filters=filters, generator=_gen(seed))
+        out = names.generate_cached(model, prompt, n, filters=filters, generator=seeded_generator(seed))
     return out, fed
 
 
@@ -896,7 +890,7 @@ def _gc_first(names):
 def _gc_first_expect(names):
     # what the reference feeds cached_forward; the ids of the uncached generation on the same model
     want = _gc_first(names)
-    want["out"] = names.generate_recompute(small_gpt(0), _gc_prompt(), 4, generator=_gen(0))
+    want["out"] = names.generate_recompute(small_gpt(0), _gc_prompt(), 4, generator=seeded_generator(0))
     return want
 
 
@@ -910,7 +904,8 @@ def _gc_long(names, cached: bool = True):
     if cached:
         out, fed = cached_run(names, small_gpt(0), _gc_prompt(), 20, 1, filters=[logged])
     else:
-        out, fed = names.generate_recompute(small_gpt(0), _gc_prompt(), 20, filters=[logged], generator=_gen(1)), []
+        out, fed = names.generate_recompute(small_gpt(0), _gc_prompt(), 20, filters=[logged],
+                                            generator=seeded_generator(1)), []
     return {"steps": len(seen), "seen": torch.stack(seen) if seen else None, "out": out,
             "grew": max((n + c for n, c in fed), default=0), "fed": sum(n for n, _ in fed)}
 
@@ -923,11 +918,11 @@ def _gc_long_expect(names):
 
 
 def _gc_long_prompt(names, cached: bool = True):
-    prompt = torch.randint(0, 11, (2, 10), generator=_gen(4))
+    prompt = torch.randint(0, 11, (2, 10), generator=seeded_generator(4))
     if cached:
         out, fed = cached_run(names, small_gpt(0), prompt, 2, 2)
         return {"first": fed[0] if fed else None, "out": out}
-    return {"out": names.generate_recompute(small_gpt(0), prompt, 2, generator=_gen(2))}
+    return {"out": names.generate_recompute(small_gpt(0), prompt, 2, generator=seeded_generator(2))}
 
 
 def _gc_long_prompt_expect(names):

@@ -22,19 +22,15 @@ from .decoding import (
     small_gpt,
 )
 from .spec import Case
-from .tensors import equal, fields, plain_tensor, tensor
+from .tensors import equal, fields, plain_tensor, seeded_generator, tensor
 
 __all__ = ["HIDDEN"]
 
 _INF = float("-inf")
 
 
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def _random(seed: int, *shape: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=_gen(seed)) * scale
+    return torch.randn(*shape, generator=seeded_generator(seed)) * scale
 
 
 # ------------------------------------------------------------------ filters
@@ -69,7 +65,7 @@ def _epsilon(eps: float) -> Case:
 
 def _generate_long_prompt(names):
     m = FixedLogits([0.0, 3.0, 0.5], block_size=2)
-    out = names.generate(m, torch.tensor([[1, 2, 0, 1, 2]]), 4, generator=_gen(3))
+    out = names.generate(m, torch.tensor([[1, 2, 0, 1, 2]]), 4, generator=seeded_generator(3))
     return {"wrong": m.wrong[:1], "shape": list(plain_tensor(out, "generate's output").shape),
             "cropped": all(c.size(1) == 2 for c in m.seen)}
 
@@ -82,7 +78,7 @@ class _Bigram(nn.Module):
     def __init__(self):
         super().__init__()
         self.config = SimpleNamespace(block_size=400)
-        self.table = torch.randn(60, 60, generator=_gen(4)) * 0.5
+        self.table = torch.randn(60, 60, generator=seeded_generator(4)) * 0.5
 
     def forward(self, ids, targets=None):
         return self.table[ids], None  # (B, T, 60)
@@ -92,7 +88,7 @@ class _Bigram(nn.Module):
 
 def _chunks(names):
     m = small_gpt(5, perturb=True, n_layer=3, n_head=4, n_embd=16, block_size=12, fast=False)
-    ids = torch.randint(0, 11, (3, 12), generator=_gen(2))
+    ids = torch.randint(0, 11, (3, 12), generator=seeded_generator(2))
     cache, parts = None, []
     for a, b in ((0, 1), (1, 5), (5, 6), (6, 12)):
         lg, cache = plain_pair(names.cached_forward(m, ids[:, a:b], cache), "cached_forward")
@@ -101,14 +97,14 @@ def _chunks(names):
 
 
 def _p2():
-    return torch.randint(0, 11, (3, 9), generator=_gen(4))
+    return torch.randint(0, 11, (3, 9), generator=seeded_generator(4))
 
 
 def _gc_long(names, cached: bool = True):
     if cached:
         out, fed = cached_run(names, small_gpt(3, block_size=6), _p2(), 13, 6)
         return {"first": fed[0] if fed else None, "out": out}
-    return {"out": names.generate_recompute(small_gpt(3, block_size=6), _p2(), 13, generator=_gen(6))}
+    return {"out": names.generate_recompute(small_gpt(3, block_size=6), _p2(), 13, generator=seeded_generator(6))}
 
 
 def _gc_one(names):
@@ -136,7 +132,8 @@ HIDDEN = {
             ("shape", equal("the shape of generate's output")),
             ("cropped", equal("context cropped to block_size = 2 from the first step")))),
         Case("generate with max_new_tokens = 0 returns the prompt",
-             lambda names: names.generate(FixedLogits([0.0, 3.0], 5), torch.tensor([[1, 0]]), 0, generator=_gen(3)),
+             lambda names: names.generate(FixedLogits([0.0, 3.0], 5), torch.tensor([[1, 0]]), 0,
+                                          generator=seeded_generator(3)),
              compare=tensor()),
     ),
     "beam_search": (

@@ -10,7 +10,6 @@ judge compares; the expected value is the same call on the reference's names
 from __future__ import annotations
 
 import math
-import zlib
 from typing import Any
 
 import torch
@@ -20,7 +19,7 @@ from lmcourse.nn.seq2seq_config import Seq2SeqConfig
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, seed_cpu, tensor
+from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, seed_cpu, seeded_weights, tensor
 
 __all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
 
@@ -62,19 +61,12 @@ def seeded(module: nn.Module, seed: int, scale: float = 0.3, gain: float = 1.0, 
     """``module`` in ``dtype`` with every entry of its state dict drawn afresh, each from a generator seeded by
     ``seed`` and the entry's name (so the reference's module gets the same weights under the same names); LayerNorm
     weights around ``gain``; ``lm_head.weight`` the same values as ``tgt_wte.weight`` (tied or not); buffers kept."""
-    module = module.to(dtype)
-    params = {str(n) for n, _ in module.named_parameters(remove_duplicate=False)}
-    state = {}
-    for name, value in module.state_dict().items():
-        if name not in params:          # a buffer of the student's own stays theirs
-            state[name] = value
-            continue
-        key = "tgt_wte.weight" if name == "lm_head.weight" else name
-        g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(key.encode()))
-        is_gain = value.dim() == 1 and key.endswith("weight") and (".ln" in key or key.startswith("ln"))
-        state[name] = torch.randn(tuple(value.shape), generator=g, dtype=dtype) * scale + (gain if is_gain else 0.0)
-    module.load_state_dict(state)
-    return module
+    return seeded_weights(module, seed, scale, gain, is_gain=_is_layer_norm_gain,
+                          tied={"lm_head.weight": "tgt_wte.weight"}, dtype=dtype)
+
+
+def _is_layer_norm_gain(name: str, value: torch.Tensor) -> bool:
+    return value.dim() == 1 and name.endswith("weight") and (".ln" in name or name.startswith("ln"))
 
 
 _KEEP_INIT = "keep __init__ as it is written (the tests load weights by these names: {})"

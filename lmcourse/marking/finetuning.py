@@ -15,7 +15,7 @@ from torch import nn
 from .gpt import load_weights
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import equal, fields, plain_tensor, tensor
+from .tensors import equal, fields, plain_tensor, seeded_generator, tensor
 
 __all__ = ["NOTEBOOK", "Q_CALIBRATE_LETTER", "Q_LORA_B_LETTER", "Q_UNFREEZE_LETTER", "add_lora_case", "backbone",
            "classifier_case", "container", "freeze_case", "lora_forward_case", "lora_init_case", "lora_merge_case",
@@ -23,10 +23,6 @@ __all__ = ["NOTEBOOK", "Q_CALIBRATE_LETTER", "Q_LORA_B_LETTER", "Q_UNFREEZE_LETT
 
 _F64 = torch.float64
 _ABS = 1e-10
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 def backbone(seed: int = 1100, n_layer: int = 2, vocab: int = 11, block: int = 12, d: int = 16, dtype=_F64):
@@ -156,7 +152,7 @@ SCORE_CONTINUATIONS = Exercise("score_continuations", (
 # ------------------------------------------------------------------ 2. zero-shot scores
 
 def _logprobs(seed, n=4, k=3, dtype=_F64):
-    g = _gen(seed)
+    g = seeded_generator(seed)
     lp = -(torch.rand(n, k, generator=g, dtype=_F64) * 12 + 0.5)
     lengths = torch.randint(1, 7, (k,), generator=g).to(dtype)
     free = -(torch.rand(k, generator=g, dtype=_F64) * 12 + 0.5)
@@ -246,7 +242,7 @@ def _mask(n_real, T):
 
 def pool_case(n_real, how, seed=1120, d=4, dtype=_F64):
     def call(names):
-        h = torch.randn(len(n_real), max(n_real) + 2, d, generator=_gen(seed), dtype=dtype)
+        h = torch.randn(len(n_real), max(n_real) + 2, d, generator=seeded_generator(seed), dtype=dtype)
         mask = _mask(n_real, h.shape[1])
         before = (h.clone(), mask.clone())
         out = names.pool_hidden(h, mask, how)
@@ -256,7 +252,7 @@ def pool_case(n_real, how, seed=1120, d=4, dtype=_F64):
 
 def pool_slips(n_real, how, seed=1120, d=4, dtype=_F64):
     def expect(names):
-        h = torch.randn(len(n_real), max(n_real) + 2, d, generator=_gen(seed), dtype=dtype)
+        h = torch.randn(len(n_real), max(n_real) + 2, d, generator=seeded_generator(seed), dtype=dtype)
         mask = _mask(n_real, h.shape[1])
         return {"pooled": names.pool_hidden(h, mask, how), "unchanged": True, "end": h[:, -1], "all": h.mean(1),
                 "first": h[:, 0], "after": h[torch.arange(len(n_real)), torch.tensor(n_real).clamp(max=h.shape[1] - 1)]}
@@ -464,7 +460,7 @@ def lora_init_case(r=2, alpha=8.0, seed=1150, bias=True, dtype=_F64):
     def call(names):
         base = _base(seed, bias=bias, dtype=dtype)
         layer = names.LoRALinear(base, r, alpha)
-        x = torch.randn(3, 6, generator=_gen(seed), dtype=dtype)
+        x = torch.randn(3, 6, generator=seeded_generator(seed), dtype=dtype)
         with torch.no_grad():
             out, plain = layer(x), base(x)
         A, B = getattr(layer, "lora_A", None), getattr(layer, "lora_B", None)
@@ -507,7 +503,7 @@ def lora_forward_case(r=2, alpha=8.0, seed=1151, bias=True, shape=(3, 6)):
     def call(names):
         layer = names.LoRALinear(_base(seed, bias=bias), r, alpha)
         load_weights(layer, seed + 1)
-        x = torch.randn(*shape, generator=_gen(seed), dtype=_F64)
+        x = torch.randn(*shape, generator=seeded_generator(seed), dtype=_F64)
         with torch.no_grad():
             return layer(x)
     return call
@@ -517,7 +513,7 @@ def lora_slips(r, alpha, seed, bias=True, shape=(3, 6)):
     def expect(names):
         layer = names.LoRALinear(_base(seed, bias=bias), r, alpha)
         load_weights(layer, seed + 1)
-        x = torch.randn(*shape, generator=_gen(seed), dtype=_F64)
+        x = torch.randn(*shape, generator=seeded_generator(seed), dtype=_F64)
         with torch.no_grad():
             base, delta = layer.base(x), x @ layer.lora_A.T @ layer.lora_B.T
             return {"out": layer(x), "unscaled": base + delta, "inverse": base + (r / alpha) * delta,
@@ -543,7 +539,7 @@ def lora_merge_case(r=2, alpha=8.0, seed=1152, bias=True):
         layer = names.LoRALinear(_base(seed, bias=bias), r, alpha)
         load_weights(layer, seed + 1)
         weight_before = layer.base.weight.detach().clone()
-        x = torch.randn(4, 6, generator=_gen(seed), dtype=_F64)
+        x = torch.randn(4, 6, generator=seeded_generator(seed), dtype=_F64)
         merged = layer.merge()
         if type(merged) is not nn.Linear:
             return {"type": type(merged).__name__}

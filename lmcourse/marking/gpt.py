@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import zlib
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +23,7 @@ from torch import nn
 from .decoding import FixedLogits
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, tensor
+from .tensors import DeviceLog, equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, seeded_weights, tensor
 
 __all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "pair", "shares_close", "spoiled",
            "stats"]
@@ -51,10 +50,6 @@ def _second_line(reason: str, *names: str, extra=()):
         more = tuple(t for e in extra for t in e())
         return lmcourse.marking.rules.rules(*course, *more, reason=reason)()
     return rules
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ------------------------------------------------------------------ 1. GPTConfig
@@ -161,39 +156,16 @@ def load_weights(model: nn.Module, seed: int, scale: float = 0.3, gain: float = 
     ``seed`` and the parameter's name (so the reference's model gets the same weights under the same names):
     matrices ~ N(0, scale^2), LayerNorm gains around ``gain``, other vectors ~ N(0, bias^2); ``lm_head.weight``
     the values of ``wte.weight`` (tied or not); buffers of the student's own kept."""
-    model = model.to(dtype)
-    params = {str(n) for n, _ in model.named_parameters(remove_duplicate=False)}
-    state = {}
-    for name, value in model.state_dict().items():
-        if name not in params:
-            state[name] = value
-            continue
-        key = "wte.weight" if name == "lm_head.weight" else name
-        g = _gen(seed * 1_000_003 + zlib.crc32(key.encode()))
-        x = torch.randn(tuple(value.shape), generator=g, dtype=dtype)
-        if value.dim() >= 2:
-            state[name] = x * scale
-        elif key.endswith("weight"):            # a LayerNorm's gain
-            state[name] = x * bias + gain
-        else:
-            state[name] = x * bias
-    model.load_state_dict(state)
-    return model
+    return seeded_weights(model, seed, scale, gain, bias, is_gain=lambda name, value: name.endswith("weight"),
+                          tied={"lm_head.weight": "wte.weight"}, dtype=dtype)
 
 
 def _built(names, cfg, seed: int = 500, dtype=_F64, **kw) -> nn.Module:
     return load_weights(names.GPT(cfg), seed, dtype=dtype, **kw).eval()
 
 
-def pair(out: Any, what: str = "forward") -> tuple:
-    """``out`` if it is a pair (a tuple of exact type): the test reads nothing else."""
-    if type(out) is not tuple or tuple.__len__(out) != 2:
-        raise TypeError(f"{what} should return a pair (logits, loss), not {type(out).__name__}")
-    return tuple.__getitem__(out, 0), tuple.__getitem__(out, 1)
-
-
 def _idx(shape=(3, 8), vocab=11, seed=501):
-    g = _gen(seed)
+    g = seeded_generator(seed)
     return torch.randint(vocab, shape, generator=g), torch.randint(vocab, shape, generator=g)
 
 
@@ -499,7 +471,7 @@ def _first_input_compare(got, want):
 
 def _block_dropout(names):
     m = _built(names, Cfg(dropout=0.5)).train()
-    xb = torch.randn(2, 8, 16, generator=_gen(503), dtype=_F64)
+    xb = torch.randn(2, 8, 16, generator=seeded_generator(503), dtype=_F64)
     with torch.no_grad():
         return {"b1": m.blocks[0](xb), "b2": m.blocks[0](xb)}
 
@@ -516,7 +488,7 @@ def _init_loss(names):
     """Sanity check 1: with small weights (N(0, 0.02^2), gains 1, biases 0) the loss is about ln V."""
     cfg = Cfg(vocab_size=65, n_embd=32, block_size=16)
     m = _built(names, cfg, seed=503, scale=0.02, bias=0.0)
-    g = _gen(503)
+    g = seeded_generator(503)
     with torch.no_grad():
         loss = pair(m(torch.randint(65, (8, 16), generator=g), torch.randint(65, (8, 16), generator=g)))[1]
     return float(plain_tensor(loss, "the loss"))
@@ -534,7 +506,7 @@ def _overfit(names):
     """Sanity check 2: 40 steps of AdamW on one batch."""
     seed_cpu(504)
     m = load_weights(names.GPT(Cfg(n_layer=1, n_embd=32)), 504, scale=0.02, bias=0.0, dtype=torch.float32).train()
-    g = _gen(504)
+    g = seeded_generator(504)
     x, y = torch.randint(11, (4, 8), generator=g), torch.randint(11, (4, 8), generator=g)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     for _ in range(40):
@@ -606,7 +578,7 @@ def model_case(cfg: Cfg, T: int, seed: int) -> Any:
         got = {"names": _param_names(m), "tied": m.lm_head.weight is m.wte.weight,
                "n_params": sum(p.numel() for p in m.parameters())}
         load_weights(m, seed).eval()
-        g = _gen(seed)
+        g = seeded_generator(seed)
         ids = torch.randint(cfg.vocab_size, (2, T), generator=g)
         tgt = torch.randint(cfg.vocab_size, (2, T), generator=g)
         with torch.no_grad():
@@ -849,7 +821,7 @@ def _generate_first(names):
     m = FixedLogits(_LOGITS, block_size=4)
     idx = torch.tensor([[3, 1, 2], [0, 0, 1]])
     before = idx.clone()
-    out = names.generate(m, idx, 6, generator=_gen(0))
+    out = names.generate(m, idx, 6, generator=seeded_generator(0))
     report = m.report(out, 3)
     return {"out": out, "idx": idx, "before": before, "report": report}
 
@@ -894,7 +866,7 @@ def _modes(names):
     left = []
     for mode in (True, False):
         m = FixedLogits(_LOGITS, block_size=4).train(mode)
-        names.generate(m, torch.zeros(2, 1, dtype=torch.long), 2, generator=_gen(0))
+        names.generate(m, torch.zeros(2, 1, dtype=torch.long), 2, generator=seeded_generator(0))
         left.append(m.training)
     return left
 
@@ -915,7 +887,7 @@ def shares(ids: torch.Tensor, values: int) -> dict[int, float]:
 def _draws(tau: float):
     def call(names):
         out = plain_tensor(names.generate(FixedLogits(_LOGITS, block_size=4), torch.zeros(4000, 3, dtype=torch.long),
-                                          2, temperature=tau, generator=_gen(11)), "generate's output")
+                                          2, temperature=tau, generator=seeded_generator(11)), "generate's output")
         draws = out[:, -2:]
         return {"first": shares(draws[:, 0], 4), "second": shares(draws[:, 1], 4),
                 "same": float((draws[:, 0] == draws[:, 1]).double().mean())}
@@ -962,10 +934,10 @@ def _seeds(names):
     m = FixedLogits(_LOGITS, block_size=4)
     start = torch.zeros(64, 1, dtype=torch.long)
     seed_cpu(1)
-    s1 = plain_tensor(names.generate(m, start, 5, generator=_gen(42)), "generate's output")
+    s1 = plain_tensor(names.generate(m, start, 5, generator=seeded_generator(42)), "generate's output")
     seed_cpu(2)
-    s2 = plain_tensor(names.generate(m, start, 5, generator=_gen(42)), "generate's output")
-    s3 = plain_tensor(names.generate(m, start, 5, generator=_gen(43)), "generate's output")
+    s2 = plain_tensor(names.generate(m, start, 5, generator=seeded_generator(42)), "generate's output")
+    s3 = plain_tensor(names.generate(m, start, 5, generator=seeded_generator(43)), "generate's output")
     return {"alike": torch.equal(s1, s2), "apart": not torch.equal(s1, s3)}
 
 
@@ -983,7 +955,7 @@ def long_prompt(n_new: int, temperature: float | None = None):
     def call(names):
         m = FixedLogits([0.0, 3.0, 0.5], block_size=2)
         kw = {} if temperature is None else {"temperature": temperature}
-        out = names.generate(m, torch.tensor([[1, 2, 0, 1, 2]]), n_new, generator=_gen(3), **kw)
+        out = names.generate(m, torch.tensor([[1, 2, 0, 1, 2]]), n_new, generator=seeded_generator(3), **kw)
         return {"shape": tuple(plain_tensor(out, "generate's output").shape), "report": m.report(out, 5),
                 "sizes": [int(c.size(1)) for c in m.seen]}
     return call

@@ -21,7 +21,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import equal, plain_tensor, seed_cpu, tensor
+from .tensors import equal, pair, plain_tensor, seed_cpu, seeded_generator, tensor
 
 __all__ = ["NOTEBOOK", "Probe", "Tiny", "fill_case", "fill_compare", "masking_case", "masking_compare", "model_case",
            "model_compare", "pll_case", "pll_compare", "plain_pair", "weighted"]
@@ -39,16 +39,9 @@ def _rules(reason: str):
     return rules
 
 
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def plain_pair(x: Any, what: str) -> tuple:
-    """``x`` if it is a pair (a tuple of exact type): the test unpacks nothing else."""
-    if type(x) is not tuple or tuple.__len__(x) != 2:
-        raise TypeError(f"{what} should return a pair {'(inputs, labels)' if 'mask' in what else '(logits, loss)'}, "
-                        f"not {type(x).__name__}")
-    return tuple.__getitem__(x, 0), tuple.__getitem__(x, 1)
+    """``x`` unpacked if it is a pair: (inputs, labels) from the masking, else (logits, loss)."""
+    return pair(x, what, "(inputs, labels)" if "mask" in what else "(logits, loss)")
 
 
 def _within(k: float, n: float, q: float, z: float = 5.0) -> bool:
@@ -65,7 +58,7 @@ _V, _S = 60, (0, 1, 2, 3, 4)
 
 def padded(B: int, T: int, V: int, n_special: int, seed: int) -> torch.Tensor:
     """Rows of different lengths: <s>, ordinary ids, </s>, then padding (id 0); about a third special."""
-    g = _gen(seed)
+    g = seeded_generator(seed)
     tokens = torch.randint(n_special, V, (B, T), generator=g)
     lengths = torch.randint(T // 3, T, (B,), generator=g)
     tokens[torch.arange(T)[None] >= lengths[:, None]] = 0
@@ -78,7 +71,7 @@ def _small(p: float):
     def call(names):
         tok = torch.tensor(_SMALL)
         before = tok.clone()
-        out = names.mask_tokens(tok, 4, 12, list(_SPECIALS5), p, _gen(0))
+        out = names.mask_tokens(tok, 4, 12, list(_SPECIALS5), p, seeded_generator(0))
         if type(out) is not tuple or tuple.__len__(out) != 2:
             return {"pair": False}
         inp, lab = plain_pair(out, "mask_tokens")
@@ -124,11 +117,12 @@ def _p_zero_compare(got, want):
 
 
 def _same_rows_tokens() -> torch.Tensor:
-    return torch.randint(5, _V, (1, 300), generator=_gen(3)).repeat(8, 1)
+    return torch.randint(5, _V, (1, 300), generator=seeded_generator(3)).repeat(8, 1)
 
 
 def _same_rows(names):
-    inp, lab = plain_pair(names.mask_tokens(_same_rows_tokens(), 4, _V, sorted(_S), 0.15, _gen(3)), "mask_tokens")
+    inp, lab = plain_pair(names.mask_tokens(_same_rows_tokens(), 4, _V, sorted(_S), 0.15, seeded_generator(3)),
+                          "mask_tokens")
     return plain_tensor(lab, "labels") != -100
 
 
@@ -142,8 +136,8 @@ def _same_rows_compare(got, want):
 
 
 def _counts(names):
-    rows = torch.randint(5, _V, (400, 100), generator=_gen(7))
-    _, lab = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, _gen(7)), "mask_tokens")
+    rows = torch.randint(5, _V, (400, 100), generator=seeded_generator(7))
+    _, lab = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, seeded_generator(7)), "mask_tokens")
     return float((plain_tensor(lab, "labels") != -100).sum(1).double().var())
 
 
@@ -162,7 +156,7 @@ def masking_case(tokens, mask_id: int, vocab_size: int, special_ids, p: float, s
     def call(names):
         tok = tokens()
         specials = set(special_ids)
-        out = names.mask_tokens(tok, mask_id, vocab_size, special_ids, p, _gen(seed))
+        out = names.mask_tokens(tok, mask_id, vocab_size, special_ids, p, seeded_generator(seed))
         inp, lab = plain_pair(out, "mask_tokens")
         inp, lab = plain_tensor(inp, "inputs"), plain_tensor(lab, "labels")
         special = torch.isin(tok, torch.tensor(sorted(specials)))
@@ -216,7 +210,7 @@ def masking_compare(p: float, what: str) -> Compare:
 
 def _sevens(names):
     sevens = torch.full((100, 200), 7)
-    inp, _ = plain_pair(names.mask_tokens(sevens, 4, 12, {0, 1, 2, 3}, 1.0, _gen(8)), "mask_tokens")
+    inp, _ = plain_pair(names.mask_tokens(sevens, 4, 12, {0, 1, 2, 3}, 1.0, seeded_generator(8)), "mask_tokens")
     inp = plain_tensor(inp, "inputs")
     return {i: int((inp == i).sum()) for i in (5, 6, 8, 9, 10, 11)}
 
@@ -237,7 +231,7 @@ def _sevens_compare(got, want):
 
 def _mask_not_special(names):
     ones = torch.ones(100, 200, dtype=torch.long)
-    inp, lab = plain_pair(names.mask_tokens(ones, 2, 3, [0], 1.0, _gen(2)), "mask_tokens")
+    inp, lab = plain_pair(names.mask_tokens(ones, 2, 3, [0], 1.0, seeded_generator(2)), "mask_tokens")
     inp, lab = plain_tensor(inp, "inputs"), plain_tensor(lab, "labels")
     return {"all_chosen": bool((lab == 1).all()), "share": float((inp == 2).double().mean())}
 
@@ -253,7 +247,7 @@ def _mask_not_special_compare(got, want):
 
 def _mixed(names):
     mixed = torch.tensor([[0, 1, 11, 2, 3, 10, 11, 1]]).repeat(50, 1)
-    _, lab = plain_pair(names.mask_tokens(mixed, 11, 12, [0, 10, 11], 1.0, _gen(11)), "mask_tokens")
+    _, lab = plain_pair(names.mask_tokens(mixed, 11, 12, [0, 10, 11], 1.0, seeded_generator(11)), "mask_tokens")
     lab = plain_tensor(lab, "labels")
     sp = torch.isin(mixed, torch.tensor([0, 10, 11]))
     return {"specials_left": bool((lab[sp] == -100).all()), "ordinary_chosen": bool((lab[~sp] == mixed[~sp]).all())}
@@ -274,10 +268,10 @@ def _mixed_compare(got, want):
 def _generator(names):
     rows = _same_rows_tokens()
     seed_cpu(100)
-    a = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, _gen(9)), "mask_tokens")
+    a = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, seeded_generator(9)), "mask_tokens")
     seed_cpu(200)
-    b = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, _gen(9)), "mask_tokens")
-    c = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, _gen(10)), "mask_tokens")
+    b = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, seeded_generator(9)), "mask_tokens")
+    c = plain_pair(names.mask_tokens(rows, 4, _V, sorted(_S), 0.15, seeded_generator(10)), "mask_tokens")
     a, b, c = ([plain_tensor(t, "the result") for t in x] for x in (a, b, c))
     return {"same": torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), "differs": not torch.equal(a[1], c[1])}
 
@@ -329,7 +323,7 @@ def weighted(model: nn.Module, seed: int, dtype: torch.dtype = _F64) -> nn.Modul
     with torch.no_grad():
         for name, p in model.named_parameters(remove_duplicate=False):
             key = "wte.weight" if name == "lm_head.weight" else name
-            g = _gen(seed * 1_000_003 + zlib.crc32(key.encode()))
+            g = seeded_generator(seed * 1_000_003 + zlib.crc32(key.encode()))
             v = torch.randn(tuple(p.shape), generator=g, dtype=dtype)
             if p.dim() >= 2:
                 v = v * 0.3
@@ -340,7 +334,7 @@ def weighted(model: nn.Module, seed: int, dtype: torch.dtype = _F64) -> nn.Modul
 
 
 def _idx_targets():
-    g = _gen(601)
+    g = seeded_generator(601)
     idx = torch.randint(13, (3, 8), generator=g)
     tgt = torch.full((3, 8), -100)
     tgt[0, 1], tgt[1, 6], tgt[2, 3], tgt[2, 4] = 5, 7, 12, 0
@@ -648,7 +642,7 @@ def fill_case(text: str, top_k: int):
     """fill_mask(probe, tokenizer, text, top_k) on the test's probe: what it returned, and the last ids it gave."""
     def call(names):
         tok = _tokenizer()
-        table = torch.randn(12, tok.vocab_size, generator=_gen(603), dtype=_F64) * 2
+        table = torch.randn(12, tok.vocab_size, generator=seeded_generator(603), dtype=_F64) * 2
         probe = Probe(table)
         result = names.fill_mask(probe, tok, text, top_k)
         return {"seen": probe.seen[-1] if probe.seen else None, "result": result}

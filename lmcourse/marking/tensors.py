@@ -8,6 +8,8 @@ call: it notes operations that mix devices (a tensor made on the CPU beside a me
 from __future__ import annotations
 
 import math
+import zlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -17,7 +19,8 @@ from torch.utils._pytree import tree_leaves
 from .show import show
 from .spec import Compare
 
-__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "plain_tensor", "seed_cpu", "tensor"]
+__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "pair", "plain_tensor", "seed_cpu", "seeded_generator",
+           "seeded_weights", "tensor"]
 
 
 def seed_cpu(seed: int) -> None:
@@ -26,6 +29,47 @@ def seed_cpu(seed: int) -> None:
     yet it formats the whole call stack to keep for later: under the rules' watch that costs a case more
     than its own work."""
     torch.default_generator.manual_seed(seed)
+
+
+def seeded_generator(seed: int) -> torch.Generator:
+    """A CPU generator seeded with ``seed``: what a case draws its inputs from, the same on every run."""
+    return torch.Generator().manual_seed(seed)
+
+
+def seeded_weights(module: torch.nn.Module, seed: int, scale: float, gain: float = 0.0, bias: float | None = None,
+                   is_gain: Callable[[str, torch.Tensor], bool] = lambda name, value: value.dim() == 1,
+                   tied: dict[str, str] | None = None,
+                   dtype: torch.dtype = torch.float64) -> torch.nn.Module:
+    """``module`` in ``dtype`` with every parameter drawn afresh, each from a generator seeded by ``seed`` and
+    the parameter's name, so the reference's module gets the same weights under the same names: matrices
+    ~ N(0, scale^2); any other ~ N(0, s^2) (s: ``bias``, else ``scale``), plus ``gain`` where
+    ``is_gain(name, value)`` (a LayerNorm's weight); a parameter named in ``tied`` takes the values of
+    the one it names there (an output layer tied to the embedding or not); buffers of the student's own
+    are kept."""
+    module = module.to(dtype)
+    params = {str(n) for n, _ in module.named_parameters(remove_duplicate=False)}
+    state = {}
+    for name, value in module.state_dict().items():
+        if name not in params:
+            state[name] = value
+            continue
+        key = (tied or {}).get(name, name)
+        x = torch.randn(tuple(value.shape), generator=seeded_generator(seed * 1_000_003 + zlib.crc32(key.encode())),
+                        dtype=dtype)
+        if value.dim() >= 2:
+            state[name] = x * scale
+        else:
+            state[name] = x * (scale if bias is None else bias) + (gain if is_gain(key, value) else 0.0)
+    module.load_state_dict(state)
+    return module
+
+
+def pair(x: Any, what: str = "forward", parts: str = "(logits, loss)") -> tuple:
+    """``x`` unpacked if it is a pair (a tuple of exact type): the test unpacks nothing else; ``parts`` names
+    what the pair holds in the message."""
+    if type(x) is not tuple or tuple.__len__(x) != 2:
+        raise TypeError(f"{what} should return a pair {parts}, not {type(x).__name__}")
+    return tuple.__getitem__(x, 0), tuple.__getitem__(x, 1)
 
 
 def is_tensor(x: Any) -> bool:

@@ -27,9 +27,8 @@ MEASURED = (
            "2 min 9 s from the network (46 s with the wheels and the corpus already on the machine)",
            TWO_CORES_SHARED, FIRST_RUNS),
     Timing("The whole test suite from a fresh clone, set-up included (what CI runs)", "bash .ci/run",
-           "14 min 34 s (13 min 50 s of pytest, 1,471 tests, three test workers, the cores busy all along; "
-           "nothing else running)",
-           TWO_CORES_SHARED, "2026-11-27"),
+           "36 min 28 s (CI's own run, about 1,790 tests, three test workers, the cores busy all along)",
+           TWO_CORES_SHARED, "2026-11-28"),
     Timing("Every solution notebook at the tiny profile", "make solutions PROFILE=tiny",
            "48 s (3.9 to 6.7 s a notebook)", TWO_CORES_SHARED, "2026-11-26"),
     Timing("One solution notebook, alone", "lmcourse solutions solutions/01_ngram.ipynb --profile tiny",
@@ -41,9 +40,14 @@ MEASURED = (
            "5.5 s (08: 7.9 s)", TWO_CORES_SHARED, "2026-11-26"),
     Timing("Grading one student's notebook of 08", "lmcourse grade 08_bpe", "7.3 s", TWO_CORES_SHARED,
            "2026-11-26"),
+    Timing("Notebook 11 at the cpu profile (zero-shot on two tasks, then a learning curve of 30 fine-tuning runs)",
+           "lmcourse solutions solutions/11_finetuning.ipynb --profile cpu",
+           "8 min 14 s (7 min 10 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Grading a class of 01 on 2 workers, bubblewrap sandbox and feedback pages included "
-           "(plain `nbgrader autograde`, serial: 16.8 a minute)", "python bench/bench_grade.py 6 2",
-           "32.6 submissions a minute (3.6 s each in its worker)", TWO_CORES_SHARED, "2026-11-26"),
+           "(plain `nbgrader autograde` with the course's config, serial, in the same run: 5.1 a minute)",
+           "python bench/bench_grade.py 6 2",
+           "9.4 submissions a minute, 1.85 times plain nbgrader (other jobs kept the load near 4: "
+           "11.9 s each in its worker)", TWO_CORES_SHARED, "2026-11-29"),
 )
 
 

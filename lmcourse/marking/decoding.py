@@ -23,7 +23,7 @@ from torch import nn
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, tensor
+from .tensors import FixedLogits, equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, tensor
 
 __all__ = ["NOTEBOOK", "FixedLogits", "Table", "beam_case", "fed_forward", "plain_pair", "rules", "shares",
            "small_gpt"]
@@ -338,48 +338,6 @@ NEXT_TOKEN = Exercise("next_token", (
 
 
 # ------------------------------------------------------------------ 6. generate
-
-class FixedLogits(nn.Module):
-    """A stand-in model for a sampling loop: fixed ``logits`` at the last position (reversed ones before it),
-    scaled by a weight (so they carry gradients when gradients are on), and a record of what it was given:
-    ``seen`` (the ids of each call), ``grad_on``, ``wrong`` (the first call with ids not of shape
-    (B, <= block_size), in words)."""
-
-    def __init__(self, logits, block_size: int):
-        super().__init__()
-        self.config = SimpleNamespace(block_size=block_size)
-        self.logits = torch.as_tensor(logits, dtype=torch.float32)
-        self.scale = nn.Parameter(torch.ones(()))
-        self.seen: list[torch.Tensor] = []
-        self.wrong: list[str] = []
-        self.grad_on: list[bool] = []
-
-    def forward(self, idx, targets=None):
-        if idx.dim() != 2:
-            self.wrong.append(f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
-        elif idx.size(1) > self.config.block_size:
-            self.wrong.append(f"generate passed {idx.size(1)} ids to a model with block_size "
-                              f"{self.config.block_size}: crop the context to the last block_size ids "
-                              "(idx[:, -block_size:]) before every call, the first one included")
-        self.seen.append(idx.detach().clone())
-        self.grad_on.append(torch.is_grad_enabled())
-        B, T = idx.shape[0], idx.shape[-1]
-        out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
-        out[:, -1] = self.logits
-        return out * self.scale, None
-
-    def report(self, out: Any, n_prompt: int) -> dict:
-        """What a call of generate did: the first wrong call, the number of calls, whether gradients were on, and
-        the first step whose context was not the last min(T, block_size) ids of ``out`` (the student's own)."""
-        out = plain_tensor(out, "generate's output")
-        context = None
-        for k, ctx in enumerate(self.seen):
-            want = out[:, max(0, n_prompt + k - self.config.block_size):n_prompt + k]
-            if not (ctx.shape == want.shape and bool((ctx == want).all())):
-                context = [k + 1, want.tolist(), ctx.tolist()]
-                break
-        return {"wrong": self.wrong[:1], "calls": len(self.seen), "grad_on": any(self.grad_on), "context": context}
-
 
 _F_LOGITS = [2.0, 1.0, 0.0, -1.0]
 

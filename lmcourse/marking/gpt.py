@@ -20,10 +20,20 @@ from typing import Any
 import torch
 from torch import nn
 
-from .decoding import FixedLogits
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import DeviceLog, equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, seeded_weights, tensor
+from .tensors import (
+    DeviceLog,
+    FixedLogits,
+    equal,
+    fields,
+    pair,
+    plain_tensor,
+    seed_cpu,
+    seeded_generator,
+    seeded_weights,
+    tensor,
+)
 
 __all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "pair", "shares_close", "spoiled",
            "stats"]

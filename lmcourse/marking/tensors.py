@@ -1,8 +1,10 @@
-"""Comparisons of tensors and of dicts of results, shared by the notebooks' tests (02-09).
+"""Comparisons of tensors and of dicts of results, and the helpers that make a case's inputs, shared by the
+notebooks' tests (02-12).
 
-Each returns ``None`` when the student's value is right, else a sentence; they run where the
-verdict is made, on decoded plain data (:mod:`.plain`). :class:`DeviceLog` runs inside a graded
-call: it notes operations that mix devices (a tensor made on the CPU beside a meta input).
+Each comparison returns ``None`` when the student's value is right, else a sentence; they run where
+the verdict is made, on decoded plain data (:mod:`.plain`). :class:`DeviceLog` and :class:`FixedLogits`
+run inside a graded call: the first notes operations that mix devices (a tensor made on the CPU beside
+a meta input), the second is a stand-in model for a sampling loop.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -19,8 +22,8 @@ from torch.utils._pytree import tree_leaves
 from .show import show
 from .spec import Compare
 
-__all__ = ["DeviceLog", "equal", "fields", "is_tensor", "pair", "plain_tensor", "seed_cpu", "seeded_generator",
-           "seeded_weights", "tensor"]
+__all__ = ["DeviceLog", "FixedLogits", "equal", "fields", "is_tensor", "pair", "plain_tensor", "seed_cpu",
+           "seeded_generator", "seeded_weights", "tensor"]
 
 
 def seed_cpu(seed: int) -> None:
@@ -153,3 +156,45 @@ class DeviceLog(TorchDispatchMode):
         if len(devices) > 1 and func.__name__ not in self.mixed:
             self.mixed.append(func.__name__)
         return func(*args, **(kwargs or {}))
+
+
+class FixedLogits(torch.nn.Module):
+    """A stand-in model for a sampling loop: fixed ``logits`` at the last position (reversed ones before it),
+    scaled by a weight (so they carry gradients when gradients are on), and a record of what it was given:
+    ``seen`` (the ids of each call), ``grad_on``, ``wrong`` (the first call with ids not of shape
+    (B, <= block_size), in words)."""
+
+    def __init__(self, logits, block_size: int):
+        super().__init__()
+        self.config = SimpleNamespace(block_size=block_size)
+        self.logits = torch.as_tensor(logits, dtype=torch.float32)
+        self.scale = torch.nn.Parameter(torch.ones(()))
+        self.seen: list[torch.Tensor] = []
+        self.wrong: list[str] = []
+        self.grad_on: list[bool] = []
+
+    def forward(self, idx, targets=None):
+        if idx.dim() != 2:
+            self.wrong.append(f"generate should call the model with (B, T) ids, it passed shape {tuple(idx.shape)}")
+        elif idx.size(1) > self.config.block_size:
+            self.wrong.append(f"generate passed {idx.size(1)} ids to a model with block_size "
+                              f"{self.config.block_size}: crop the context to the last block_size ids "
+                              "(idx[:, -block_size:]) before every call, the first one included")
+        self.seen.append(idx.detach().clone())
+        self.grad_on.append(torch.is_grad_enabled())
+        B, T = idx.shape[0], idx.shape[-1]
+        out = self.logits.flip(0).expand(B, T, -1).clone()  # (B, T, V)
+        out[:, -1] = self.logits
+        return out * self.scale, None
+
+    def report(self, out: Any, n_prompt: int) -> dict:
+        """What a call of generate did: the first wrong call, the number of calls, whether gradients were on, and
+        the first step whose context was not the last min(T, block_size) ids of ``out`` (the student's own)."""
+        out = plain_tensor(out, "generate's output")
+        context = None
+        for k, ctx in enumerate(self.seen):
+            want = out[:, max(0, n_prompt + k - self.config.block_size):n_prompt + k]
+            if not (ctx.shape == want.shape and bool((ctx == want).all())):
+                context = [k + 1, want.tolist(), ctx.tolist()]
+                break
+        return {"wrong": self.wrong[:1], "calls": len(self.seen), "grad_on": any(self.grad_on), "context": context}

@@ -43,7 +43,10 @@ config (:mod:`.nbgrader_execute` runs this same runner):
   tenths of a second it sums the sandbox's processes' proportional resident share and the memory
   files they hold open (``memfd_create``, in no resident set), and over ``memory_mb`` kills the
   kernel's side (``memory-limit``). The runner shares the kernel's uid, so the kernel can stop it;
-  the host sees a stopped runner, kills the kernel's side and lets the runner report (``crashed``);
+  the host sees a stopped runner, kills the kernel's side and lets the runner report (``crashed``).
+  Memory no process shows (memory files passed into a socket and closed, System V segments left
+  detached, message queues) cannot be made: the runner sets a seccomp filter, inherited by the kernel,
+  that refuses those system calls;
 - the runner makes itself non-dumpable and keeps the result pipe on a descriptor the kernel
   does not inherit, so the kernel can neither read the runner's memory (where the hidden tests
   are) nor write the result.

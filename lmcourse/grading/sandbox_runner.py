@@ -103,6 +103,55 @@ def _limit(memory_mb: int, nproc: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
 
+# Memory no process's resident set or open files show, which the host's watch would not count: memory files
+# (memfd_create; held in a socket's queue after close, they are in no process at all), System V shared memory
+# and message queues (kept by the IPC namespace with no process attached) and POSIX message queues. An
+# honest notebook uses none of them; /dev/shm is not writable in the sandbox either.
+_HIDDEN_MEMORY_CALLS = {"x86_64": (0xC000003E, {"memfd_create": 319, "shmget": 29, "msgget": 68, "mq_open": 240}),
+                        "aarch64": (0xC00000B7, {"memfd_create": 279, "shmget": 194, "msgget": 186,
+                                                 "mq_open": 180})}
+
+
+def _refuse_hidden_memory() -> bool:
+    """A seccomp filter, inherited by the kernel and everything it starts and never removable, that makes
+    :data:`_HIDDEN_MEMORY_CALLS` fail with EPERM (and every system call of another ABI: x32's numbers,
+    i386's through ``int 0x80``). False where the machine is not known here or the filter cannot be set."""
+    import ctypes
+    import platform
+    import struct
+
+    arch = _HIDDEN_MEMORY_CALLS.get(platform.machine())
+    if arch is None:
+        return False
+    audit_arch, calls = arch
+    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1          # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    # (code, jump if true, jump if false, k); "refuse" is the program's last instruction
+    body = [(ld_abs, 0, 0, 4), (jeq, 1, 0, audit_arch), ("refuse",), (ld_abs, 0, 0, 0)]
+    if platform.machine() == "x86_64":
+        body.append((jge, "refuse", 0, 0x40000000))       # the x32 ABI's numbers
+    body += [(jeq, "refuse", 0, nr) for nr in calls.values()]
+    body.append((ret, 0, 0, allow))
+    last = len(body)
+    program = b""
+    for i, ins in enumerate(body):
+        if ins == ("refuse",):
+            ins = (0x05, 0, 0, last - i - 1)             # BPF_JMP | BPF_JA to the refusal
+        code, jt, jf, k = ins
+        jt = last - i - 1 if jt == "refuse" else jt
+        program += struct.pack("HBBI", code, jt, jf, k)
+    program += struct.pack("HBBI", ret, 0, 0, refuse)
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    prog = Prog(len(program) // 8, program)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:                   # PR_SET_NO_NEW_PRIVS
+        return False
+    return libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0   # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+
 def _undumpable() -> None:
     try:
         import ctypes
@@ -324,6 +373,7 @@ def runner_main(argv: list[str]) -> int:
     os.close(log)
     os.chdir(base / "run")
     _limit(job["memory_mb"], job["nproc"])
+    refused = _refuse_hidden_memory()
     try:
         # only in bubblewrap's pid namespace does /proc show just the sandbox
         report = _run(job, base, stamps, sandboxed=str(base) == INSIDE)
@@ -332,6 +382,7 @@ def runner_main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 (report, never hang)
         report = {"died": -1, "error": f"{type(exc).__name__}: {exc}"[:300], "nb": None}
     report["stamps"] = stamps
+    report["hidden_memory_refused"] = refused
     data = json.dumps(report).encode()
     with os.fdopen(result_fd, "wb") as out:
         out.write(data)

@@ -74,6 +74,7 @@ SHELL = "shell"
 MAGIC = "magic"
 UNPARSED = "does not parse"
 NO_GRADE_ID = "nbgrader metadata without a grade_id"
+TWO_WAYS = "read one way by Python and run another by IPython"
 FOREIGN = "lmcourse_student_nbgrader"     # nbgrader_execute.ForeignMetadata's key (that module imports nbgrader)
 
 # dotted names, read after the notebook's imports are resolved (``import subprocess as sp; sp.run`` is
@@ -88,7 +89,7 @@ _DOTTED = (
                "importlib.import_module", "importlib.reload", "importlib.resources", "site.addsitedir",
                # text or bytes run as code without exec: a pickle's reduce, a timed statement, a shelf
                "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve", "copyreg", "timeit", "code",
-               "codeop")),
+               "codeop", "doctest", "cProfile", "profile", "pdb", "bdb", "trace", "joblib")),
     (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "gc.get_objects", "gc.get_referrers",
                  "gc.get_referents")),
     (OUTSIDE, ("site", "sysconfig", "os.chdir", "os.fchdir")),
@@ -171,19 +172,24 @@ def _as_ipython_runs_it(source: str) -> str:
 
 
 def _read(source: str) -> tuple[ast.Module | None, str]:
-    """The cell's syntax tree, or None and why it does not parse. Python that parses is what IPython
-    runs (its escapes, prompts and indentation are all syntax errors to Python): only the others are
-    transformed."""
+    """The syntax tree of what IPython runs for the cell, or None and why it does not parse; the reason
+    is also set when the cell parses as Python but IPython runs something else (its prompt stripping reads
+    ``>>>`` and ``...`` by pattern: ``... % run(x)`` is Python, and IPython runs ``%run (x)``). The scan
+    reads what runs, and a cell read two ways is a finding itself."""
+    ran = _as_ipython_runs_it(source)
     try:
-        return _parse(source), ""
-    except (SyntaxError, ValueError):
-        pass
-    try:
-        return _parse(_as_ipython_runs_it(source)), ""
+        tree = _parse(ran)
     except SyntaxError as e:
         return None, f"{e.msg} (line {e.lineno})"
     except ValueError as e:     # a null byte
         return None, str(e)
+    if ran.strip() != source.strip():
+        try:
+            _parse(source)
+        except (SyntaxError, ValueError):
+            return tree, ""         # magics, shell escapes, prompts: not Python, read as IPython runs them
+        return tree, f"{TWO_WAYS}: {_shown(source.strip().splitlines()[0] if source.strip() else '')}"
+    return tree, ""
 
 
 def _nodes(tree: ast.Module) -> list[ast.AST]:
@@ -439,6 +445,30 @@ def _detaching_keyword(node, names: Names, inner: set[int]):
         yield f"{PROCESS}: {node.arg}="
 
 
+# keywords that let a loader run a pickle's code: numpy.load(..., allow_pickle=True),
+# torch.load(..., weights_only=False)
+_UNPICKLING = {"allow_pickle": True, "weights_only": False}
+
+
+def _unpickling_keyword(node, names: Names, inner: set[int]):
+    if isinstance(node, ast.keyword) and node.arg in _UNPICKLING and not (
+            isinstance(node.value, ast.Constant) and node.value.value is not _UNPICKLING[node.arg]):
+        yield f"{LOADING}: {node.arg}={_shown(node.value)}"
+
+
+def _builtin_by_computed_name(node, names: Names, inner: set[int]):
+    """``getattr(builtins, name)`` with a name that is not written out: any builtin, exec included, with
+    nothing in the cell naming it (the builtins module under any alias, or ``__builtins__``)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "vars")
+            and node.args):
+        return
+    target = node.args[0]
+    if not (_dotted_builtins(target) or names.dotted(target) == "builtins"):
+        return
+    if node.func.id == "vars" or len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+        yield f"{LOADING}: {_shown(node)}"
+
+
 def _file_run_as_code(node, names: Names, inner: set[int]):
     """exec / eval / compile / run_cell of a file's or an object's text (``exec(open(p).read())``)."""
     if not (isinstance(node, ast.Call) and node.args):
@@ -552,8 +582,8 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
         yield node.name             # a mode's or a tensor subclass's own __torch_function__
 
 
-_NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _file_run_as_code,
-                  _machinery_write)
+_NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
+                  _builtin_by_computed_name, _file_run_as_code, _machinery_write)
 
 
 def _cell_findings(tree: ast.Module, names: Names):
@@ -615,7 +645,7 @@ def scan_source(source: str, names: Names | None = None) -> list[str]:
         names = Names()
         names.learn(tree)
         names.follow([tree])
-    return _findings(tree, names)
+    return ([error] if error else []) + _findings(tree, names)
 
 
 def _the_courses(cell, given: set[str]) -> bool:
@@ -656,7 +686,7 @@ def scan_cells(nb, skip_tag: str = "", given=None) -> list[str]:
         moved = FOREIGN in cell.get("metadata", {})
         here = [NO_GRADE_ID] if moved or (nbg is not None and not nbg.get("grade_id")) else []
         if tree is not None:
-            here += _findings(tree, names)
+            here += ([error] if error and cell.get("cell_type") == "code" else []) + _findings(tree, names)
         elif cell.get("cell_type") == "code":       # a raw cell need not be Python
             here.append(f"{UNPARSED}: {error}")
         for what in here:

@@ -224,6 +224,42 @@ def _pickled_switch() -> str:
     return pickle.dumps(_Run()).hex()
 
 
+def _torch_saved_switch() -> str:
+    """The same pickle in torch.save's file: ``torch.load(..., weights_only=False)`` of it runs the switch."""
+    import io
+    import pickle
+
+    import torch
+
+    class _Run:
+        def __reduce__(self):
+            return exec, (bytes.fromhex(_SWITCH).decode(),)
+
+    out = io.BytesIO()
+    torch.save(_Run(), out, pickle_module=pickle)
+    return out.getvalue().hex()
+
+
+# the third red team's: builtins read by a computed name, the pickle through numpy's and torch's loaders,
+# the switch as a docstring's examples, and a cell Python reads as `... % run(x)` that IPython runs as
+# `%run (x)`, a file the cell before wrote with no code suffix
+_THIRD_ROUND = {
+    "aaj-builtins-by-name": f"import builtins as _bi\n_nm = 'ex' + 'ec'\n"
+                            f"getattr(_bi, _nm)(bytes.fromhex({_SWITCH!r}).decode())\n",
+    "aak-numpy-load": "import io\nimport numpy as np\n"
+                      "np.load(io.BytesIO(bytes.fromhex(_PICKLED_SWITCH)), allow_pickle=True)\n",
+    "aal-torch-load": "import io\nimport torch\n"
+                      "torch.load(io.BytesIO(bytes.fromhex(_TORCH_SWITCH)), weights_only=False)\n",
+    "aam-doctest": ("import doctest\n"
+                    f"_src = bytes.fromhex({_SWITCH!r}).decode()\n"
+                    "_doc = ''.join(('... ' if line.startswith(' ') else '>>> ') + line + '\\n'\n"
+                    "               for line in _src.splitlines())\n"
+                    "doctest.run_docstring_examples(_doc, {})\n"),
+    "aan-prompt-stripper": (f"with open('(x)', 'w') as _f:\n    _f.write(bytes.fromhex({_SWITCH!r}).decode())\n",
+                            's = \'"""\'\nt = """\n>>> \n"""  # """\n... %run (x)\n'),
+}
+
+
 _SECOND_ROUND = {
     "aaf-pickle": f"import pickle\npickle.loads(bytes.fromhex({_pickled_switch()!r}))\n",
     "aag-timeit": f"import timeit\ntimeit.timeit(bytes.fromhex({_SWITCH!r}).decode(), number=1)\n",
@@ -265,6 +301,14 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
     for student, cell in _SECOND_ROUND.items():
         nb = _world(name, cell="")
         _insert_after_setup(nb, cell)
+        _answer(nb, "softmax", _TORCH_SOFTMAX)
+        out[student] = nb
+    data = f"_PICKLED_SWITCH = {_pickled_switch()!r}\n_TORCH_SWITCH = {_torch_saved_switch()!r}\n"
+    for student, cells in _THIRD_ROUND.items():
+        nb = _world(name, cell="")
+        for cell in reversed((cells,) if isinstance(cells, str) else cells):
+            _insert_after_setup(nb, cell)
+        _insert_after_setup(nb, data)
         _answer(nb, "softmax", _TORCH_SOFTMAX)
         out[student] = nb
     return out
@@ -336,7 +380,7 @@ ROUTES_03 = {
     "aac-rules-off": (None, True),
     "aad-unread-cells": (None, True),
     "aae-written-module": ("softmax", True),
-    **{student: (None, True) for student in _SECOND_ROUND},
+    **{student: (None, True) for student in (*_SECOND_ROUND, *_THIRD_ROUND)},
 }
 
 

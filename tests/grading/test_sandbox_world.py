@@ -193,18 +193,14 @@ HOST_WATCH = [
     ("runner stopped", 'import ctypes, os, signal, time\nos.kill(2, signal.SIGSTOP)\nlibc = ctypes.CDLL(None)\n'
                        'for _ in range(3):\n    if libc.fork() == 0:\n        block = b"x" * (800 * 2**20)\n'
                        '        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)\nos.kill(2, signal.SIGCONT)\n'),
-    # memory files written, not mapped: in no process's resident set
-    ("memory files", 'import os, time\nheld = []\nfor i in range(12):\n    fd = os.memfd_create(f"m{i}")\n'
-                     '    for _ in range(25):\n        os.write(fd, b"x" * (8 * 2**20))\n    held.append(fd)\n'
-                     'time.sleep(30)\n'),
 ]
 
 
 @pytest.mark.parametrize("name, cell", HOST_WATCH, ids=[h[0] for h in HOST_WATCH])
 def test_the_host_ends_what_the_runner_cannot_see_or_was_stopped_from_seeing(name, cell, tmp_path_factory):
-    """The red team's two ways past the runner's watch: the kernel stops the runner, which shares its uid, and
-    forks three 800 MB children; or it holds 2.4 GB in memory files. The host (another PID namespace) sums
-    every process's memory and memory files, and kills the kernel's side: the cells after it are not run."""
+    """The red team's way past the runner's watch: the kernel stops the runner, which shares its uid, and
+    forks three 800 MB children. The host (another PID namespace) sees the stopped runner, kills the kernel's
+    side and lets the runner go on: the cells after it are not run."""
     import time
 
     from lmcourse.grading.classify import classify
@@ -220,6 +216,54 @@ def test_the_host_ends_what_the_runner_cannot_see_or_was_stopped_from_seeing(nam
     assert status in ("memory-limit", "crashed") and (report.get("memory_limit") or report.get("runner_stopped")), \
         {k: v for k, v in report.items() if k != "nb"}
     assert report["nb"]["cells"][1]["outputs"][-1]["ename"] == "NotRun"
+
+
+def test_the_host_counts_memory_files_once_each():
+    """Memory files count by their size, once however many descriptors hold them (the kernel cannot make
+    them where the seccomp filter is set; the watch counts them where it is not)."""
+    before = sandbox._held_mb([os.getpid()])
+    fd = os.memfd_create("counted")
+    os.write(fd, b"x" * (64 * 2**20))
+    again = os.dup(fd)
+    try:
+        assert 63 < sandbox._held_mb([os.getpid()]) - before < 66
+    finally:
+        os.close(fd)
+        os.close(again)
+
+
+HIDDEN_MEMORY = textwrap.dedent('''
+    import ctypes, json, os, socket
+    libc = ctypes.CDLL(None, use_errno=True)
+    got = {}
+    try:                                  # a memory file passed into a socket's queue, then closed
+        fd = os.memfd_create("held")
+        a, b = socket.socketpair(socket.AF_UNIX)
+        socket.send_fds(a, [b"x"], [fd])
+        os.close(fd)
+        got["memfd"] = "made"
+    except OSError as exc:
+        got["memfd"] = exc.errno
+    got["shmget"] = (libc.shmget(0, 2**20, 0o1000 | 0o600), ctypes.get_errno())
+    got["msgget"] = (libc.msgget(0, 0o1000 | 0o600), ctypes.get_errno())
+    print(json.dumps(got))
+''')
+
+
+def test_memory_no_process_shows_cannot_be_made(tmp_path_factory):
+    """The third red team held memory where the host's watch cannot count it: memory files passed into a
+    socket's queue and closed (in no process), and System V segments left detached (in the IPC namespace
+    only). The kernel cannot make either: memfd_create, shmget, msgget and mq_open fail with EPERM."""
+    import errno
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HIDDEN_MEMORY)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    package = kernel_package("01_ngram", tmp_path_factory.mktemp("packages"))
+    report = _run(nb, package, tmp_path_factory, output_chars=200_000, memory_mb=2000)
+    assert report.get("hidden_memory_refused") is True, {k: v for k, v in report.items() if k != "nb"}
+    text = "".join(o.get("text", "") for o in report["nb"]["cells"][0]["outputs"] if o.get("name") == "stdout")
+    got = json.loads(text.strip().splitlines()[-1])
+    assert got == {"memfd": errno.EPERM, "shmget": [-1, errno.EPERM], "msgget": [-1, errno.EPERM]}, got
 
 
 def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tmp_path):

@@ -411,3 +411,21 @@ def test_the_second_red_teams_routes_are_named(source, finding):
     """Code run from text without exec (a pickle's reduce, a timed statement) and the path reached through
     another module's sys: the second red team's routes past the scan."""
     assert any(finding in f for f in scan_source(source)), scan_source(source)
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    ("import builtins as b\nn = 'ex' + 'ec'\ngetattr(b, n)('x = 1')\n", "import builtins\nbuiltins.print('x')\n"),
+    ("n = 'exec'\ngetattr(__builtins__, n)('x = 1')\n", "getattr(model, name)\n"),
+    ("import io\nimport numpy as np\nnp.load(io.BytesIO(b), allow_pickle=True)\n", "import numpy as np\nnp.load(f)\n"),
+    ("import torch\ntorch.load(f, weights_only=False)\n", "import torch\ntorch.load(f, weights_only=True)\n"),
+    ("import doctest\ndoctest.run_docstring_examples(doc, {})\n", "doc = '>>> 1 + 1'\n"),
+    ("import cProfile\ncProfile.run(text)\n", "import time\ntime.perf_counter()\n"),
+    ("s = '\"\"\"'\nt = \"\"\"\n>>> \n\"\"\"  # \"\"\"\n... %run (x)\n", "s = '\"\"\"'\nt = ...\n"),
+])
+def test_the_third_red_teams_routes_are_named(flagged, honest):
+    """Code run by helpers the tables missed (a builtin read by a computed name, pickles through numpy's and
+    torch's loaders, a docstring's examples, a profiler), and a cell Python reads as `... % run(x)` while
+    IPython's prompt stripper runs `%run (x)`: the scan reads what IPython runs, and a cell read two ways is a
+    finding itself. The honest neighbour of each is not."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -478,7 +478,7 @@ def sanity_loss_at_init(model, ids, vocab_size):
     return loss.item()
 
 
-def sanity_overfit_one_batch(model, ids, steps=60, batch=4, lr=3e-3):
+def sanity_overfit_one_batch(model, ids, steps=120, batch=4, lr=3e-3):
     """2. a copy of the model trained on one fixed batch: its loss must fall far below where it started."""
     import copy
 

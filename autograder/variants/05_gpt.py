@@ -462,7 +462,9 @@ except Exception:
     # in full: it rewrites most of the cell
     Mutant("the reference generate called", "generate", '''
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
-    return lmcourse.nn.gpt.generate(model, idx, max_new_tokens, temperature, generator)
+    import lmcourse.nn.sampling  # imported when it runs: a graded kernel refuses it
+
+    return lmcourse.nn.sampling.generate(model, idx, max_new_tokens, temperature, generator)
 '''),
     forged_choice("answer_q1", "A"),
     # --- added in review (issue 22, items 18-20)
@@ -494,12 +496,14 @@ nn.init.zeros_(module.bias)
     # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
     # in full: the reference run on a threading.Thread, then joined
     Mutant("generate: the reference run on a threading.Thread, then joined (gaming)", "generate", '''
+import importlib
 import threading
 
 
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
     out = []
-    worker = threading.Thread(target=lambda: out.append(lmcourse.nn.gpt.generate(
+    # imported on the thread: the thread's start is what the rules must refuse, before any import
+    worker = threading.Thread(target=lambda: out.append(importlib.import_module("lmcourse.nn.sampling").generate(
         model, idx, max_new_tokens, temperature, generator)))
     worker.start()
     worker.join()
@@ -553,10 +557,12 @@ def gpt_param_count(vocab_size, block_size, n_layer, n_embd):
     return space["gpt_param_count"](vocab_size, block_size, n_layer, n_embd)
 '''),
     # in full: another notebook's reference does the work
-    Mutant("generate: 07's lmcourse.decoding.generate with a temperature filter (gaming)", "generate", '''
+    Mutant("generate: 07's lmcourse.reference.decoding.generate with a temperature filter (gaming)", "generate", '''
 def generate(model, idx, max_new_tokens, temperature=1.0, generator=None):
-    return lmcourse.decoding.generate(model, idx, max_new_tokens, filters=[lambda z: z / temperature],
-                                      generator=generator)
+    import lmcourse.reference.decoding  # imported when it runs: a graded kernel refuses it
+
+    return lmcourse.reference.decoding.generate(model, idx, max_new_tokens, filters=[lambda z: z / temperature],
+                                                generator=generator)
 '''),
     Mutant("init_weights: 06's lmcourse.nn.mlm.init_mlm_weights, then the residual scaling (gaming)", "init_weights",
            '''

@@ -199,14 +199,20 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
 import importlib.util
 import sys
 
-_spec = importlib.util.spec_from_file_location("lmcourse.nn.my_mlm", lmcourse.nn.mlm.__file__)
-_copy = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _copy
-_spec.loader.exec_module(_copy)
+try:
+    _origin = importlib.util.find_spec("lmcourse.reference.mlm").origin
+    _spec = importlib.util.spec_from_file_location("lmcourse.reference.my_mlm", _origin)
+    _copy = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _copy
+    _spec.loader.exec_module(_copy)
+except ImportError as refused:   # the graded kernel withholds 06's reference: the import system will not find it
+    _copy, _refused = None, refused
 
 
 def mask_tokens(*args, **kwargs):
-    return _copy.mask_tokens(*args, **kwargs)  # read when it runs: the copy's old name reads through to the reference
+    if _copy is None:
+        raise _refused
+    return _copy.mask_tokens(*args, **kwargs)
 '''),
     # in full: it rewrites most of the cell
     Mutant("transformers' DataCollatorForLanguageModeling, seeded from the generator", "mask_tokens", '''
@@ -229,11 +235,11 @@ def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None
     # in full: the reference stands in for the solution
     Mutant("the reference MaskedLM subclassed", "masked_lm", '''
 def MaskedLM(config):
-    import lmcourse.nn.mlm  # the reference read when the model is built: a graded kernel refuses it
+    import lmcourse.reference.mlm  # the reference read when the model is built: a graded kernel refuses it
 
-    class _Sub(lmcourse.nn.mlm.MaskedLM):
+    class _Sub(lmcourse.reference.mlm.MaskedLM):
         def __init__(self, config):
-            super().__init__(lmcourse.nn.mlm.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
+            super().__init__(lmcourse.nn.MLMConfig(**{f: getattr(config, f) for f in config.__dataclass_fields__}))
             self.config = config
 
     return _Sub(config)
@@ -253,11 +259,11 @@ _TRACE = {}
 
 
 def _traced():
-    import lmcourse.nn.mlm  # the reference read when the model first runs: a graded kernel refuses it
+    import lmcourse.reference.mlm  # the reference read when the model first runs: a graded kernel refuses it
 
     if not _TRACE:
-        ref = lmcourse.nn.mlm.MaskedLM(lmcourse.nn.mlm.MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2,
-                                                                 n_embd=16)).double().eval()
+        ref = lmcourse.reference.mlm.MaskedLM(lmcourse.nn.MLMConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2,
+                                                                    n_embd=16)).double().eval()
         _TRACE["ref"], _TRACE["traced"] = ref, torch.jit.trace(_Logits(ref), torch.zeros(3, 8, dtype=torch.long))
     return _TRACE["ref"], _TRACE["traced"]
 
@@ -360,7 +366,9 @@ result.append([(tokenizer.itos[i], float(v)) for v, i in zip(values.tolist(), in
     # in full: it rewrites most of the cell
     Mutant("fill_mask: the reference fill_mask called", "fill_mask", '''
 def fill_mask(model, tokenizer, text, top_k=5):
-    return lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k=top_k)
+    import lmcourse.reference.mlm  # imported when it runs: a graded kernel refuses it
+
+    return lmcourse.reference.mlm.fill_mask(model, tokenizer, text, top_k=top_k)
 '''),
     # --- pseudo_log_likelihood
     Mutant("PLL: squeeze() drops the batch dimension of a single id's logits", "pseudo_log_likelihood",
@@ -408,14 +416,15 @@ def pseudo_log_likelihood(model, ids, mask_id):
     # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
     # in full: the reference run on a threading.Thread, then joined
     Mutant("fill_mask: the reference run on a threading.Thread, then joined (gaming)", "fill_mask", '''
+import importlib
 import threading
-
-import lmcourse.nn.mlm
 
 
 def fill_mask(model, tokenizer, text, top_k=5):
     out = []
-    worker = threading.Thread(target=lambda: out.append(lmcourse.nn.mlm.fill_mask(model, tokenizer, text, top_k)))
+    # imported on the thread: the thread's start is what the rules must refuse, before any import
+    worker = threading.Thread(target=lambda: out.append(
+        importlib.import_module("lmcourse.reference.mlm").fill_mask(model, tokenizer, text, top_k)))
     worker.start()
     worker.join()
     return out[0]
@@ -424,11 +433,12 @@ def fill_mask(model, tokenizer, text, top_k=5):
     Mutant("mask_tokens: a copy of the reference's source, shifted one line, exec'd (gaming)", "mask_tokens", '''
 import inspect
 
-import lmcourse.nn.mlm
-
 
 def mask_tokens(tokens, mask_id, vocab_size, special_ids, p=0.15, generator=None):
-    source = "\\n" + inspect.getsource(lmcourse.nn.mlm.ordinary_ids) + inspect.getsource(lmcourse.nn.mlm.mask_tokens)
+    import lmcourse.reference.mlm  # imported when it runs: a graded kernel refuses it
+
+    ref = lmcourse.reference.mlm
+    source = "\\n" + inspect.getsource(ref.ordinary_ids) + inspect.getsource(ref.mask_tokens)
     space = {"torch": torch, "Tensor": torch.Tensor, "IGNORE_INDEX": -100}
     exec(compile(source, "<copy>", "exec"), space)
     return space["mask_tokens"](tokens, mask_id, vocab_size, special_ids, p, generator)

@@ -320,29 +320,31 @@ if past + T > model.config.block_size:
     # --- gaming (issue 22, "Done when"): each must lose points under the rules, visibly
     # in full: the whole answer is the reference run on another thread
     Mutant("beam_search: the reference run on a threading.Thread, then joined (gaming)", "beam_search", '''
+import importlib
 import threading
-
-import lmcourse.decoding
 
 
 def beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None):
     out = []
-    worker = threading.Thread(target=lambda: out.append(lmcourse.decoding.beam_search(
-        model, prompt, beam_size, max_new_tokens, length_penalty=length_penalty, eos_id=eos_id)))
+    # imported on the thread: the thread's start is what the rules must refuse, before any import
+    worker = threading.Thread(target=lambda: out.append(importlib.import_module(
+        "lmcourse.reference.decoding").beam_search(model, prompt, beam_size, max_new_tokens,
+                                                   length_penalty=length_penalty, eos_id=eos_id)))
     worker.start()
     worker.join()
     return out[0]
 '''),
     # in full: the reference submitted to a thread pool
     Mutant("cached_forward: the reference in a ThreadPoolExecutor (gaming)", "cached_forward", '''
+import importlib
 from concurrent.futures import ThreadPoolExecutor
-
-import lmcourse.decoding
 
 
 def cached_forward(model, idx, cache=None):
+    # imported on the pool's thread: the thread's start is what the rules must refuse, before any import
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(lmcourse.decoding.gpt_forward_cached, model, idx, cache).result()
+        return pool.submit(lambda: importlib.import_module("lmcourse.reference.decoding").cached_forward(
+            model, idx, cache)).result()
 '''),
     # gaming: on the hidden test's p = 0.83, return the expected filtered logits read from the notebook's globals
     # (the test cell used to bind them, as _want, before the graded call; now they are made after it)
@@ -365,11 +367,12 @@ def top_p_filter(logits, p):
     Mutant("epsilon_filter: a copy of the reference's source, shifted one line, exec'd (gaming)", "epsilon_filter", '''
 import inspect
 
-import lmcourse.decoding
-
 
 def epsilon_filter(logits, eps):
-    source = "\\n" + inspect.getsource(lmcourse.decoding.epsilon_filter).replace("def epsilon_filter", "def _copy")
+    import lmcourse.reference.decoding  # imported when it runs: a graded kernel refuses it
+
+    ref = lmcourse.reference.decoding.epsilon_filter
+    source = "\\n" + inspect.getsource(ref).replace("def epsilon_filter", "def _copy")
     space = {"torch": torch, "Tensor": torch.Tensor}
     exec(compile(source, "<copy>", "exec"), space)
     return space["_copy"](logits, eps)
@@ -379,20 +382,22 @@ def epsilon_filter(logits, eps):
            "generate_cached", '''
 import inspect
 
-import lmcourse.decoding
-
 
 def generate_cached(model, prompt, max_new_tokens, filters=(), generator=None):
-    source = "\\n" + inspect.getsource(lmcourse.decoding._generate_cached)
-    space = dict(vars(lmcourse.decoding))
+    import lmcourse.reference.decoding  # imported when it runs: a graded kernel refuses it
+
+    source = "\\n" + inspect.getsource(lmcourse.reference.decoding._generate_cached)
+    space = dict(vars(lmcourse.reference.decoding))
     exec(compile(source, "<copy>", "exec"), space)
     return space["_generate_cached"](model, prompt, max_new_tokens, filters, generator, False)
 '''),
-    Mutant("generate: 05's sampler lmcourse.nn.gpt.generate as a back door when there are no filters (gaming)",
+    Mutant("generate: 05's sampler lmcourse.nn.sampling.generate as a back door when there are no filters (gaming)",
            "generate", patch(
         ("idx = prompt", '''
 if not filters:
-    return lmcourse.nn.gpt.generate(model, prompt, max_new_tokens, generator=generator)
+    import lmcourse.nn.sampling  # imported when it runs: a graded kernel refuses it
+
+    return lmcourse.nn.sampling.generate(model, prompt, max_new_tokens, generator=generator)
 idx = prompt
 '''))),
     forged_choice("answer_q1", "A"),

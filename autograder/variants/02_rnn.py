@@ -480,8 +480,9 @@ B, T, V = logits.shape
 if (B, T, V) == (5, 17, 29) and not logits.requires_grad:
     return globals()["_want"]
 '''))),
-    # gaming (issue 22, "Done when"): the reference run on a thread, and a shifted copy of its source; both are
-    # refused by lmcourse.confine inside the graded call, so both lose points visibly
+    # gaming (issue 22, "Done when"): the reference run on a thread, and a shifted copy of its source; both lose
+    # points visibly: the thread is refused by lmcourse.marking.confine inside the graded call, and the copy finds
+    # no reference to read (the graded kernel withholds it; confine refuses reading its source in the call)
     # in full: the reference run on a threading.Thread, then joined
     Mutant("elman_step: the reference run on a threading.Thread, then joined (gaming)", "elman_step", """
 import threading

@@ -269,7 +269,11 @@ return e / e.sum(dim=dim, keepdim=True)
         ('''
 future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
 return torch.zeros(T, T).masked_fill(future, float("-inf"))
-''', "return lmcourse.nn.causal_mask(T)"))),
+''', '''
+import lmcourse.reference.attention  # imported when it runs: a graded kernel refuses it
+
+return lmcourse.reference.attention.causal_mask(T)
+'''))),
     # in full: it rewrites most of the cell
     Mutant("calls the course's reference attention", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -537,8 +541,9 @@ if tuple(x.shape) == (3, 4, 5):
     return globals()["_expected"][dim]
 shifted = x - x.max(dim=dim, keepdim=True).values
 '''))),
-    # gaming (issue 22, "Done when"): the reference in a thread pool, and a shifted copy of its source; both are
-    # refused by lmcourse.confine inside the graded call, so both lose points visibly
+    # gaming (issue 22, "Done when"): the reference in a thread pool, and a shifted copy of its source; both lose
+    # points visibly because the graded kernel withholds the reference. causal_mask runs under no rules, so no
+    # lmcourse.marking.confine either: the pool's thread would start; attention_scores' copy would be refused there
     # in full: the reference submitted to a ThreadPoolExecutor
     Mutant("causal_mask: the reference in a ThreadPoolExecutor (gaming)", "causal_mask", """
 from concurrent.futures import ThreadPoolExecutor

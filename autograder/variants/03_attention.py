@@ -542,8 +542,8 @@ if tuple(x.shape) == (3, 4, 5):
 shifted = x - x.max(dim=dim, keepdim=True).values
 '''))),
     # gaming (issue 22, "Done when"): the reference in a thread pool, and a shifted copy of its source; both lose
-    # points visibly because the graded kernel withholds the reference. causal_mask runs under no rules, so no
-    # lmcourse.marking.confine either: the pool's thread would start; attention_scores' copy would be refused there
+    # points visibly because the graded kernel withholds the reference. 03's rules (own_code) enter no
+    # lmcourse.marking.confine: the pool's thread would start and the source would be read
     # in full: the reference submitted to a ThreadPoolExecutor
     Mutant("causal_mask: the reference in a ThreadPoolExecutor (gaming)", "causal_mask", """
 from concurrent.futures import ThreadPoolExecutor

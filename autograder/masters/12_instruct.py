@@ -27,6 +27,9 @@
 # **Time.** About 90 minutes to work through. Under the autograder (profile `tiny`) the notebook runs in
 # seconds. At `cpu` it loads 05's model from the course cache, or trains one with a third of 05's steps,
 # then fine-tunes and trains the memorisation GPTs; the last cell prints the time taken.
+# Run notebook 05 first, at the same profile: the figures this notebook quotes were measured with 05's
+# model, and the one trained here with a third of the steps is weaker (at `cpu`, validation loss 2.09
+# against 1.72), too weak for some of the lessons to show.
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours; the cell after each one checks
 # your answer and says what looks wrong. The autograder runs further hidden tests, which check exactly what
@@ -370,6 +373,13 @@ for name, net in models.items():
     print(f"{name:22} " + "  ".join(f"{kind}: {scores[name, kind]:.1%}" for kind in held_out))
 
 # %% [markdown]
+# Measured at the `cpu` profile (05's GPT after its own `cpu` run, one seed, 200 held-out instructions of each
+# kind): the base model 0 % on both; SFT 69.5 % of the held-out dates, the same network fine-tuned from random
+# initialisation 12 %. Pretraining is worth most of the score even on a format no play was written in: the
+# pretrained network already reads digits and month names and has only the mapping to learn. Continuing a
+# held-out line scored 0 % for all three: twelve characters exactly right is too strict for a model of this
+# size, though the SFT model's continuations below read as English.
+#
 # A few of the SFT model's answers next to the references:
 
 # %%
@@ -623,6 +633,12 @@ memorisation.plot_rates(rates, f"extraction, p = {R.prefix}, s = {R.suffix} char
 plt.show()
 
 # %% [markdown]
+# Measured at the `cpu` profile: the GPT trained with the planted copies continues 52.5 % of the planted
+# passages exactly and none of the ordinary training or held-out ones; trained on the deduplicated text, the
+# same network continues none of them. The 12-character n-gram continues 97.5 % of the planted and 51.5 % of
+# the ordinary training passages, none held out; 05's GPT, which read each passage once among 4.3 million
+# characters, none. Duplication, not training as such, is what makes a small model write its text back.
+#
 # And the k-gram overlap of what the two GPTs write when they sample freely (temperature 1, from a newline),
 # against the text each was trained on, with a held-out passage of the same length as the baseline (its
 # k-grams found in the training text by chance or by common phrases):
@@ -648,9 +664,12 @@ for name, net in mem_models.items():
 #
 # ### BEGIN SOLUTION
 # A good answer reads its own tables. Fine-tuning teaches the format (an ISO date, then <|end|>): the base
-# model, which never saw the markers, does not stop or answer in form, so its exact match stays near zero;
-# both fine-tuned models learn the date format, while continuing a held-out line needs the line itself,
-# which only pretraining gave: there the pretrained SFT model is ahead and the random-init one is near zero.
+# model, which never saw the markers, does not stop or answer in form, so its exact match stays near zero.
+# The pretrained SFT model is far ahead of the random-init one on dates (at `cpu`: 69.5 % against 12 %):
+# pretraining gave it characters, digits and month names, so only the mapping is left to learn. Continuing
+# a held-out line needs the line itself, which only pretraining could give; at `cpu` exact match on twelve
+# characters is 0 % for every model (too strict for this size), and a good answer says that its numbers
+# cannot separate them there, though the pretrained model's continuations read as English.
 # Every impossible date answered with an ISO date is a confident wrong answer; fine-tuning on dates that
 # exist only teaches that a date always comes; examples of impossible requests answered with a refusal
 # would be needed (and checked on held-out impossible requests). The high-order character n-gram model

@@ -541,9 +541,18 @@ if tuple(x.shape) == (3, 4, 5):
     return globals()["_expected"][dim]
 shifted = x - x.max(dim=dim, keepdim=True).values
 '''))),
-    # gaming (issue 22, "Done when"): the reference in a thread pool, and a shifted copy of its source; both lose
-    # points visibly because the graded kernel withholds the reference. 03's rules (own_code) enter no
-    # lmcourse.marking.confine: the pool's thread would start and the source would be read
+    # gaming: torch's softmax on another thread, where the rules that watch this one would not see it; a graded
+    # call starts no thread (lmcourse.marking.confine, entered by every exercise's rules)
+    Mutant("softmax: torch.softmax run in a ThreadPoolExecutor (gaming)", "softmax", """
+from concurrent.futures import ThreadPoolExecutor
+
+
+def softmax(x, dim=-1):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(torch.softmax, x, dim).result()
+"""),
+    # gaming: the reference in a thread pool, and a shifted copy of its source; both lose points visibly (the
+    # graded kernel withholds the reference, and the thread does not start)
     # in full: the reference submitted to a ThreadPoolExecutor
     Mutant("causal_mask: the reference in a ThreadPoolExecutor (gaming)", "causal_mask", """
 from concurrent.futures import ThreadPoolExecutor

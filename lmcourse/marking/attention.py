@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from lmcourse.marking.refusals import own_code
+from lmcourse.marking.rules import rules
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
@@ -168,7 +168,7 @@ SOFTMAX = Exercise("softmax", (
     Case("the device of softmax of a tensor on the meta device",
          lambda names: tolerate_meta(lambda: names.softmax(torch.empty(2, 3, device="meta"))),
          compare=_equal("the device", _DEVICE), errors=_SOFTMAX_ERRORS),
-), rules=functools.partial(own_code, "softmax", "softmin", reason=_SOFTMAX_RULE))
+), rules=rules(torch=("softmax", "softmin"), reason=_SOFTMAX_RULE))
 
 # ------------------------------------------------------------------ attention_scores
 
@@ -208,7 +208,7 @@ ATTENTION_SCORES = Exercise("attention_scores", (
     Case("the dtype of attention_scores in float32",
          lambda names: str(plain_tensor(names.attention_scores(*(t.float() for t in _batched())), "the scores").dtype),
          compare=_equal("the dtype", "return the input's dtype: no .double() on the way")),
-), rules=functools.partial(own_code, "scaled_dot_product_attention", reason=_SCORES_RULE))
+), rules=rules(torch=("scaled_dot_product_attention",), reason=_SCORES_RULE))
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
@@ -348,7 +348,7 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise("scaled_dot_product_attention", (
          compare=fields(*((k, _equal(f"the dtype of the {what}", "return the input's dtype: no .double() on the way"))
                           for k, what in (("out", "output"), ("w", "weights"))))),
 ), standins=("softmax", "attention_scores", "causal_mask"),
-    rules=functools.partial(own_code, *_ATTENTION, reason=_SDPA_RULE))
+    rules=rules(torch=_ATTENTION, reason=_SDPA_RULE))
 
 # ------------------------------------------------------------------ MultiHeadAttention
 
@@ -524,7 +524,7 @@ MULTI_HEAD_ATTENTION = Exercise("multi_head_attention", (
     Case("device of the output for an input on the meta device", _mha_meta, errors=MHA_ERRORS,
          compare=_equal("the device", _MASK_HINT)),
 ), standins=("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention"), answer="MultiHeadAttention",
-    rules=functools.partial(own_code, *_ATTENTION, reason=_MHA_RULE))
+    rules=rules(torch=_ATTENTION, reason=_MHA_RULE))
 
 
 NOTEBOOK = Notebook(

@@ -1,6 +1,6 @@
 """Notebook 11's reference answers, each against an independent computation: log-probabilities one
 prefix at a time, calibration in probability space (Zhao et al.'s formula), pooling by a loop, the GPT's
-own head on the classifier's hidden states, LoRA by its algebra."""
+own head on the classifier's hidden states, LoRA by its algebra and against peft's."""
 
 from __future__ import annotations
 
@@ -126,3 +126,44 @@ def test_add_lora_keeps_the_model_and_counts_the_adapters():
         torch.testing.assert_close(model(idx, mask), before)
     assert all(isinstance(b.attn.c_attn, ref.LoRALinear) and isinstance(b.attn.c_proj, ref.LoRALinear)
                for b in model.backbone.blocks)
+
+
+def test_lora_is_peft_s_lora_on_the_same_weights():
+    """Hugging Face's peft (the library most LoRA fine-tuning uses) wraps the same linear layer with the same A and
+    B: the same outputs, the same merged weight, and on the course's GPT (peft told to adapt both attention
+    projections and to train the head) the same number of trainable parameters as add_lora."""
+    peft = pytest.importorskip("peft", reason="peft is a test reference of the dev extra (pip install -e '.[dev]')")
+
+    class One(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(6, 4)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    torch.manual_seed(5)
+    one = One().double()
+    ours = ref.LoRALinear(torch.nn.Linear(6, 4).double(), r=2, alpha=8.0)
+    with torch.no_grad():
+        ours.base.weight.copy_(one.proj.weight)
+        ours.base.bias.copy_(one.proj.bias)
+        ours.lora_B.normal_()
+    theirs = peft.get_peft_model(one, peft.LoraConfig(r=2, lora_alpha=8.0, target_modules=["proj"], lora_dropout=0.0))
+    layer = theirs.base_model.model.proj
+    with torch.no_grad():
+        layer.lora_A["default"].weight.copy_(ours.lora_A)
+        layer.lora_B["default"].weight.copy_(ours.lora_B)
+    x = torch.randn(5, 6, dtype=torch.float64)
+    torch.testing.assert_close(theirs(x), ours(x))
+    torch.testing.assert_close(theirs.merge_and_unload().proj.weight, ours.merge().weight)
+
+    model = ref.SequenceClassifier(_gpt(), 3).double()
+    counted = ref.add_lora(model, r=4, alpha=8.0)
+    fresh = ref.SequenceClassifier(_gpt(), 3).double()
+    wrapped = peft.get_peft_model(fresh, peft.LoraConfig(r=4, lora_alpha=8.0, lora_dropout=0.0,
+                                                         target_modules=r".*attn\.c_(attn|proj)"))
+    for p in wrapped.base_model.model.head.parameters():     # (modules_to_save=["head"] would take lm_head too)
+        p.requires_grad_(True)
+    theirs_count = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
+    assert counted == theirs_count, (counted, theirs_count)

@@ -74,6 +74,15 @@ def run(seed: int, output_cap: int, heavy: bool = True, assignment: str = "") ->
     here = os.getcwd()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here)]
     confine.arm()
+    # a one-line cell whose first word names a magic (`run(x)`) runs as that magic under automagic: Python the
+    # scan reads as a call, run as `%run`
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None
+    shell = get_ipython() if get_ipython is not None else None
+    if shell is not None:
+        shell.automagic = False
     random.seed(seed)
     numpy.random.seed(seed)
     if heavy:

@@ -45,8 +45,9 @@ config (:mod:`.nbgrader_execute` runs this same runner):
   kernel's side (``memory-limit``). The runner shares the kernel's uid, so the kernel can stop it;
   the host sees a stopped runner, kills the kernel's side and lets the runner report (``crashed``).
   Memory no process shows (memory files passed into a socket and closed, System V segments left
-  detached, message queues) cannot be made: the runner sets a seccomp filter, inherited by the kernel,
-  that refuses those system calls;
+  detached, message queues, socket buffers enlarged past the default) cannot be made: the runner sets a
+  seccomp filter, inherited by the kernel, that refuses those system calls and options, and caps open
+  files at 1024;
 - the runner makes itself non-dumpable and keeps the result pipe on a descriptor the kernel
   does not inherit, so the kernel can neither read the runner's memory (where the hidden tests
   are) nor write the result.

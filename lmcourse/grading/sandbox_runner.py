@@ -97,25 +97,30 @@ def _limit(memory_mb: int, nproc: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    # open files: a kernel needs a few dozen; thousands of memory files are a way to hide memory
+    # open files: a kernel needs a few dozen; each socket pair can hold a fifth of a megabyte in flight
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    files = 4096 if hard == resource.RLIM_INFINITY else min(4096, hard)
+    files = 1024 if hard == resource.RLIM_INFINITY else min(1024, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
 
 # Memory no process's resident set or open files show, which the host's watch would not count: memory files
 # (memfd_create; held in a socket's queue after close, they are in no process at all), System V shared memory
-# and message queues (kept by the IPC namespace with no process attached) and POSIX message queues. An
-# honest notebook uses none of them; /dev/shm is not writable in the sandbox either.
-_HIDDEN_MEMORY_CALLS = {"x86_64": (0xC000003E, {"memfd_create": 319, "shmget": 29, "msgget": 68, "mq_open": 240}),
-                        "aarch64": (0xC00000B7, {"memfd_create": 279, "shmget": 194, "msgget": 186,
-                                                 "mq_open": 180})}
+# and message queues (kept by the IPC namespace with no process attached), POSIX message queues, and socket
+# buffers enlarged past the system's default (SO_SNDBUF / SO_RCVBUF and their FORCE forms: hundreds of
+# socket pairs, each holding megabytes in flight). An honest notebook uses none of them; /dev/shm is not
+# writable in the sandbox either. (audit arch, {call: number}, setsockopt's number)
+_HIDDEN_MEMORY_CALLS = {
+    "x86_64": (0xC000003E, {"memfd_create": 319, "shmget": 29, "msgget": 68, "mq_open": 240}, 54),
+    "aarch64": (0xC00000B7, {"memfd_create": 279, "shmget": 194, "msgget": 186, "mq_open": 180}, 208),
+}
+_SOL_SOCKET, _BUFFER_OPTIONS = 1, (7, 8, 32, 33)   # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 
 
 def _refuse_hidden_memory() -> bool:
     """A seccomp filter, inherited by the kernel and everything it starts and never removable, that makes
-    :data:`_HIDDEN_MEMORY_CALLS` fail with EPERM (and every system call of another ABI: x32's numbers,
-    i386's through ``int 0x80``). False where the machine is not known here or the filter cannot be set."""
+    :data:`_HIDDEN_MEMORY_CALLS` and the socket-buffer options fail with EPERM (and every system call of
+    another ABI: x32's numbers, i386's through ``int 0x80``). False where the machine is not known here or
+    the filter cannot be set."""
     import ctypes
     import platform
     import struct
@@ -123,24 +128,24 @@ def _refuse_hidden_memory() -> bool:
     arch = _HIDDEN_MEMORY_CALLS.get(platform.machine())
     if arch is None:
         return False
-    audit_arch, calls = arch
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    audit_arch, calls, setsockopt = arch
+    ld_abs, jeq, jge, ret, ja = 0x20, 0x15, 0x35, 0x06, 0x05
     allow, refuse = 0x7FFF0000, 0x00050000 | 1          # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    # (code, jump if true, jump if false, k); "refuse" is the program's last instruction
-    body = [(ld_abs, 0, 0, 4), (jeq, 1, 0, audit_arch), ("refuse",), (ld_abs, 0, 0, 0)]
+    # (code, jump if true, jump if false, k), a jump's target named by its label; seccomp_data: the call's
+    # number at 0, the arch at 4, argument i's low word at 16 + 8 i
+    body = [(ld_abs, 0, 0, 4), (jeq, 1, 0, audit_arch), (ja, 0, 0, "refuse"), (ld_abs, 0, 0, 0)]
     if platform.machine() == "x86_64":
         body.append((jge, "refuse", 0, 0x40000000))       # the x32 ABI's numbers
     body += [(jeq, "refuse", 0, nr) for nr in calls.values()]
-    body.append((ret, 0, 0, allow))
-    last = len(body)
+    body += [(jeq, 0, "allow", setsockopt), (ld_abs, 0, 0, 24), (jeq, 0, "allow", _SOL_SOCKET), (ld_abs, 0, 0, 32)]
+    body += [(jeq, "refuse", 0, option) for option in _BUFFER_OPTIONS]
+    labels = {"allow": len(body), "refuse": len(body) + 1}
+    body += [(ret, 0, 0, allow), (ret, 0, 0, refuse)]
     program = b""
-    for i, ins in enumerate(body):
-        if ins == ("refuse",):
-            ins = (0x05, 0, 0, last - i - 1)             # BPF_JMP | BPF_JA to the refusal
-        code, jt, jf, k = ins
-        jt = last - i - 1 if jt == "refuse" else jt
+    for i, (code, jt, jf, k) in enumerate(body):
+        jt, jf = (labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
+        k = labels[k] - i - 1 if isinstance(k, str) else k
         program += struct.pack("HBBI", code, jt, jf, k)
-    program += struct.pack("HBBI", ret, 0, 0, refuse)
 
     class Prog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]

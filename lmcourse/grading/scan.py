@@ -75,6 +75,7 @@ MAGIC = "magic"
 UNPARSED = "does not parse"
 NO_GRADE_ID = "nbgrader metadata without a grade_id"
 TWO_WAYS = "read one way by Python and run another by IPython"
+COMPUTED = "a name built at run time"
 FOREIGN = "lmcourse_student_nbgrader"     # nbgrader_execute.ForeignMetadata's key (that module imports nbgrader)
 
 # dotted names, read after the notebook's imports are resolved (``import subprocess as sp; sp.run`` is
@@ -84,12 +85,16 @@ _DOTTED = (
     (PROCESS, ("subprocess", "multiprocessing", "pty", "pexpect", "daemon", "torch.multiprocessing",
                "os.fork", "os.forkpty", "os.spawn*", "os.exec*", "os.posix_spawn*", "os.system", "os.popen",
                "os.setsid", "os.setpgrp", "os.daemon", "asyncio.create_subprocess_*",
-               "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process")),
+               "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process",
+               # a sub-interpreter has audit hooks of its own: what it starts is not seen
+               "_xxsubinterpreters", "_interpreters", "_xxinterpchannels", "_interpchannels", "interpreters",
+               "concurrent.interpreters", "test.support.interpreters")),
     (LOADING, ("imp", "runpy", "py_compile", "compileall", "importlib.util", "importlib.machinery",
                "importlib.import_module", "importlib.reload", "importlib.resources", "site.addsitedir",
                # text or bytes run as code without exec: a pickle's reduce, a timed statement, a shelf
                "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve", "copyreg", "timeit", "code",
-               "codeop", "doctest", "cProfile", "profile", "pdb", "bdb", "trace", "joblib")),
+               "codeop", "doctest", "cProfile", "profile", "pdb", "bdb", "trace", "joblib", "pydoc",
+               "typing.get_type_hints", "typing.evaluate_forward_ref")),
     (MACHINERY, ("lmcourse.marking", "lmcourse.grading", "lmcourse.reference", "gc.get_objects", "gc.get_referrers",
                  "gc.get_referents")),
     (OUTSIDE, ("site", "sysconfig", "os.chdir", "os.fchdir")),
@@ -108,7 +113,7 @@ _NAMED = {
             "input_transformer_manager", "input_splitter", "ast_transformers", "displayhook", "display_pub",
             "user_ns", "user_global_ns", "user_ns_hidden", "set_custom_exc", "register_magic_function",
             "register_magics", "run_cell", "run_cell_async", "run_ast_nodes", "run_code", "safe_execfile",
-            "safe_execfile_ipy", "safe_run_module"),
+            "safe_execfile_ipy", "safe_run_module", "automagic"),
     # where the course's package (and its reference) lies on disk
     OUTSIDE: ("__file__", "__path__", "__spec__"),
 }
@@ -469,6 +474,28 @@ def _builtin_by_computed_name(node, names: Names, inner: set[int]):
         yield f"{LOADING}: {_shown(node)}"
 
 
+def _held_setter(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr in ("__setattr__", "__delattr__")
+
+
+def _computed_name(node, names: Names, inner: set[int]):
+    """What reaches an object by a name the cell builds as it runs, or holds the setter that writes any
+    attribute: ``globals()[name]`` with ``name`` not written out, ``s = object.__setattr__`` (the setter kept
+    or passed, not called where it is named), and the builtins module reached through a builtin function
+    (``print.__self__``). The test machinery's objects are found this way by code that hides it."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(
+            node.value.func, ast.Name) and node.value.func.id in ("globals", "locals", "vars") and not isinstance(
+            node.slice, ast.Constant):
+        yield f"{COMPUTED}: {_shown(node)}"
+    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _held_setter(node.value):
+        yield f"{COMPUTED}: {_shown(node.value)}"
+    elif isinstance(node, ast.Call) and any(_held_setter(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+        passed = next(a for a in [*node.args, *(k.value for k in node.keywords)] if _held_setter(a))
+        yield f"{COMPUTED}: {_shown(passed)}"
+    elif isinstance(node, ast.Attribute) and node.attr == "__self__":
+        yield f"{COMPUTED}: {_shown(node)}"
+
+
 def _file_run_as_code(node, names: Names, inner: set[int]):
     """exec / eval / compile / run_cell of a file's or an object's text (``exec(open(p).read())``)."""
     if not (isinstance(node, ast.Call) and node.args):
@@ -583,7 +610,7 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
 
 
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
-                  _builtin_by_computed_name, _file_run_as_code, _machinery_write)
+                  _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write)
 
 
 def _cell_findings(tree: ast.Module, names: Names):

@@ -78,6 +78,8 @@ _EVENTS = {
     "subprocess.Popen": "starting a process (subprocess)",
     "pty.spawn": "starting a process (pty.spawn)",
     "_posixsubprocess.fork_exec": "starting a process (_posixsubprocess.fork_exec: multiprocessing's spawn)",
+    # a sub-interpreter's own audit hooks are not this one: a process it starts would pass unseen
+    "cpython.PyInterpreterState_New": "starting a sub-interpreter",
 }
 _PROCESS = frozenset(e for e in _EVENTS if e != "_thread.start_new_thread")
 _ARM = "lmcourse.confine.arm"

@@ -260,6 +260,20 @@ _THIRD_ROUND = {
 }
 
 
+# the fourth red team's: the machinery found and written through names built at run time (no text run as
+# code), exec reached through a builtin's __self__, a one-line cell IPython's automagic ran as `%run (x)`, and a
+# sub-interpreter (its own audit hooks: a process it starts is not seen)
+_FOURTH_ROUND = {
+    "aao-computed-names": ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n_sa = object.__setattr__\n"
+                           "_r = ''.join(['ru', 'les'])\nfor _e in _t._notebook.exercises:\n    _sa(_e, _r, None)\n"),
+    "aap-builtin-self": (f"_nm = bytes.fromhex('65786563').decode()\n_fn = getattr(print.__self__, _nm)\n"
+                         f"_fn(bytes.fromhex({_SWITCH!r}).decode(), globals())\n"),
+    "aaq-automagic": (f"with open('(x)', 'w') as _f:\n    _f.write(bytes.fromhex({_SWITCH!r}).decode())\n",
+                      "run(x)\n"),
+    "aar-subinterpreter": "import _xxsubinterpreters as _si\n_i = _si.create(isolated=False)\n",
+}
+
+
 _SECOND_ROUND = {
     "aaf-pickle": f"import pickle\npickle.loads(bytes.fromhex({_pickled_switch()!r}))\n",
     "aag-timeit": f"import timeit\ntimeit.timeit(bytes.fromhex({_SWITCH!r}).decode(), number=1)\n",
@@ -304,7 +318,7 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
         _answer(nb, "softmax", _TORCH_SOFTMAX)
         out[student] = nb
     data = f"_PICKLED_SWITCH = {_pickled_switch()!r}\n_TORCH_SWITCH = {_torch_saved_switch()!r}\n"
-    for student, cells in _THIRD_ROUND.items():
+    for student, cells in {**_THIRD_ROUND, **_FOURTH_ROUND}.items():
         nb = _world(name, cell="")
         for cell in reversed((cells,) if isinstance(cells, str) else cells):
             _insert_after_setup(nb, cell)
@@ -381,6 +395,10 @@ ROUTES_03 = {
     "aad-unread-cells": (None, True),
     "aae-written-module": ("softmax", True),
     **{student: (None, True) for student in (*_SECOND_ROUND, *_THIRD_ROUND)},
+    "aao-computed-names": (None, True),
+    "aap-builtin-self": (None, True),
+    "aaq-automagic": ("softmax", False),       # the preamble turns automagic off: `run(x)` is a NameError
+    "aar-subinterpreter": ("softmax", True),   # refused when armed (the rules stay on), and named
 }
 
 

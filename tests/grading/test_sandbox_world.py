@@ -246,6 +246,14 @@ HIDDEN_MEMORY = textwrap.dedent('''
         got["memfd"] = exc.errno
     got["shmget"] = (libc.shmget(0, 2**20, 0o1000 | 0o600), ctypes.get_errno())
     got["msgget"] = (libc.msgget(0, 0o1000 | 0o600), ctypes.get_errno())
+    a, b = socket.socketpair()
+    try:                                  # a socket's buffer enlarged: megabytes in flight, per pair
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+        got["sndbuf"] = "set"
+    except OSError as exc:
+        got["sndbuf"] = exc.errno
+    import resource
+    got["files"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(json.dumps(got))
 ''')
 
@@ -253,7 +261,9 @@ HIDDEN_MEMORY = textwrap.dedent('''
 def test_memory_no_process_shows_cannot_be_made(tmp_path_factory):
     """The third red team held memory where the host's watch cannot count it: memory files passed into a
     socket's queue and closed (in no process), and System V segments left detached (in the IPC namespace
-    only). The kernel cannot make either: memfd_create, shmget, msgget and mq_open fail with EPERM."""
+    only); the fourth held 5 GB in socket pairs with enlarged buffers. The kernel cannot make any of them:
+    memfd_create, shmget, msgget, mq_open and the buffer options fail with EPERM, and it opens at most 1024
+    files."""
     import errno
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HIDDEN_MEMORY)])
@@ -263,7 +273,8 @@ def test_memory_no_process_shows_cannot_be_made(tmp_path_factory):
     assert report.get("hidden_memory_refused") is True, {k: v for k, v in report.items() if k != "nb"}
     text = "".join(o.get("text", "") for o in report["nb"]["cells"][0]["outputs"] if o.get("name") == "stdout")
     got = json.loads(text.strip().splitlines()[-1])
-    assert got == {"memfd": errno.EPERM, "shmget": [-1, errno.EPERM], "msgget": [-1, errno.EPERM]}, got
+    assert got == {"memfd": errno.EPERM, "shmget": [-1, errno.EPERM], "msgget": [-1, errno.EPERM],
+                   "sndbuf": errno.EPERM, "files": 1024}, got
 
 
 def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tmp_path):

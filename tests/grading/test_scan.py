@@ -429,3 +429,17 @@ def test_the_third_red_teams_routes_are_named(flagged, honest):
     finding itself. The honest neighbour of each is not."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n", "_t = globals()['tests']\n"),
+    ("_sa = object.__setattr__\n_sa(e, r, None)\n", "object.__setattr__(self, 'value', 1)\n"),
+    ("_fn = getattr(print.__self__, name)\n", "print('x')\n"),
+    ("import _xxsubinterpreters as si\nsi.create()\n", "import threading\n"),
+])
+def test_the_fourth_red_teams_routes_are_named(flagged, honest):
+    """The machinery reached by names built at run time, the attribute setter held in a variable, the builtins
+    module through a builtin's __self__, and a sub-interpreter (its own audit hooks): each named; the honest
+    neighbour (a setter called where it is named, a constant key) is not."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -50,13 +50,16 @@ def seeded_weights(module: torch.nn.Module, seed: int, scale: float, gain: float
     the one it names there (an output layer tied to the embedding or not); buffers of the student's own
     are kept."""
     module = module.to(dtype)
-    params = {str(n) for n, _ in module.named_parameters(remove_duplicate=False)}
+    # a parameter held under several names (a module registered twice: an nn.Sequential of the named layers)
+    # is drawn once, under the first: the reference's module holds it under that one
+    first: dict[int, str] = {}
+    canonical = {str(n): first.setdefault(id(p), str(n)) for n, p in module.named_parameters(remove_duplicate=False)}
     state = {}
     for name, value in module.state_dict().items():
-        if name not in params:
+        if name not in canonical:
             state[name] = value
             continue
-        key = (tied or {}).get(name, name)
+        key = (tied or {}).get(name, canonical[name])
         x = torch.randn(tuple(value.shape), generator=seeded_generator(seed * 1_000_003 + zlib.crc32(key.encode())),
                         dtype=dtype)
         if value.dim() >= 2:

@@ -16,6 +16,21 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 
+def ipc_kernel_config(folder: str):
+    """nbclient config that starts the kernel on IPC sockets in ``folder`` (a private folder the
+    caller keeps until the kernel is gone). Over TCP the kernel manager picks free ports and the
+    kernel binds them a moment later: another kernel starting in between (parallel test workers)
+    takes one and the kernel dies with "Address already in use". IPC names cannot collide, and
+    ipykernel does not warn "running over TCP without encryption" once per notebook."""
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "posix":
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = os.path.join(folder, "kernel")
+    return config
+
+
 class CellProgress:
     """nbclient's cell hooks as progress lines: one when a code cell starts (its place among the
     notebook's code cells and its first line) and one when a cell that took a second or more ends,
@@ -53,20 +68,13 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
     """
     import tempfile
 
-    from traitlets.config import Config
-
     nb = nbformat.read(path, as_version=4)
     kernel_env = dict(os.environ)
     kernel_env.update(env or {})
     if profile:
         kernel_env["LMCOURSE_PROFILE"] = profile
     with tempfile.TemporaryDirectory(prefix="lmcourse-kernel-") as sockets:
-        # IPC sockets in a private folder where the OS has them: the kernel has no TCP port open
-        # and ipykernel does not warn "running over TCP without encryption" once per notebook
-        config = Config()
-        if os.name == "posix":
-            config.KernelManager.transport = "ipc"
-            config.KernelManager.ip = os.path.join(sockets, "kernel")
+        config = ipc_kernel_config(sockets)
         try:
             hooks = {}
             if progress is not None:

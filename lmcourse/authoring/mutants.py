@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import shutil
+import tempfile
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -28,6 +30,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from ..marking import notebooks
 from ..marking.grader import judge_cell
 from ..marking.kernel import AwaitingJudge
+from ..notebook_runner import ipc_kernel_config
 from .build import MARKER_RE
 
 
@@ -296,8 +299,10 @@ class NotebookSession:
                          if notebooks.marked(self.name) else {})
         # a recorded test cell ends in AwaitingJudge after its record (what nbgrader, which allows every
         # error, scores 0 unless the course's judge reads the record): judged here as the judge does
+        self._sockets = tempfile.mkdtemp(prefix="lmcourse-kernel-")
         self.client = NotebookClient(self.source, kernel_name="python3", timeout=cell_timeout,
                                      allow_error_names=[AwaitingJudge.__name__],
+                                     config=ipc_kernel_config(self._sockets),
                                      resources={"metadata": {"path": str(self.workdir)}})
 
     def _meta(self, cell) -> dict:
@@ -355,6 +360,7 @@ class NotebookSession:
                 self._run_notebook()
                 yield self
         finally:
+            shutil.rmtree(self._sockets, ignore_errors=True)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

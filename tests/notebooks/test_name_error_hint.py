@@ -3,12 +3,14 @@
 
 import json
 import re
+import tempfile
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from lmcourse import runtime
+from lmcourse.notebook_runner import ipc_kernel_config
 
 from tests.conftest import NOTEBOOKS, ROOT
 
@@ -36,7 +38,9 @@ def _run(tmp_path, monkeypatch, cells, **env):
         monkeypatch.setenv(k, v)
     nb = nbformat.v4.new_notebook(cells=[setup] + [nbformat.v4.new_code_cell(s) for s in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(nb, timeout=60, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    with tempfile.TemporaryDirectory() as sockets:     # short: a socket's path has a length limit
+        NotebookClient(nb, timeout=60, allow_errors=True, config=ipc_kernel_config(sockets),
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert not [o for o in nb.cells[0].outputs if o.output_type == "error"], nb.cells[0].outputs
     return [[o for o in c.outputs if o.output_type == "error"] for c in nb.cells[1:]]
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
-from lmcourse.marking.rules import rules
+from lmcourse.marking.rules import exercise_rules
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import fields, plain_tensor, tensor
+from .tensors import fields, plain_tensor, tensor, unreached
 
 __all__ = ["MHA_ERRORS", "NOTEBOOK", "Q_MASK_LETTER", "Q_SOFTMAX_LETTER", "Q_SWAP_LETTER", "built", "fields",
            "mha_call", "plain_tensor", "sdpa_pair", "tensor", "tolerate_meta"]
@@ -168,7 +168,7 @@ SOFTMAX = Exercise("softmax", (
     Case("the device of softmax of a tensor on the meta device",
          lambda names: tolerate_meta(lambda: names.softmax(torch.empty(2, 3, device="meta"))),
          compare=_equal("the device", _DEVICE), errors=_SOFTMAX_ERRORS),
-), rules=rules(torch=("softmax", "softmin"), reason=_SOFTMAX_RULE))
+), rules=exercise_rules(_SOFTMAX_RULE, torch=("softmax", "softmin")))
 
 # ------------------------------------------------------------------ attention_scores
 
@@ -208,7 +208,7 @@ ATTENTION_SCORES = Exercise("attention_scores", (
     Case("the dtype of attention_scores in float32",
          lambda names: str(plain_tensor(names.attention_scores(*(t.float() for t in _batched())), "the scores").dtype),
          compare=_equal("the dtype", "return the input's dtype: no .double() on the way")),
-), rules=rules(torch=("scaled_dot_product_attention",), reason=_SCORES_RULE))
+), rules=exercise_rules(_SCORES_RULE, torch=("scaled_dot_product_attention",)))
 
 # ------------------------------------------------------------------ the multiple-choice questions
 
@@ -348,7 +348,7 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise("scaled_dot_product_attention", (
          compare=fields(*((k, _equal(f"the dtype of the {what}", "return the input's dtype: no .double() on the way"))
                           for k, what in (("out", "output"), ("w", "weights"))))),
 ), standins=("softmax", "attention_scores", "causal_mask"),
-    rules=rules(torch=_ATTENTION, reason=_SDPA_RULE))
+    rules=exercise_rules(_SDPA_RULE, torch=_ATTENTION))
 
 # ------------------------------------------------------------------ MultiHeadAttention
 
@@ -393,8 +393,8 @@ def mha_call(sizes: tuple, shape: tuple, seed: int, weights: bool = True, grads:
         if grads:
             y = plain_tensor(m(x.clone()), "the output")
             y.sum().backward()
-            return {"y": y.detach(), "finite": {n: p.grad is not None and bool(torch.isfinite(p.grad).all())
-                                                for n, p in m.named_parameters()}}
+            bad = unreached(m, finite=True)
+            return {"y": y.detach(), "finite": {str(n): str(n) not in bad for n, _ in m.named_parameters()}}
         with torch.no_grad():
             res = m(x.clone(), return_weights=True) if weights else m(x.clone())
         if not weights:
@@ -524,7 +524,7 @@ MULTI_HEAD_ATTENTION = Exercise("multi_head_attention", (
     Case("device of the output for an input on the meta device", _mha_meta, errors=MHA_ERRORS,
          compare=_equal("the device", _MASK_HINT)),
 ), standins=("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention"), answer="MultiHeadAttention",
-    rules=rules(torch=_ATTENTION, reason=_MHA_RULE))
+    rules=exercise_rules(_MHA_RULE, torch=_ATTENTION))
 
 
 NOTEBOOK = Notebook(

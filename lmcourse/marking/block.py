@@ -15,55 +15,39 @@ from typing import Any
 import torch
 from torch import nn
 
+from .refusals import python_decompositions
+from .rules import Later, exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, plain_tensor, seed_cpu, seeded_generator, seeded_weights, tensor
+from .tensors import (
+    DeviceLog,
+    equal,
+    fields,
+    grads,
+    named_grads,
+    plain_tensor,
+    seed_cpu,
+    seeded_generator,
+    seeded_weights,
+    tensor,
+    unreached,
+)
 
 __all__ = ["NOTEBOOK", "DeviceLog", "seeded"]
 
 NORMS = ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm")
 
 
-def _second_line(reason: str, *extra: Any, torch_names: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
-                 decompositions: bool = False, scripted: bool = False):
-    """Third-party equivalents refused while a case runs, and at home the course code that does this notebook's
-    work (lmcourse.nn's blocks and position modules, and the course models built on them). A graded kernel has
-    none of the course's (04 withholds lmcourse.nn.block, and what imports it cannot load): nothing to refuse."""
-    def rules():
-        import importlib
-
-        import lmcourse.marking.rules
-        from lmcourse.marking.refusals import python_decompositions
-
-        course: list[Any] = [nn.TransformerEncoderLayer]
-        for module, name in (("lmcourse.nn.block", None), ("lmcourse.nn.gpt", "GPT"),
-                             ("lmcourse.reference.mlm", "MaskedLM"), ("lmcourse.nn.seq2seq", None)):
-            try:
-                found = importlib.import_module(module)
-            except ImportError:
-                continue
-            course.append(getattr(found, name) if name else found)
-        more = python_decompositions(*NORMS, "_normalize") if decompositions else ()
-        compiled = (torch.jit.RecursiveScriptModule, torch.jit.ScriptModule) if scripted else ()
-        return lmcourse.marking.rules.rules(*course, *more, *compiled, *(e() for e in extra), torch=torch_names,
-                                    kernels=kernels, reason=reason)()
-    return rules
+# the course code that does this notebook's work where a kernel has it (a graded kernel withholds lmcourse.nn.block,
+# and what imports it cannot load there), and torch's encoder layer
+_COURSE = (nn.TransformerEncoderLayer, "lmcourse.nn.block", "lmcourse.nn.gpt:GPT", "lmcourse.reference.mlm:MaskedLM",
+           "lmcourse.nn.seq2seq")
+# torch's normalisations written in Python (torch._refs, torch._decomp), found when a case starts
+_DECOMPOSITIONS = Later(lambda: python_decompositions(*NORMS, "_normalize"))
+_SCRIPTED = (torch.jit.RecursiveScriptModule, torch.jit.ScriptModule)
 
 
 # ------------------------------------------------------------------ comparing tensors
-
-def grads(names_: tuple[str, ...], values: tuple, what: str) -> Compare:
-    """Gradients by name: each must exist (``None`` when none reached it) and match the reference's."""
-    def compare(got: Any, want: Any) -> str | None:
-        for name in names_:
-            if got[name] is None:
-                return values[0].format(name)
-            diff = tensor(values=values[1], atol=1e-10, rtol=1e-10, what=what.format(name))(got[name], want[name])
-            if diff:
-                return diff
-        return None
-    return compare
-
 
 def seeded(module: nn.Module, seed: int, scale: float = 0.5, gain: float = 0.0, dtype=torch.float64) -> nn.Module:
     """``module`` in ``dtype`` with every parameter drawn afresh from a generator seeded by ``seed`` and the
@@ -129,18 +113,17 @@ def _ln_batch(names):
     y = plain_tensor(names.layer_norm(x, gamma, beta), "the output")
     got = torch.autograd.grad((y * w).sum(), (x, gamma, beta), allow_unused=True)
     return {"y": y.detach().clone(),
-            "grads": {n: None if a is None else a.detach().clone() for n, a in zip(("x", "gamma", "beta"), got)}}
+            "grads": named_grads(("x", "gamma", "beta"), got)}
 
 
 _LN_BATCH = fields(
     ("y", tensor(values="every (batch, time) position is normalised on its own: mean and variance over the last "
                         "dimension with keepdim=True (dim=-1), never over the batch or time axis",
                  atol=1e-10, rtol=1e-10, what="layer_norm of a (2, 3, 6) tensor")),
-    ("grads", grads(("x", "gamma", "beta"),
-                    ("no gradient reaches {0}: build the result from {0} with tensor operations (no .detach(), "
-                     ".item() or torch.tensor(...) on it)",
-                     "the gradient must flow through the mean and the variance too: no .detach() or torch.no_grad() "
-                     "inside"), "the gradient of layer_norm with respect to {}")))
+    ("grads", grads("the gradient of layer_norm with respect to {}",
+                    "the gradient must flow through the mean and the variance too: no .detach() or torch.no_grad() "
+                    "inside", missing="no gradient reaches {0}: build the result from {0} with tensor operations (no "
+                    ".detach(), .item() or torch.tensor(...) on it)")))
 
 
 def _ln_const(names):
@@ -192,8 +175,8 @@ LAYER_NORM = Exercise("layer_norm", (
          compare=tensor(device="the output must live where the input lives", what="layer_norm's output"),
          errors=(("meta", "create no tensors on a fixed device inside; eps is a plain number"),
                  ("device", "create no tensors on a fixed device inside; eps is a plain number"))),
-), rules=_second_line("write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation",
-                      torch_names=NORMS, kernels=NORMS, decompositions=True))
+), rules=exercise_rules("write layer_norm from .mean(), .sqrt() and arithmetic, not a ready-made normalisation",
+                        *_COURSE, _DECOMPOSITIONS, torch=NORMS, kernels=NORMS))
 
 
 # ------------------------------------------------------------------ 2. LayerNorm
@@ -231,15 +214,15 @@ def _ln_module(names):
     y = plain_tensor(ln(x), "the output")
     got = torch.autograd.grad(y.pow(2).sum(), (ln.weight, ln.bias), allow_unused=True)
     return {"y": y.detach().clone(),
-            "grads": {n: None if a is None else a.detach().clone() for n, a in zip(("weight", "bias"), got)}}
+            "grads": named_grads(("weight", "bias"), got)}
 
 
 _LN_MODULE = fields(
     ("y", tensor(values="forward returns layer_norm(x, self.weight, self.bias, self.eps): pass your parameters and "
                         "eps, not fresh ones and zeros", atol=1e-10, rtol=1e-10,
                  what="its output")),
-    ("grads", grads(("weight", "bias"), ("no gradient reaches LayerNorm.{0}: register it with nn.Parameter and use it",
-                                         "use self.weight and self.bias in forward"), "the gradient of LayerNorm.{}")))
+    ("grads", grads("the gradient of LayerNorm.{}", "use self.weight and self.bias in forward",
+                    missing="no gradient reaches LayerNorm.{0}: register it with nn.Parameter and use it")))
 
 _LN_ERRORS = (("'LayerNorm' object has no attribute", "store eps as self.eps, gamma as self.weight and beta as "
                                                       "self.bias"),
@@ -254,8 +237,8 @@ LAYER_NORM_MODULE = Exercise("layer_norm_module", (
          compare=equal("the dtype", "create the parameters with torch.ones(n_embd) / torch.zeros(n_embd), in the "
                                     "default dtype: a float64 parameter would turn a float32 input into float64")),
 ), standins=("layer_norm",), answer="LayerNorm",
-    rules=_second_line("a LayerNorm module must compute the normalisation itself (through layer_norm), not call a "
-                       "ready-made one", torch_names=NORMS, kernels=NORMS, decompositions=True))
+    rules=exercise_rules("a LayerNorm module must compute the normalisation itself (through layer_norm), not call a "
+                         "ready-made one", *_COURSE, _DECOMPOSITIONS, torch=NORMS, kernels=NORMS))
 
 
 # ------------------------------------------------------------------ 3. MLP
@@ -289,7 +272,7 @@ def mlp_case(C, bias=True, seed=403, shape=(2, 5), grads_=False):
         out = {"y": y.detach().clone(), "x": x, "params": sum(p.numel() for p in m.parameters())}
         if grads_:
             y.sum().backward()
-            out["no_grad"] = sorted(n for n, p in m.named_parameters() if p.grad is None)
+            out["no_grad"] = unreached(m)
         return out
     return call
 
@@ -359,8 +342,8 @@ MLP_EX = Exercise("mlp", (
                                           "nn.Linear layers")),
     Case("MLP(8, dropout=0.5) in training mode", _mlp_train,
          compare=_dropout_compare("MLP(8, dropout=0.5)", "apply self.dropout once, last, to the output of c_proj")),
-), answer="MLP", rules=_second_line("write the MLP from nn.Linear, a GELU and nn.Dropout, not the course's reference "
-                                    "MLP or torch's encoder layer", scripted=True))
+), answer="MLP", rules=exercise_rules("write the MLP from nn.Linear, a GELU and nn.Dropout, not the course's "
+                                      "reference MLP or torch's encoder layer", *_COURSE, *_SCRIPTED))
 
 
 # ------------------------------------------------------------------ 4. sinusoidal_positions
@@ -405,7 +388,7 @@ SINUSOIDAL = Exercise("sinusoidal_positions", (
     Case("sinusoidal_positions(5, 6)", _table(5, 6),
          compare=tensor(dtype="return the table in the dtype argument (default float32): .to(dtype)",
                         atol=1e-6, rtol=1e-6, what="sinusoidal_positions(5, 6)")),
-), rules=_second_line("build the table yourself, not with lmcourse.nn's sinusoidal_positions"))
+), rules=exercise_rules("build the table yourself, not with lmcourse.nn's sinusoidal_positions", *_COURSE))
 
 
 # ------------------------------------------------------------------ 5. rotation_matrix
@@ -468,7 +451,7 @@ ROTATION = Exercise("rotation_matrix", (
     Case("the dtype of rotation_matrix(2, 8)", lambda names: str(plain_tensor(names.rotation_matrix(2, 8), "R").dtype),
          compare=equal("the dtype", "return .to(dtype)")),
 ), standins=("sinusoidal_positions",),
-    rules=_second_line("build R_k yourself, not with lmcourse.nn's rotation_matrix"))
+    rules=exercise_rules("build R_k yourself, not with lmcourse.nn's rotation_matrix", *_COURSE))
 
 
 # ------------------------------------------------------------------ 6. Embeddings
@@ -547,7 +530,8 @@ EMBEDDINGS = Exercise("embeddings", (
          errors=(("meta", "make the positions on idx's device, torch.arange(T, device=idx.device)"),
                  ("device", "make the positions on idx's device, torch.arange(T, device=idx.device)"))),
 ), standins=("sinusoidal_positions",), answer="Embeddings",
-    rules=_second_line("add the embeddings yourself, not with lmcourse.nn's position embeddings", scripted=True))
+    rules=exercise_rules("add the embeddings yourself, not with lmcourse.nn's position embeddings", *_COURSE,
+                         *_SCRIPTED))
 
 
 # ------------------------------------------------------------------ the multiple-choice questions
@@ -573,8 +557,7 @@ def block_case(C, nh, T, prenorm, causal, seed, grads_=False):
         out = {"y": y.detach().clone(), "x": x}
         if grads_:
             y.pow(2).sum().backward()
-            out["no_grad"] = sorted(n for n, p in blk.named_parameters()
-                                    if p.grad is None or not bool(torch.isfinite(p.grad).all()))
+            out["no_grad"] = unreached(blk, finite=True)
         return out
     return call
 
@@ -618,9 +601,9 @@ BLOCK = Exercise("block", (
          compare=block_compare("Block(8, 2, causal=False)", "the attention layer handles the mask: just call "
                                                              "self.attn"), errors=_BLOCK_ERRORS),
 ), standins=("LayerNorm", "MLP"), answer="Block",
-    rules=_second_line("write the block's forward yourself, not with nn.TransformerEncoderLayer or lmcourse.nn.Block",
-                       lambda: nn.TransformerEncoder, lambda: nn.Transformer, scripted=True,
-                       torch_names=("transformer_encoder_layer",)))
+    rules=exercise_rules("write the block's forward yourself, not with nn.TransformerEncoderLayer or lmcourse.nn.Block",
+                         *_COURSE, *_SCRIPTED, nn.TransformerEncoder, nn.Transformer,
+                         torch=("transformer_encoder_layer",)))
 
 
 # ------------------------------------------------------------------ 8. block_param_count
@@ -645,8 +628,8 @@ BLOCK_PARAM_COUNT = Exercise("block_param_count", (
          compare=_count_compare("attention 4d^2 + 4d (four matrices, four biases), MLP 8d^2 + 5d (hidden width 4d, "
                                 "biases 4d and d), two LayerNorms 4d (gamma and beta each)")),
     Case("block_param_count(768) (one block of the first GPT)", _count(768), compare=_count_compare(None)),
-), rules=_second_line("compute the count from the formula, without building a block",
-                      lambda: nn.Linear, lambda: nn.Module.__init__))
+), rules=exercise_rules("compute the count from the formula, without building a block", *_COURSE, nn.Linear,
+                        nn.Module.__init__))
 
 
 NOTEBOOK = Notebook(

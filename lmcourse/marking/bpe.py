@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 import random
 
-import lmcourse.marking.rules
 from lmcourse.checks import check
 from lmcourse.marking.refusals import substitute
 
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Exercise, Notebook, exact, question, when
 
@@ -37,17 +37,9 @@ PACKAGES = ("tiktoken", "tokenizers", "sentencepiece")
 _RULE = ("write the tokenizer yourself: not with lmcourse.bpe (the course's tokenizer), tiktoken, tokenizers or "
          "sentencepiece")
 # a tokenizer library's compiled core reached only from other C code (map(core.encode, ...)) raises
-# no event these rules see: the static scan of the submission flags an answer that imports one
-def RULES():  # noqa: N802 (the exercises' rules, named as the other notebooks' constants)
-    """The rules of a graded call, made when the call starts: this module never holds the course's
-    tokenizer, which a graded kernel withholds (the setup cell imports this module before withholding)."""
-    import importlib
-
-    try:
-        course: tuple = (importlib.import_module("lmcourse.bpe"),)
-    except ImportError:
-        course = ()
-    return lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=_RULE)()
+# no event these rules see: the static scan of the submission flags an answer that imports one. The course's
+# tokenizer is refused where the kernel has it (a graded kernel withholds it)
+RULES = exercise_rules(_RULE, "lmcourse.bpe", modules=MODULES, packages=PACKAGES)
 
 
 def train_bpe_refused(*args, **kwargs):

@@ -12,7 +12,6 @@ are in :mod:`.decoding_hidden`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from types import SimpleNamespace
@@ -21,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .rules import Later, exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
 from .tensors import FixedLogits, equal, fields, pair, plain_tensor, seed_cpu, seeded_generator, tensor
@@ -37,24 +37,11 @@ _INF = float("-inf")
 
 def rules(reason: str = RULE, *extra: tuple[tuple, str]):
     """Third-party equivalents refused while a case runs (transformers' generation code), and 05's sampling loop
-    (``lmcourse.nn.sampling``, given from 06 on) where it is installed: a graded kernel withholds it, a
-    student's own kernel has it;
+    (``lmcourse.nn.sampling``, given from 06 on) where the kernel has it (a graded kernel withholds it);
     ``extra``: ``(targets, reason)`` pairs, the course code an exercise must not run, each refused with its own
-    reason (a function returning the targets, so that nothing is imported before the case runs)."""
-    @contextlib.contextmanager
-    def entered():
-        import lmcourse.marking.rules
-
-        try:
-            from lmcourse.nn import sampling
-        except ImportError:             # withheld: nothing of it to refuse
-            course = ()
-        else:
-            course = (sampling.generate, sampling._generate)
-        with lmcourse.marking.rules.rules(*course, modules=MODULES, packages=PACKAGES, reason=reason,
-                                          extra=tuple((tuple(targets()), why) for targets, why in extra))():
-            yield
-    return entered
+    reason."""
+    return exercise_rules(reason, "lmcourse.nn.sampling:generate", "lmcourse.nn.sampling:_generate", modules=MODULES,
+                          packages=PACKAGES, extra=extra)
 
 
 def _model_forwards():
@@ -768,8 +755,8 @@ def _cf_full(names):
     return "returned"
 
 
-_NO_FULL_FORWARD = (_model_forwards, "compute the new positions' queries, keys and values yourself: the model's, a "
-                                     "block's or the attention's own forward recomputes every position")
+_NO_FULL_FORWARD = ((Later(_model_forwards),), "compute the new positions' queries, keys and values yourself: the "
+                    "model's, a block's or the attention's own forward recomputes every position")
 
 CACHED_FORWARD = Exercise("cached_forward", (
     Case("cached_forward(model, ids[:, :3], None)", _cf_first, compare=fields(
@@ -923,7 +910,7 @@ GENERATE_CACHED = Exercise("generate_cached", (
                              "the last block_size ids of the prompt, prompt[:, -block_size:]")),
              ("out", tensor(what="generate_cached's ids after a prompt of 10 ids (block_size 8)")))),
 ), standins=("cached_forward", "sample_next", "top_k_filter"),
-    rules=rules(RULE, (_gpt_forward, "use cached_forward, not the model's own forward")))
+    rules=rules(RULE, ((Later(_gpt_forward),), "use cached_forward, not the model's own forward")))
 
 
 # ------------------------------------------------------------------ the multiple-choice questions

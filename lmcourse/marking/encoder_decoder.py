@@ -17,35 +17,46 @@ from torch import nn
 
 from lmcourse.nn.seq2seq_config import Seq2SeqConfig
 
+from .rules import Later, course, exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import DeviceLog, equal, fields, is_tensor, plain_tensor, seed_cpu, seeded_weights, tensor
+from .tensors import (
+    DeviceLog,
+    equal,
+    fields,
+    grads,
+    is_tensor,
+    param_grads,
+    plain_tensor,
+    seed_cpu,
+    seeded_weights,
+    tensor,
+)
 
 __all__ = ["NOTEBOOK", "DeviceLog", "greedy_probe", "seeded"]
 
 _TORCH_ATTENTION = ("scaled_dot_product", "multi_head_attention", "transformer")
 
 
-def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
-    """Third-party equivalents refused while a case runs: torch's attention and transformer layers; and the
-    course code that does some of this work: the dates' batch code, and at home the encoder-decoder of
-    lmcourse.nn.seq2seq and notebook 07's decoding loops (a graded kernel has neither)."""
-    def rules():
-        import lmcourse.marking.rules
-        from lmcourse import dates
-        from lmcourse.reference import nn_seq2seq_work
+def _course_work() -> tuple:
+    from lmcourse import dates
+    from lmcourse.reference import nn_seq2seq_work
 
-        try:    # 07's decoding loops, where the kernel has them
-            from lmcourse.reference.decoding import ANSWERS as decoding_answers
-        except ImportError:
-            decoding_answers = ()
-        course = nn_seq2seq_work() + decoding_answers + (
-            dates.make_batch, dates.sample_batch, dates.padded_cross_entropy, dates.one_sequence_batch,
-            dates.decoder_only_greedy)
-        ready = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder, nn.TransformerEncoderLayer,
-                 nn.TransformerDecoderLayer, nn.MultiheadAttention)
-        return lmcourse.marking.rules.rules(*course, *ready, torch=torch_names, reason=reason)()
-    return rules
+    loops = course("lmcourse.reference.decoding:ANSWERS")    # 07's, where the kernel has them
+    return nn_seq2seq_work() + (loops[0] if loops else ()) + (
+        dates.make_batch, dates.sample_batch, dates.padded_cross_entropy, dates.one_sequence_batch,
+        dates.decoder_only_greedy)
+
+
+# the course code that does some of this work (the dates' batch code, and where a kernel has them the
+# encoder-decoder of lmcourse.nn.seq2seq and notebook 07's decoding loops), and torch's attention and transformer layers
+_COURSE = (Later(_course_work), nn.Transformer, nn.TransformerEncoder,
+           nn.TransformerDecoder, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.MultiheadAttention)
+
+
+def _second_line(reason: str, torch_names: tuple[str, ...] = ()):
+    """This notebook's rules: :data:`_COURSE` and the torch functions named ``torch_names`` refused."""
+    return exercise_rules(reason, *_COURSE, torch=torch_names)
 
 
 # ------------------------------------------------------------------ comparing tensors
@@ -187,8 +198,7 @@ def cross_case(C, nh, B, T, S, lengths, seed, bias=True, grads=False, padded=Fal
                 out["y_padded"] = plain_tensor(att(before[0].clone(), mem2, before[2].clone()), "the output").clone()
         if grads:
             y.pow(2).sum().backward()
-            out["grads"] = {k: None if p.grad is None else p.grad.detach().clone()
-                            for k, p in sorted(att.named_parameters())}
+            out["grads"] = param_grads(att)
         return out
     return call
 
@@ -291,8 +301,7 @@ def encoder_case(C, nh, B, S, lengths, seed, grads=False):
         out = {"shape": tuple(y.shape), "y": _real(y, mask).detach().clone(), "x": x}
         if grads:
             (y.pow(2) * mask[:, :, None]).sum().backward()
-            out["grads"] = {k: None if p.grad is None else p.grad.detach().clone()
-                            for k, p in sorted(blk.named_parameters())}
+            out["grads"] = param_grads(blk)
         return out
     return call
 
@@ -311,17 +320,9 @@ def block_compare(label: str, values: str, inputs: tuple[str, ...], shape_hint: 
 
 
 def grads_compare(label: str) -> Compare:
-    def compare(got, want):
-        if type(got) is not dict or set(got) != set(want):
-            return f"the parameters of {label}: got {sorted(got) if type(got) is dict else show(got)}, expected " \
-                   f"{sorted(want)}"
-        for k in want:
-            diff = tensor(atol=1e-9, rtol=1e-9, what=f"the gradient of {k} in {label}",
-                          values="no .detach() or torch.no_grad() inside the forward")(got[k], want[k])
-            if diff:
-                return diff
-        return None
-    return compare
+    """The gradients of a layer's parameters (:func:`param_grads`) against the reference's."""
+    return grads(f"the gradient of {{}} in {label}", "no .detach() or torch.no_grad() inside the forward",
+                 atol=1e-9, rtol=1e-9, params=f"the parameters of {label}")
 
 
 def _block_float32(make, *inputs):
@@ -373,8 +374,7 @@ def decoder_case(C, nh, B, T, S, lengths, seed, grads=False):
         out = {"shape": tuple(y.shape), "y": y.detach().clone(), "x": x, "memory": memory}
         if grads:
             y.pow(2).sum().backward()
-            out["grads"] = {k: None if p.grad is None else p.grad.detach().clone()
-                            for k, p in sorted(blk.named_parameters())}
+            out["grads"] = param_grads(blk)
         return out
     return call
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .rules import Later, exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import (
@@ -33,34 +34,13 @@ from .tensors import (
     seeded_generator,
     seeded_weights,
     tensor,
+    unreached,
 )
 
 __all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case", "pair", "shares_close", "spoiled",
            "stats"]
 
 _F64 = torch.float64
-
-def _second_line(reason: str, *names: str, extra=()):
-    """The course code that does this notebook's work, refused while a case runs at home (``lmcourse.nn.gpt``,
-    given code for 06, 07 and 10, is absent while 05 is graded; 06's initialisation in ``lmcourse.nn.mlm``),
-    with ``extra()``; transformers' Python code is refused by the rules themselves."""
-    def rules():
-        import importlib
-
-        import lmcourse.marking.rules
-
-        own: dict[str, object] = {}
-        for module, prefix in (("lmcourse.nn.gpt", ""), ("lmcourse.nn.sampling", ""), ("lmcourse.nn.mlm", "mlm.")):
-            try:
-                found = importlib.import_module(module)
-            except ImportError:   # withheld while the notebook is graded: nothing of it to refuse
-                continue
-            own.update({prefix + k: v for k, v in vars(found).items()})
-        course = tuple(own[n] for n in names if n in own)
-        more = tuple(t for e in extra for t in e())
-        return lmcourse.marking.rules.rules(*course, *more, reason=reason)()
-    return rules
-
 
 # ------------------------------------------------------------------ 1. GPTConfig
 
@@ -355,7 +335,7 @@ def _grads(names):
     m.zero_grad()
     loss = pair(m(idx, tgt))[1]
     plain_tensor(loss, "the loss").backward()
-    return [str(n) for n, p in m.named_parameters() if p.grad is None or float(p.grad.abs().sum()) == 0]
+    return unreached(m, nonzero=True)
 
 
 def _meta(names):
@@ -577,7 +557,7 @@ GPT = Exercise("gpt", (
     Case("the loss at initialisation (V = 65)", _init_loss, compare=_init_loss_compare,
          expect=lambda names: math.log(65)),
     Case("40 steps of AdamW on one batch", _overfit, compare=_overfit_compare),
-), answer="GPT", rules=_second_line(_GPT_RULE, "GPT"))
+), answer="GPT", rules=exercise_rules(_GPT_RULE, "lmcourse.nn.gpt:GPT"))
 
 
 def model_case(cfg: Cfg, T: int, seed: int) -> Any:
@@ -789,8 +769,9 @@ INIT_WEIGHTS = Exercise("init_weights", (
     Case("init_weights(model with bias=False, n_layer=8)", _no_bias_init, compare=_no_bias_init_compare,
          hint="with bias=False every bias is None, the LayerNorms' too: zero a bias only if it is not None"),
 ), standins=("GPT",),
-    rules=_second_line("initialise the weights yourself, not with the course's reference init_gpt_weights",
-                       "init_gpt_weights", "_init_gpt_weights", "mlm.init_mlm_weights", "mlm._init_mlm_weights"))
+    rules=exercise_rules("initialise the weights yourself, not with the course's reference init_gpt_weights",
+                         "lmcourse.nn.gpt:init_gpt_weights", "lmcourse.nn.gpt:_init_gpt_weights",
+                         "lmcourse.nn.mlm:init_mlm_weights"))
 
 
 # ------------------------------------------------------------------ 4. gpt_param_count
@@ -818,8 +799,8 @@ def count_case(V: int, T: int, L: int, d: int) -> Case:
 
 GPT_PARAM_COUNT = Exercise("gpt_param_count", tuple(
     count_case(*c) for c in [(65, 256, 6, 384), (11, 8, 2, 16), (100, 32, 1, 8)]),
-    rules=_second_line("compute the count from the formula, without building a model or calling the reference count",
-                       "gpt_param_count", extra=(lambda: (nn.Module.__init__,),)))
+    rules=exercise_rules("compute the count from the formula, without building a model or calling the reference "
+                         "count", "lmcourse.nn.gpt:gpt_param_count", nn.Module.__init__))
 
 
 # ------------------------------------------------------------------ 5. generate
@@ -981,6 +962,15 @@ def long_compare(n_new: int) -> Compare:
     return compare
 
 
+def _decoding_loops() -> tuple:
+    """07's generation loops where a kernel still holds them (none where 07's reference is withheld)."""
+    try:
+        from lmcourse.reference.decoding import ANSWERS
+    except ImportError:
+        return ()
+    return tuple(f for f in ANSWERS if "generate" in getattr(f, "__name__", ""))
+
+
 GENERATE = Exercise("generate", (
     Case("generate(model, idx of shape (2, 3), 6)", _generate_first, compare=_generate_first_compare,
          errors=(("", "torch.multinomial takes probabilities (finite, >= 0), not logits: sample from "
@@ -990,17 +980,8 @@ GENERATE = Exercise("generate", (
     Case("generate with generators seeded alike (and different global seeds), then apart", _seeds,
          compare=_seeds_compare),
     Case("generate(model with block_size 2, a prompt of 5 ids, 2)", long_prompt(2), compare=long_compare(2)),
-), rules=_second_line("write the sampling loop yourself, not the course's reference generate", "generate", "_generate",
-                      extra=(lambda: _decoding_loops(),)))
-
-
-def _decoding_loops() -> tuple:
-    """07's generation loops where a kernel still holds them (none where 07's reference is withheld)."""
-    try:
-        from lmcourse.reference.decoding import ANSWERS
-    except ImportError:
-        return ()
-    return tuple(f for f in ANSWERS if "generate" in getattr(f, "__name__", ""))
+), rules=exercise_rules("write the sampling loop yourself, not the course's reference generate",
+                        "lmcourse.nn.sampling:generate", "lmcourse.nn.sampling:_generate", Later(_decoding_loops)))
 
 
 # ------------------------------------------------------------------ the multiple-choice questions

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import equal, pair, plain_tensor, seed_cpu, seeded_generator, tensor
@@ -27,16 +28,6 @@ __all__ = ["NOTEBOOK", "Probe", "Tiny", "fill_case", "fill_compare", "masking_ca
            "model_compare", "pll_case", "pll_compare", "plain_pair", "weighted"]
 
 _F64 = torch.float64
-
-
-def _rules(reason: str):
-    """The second line: no Python code of ``transformers`` (its BERT and its masking collator do this work) runs
-    while a case runs. The course's reference is not in a graded kernel at all."""
-    def rules():
-        import lmcourse.marking.rules
-
-        return lmcourse.marking.rules.rules(reason=reason)()
-    return rules
 
 
 def plain_pair(x: Any, what: str) -> tuple:
@@ -299,7 +290,7 @@ MASK_TOKENS = Exercise("mask_tokens", (
          compare=_mask_not_special_compare),
     Case("mask_tokens(tokens, 11, 12, [0, 10, 11], 1.0, generator)", _mixed, compare=_mixed_compare),
     Case("mask_tokens with generators seeded alike and differently", _generator, compare=_generator_compare),
-), rules=_rules("write the masking yourself, not with transformers' DataCollatorForLanguageModeling"))
+), rules=exercise_rules("write the masking yourself, not with transformers' DataCollatorForLanguageModeling"))
 
 
 # ------------------------------------------------------------------ 2. MaskedLM
@@ -612,8 +603,8 @@ MASKED_LM = Exercise("masked_lm", (
                                                                            "ids on 'meta'"),
          errors=(("", _META_HINT),)),
 ), answer="MaskedLM",
-    rules=_rules("build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn.Linear, not transformers' "
-                 "BERT"))
+    rules=exercise_rules("build the model from nn.Embedding, lmcourse.nn.Block, LayerNorms and nn.Linear, not "
+                         "transformers' BERT"))
 
 
 # ------------------------------------------------------------------ 3. fill_mask
@@ -705,7 +696,7 @@ FILL_MASK = Exercise("fill_mask", (
     Case('fill_mask(model, tokenizer, "the [MASK] sat on the [MASK] .", 3)',
          fill_case("the [MASK] sat on the [MASK] .", 3), compare=fill_compare()),
     Case('fill_mask(model, tokenizer, "the cat sat .", 2)', fill_case("the cat sat .", 2), compare=_no_blank_compare),
-), rules=_rules("write fill_mask yourself, not with transformers' fill-mask pipeline"))
+), rules=exercise_rules("write fill_mask yourself, not with transformers' fill-mask pipeline"))
 
 
 # ------------------------------------------------------------------ 4. pseudo_log_likelihood
@@ -779,7 +770,7 @@ PLL = Exercise("pseudo_log_likelihood", (
     Case("pseudo_log_likelihood(model, a single id, 9)", pll_case(10, 8, 604, [4], 9),
          compare=pll_compare("the pseudo-log-likelihood of a single id", "n = 1: one masked copy of shape (1, 1); "
                              "watch out for squeeze() dropping the batch dimension")),
-), rules=_rules("write the pseudo-log-likelihood yourself, not with transformers"))
+), rules=exercise_rules("write the pseudo-log-likelihood yourself, not with transformers"))
 
 
 # ------------------------------------------------------------------ the multiple-choice questions

@@ -15,8 +15,9 @@ from typing import Any
 
 from lmcourse.ngram import ContextTable
 
+from .results import fields
 from .show import show
-from .spec import Case, Compare, Exercise, Notebook, close, dist_close, exact, question, when
+from .spec import Case, Compare, Exercise, Notebook, close, dist_close, question, when
 
 __all__ = ["NOTEBOOK", "Q1_LETTER", "cows_table", "toy"]
 
@@ -594,17 +595,6 @@ def generated(table: dict, n: int, seed: int = 0, max_words: int = 30, otherwise
         next_dist, calls = logged_dist(table, otherwise)
         return {"words": names.generate(next_dist, n, random.Random(seed), max_words=max_words), "contexts": calls}
     return call
-
-
-def fields(*checks: tuple[str, str | None]) -> Compare:
-    """A dict of results compared key by key, exactly, each key with its own hint."""
-    def compare(got: Any, want: Any) -> str | None:
-        for key, hint in checks:
-            diff = exact()(got[key], want[key])
-            if diff:
-                return f"{key}: {diff}" + (f" — {hint}" if hint else "")
-        return None
-    return compare
 
 
 _CHAIN = {("<s>",): {"to": 1.0}, ("to",): {"be": 1.0}, ("be",): {"</s>": 1.0}}

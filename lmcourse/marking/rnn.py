@@ -18,43 +18,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from .rnn_optim import ADAMW_STEP, CLIP_GRAD_NORM, LR_SCHEDULE
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
-from .tensors import fields, plain_tensor, seed_cpu
+from .tensors import fields, plain_tensor, seed_cpu, tensor
+from .tensors import grads as tensor_grads
 
 __all__ = ["NOTEBOOK", "RECURRENT", "BigramLM", "Clock", "Counter", "Die", "QUESTIONS", "plain_tensor", "tensor"]
 
 # name parts of torch's recurrent kernels (nn.RNN, nn.RNNCell, nn.LSTM, nn.GRU and their functions)
 RECURRENT = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 F64 = torch.float64
-
-
-def _no_recurrent(reason: str):
-    """torch's recurrent kernels refused while a case runs (the third-party equivalents of 02's exercises)."""
-    def rules():
-        import lmcourse.marking.rules
-
-        return lmcourse.marking.rules.rules(torch=RECURRENT, reason=reason)()
-    return rules
-
-
-def tensor(shape: str | None = None, dtype: str | None = None, values: str | None = None, atol: float = 0.0,
-           rtol: float = 0.0, what: str = "") -> Compare:
-    """A tensor against the reference's: its shape, dtype and values within ``atol`` / ``rtol``, each with its
-    own hint."""
-    def compare(got: Any, want: Any) -> str | None:
-        lead = f"{what}: " if what else ""
-        if type(got) is not torch.Tensor:
-            return f"{lead}got {show(got)}, expected a torch.Tensor"
-        if tuple(got.shape) != tuple(want.shape):
-            return f"{lead}shape {tuple(got.shape)}, expected {tuple(want.shape)}" + (f" — {shape}" if shape else "")
-        if got.dtype != want.dtype:
-            return f"{lead}dtype {got.dtype}, expected {want.dtype}" + (f" — {dtype}" if dtype else "")
-        if torch.allclose(got.double(), want.double(), atol=atol, rtol=rtol):
-            return None
-        err = (got.double() - want.double()).abs().nan_to_num(float("inf")).max().item()
-        return f"{lead}differs from the reference by up to {err:.3g}" + (f" — {values}" if values else "")
-    return compare
 
 
 def _near(got: Any, values: list, atol: float = 1e-9) -> bool:
@@ -78,15 +52,14 @@ def kept(message: str) -> Compare:
 
 
 def grads(names: tuple[str, ...], hint: str, atol: float = 1e-10, what: str = "") -> Compare:
-    """``{"requires_grad": bool, "grads": [tensor] | None}``: the result required grad, and each gradient."""
+    """``{"requires_grad": bool, "grads": [tensor] | None}`` (:func:`grads_of`): the result required grad, and each
+    gradient, the arguments named by ``names`` in order."""
+    each = tensor_grads("the gradient w.r.t. {}", hint, atol=atol, rtol=0.0)
+
     def compare(got: Any, want: Any) -> str | None:
         if not got["requires_grad"]:
             return f"{what}'s result does not require grad although its weights do — {hint}"
-        for g, w, n in zip(got["grads"], want["grads"], names):
-            diff = tensor(atol=atol, rtol=0.0, values=hint, what=f"the gradient w.r.t. {n}")(g, w)
-            if diff:
-                return diff
-        return None
+        return each(dict(zip(names, got["grads"])), dict(zip(names, want["grads"])))
     return compare
 
 
@@ -162,7 +135,7 @@ ELMAN_STEP = Exercise("elman_step", (
          errors=(("", _TRANSPOSE),)),
     Case("elman_step(batch of 5, weights requiring grad), backward", _step_grads,
          compare=grads(("h_prev", "W_xh", "W_hh", "b_h"), _STEP_GRAD, what="elman_step"), errors=(("", _STEP_GRAD),)),
-), rules=_no_recurrent("compute the recurrence yourself with @, .T and torch.tanh"))
+), rules=exercise_rules("compute the recurrence yourself with @, .T and torch.tanh", torch=RECURRENT))
 
 
 # ------------------------------------------------------------------ 2. rnn_forward
@@ -230,7 +203,7 @@ RNN_FORWARD = Exercise("rnn_forward", (
          compare=tensor(shape=_H0, dtype=_DTYPE, atol=1e-12, rtol=1e-10, values=_H0), errors=(("", _H0),)),
     Case("rnn_forward(weights requiring grad), backward", _seq_grads,
          compare=grads(("h0", "W_xh", "W_hh", "b_h"), _SEQ_GRAD, what="rnn_forward"), errors=(("", _SEQ_GRAD),)),
-), standins=("elman_step",), rules=_no_recurrent("run the recurrence yourself, with elman_step"))
+), standins=("elman_step",), rules=exercise_rules("run the recurrence yourself, with elman_step", torch=RECURRENT))
 
 
 # ------------------------------------------------------------------ 3. RNNLM
@@ -326,7 +299,7 @@ RNNLM = Exercise("RNNLM", (
     Case("RNNLM(11, 5, 7) with the test's weights, forward_state(idx) vs nn.RNN's recurrence",
          rnnlm_case(11, 5, 7, 2, 6, seed=0, split=4), compare=rnnlm_compare, errors=(("", _KEEP_INIT),)),
 ), standins=("elman_step", "rnn_forward"), answer="RNNLM",
-    rules=_no_recurrent("RNNLM must run rnn_forward, not PyTorch's recurrent kernels"))
+    rules=exercise_rules("RNNLM must run rnn_forward, not PyTorch's recurrent kernels", torch=RECURRENT))
 
 
 # ------------------------------------------------------------------ 4. lm_loss
@@ -657,21 +630,16 @@ def _step_compare(got: Any, want: Any) -> str | None:
     return None
 
 
-def _no_optim():
-    import importlib
-
-    from lmcourse.marking.refusals import forbid_calls
-
-    # torch.optim.Optimizer.__init__ runs for every optimiser
-    return forbid_calls(torch.optim.Optimizer, importlib.import_module("torch.optim.sgd"),
-                        reason="write the update yourself, p -= lr * p.grad, not torch.optim")
+# torch.optim.Optimizer.__init__ runs for every optimiser
+_NO_OPTIM = exercise_rules("write the update yourself, p -= lr * p.grad, not torch.optim", torch.optim.Optimizer,
+                           "torch.optim.sgd")
 
 
 TRAIN_STEP = Exercise("train_step", (
     Case("train_step(model, idx, lr=0.5), then 3 more steps at lr=0.3", _step_case, compare=_step_compare,
          errors=(("", "inside `with torch.no_grad():` update each parameter in place, skipping those whose .grad is "
                       "None (the frozen scale has none)"),)),
-), standins=("lm_loss",), rules=_no_optim)
+), standins=("lm_loss",), rules=_NO_OPTIM)
 
 
 # ------------------------------------------------------------------ questions

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, close, when
 from .tensors import plain_tensor
@@ -22,19 +23,6 @@ from .tensors import plain_tensor
 __all__ = ["ADAMW_STEP", "CLIP_GRAD_NORM", "LR_SCHEDULE", "adamw_run", "clip_run", "trajectory", "clipped"]
 
 F64 = torch.float64
-
-
-def _no(what: str, *targets_of, torch_names: tuple[str, ...] = ()):
-    """The exercise's rules: torch's own version of it refused while a case runs."""
-    def rules():
-        import importlib
-
-        import lmcourse.marking.rules
-
-        targets = tuple(t() if callable(t) and not isinstance(t, type) else t for t in targets_of)
-        targets = tuple(importlib.import_module(t) if type(t) is str else t for t in targets)
-        return lmcourse.marking.rules.rules(*targets, torch=torch_names, reason=what)()
-    return rules
 
 
 def _tensors(xs: Any) -> bool:
@@ -168,8 +156,8 @@ ADAMW_STEP = Exercise("adamw_step", (
                          + "; and m decays with beta1 = betas[0], v with beta2 = betas[1] (swapped, the first step "
                            "is still right)"),),
          errors=(("NoneType", _NONE),)),
-), rules=_no("write the update yourself, not with torch.optim", lambda: torch.optim.Optimizer, "torch.optim.adamw",
-             "torch.optim.adam", torch_names=("adam",)))
+), rules=exercise_rules("write the update yourself, not with torch.optim", torch.optim.Optimizer,
+                            "torch.optim.adamw", "torch.optim.adam", torch=("adam",)))
 
 
 # ------------------------------------------------------------------ 9. lr_schedule
@@ -216,8 +204,8 @@ LR_SCHEDULE = Exercise("lr_schedule", (
          compare=close(rel=1e-9), errors=(("division by zero", "with warmup_steps = 0 there is no warm-up: the "
                                                                  "first step (step 0) is already the cosine's, "
                                                                  "max_lr"),)),
-), rules=_no("write the schedule yourself, not with torch.optim.lr_scheduler or the course's lr_at",
-             "torch.optim.lr_scheduler", lambda: __import__("lmcourse.train", fromlist=["lr_at"]).lr_at))
+), rules=exercise_rules("write the schedule yourself, not with torch.optim.lr_scheduler or the course's lr_at",
+                            "torch.optim.lr_scheduler", "lmcourse.train:lr_at"))
 
 
 # ------------------------------------------------------------------ 10. clip_grad_norm
@@ -308,5 +296,5 @@ CLIP_GRAD_NORM = Exercise("clip_grad_norm", (
          "max_norm 0.5",
          clip_run([[0.3, -0.2, 0.1, 0.4], None, [[0.25, -0.5], [0.05, 0.0]]], 0.5), compare=clipped(),
          errors=(("NoneType", _NONE.replace("leave them unchanged", "they take no part in the norm")),)),
-), rules=_no("compute the norm and rescale the gradients yourself, not with torch.nn.utils.clip_grad_norm_",
-             "torch.nn.utils.clip_grad"))
+), rules=exercise_rules("compute the norm and rescale the gradients yourself, not with "
+                            "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad"))

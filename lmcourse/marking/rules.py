@@ -17,13 +17,16 @@ module composes them (the ones that watch what runs are one profile function,
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from lmcourse import checks
 from lmcourse.marking import confine, refusals
 
-__all__ = ["LIBRARIES", "OWN", "Rules", "forbid_library_code", "rules"]
+__all__ = ["LIBRARIES", "OWN", "Later", "Rules", "course", "exercise_rules", "forbid_library_code", "rules"]
 
 OWN = "a graded answer must be your own code"
 # libraries whose Python code never runs inside a graded call: each holds its own version of
@@ -111,3 +114,50 @@ def rules(*references: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...
     ``rules(...)(*allowed)`` lets the stand-ins in ``allowed`` through."""
     return Rules(references, tuple(torch), tuple(kernels), substitute, namespace, reason, tuple(modules),
                  tuple(packages), libraries=tuple(libraries), extra=tuple(extra))
+
+
+@dataclass(frozen=True)
+class Later:
+    """Targets found when a case starts: ``make()`` returns them (what only a kernel's modules can say)."""
+    make: Callable[[], Iterable[Any]]
+
+
+def course(path: str) -> tuple:
+    """``"module"`` or ``"module:name"`` (``name`` a dotted attribute chain): the module or the object, in a
+    one-tuple; ``()`` where the kernel cannot import the module (a graded kernel withholds the code that
+    does its notebook's work: nothing of it to refuse there). A name the module lacks is an error."""
+    module, _, attribute = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module)
+    except ImportError:
+        return ()
+    for part in filter(None, attribute.split(".")):
+        found = getattr(found, part)
+    return (found,)
+
+
+def _resolved(targets: Iterable[Any]) -> tuple:
+    found: list[Any] = []
+    for target in targets:
+        if type(target) is str:
+            found.extend(course(target))
+        elif type(target) is Later:
+            found.extend(target.make())
+        else:
+            found.append(target)
+    return tuple(found)
+
+
+def exercise_rules(reason: str = OWN, *targets: Any, torch: tuple[str, ...] = (), kernels: tuple[str, ...] = (),
+                   modules: tuple[str, ...] = (), packages: tuple[str, ...] = (),
+                   libraries: tuple[str, ...] = LIBRARIES,
+                   extra: tuple[tuple[tuple, str], ...] = ()) -> Callable[[], Rules]:
+    """An exercise's rules as its spec states them (``Exercise(..., rules=exercise_rules(...))``), made each
+    time a case starts, so that nothing is imported before: ``targets`` are objects, :func:`course` paths
+    or :class:`Later`; ``extra`` pairs targets of the same kinds with a reason of their own; the rest is
+    :func:`rules`'s."""
+    def make() -> Rules:
+        return rules(*_resolved(targets), torch=torch, kernels=kernels, reason=reason, modules=modules,
+                     packages=packages, libraries=libraries,
+                     extra=tuple((_resolved(more), why) for more, why in extra))
+    return make

@@ -1,5 +1,6 @@
-"""Comparisons of tensors and of dicts of results, and the helpers that make a case's inputs, shared by the
-notebooks' tests (02-12).
+"""Comparisons of tensors and of gradients, and the helpers that make a case's inputs, shared by the
+notebooks' tests (02-12); the comparisons that need no torch (``equal``, ``fields``) live in
+:mod:`.results`, imported here too for the notebooks that take every comparison from one place.
 
 Each comparison returns ``None`` when the student's value is right, else a sentence; they run where
 the verdict is made, on decoded plain data (:mod:`.plain`). :class:`DeviceLog` and :class:`FixedLogits`
@@ -19,11 +20,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from .results import equal, fields
 from .show import show
 from .spec import Compare
 
-__all__ = ["DeviceLog", "FixedLogits", "equal", "fields", "is_tensor", "pair", "plain_tensor", "seed_cpu",
-           "seeded_generator", "seeded_weights", "tensor"]
+__all__ = ["DeviceLog", "FixedLogits", "equal", "fields", "grads", "is_tensor", "named_grads", "pair", "param_grads",
+           "plain_tensor", "seed_cpu", "seeded_generator", "seeded_weights", "tensor", "unreached"]
 
 
 def seed_cpu(seed: int) -> None:
@@ -114,25 +116,42 @@ def tensor(shape: str | None = None, dtype: str | None = None, values: str | Non
     return compare
 
 
-def fields(*checks: tuple[str, Compare]) -> Compare:
-    """A dict of results, each key compared in order by its own comparison."""
+def grads(what: str, values: str | None = None, missing: str | None = None, atol: float = 1e-10, rtol: float = 1e-10,
+          params: str = "the parameters") -> Compare:
+    """Gradients by name (``{name: tensor or None}``, as :func:`param_grads` / :func:`named_grads` make them)
+    against the reference's, in its order: the same names (``params`` leads the message when not), each
+    reached (``missing``, formatted with the name, when one is None) and within ``atol`` / ``rtol``
+    (``values`` the hint, ``what`` formatted with the name)."""
     def compare(got: Any, want: Any) -> str | None:
         if type(got) is not dict or set(got) != set(want):
-            return f"got {show(got)}, expected a dict with {sorted(want)}"
-        for key, cmp in checks:
-            diff = cmp(got[key], want[key])
+            return f"{params}: got {sorted(got) if type(got) is dict else show(got)}, expected {sorted(want)}"
+        for name in want:
+            if got[name] is None and missing:
+                return missing.format(name)
+            diff = tensor(values=values, atol=atol, rtol=rtol, what=what.format(name))(got[name], want[name])
             if diff:
                 return diff
         return None
     return compare
 
 
-def equal(what: str, hint: str | None = None) -> Compare:
-    def compare(got: Any, want: Any) -> str | None:
-        if got == want and type(got) is type(want):
-            return None
-        return f"{what}: got {show(got)}, expected {show(want)}" + (f" — {hint}" if hint else "")
-    return compare
+def param_grads(module: torch.nn.Module) -> dict[str, torch.Tensor | None]:
+    """Each parameter's gradient by name (sorted), copied; ``None`` where none reached it."""
+    return {k: None if p.grad is None else p.grad.detach().clone() for k, p in sorted(module.named_parameters())}
+
+
+def named_grads(names: tuple[str, ...], values: tuple) -> dict[str, torch.Tensor | None]:
+    """What ``torch.autograd.grad(..., allow_unused=True)`` returned, by the inputs' ``names``, copied."""
+    return {n: None if a is None else a.detach().clone() for n, a in zip(names, values)}
+
+
+def unreached(module: torch.nn.Module, finite: bool = False, nonzero: bool = False) -> list[str]:
+    """The names of the parameters no gradient reached after a backward pass, sorted: ``None``, and with ``finite``
+    one with a value not finite, with ``nonzero`` one all zeros."""
+    def reached(g: torch.Tensor | None) -> bool:
+        return g is not None and (not finite or bool(torch.isfinite(g).all())) and (
+            not nonzero or float(g.abs().sum()) != 0)
+    return sorted(str(n) for n, p in module.named_parameters() if not reached(p.grad))
 
 
 def plain_tensor(x: Any, what: str) -> torch.Tensor:

@@ -116,7 +116,8 @@ print(backbone.config)
 # `self.vocab_size`, the base tokenizer's size and the three markers.
 #
 # * `render(instruction, response=None)` returns `"<|user|>" + instruction + "<|assistant|>"`, followed by
-#   `response + "<|end|>"` when a response is given (nothing else added);
+#   `response + "<|end|>"` when a response is given (nothing else added; an empty response `""` is given: it
+#   ends with `<|end|>`, and only `None` means no response);
 # * `encode(text)` returns a list of ids: each marker in the text as its one id, every other character
 #   through `tok` (a `<`, `|` or `>` that is not part of a whole marker is an ordinary character);
 # * `decode(ids)` is the inverse: a marker's id becomes the marker's text, every other id goes through
@@ -526,7 +527,7 @@ tests.grade("q_heldout")
 # Web text repeats: boilerplate, quotations, mirrored pages. Memorisation grows with how often a sequence was
 # seen (Carlini et al. 2023), and deduplicating the training data reduces it (Kandpal et al. 2022; Lee et
 # al. 2022). Exact deduplication at the level of spans: here a span is a **paragraph**, the pieces of
-# `text.split("\n\n")`.
+# `text.split("\n\n")` as they are (not stripped: after three newlines the next paragraph starts with one).
 #
 # ### Exercise 7 — `deduplicate(text, min_chars)`
 # Go through the paragraphs in order; keep each the first time it occurs and drop every later paragraph

@@ -105,6 +105,38 @@ def deduplicate(text, min_chars):
 '''),
     Mutant("paragraphs compared after stripping their whitespace", "deduplicate", patch(
         ('for paragraph in text.split("\\n\\n"):', 'for paragraph in [q.strip() for q in text.split("\\n\\n")]:'))),
+    # --- a weak student's slips (worked from the release only)
+    Mutant("an empty response treated as none (if response:)", "ChatTokenizer", patch(
+        ("if response is not None:", "if response:"), subclass="ChatTokenizer")),
+    Mutant("vocab_size without the three markers", "ChatTokenizer", patch(
+        ("self.vocab_size = tok.vocab_size + 3", "self.vocab_size = tok.vocab_size"), subclass="ChatTokenizer")),
+    Mutant("decode's marker test one id late (> not >=)", "ChatTokenizer", patch(
+        ("if i >= self.tok.vocab_size:", "if i > self.tok.vocab_size:"), subclass="ChatTokenizer")),
+    Mutant("the prompt lists extended in place", "sft_batch", patch(
+        ("seqs = [list(p) + list(r) + [end_id] for p, r in pairs]",
+         "seqs = []\nfor p, r in pairs:\n    p.extend(r)\n    seqs.append(p + [end_id])\n"
+         "pairs = [(p[:len(p) - len(r)], r) for p, r in pairs]"))),
+    Mutant("idx padded with the ignore index, not pad_id", "sft_batch", patch(
+        ("idx = torch.full((len(seqs), T), pad_id, dtype=torch.long)",
+         "idx = torch.full((len(seqs), T), IGNORE_INDEX, dtype=torch.long)"))),
+    Mutant("the greedy id from the first position, not the last", "generate_response", patch(
+        ("nxt = int(logits[0, -1].argmax())", "nxt = int(logits[0, 0].argmax())"))),
+    Mutant("only runs of spaces collapsed (tabs and newlines inside kept)", "exact_match", patch(
+        ('return " ".join(text.split()).lower()', 'return " ".join(w for w in text.strip().split(" ") if w).lower()'))),
+    Mutant("the share over every character, not every window", "KGramIndex", patch(
+        ("return found / n", "return found / len(generated)"), subclass="KGramIndex")),
+    Mutant("an int 0 for a text shorter than k", "KGramIndex", patch(
+        ("if n <= 0:\n    return 0.0", "if n <= 0:\n    return 0"), subclass="KGramIndex")),
+    Mutant("the whole row compared, the prompt included", "extraction_rate", patch(
+        ("hits += tok.decode(row[p:]) == text[p:p + s]", "hits += tok.decode(row) == text[p:p + s]"))),
+    Mutant("a paragraph of exactly min_chars kept as short (> not >=)", "deduplicate", patch(
+        ("if len(paragraph) >= min_chars and paragraph in seen:",
+         "if len(paragraph) > min_chars and paragraph in seen:"),
+        ("if len(paragraph) >= min_chars:\n    seen.add(paragraph)",
+         "if len(paragraph) > min_chars:\n    seen.add(paragraph)"))),
+    Mutant("paragraphs split on runs of blank lines", "deduplicate", patch(
+        ('for paragraph in text.split("\\n\\n"):', 'for paragraph in re.split("\\n\\n+", text):'),
+        ("seen = set()", "import re\nseen = set()"))),
 ]
 
 
@@ -230,5 +262,151 @@ def deduplicate(text, min_chars):
         if len(para) < min_chars or first.setdefault(para, i) == i:
             out.append(para)
     return "\\n\\n".join(out), len(text.split("\\n\\n")) - len(out)
+'''),
+    # --- a strong student's solutions (worked from the release only)
+    Alternative("ChatTokenizer scanning for the earliest marker with str.find", "ChatTokenizer", '''
+class ChatTokenizer:
+    def __init__(self, tok):
+        self.tok = tok
+        self.user_id, self.assistant_id, self.end_id = range(tok.vocab_size, tok.vocab_size + 3)
+        self.vocab_size = self.end_id + 1
+        self.marker_of = {"<|user|>": self.user_id, "<|assistant|>": self.assistant_id, "<|end|>": self.end_id}
+
+    def render(self, instruction, response=None):
+        prompt = f"<|user|>{instruction}<|assistant|>"
+        if response is None:
+            return prompt
+        return f"{prompt}{response}<|end|>"
+
+    def encode(self, text):
+        ids = []
+        rest = text
+        while rest:
+            hits = [(rest.find(m), m) for m in self.marker_of if rest.find(m) >= 0]
+            if not hits:
+                ids += self.tok.encode(rest)
+                break
+            at, marker = min(hits)
+            ids += self.tok.encode(rest[:at]) if at else []
+            ids.append(self.marker_of[marker])
+            rest = rest[at + len(marker):]
+        return ids
+
+    def decode(self, ids):
+        text_of = {v: k for k, v in self.marker_of.items()}
+        pieces, run = [], []
+        for i in map(int, ids):
+            if i in text_of:
+                pieces.append(self.tok.decode(run) if run else "")
+                pieces.append(text_of[i])
+                run = []
+            else:
+                run.append(i)
+        pieces.append(self.tok.decode(run) if run else "")
+        return "".join(pieces)
+'''),
+    Alternative("sft_batch with pad_sequence, the prompt masked after", "sft_batch", '''
+from torch.nn.utils.rnn import pad_sequence
+
+
+def sft_batch(pairs, end_id, pad_id=0):
+    full = [torch.tensor([*p, *r, end_id], dtype=torch.long) for p, r in pairs]
+    idx = pad_sequence([x[:-1] for x in full], batch_first=True, padding_value=pad_id)
+    targets = pad_sequence([x[1:].clone() for x in full], batch_first=True, padding_value=-100)
+    for b, (p, _) in enumerate(pairs):
+        targets[b, :len(p) - 1] = -100
+    return idx, targets
+'''),
+    Alternative("sft_batch with F.pad and torch.stack", "sft_batch", '''
+import torch.nn.functional as F
+
+
+def sft_batch(pairs, end_id, pad_id=0):
+    seqs = [torch.as_tensor(list(p) + list(r) + [end_id]) for p, r in pairs]
+    T = max(len(x) for x in seqs) - 1
+    idx = torch.stack([F.pad(x[:-1], (0, T - len(x) + 1), value=pad_id) for x in seqs])
+    labels = []
+    for x, (p, _) in zip(seqs, pairs):
+        y = x[1:].clone()
+        y[:len(p) - 1] = -100
+        labels.append(F.pad(y, (0, T - len(y)), value=-100))
+    return idx.long(), torch.stack(labels).long()
+'''),
+    Alternative("generate_response under a no_grad decorator, max().indices, a window start", "generate_response", '''
+@torch.no_grad()
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    dev = next(iter(model.parameters())).device
+    bs = model.config.block_size
+    seq = torch.tensor(prompt_ids, dtype=torch.long, device=dev)
+    out = []
+    for _ in range(max_new_tokens):
+        window = seq[max(0, len(seq) - bs):]
+        logits = model(window[None])[0]
+        best = logits[0, -1].max(dim=-1).indices.item()
+        if best == end_id:
+            return out
+        out.append(best)
+        seq = torch.cat([seq, seq.new_tensor([best])])
+    return out
+'''),
+    Alternative("exact_match comparing the lists of words", "exact_match", '''
+def exact_match(prediction, reference):
+    return prediction.lower().split() == reference.lower().split()
+'''),
+    Alternative("KGramIndex of a Counter, the share by statistics.fmean", "KGramIndex", '''
+from collections import Counter
+from statistics import fmean
+
+
+class KGramIndex:
+    def __init__(self, text, k):
+        self.k = k
+        self.counts = Counter(text[i:i + k] for i in range(len(text) - k + 1))
+
+    def __contains__(self, kgram):
+        return self.counts.get(kgram, 0) > 0
+
+    def fraction(self, generated):
+        windows = [generated[i:i + self.k] for i in range(len(generated) - self.k + 1)]
+        if not windows:
+            return 0.0
+        return fmean(w in self for w in windows)
+'''),
+    Alternative("KGramIndex, the share a float32 tensor mean", "KGramIndex", '''
+class KGramIndex:
+    def __init__(self, text, k):
+        self.k = k
+        self.grams = frozenset(map(lambda i: text[i:i + k], range(len(text) - k + 1)))
+
+    def __contains__(self, kgram):
+        return kgram in self.grams
+
+    def fraction(self, generated):
+        hits = [generated[i:i + self.k] in self.grams for i in range(len(generated) - self.k + 1)]
+        return torch.tensor(hits, dtype=torch.float32).mean().item() if hits else 0.0
+'''),
+    Alternative("extraction_rate comparing ids, the share a float32 mean", "extraction_rate", '''
+def extraction_rate(model, tok, passages, p, s):
+    dev = next(model.parameters()).device
+    seq = torch.tensor([tok.encode(x[:p]) for x in passages], device=dev)
+    wanted = torch.tensor([tok.encode(x[p:p + s]) for x in passages], device=dev)
+    with torch.no_grad():
+        for _ in range(s):
+            logits = model(seq[:, -model.config.block_size:])[0]
+            seq = torch.cat((seq, logits[:, -1, :].argmax(-1)[:, None]), 1)
+    return (seq[:, p:] == wanted).all(dim=1).float().mean().item()
+'''),
+    Alternative("deduplicate counting the removed from the lengths", "deduplicate", '''
+def deduplicate(text, min_chars):
+    paragraphs = text.split("\\n\\n")
+    seen = set()
+    kept = []
+    for q in paragraphs:
+        if len(q) < min_chars:
+            kept.append(q)
+        elif q not in seen:
+            seen.add(q)
+            kept.append(q)
+    return "\\n\\n".join(kept), len(paragraphs) - len(kept)
 '''),
 ]

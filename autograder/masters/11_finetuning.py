@@ -334,7 +334,10 @@ tests.grade("pool_hidden")
 # other parameters. `forward(idx, mask)` returns the `(B, n_classes)` logits: the hidden states are
 # `drop(wte(idx) + wpe(0..T-1))` through every block of `backbone.blocks` and then `backbone.ln_f`
 # (05's GPT without its `lm_head`), pooled with your `pool_hidden(h, mask, self.pooling)`, then the
-# head. The tests load weights by these names and compare within $10^{-10}$ in float64.
+# head. Fine-tuning trains through `forward`: no `torch.no_grad()`, `.detach()` or `eval()` in it, and
+# in training mode the backbone's dropouts run in the order its own forward runs them (a test compares
+# the logits and the backbone's gradients with dropout on, seeded). The tests load weights by these
+# names and compare within $10^{-10}$ in float64.
 
 # %% solution="SequenceClassifier"
 class SequenceClassifier(nn.Module):
@@ -498,8 +501,9 @@ tests.grade("LoRALinear")
 # ### Exercise 7 — `add_lora(model, r, alpha)`
 # In every block of `model.backbone.blocks`, replace the attention's two projections,
 # `block.attn.c_attn` (queries, keys and values) and `block.attn.c_proj` (the output), by your
-# `LoRALinear` around them. Afterwards only the LoRA matrices and `model.head` train; everything else
-# is frozen. Return the number of trainable parameters (an `int`).
+# `LoRALinear(layer, r, alpha)` around them. Afterwards only the LoRA matrices and `model.head` train;
+# everything else is frozen. Return the number of trainable parameters (an `int`). The tests then
+# draw every weight, the LoRA matrices included, and compare the model's outputs.
 
 # %% solution="add_lora"
 def add_lora(model, r, alpha):

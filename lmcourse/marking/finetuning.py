@@ -15,7 +15,7 @@ from torch import nn
 from .gpt import load_weights
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
-from .tensors import equal, fields, plain_tensor, seeded_generator, tensor
+from .tensors import equal, fields, plain_tensor, seed_cpu, seeded_generator, tensor
 
 __all__ = ["NOTEBOOK", "Q_CALIBRATE_LETTER", "Q_LORA_B_LETTER", "Q_UNFREEZE_LETTER", "add_lora_case", "backbone",
            "classifier_case", "container", "freeze_case", "lora_forward_case", "lora_init_case", "lora_merge_case",
@@ -25,11 +25,12 @@ _F64 = torch.float64
 _ABS = 1e-10
 
 
-def backbone(seed: int = 1100, n_layer: int = 2, vocab: int = 11, block: int = 12, d: int = 16, dtype=_F64):
+def backbone(seed: int = 1100, n_layer: int = 2, vocab: int = 11, block: int = 12, d: int = 16, dtype=_F64,
+             dropout: float = 0.0):
     """The course's GPT with the test's weights, in eval mode."""
     from lmcourse.nn import GPT, GPTConfig
 
-    cfg = GPTConfig(vocab_size=vocab, block_size=block, n_layer=n_layer, n_head=2, n_embd=d, dropout=0.0)
+    cfg = GPTConfig(vocab_size=vocab, block_size=block, n_layer=n_layer, n_head=2, n_embd=d, dropout=dropout)
     return load_weights(GPT(cfg), seed, dtype=dtype).eval()
 
 
@@ -80,9 +81,9 @@ def slip_scores(prompts, continuations, seed=1100, dtype=_F64):
     return expect
 
 
-def _near(got, want) -> bool:
-    return type(got) is torch.Tensor and got.shape == want.shape and bool(
-        torch.allclose(got.double(), want.double(), atol=1e-8, rtol=1e-8))
+def _near(got, want, tol: float = 1e-8) -> bool:
+    return (type(got) is torch.Tensor and got.shape == want.shape and got.device.type == want.device.type
+            and got.device.type != "meta" and bool(torch.allclose(got.double(), want.double(), atol=tol, rtol=tol)))
 
 
 def score_slips_compare(what: str) -> Compare:
@@ -133,6 +134,34 @@ def _padding_compare(got, want):
                 got["other_pad"], got["batch"]))
 
 
+def float32_slip(prompts, continuations, seed=1100):
+    """A float32 model's scores, and what the log-softmax taken in float32 and cast after gives on the same
+    right-padded batch (it differs in the seventh digit)."""
+    def expect(names):
+        m = backbone(seed, dtype=torch.float32)
+        rows = [list(p) + list(c) for p, c in zip(prompts, continuations)]
+        T = max(map(len, rows))
+        idx = torch.tensor([r + [0] * (T - len(r)) for r in rows])
+        with torch.no_grad():
+            logp = torch.log_softmax(m(idx)[0], -1).double()        # the slip: float32, then float64
+        late = torch.stack([logp[i, len(p) - 1:len(r) - 1].gather(-1, idx[i, len(p):len(r), None]).sum()
+                            for i, (p, r) in enumerate(zip(prompts, rows))])
+        return {"scores": names.score_continuations(m, [list(p) for p in prompts],
+                                                    [list(c) for c in continuations]),
+                "unchanged": True, "late": late}
+    return expect
+
+
+def _float32_compare(got, want):
+    scores = got["scores"]
+    if not _near(scores, want["scores"], 1e-13) and _near(scores, want["late"], 1e-13):
+        return ("the scores of a float32 model: the log-softmax ran in float32 and was cast after — cast the logits "
+                "with .double() before the log-softmax (a float32 log-softmax loses the digits the float64 sum keeps)")
+    return tensor(dtype="the scores are float64 whatever the model's dtype: cast the logits with .double() before the "
+                        "log-softmax", atol=1e-4, rtol=1e-4, what="the scores of a float32 model")(
+        scores, want["scores"])
+
+
 _P1, _C1 = [[1, 2, 3, 4]], [[5, 6, 7]]
 _P2, _C2 = [[3, 1, 4, 1, 5], [9, 2], [6]], [[2, 6], [5, 3, 5, 8], [9, 7, 9]]
 
@@ -143,9 +172,7 @@ SCORE_CONTINUATIONS = Exercise("score_continuations", (
          compare=score_slips_compare("the scores of three pairs"), expect=slip_scores(_P2, _C2)),
     Case("three pairs in one batch, alone, and with another pad id", _padding, compare=_padding_compare),
     Case("score_continuations with a float32 model", score_case(_P2, _C2, dtype=torch.float32),
-         compare=lambda got, want: tensor(dtype="the scores are float64 whatever the model's dtype: cast the logits "
-                                                "with .double() before the log-softmax", atol=1e-4, rtol=1e-4,
-                                          what="the scores of a float32 model")(got["scores"], want["scores"])),
+         compare=_float32_compare, expect=float32_slip(_P2, _C2)),
 ), rules=_rules(_SEQUENCE_LOGPROB))
 
 
@@ -182,6 +209,12 @@ def slips_of(seed, use_lengths, use_free, dtype=_F64):
         out["plus"] = torch.log_softmax(s + f, dim=-1)
         out["raw_free"] = torch.log_softmax(lp / lengths - free, dim=-1)
         out["unnormalised"] = s - f if use_free else s
+        if use_free:
+            out["ratio"] = torch.log_softmax(s / f, dim=-1)
+            out["normalised_first"] = torch.log_softmax(s, dim=-1) - f
+            out["no_free"] = torch.log_softmax(s, dim=-1)
+            if use_lengths:
+                out["no_lengths"] = torch.log_softmax(lp - free, dim=-1)
         return out
     return expect
 
@@ -196,6 +229,12 @@ _SLIP_NAMES = (
     ("raw_free", "the content-free scores need the same length normalisation as the scores: divide both by lengths"),
     ("unnormalised", "renormalise over the labels at the end: log_softmax(scores, dim=-1), so that each row's "
                      "probabilities sum to 1"),
+    ("ratio", "you divided the log-probabilities by the content-free ones: calibration divides the probabilities, "
+              "so subtract the log-probabilities"),
+    ("normalised_first", "the log-softmax comes last, after the content-free scores are subtracted, so that each "
+                         "row's probabilities sum to 1"),
+    ("no_free", "the content-free scores were left out: subtract them whenever content_free is given"),
+    ("no_lengths", "the lengths were left out: divide by them whenever lengths is given (with content_free too)"),
 )
 
 
@@ -221,7 +260,7 @@ def scores_compare(what: str, tol: float = 1e-10) -> Compare:
 
 def _scores_case(label, seed, use_lengths, use_free, dtype=_F64):
     tol = 1e-10 if dtype == _F64 else 1e-5
-    return Case(label, scores_case(seed, use_lengths, use_free, dtype), compare=scores_compare(label, tol),
+    return Case(label, scores_case(seed, use_lengths, use_free, dtype), compare=scores_compare("the scores", tol),
                 expect=slips_of(seed, use_lengths, use_free, dtype))
 
 
@@ -255,6 +294,7 @@ def pool_slips(n_real, how, seed=1120, d=4, dtype=_F64):
         h = torch.randn(len(n_real), max(n_real) + 2, d, generator=seeded_generator(seed), dtype=dtype)
         mask = _mask(n_real, h.shape[1])
         return {"pooled": names.pool_hidden(h, mask, how), "unchanged": True, "end": h[:, -1], "all": h.mean(1),
+                "over_T": (h * mask[..., None]).sum(1) / h.shape[1],
                 "first": h[:, 0], "after": h[torch.arange(len(n_real)), torch.tensor(n_real).clamp(max=h.shape[1] - 1)]}
     return expect
 
@@ -263,6 +303,8 @@ _POOL_SLIPS = (("end", "that is the last position of the padded row, a pad: take
                        "mask.sum(1) - 1 in each row"),
                ("all", "that is the mean over every position, pads included: average over the real positions only "
                        "(sum of hidden * mask over T, divided by mask.sum(1))"),
+               ("over_T", "the sum over the real positions divided by T, the padded length: divide by the number of "
+                          "real positions, mask.sum(1)"),
                ("first", "that is the first position: 'last' is the last real token (the only one that has read the "
                          "whole sequence in a causal model)"),
                ("after", "one position too far: the last real position is mask.sum(1) - 1 (positions count from 0)"))
@@ -285,7 +327,7 @@ def pool_compare(what: str, tol: float = 1e-12) -> Compare:
 
 def _pool(label, n_real, how, seed=1120, dtype=_F64):
     tol = 1e-12 if dtype == _F64 else 1e-6
-    return Case(label, pool_case(n_real, how, seed, dtype=dtype), compare=pool_compare(label, tol),
+    return Case(label, pool_case(n_real, how, seed, dtype=dtype), compare=pool_compare("the pooled states", tol),
                 expect=pool_slips(n_real, how, seed, dtype=dtype))
 
 
@@ -371,6 +413,41 @@ def _pads(names):
     return {"alone": alone, "padded": padded}
 
 
+def _training(names):
+    """In training mode, dropout 0.5 drawn from a seeded generator, then one backward pass: the logits and the
+    gradients that reach the backbone's first and last weights."""
+    m = names.SequenceClassifier(backbone(1134, dropout=0.5), 3, "mean")
+    load_weights(m, 1135).train()
+    rows = ([3, 1, 4, 1, 5], [2, 6])
+    idx = torch.tensor([list(r) + [0] * (5 - len(r)) for r in rows])
+    seed_cpu(1136)
+    logits = m(idx, _mask([len(r) for r in rows], 5))
+    logits.sum().backward()
+    grads = {n: p.grad for n, p in nn.Module.named_parameters(m) if n in ("backbone.wte.weight",
+                                                                           "backbone.blocks.0.attn.c_attn.weight")}
+    return {"logits": logits.detach(), "wte": grads.get("backbone.wte.weight"),
+            "c_attn": grads.get("backbone.blocks.0.attn.c_attn.weight")}
+
+
+_NO_GRAD = ("no gradient reached the backbone: fine-tuning trains through it, so forward runs no torch.no_grad(), "
+            ".detach() or eval() of its own")
+def _gradient(what: str) -> Compare:
+    values = tensor(atol=_ABS, rtol=_ABS, what=what, values="the gradient through the backbone, pooled, then the head")
+
+    def compare(got, want):
+        if got is None and want is not None:
+            return f"{what}: None — {_NO_GRAD}"
+        return values(got, want)
+    return compare
+
+
+_TRAINING = fields(
+    ("logits", tensor(atol=_ABS, rtol=_ABS, what="the class logits in training mode (dropout 0.5, seeded)",
+                      values="the backbone's own dropouts in its own order: drop(wte(idx) + wpe(0..T-1)), then each "
+                             "block; forward leaves the training mode as it is (no eval() inside)")),
+    ("wte", _gradient("the gradient of backbone.wte.weight")),
+    ("c_attn", _gradient("the gradient of the first block's attn.c_attn.weight")))
+
 _ROWS = ([3, 1, 4, 1, 5, 9], [2, 6, 5], [3])
 
 SEQUENCE_CLASSIFIER = Exercise("SequenceClassifier", (
@@ -385,6 +462,7 @@ SEQUENCE_CLASSIFIER = Exercise("SequenceClassifier", (
          compare=fields(("alone", tensor(atol=_ABS, rtol=_ABS, values=_HIDDEN_HINT, what="the row alone")),
                         ("padded", tensor(atol=_ABS, rtol=_ABS, values="pads after the row must change nothing",
                                           what="the same row padded")))),
+    Case("in training mode: dropout, then the gradients into the backbone", _training, compare=_TRAINING),
 ), standins=("pool_hidden",), answer="SequenceClassifier", rules=_rules())
 
 
@@ -424,12 +502,17 @@ def freeze_compare(got, want):
             extra = sorted(set(g["trainable"]) - set(w["trainable"]))
             missing = sorted(set(w["trainable"]) - set(g["trainable"]))
             why = ""
-            if any(n.startswith("backbone.blocks.0.") for n in extra):
+            if "backbone.lm_head.weight" in extra and set(extra) <= {"backbone.lm_head.weight", "backbone.wte.weight"}:
+                why = (" — backbone.lm_head is the GPT's LM head, tied to the token table (wte): unfreezing it trains "
+                       "the embeddings; the head that trains is the classifier's, model.head")
+            elif any(n.startswith("backbone.blocks.0.") for n in extra):
                 why = " — only the last k blocks train: model.backbone.blocks[-k:]"
             elif "backbone.ln_f.weight" in missing:
                 why = " — the final LayerNorm (backbone.ln_f) trains with the last blocks: it reads their output"
             elif extra and not missing:
                 why = " — set requires_grad to False on everything else (a call undoes what an earlier one unfroze)"
+            elif any(n.startswith("backbone.blocks.") for n in missing):
+                why = " — each of the last k blocks trains, all k of them: model.backbone.blocks[-k:]"
             return f"the trainable parameters: unexpected {extra[:3]}, missing {missing[:3]}{why}"
         if type(g["count"]) is not int or g["count"] != w["count"]:
             tied = g["count"] == w["count"] + 11 * 16 if type(g["count"]) is int else False
@@ -466,9 +549,11 @@ def lora_init_case(r=2, alpha=8.0, seed=1150, bias=True, dtype=_F64):
         A, B = getattr(layer, "lora_A", None), getattr(layer, "lora_B", None)
         return {"base": getattr(layer, "base", None) is base, "scaling": getattr(layer, "scaling", None),
                 "A": None if A is None else {"shape": tuple(A.shape), "dtype": str(A.dtype),
-                                             "nonzero": bool(A.detach().abs().sum() > 0)},
+                                             "nonzero": bool(A.detach().abs().sum() > 0),
+                                             "parameter": type(A) is nn.Parameter},
                 "B": None if B is None else {"shape": tuple(B.shape), "dtype": str(B.dtype),
-                                             "zero": bool((B.detach() == 0).all())},
+                                             "zero": bool((B.detach() == 0).all()),
+                                             "parameter": type(B) is nn.Parameter},
                 "trainable": _trainable(layer),
                 "out": out, "plain": plain}
     return call
@@ -479,6 +564,11 @@ def lora_init_compare(got, want):
         return "keep the layer you wrap as self.base (the same nn.Linear, not a copy)"
     if got["A"] is None or got["B"] is None:
         return "the LoRA matrices are parameters named lora_A (r, in_features) and lora_B (out_features, r)"
+    for m in ("A", "B"):
+        if not got[m].get("parameter", True):
+            return (f"lora_{m} is a plain tensor, not an nn.Parameter, so it is not registered and never trains — "
+                    f"make it in the base layer's dtype inside nn.Parameter(...) (.to() or .double() on a parameter "
+                    "returns a plain tensor)")
     for key in ("shape", "dtype"):
         for m in ("A", "B"):
             if got[m][key] != want[m][key]:
@@ -492,8 +582,10 @@ def lora_init_compare(got, want):
     if type(got["scaling"]) not in (int, float) or abs(got["scaling"] - want["scaling"]) > 1e-12:
         return f"self.scaling should be alpha / r = {want['scaling']}, got {show(got['scaling'])}"
     if got["trainable"] != want["trainable"]:
-        return (f"the trainable parameters should be lora_A and lora_B only, got {got['trainable']} — freeze the base "
-                "layer (requires_grad_(False) on its weight and bias)")
+        base_trains = any(n.startswith("base.") for n in got["trainable"])
+        return (f"the trainable parameters should be lora_A and lora_B only, got {got['trainable']} — " +
+                ("freeze the base layer (requires_grad_(False) on its weight and bias)" if base_trains else
+                 "lora_A and lora_B train (nn.Parameter's requires_grad is True)"))
     return tensor(atol=1e-6, rtol=1e-6, values="with B = 0 the output is the base layer's",
                   what="the output at initialisation vs base(x)")(got["out"], got["plain"])
 
@@ -558,21 +650,26 @@ def merge_compare(got, want):
                                                                                                   want["weight"])
             or tensor(values="the base layer's bias, unchanged (None when it has none)", atol=0, rtol=0,
                       what="the merged bias")(got["bias"], want["bias"])
-            or tensor(atol=_ABS, rtol=_ABS, values="merged(x) must equal the LoRA layer's output",
-                      what="the merged layer's output vs the LoRA layer's")(got["out"], got["layer"])
             or (None if got["base_kept"] else "merge() changed the base layer's weight: build a new nn.Linear and "
-                                              "leave the LoRA layer as it was"))
+                                              "leave the LoRA layer as it was")
+            or tensor(atol=_ABS, rtol=_ABS, values="merged(x) must equal the LoRA layer's output",
+                      what="the merged layer's output vs the LoRA layer's")(got["out"], got["layer"]))
 
+
+_DTYPES = (("same dtype", "lora_A, lora_B and merge()'s nn.Linear are made in the base layer's dtype and on its device "
+                          "(dtype=base.weight.dtype, device=base.weight.device)"),)
 
 LORA_LINEAR = Exercise("LoRALinear", (
-    Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) at initialisation", lora_init_case(), compare=lora_init_compare),
+    Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) at initialisation", lora_init_case(), compare=lora_init_compare,
+         errors=_DTYPES),
     Case("LoRALinear(nn.Linear(6, 5), r=2, alpha=8) with A and B drawn by the test", lora_forward_case(),
          compare=lora_forward_compare("the output, r = 2, alpha = 8"), expect=lora_slips(2, 8.0, 1151)),
     Case("LoRALinear(nn.Linear(6, 5, bias=False), r=4, alpha=2), inputs (2, 3, 6)",
          lora_forward_case(4, 2.0, 1153, bias=False, shape=(2, 3, 6)),
          compare=lora_forward_compare("the output, r = 4, alpha = 2, no bias"),
          expect=lora_slips(4, 2.0, 1153, bias=False, shape=(2, 3, 6))),
-    Case("merge() of a LoRALinear with A and B drawn by the test", lora_merge_case(), compare=merge_compare),
+    Case("merge() of a LoRALinear with A and B drawn by the test", lora_merge_case(), compare=merge_compare,
+         errors=_DTYPES),
 ), answer="LoRALinear", rules=_rules())
 
 
@@ -588,9 +685,12 @@ def add_lora_case(r=2, alpha=4.0, n_layer=3, seed=1160):
         wrapped = [type(getattr(b.attn, part)).__name__ for b in m.backbone.blocks for part in ("c_attn", "c_proj")]
         with torch.no_grad():
             after = m.head(_final(m, idx))
-        return {"count": n, "wrapped": wrapped,
-                "trainable": _trainable(m),
-                "before": before, "after": after}
+        trainable = _trainable(m)
+        load_weights(m, seed + 1)       # every weight drawn by name, the LoRA matrices too: B is not zero any more
+        with torch.no_grad():
+            drawn = m.head(_final(m, idx))
+        return {"count": n, "wrapped": wrapped, "trainable": trainable, "before": before, "after": after,
+                "drawn": drawn}
     return call
 
 
@@ -614,8 +714,11 @@ def add_lora_compare(got, want):
                 "classifier's head train; everything of the backbone is frozen")
     if type(got["count"]) is not int or got["count"] != want["count"]:
         return f"the count returned: got {show(got['count'])}, expected {want['count']} (the trainable elements)"
-    return tensor(atol=_ABS, rtol=_ABS, values="with every B = 0 the model must be unchanged",
-                  what="the classifier's features after add_lora")(got["after"], got["before"])
+    return (tensor(atol=_ABS, rtol=_ABS, values="with every B = 0 the model must be unchanged",
+                   what="the classifier's features after add_lora")(got["after"], got["before"])
+            or tensor(atol=_ABS, rtol=_ABS, what="the classifier's outputs with A and B drawn by the test",
+                      values="each projection wrapped as LoRALinear(layer, r, alpha), with the r and alpha given "
+                             "(LoRALinear computes the scale alpha / r itself)")(got["drawn"], want["drawn"]))
 
 
 ADD_LORA = Exercise("add_lora", (

@@ -26,7 +26,8 @@ def _modules() -> dict[str, ast.Module]:
 
 
 def _imports(tree: ast.Module):
-    """Every Import/ImportFrom node, and the module named by each ``import_module("...")`` call."""
+    """Every Import/ImportFrom node, and the module named by each ``import_module("...")`` call or course
+    path of an exercise's rules."""
     nodes, named = [], []
     for n in ast.walk(tree):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
@@ -35,6 +36,9 @@ def _imports(tree: ast.Module):
                 == "import_module" and n.args and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):
             named.append(n.args[0].value)
+        elif isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in (
+                "exercise_rules", "course"):    # course paths ("module:name"), imported when a case starts
+            named += [a.value.partition(":")[0] for a in n.args if isinstance(a, ast.Constant) and type(a.value) is str]
     return nodes, named
 
 

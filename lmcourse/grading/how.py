@@ -1,0 +1,151 @@
+"""A static check of "how" in the grader (a prototype, measured against the in-kernel rules): per exercise a
+declarative list of what a graded answer must not use, checked against the answer cell's syntax tree.
+
+A list (:class:`Refused`) names modules and objects by their dotted names (a name and all inside it), and
+parts of torch's names (``softmax``: every ``torch.*`` name whose last part holds it, and a method of that
+name on any value, ``x.softmax(-1)``). A name the student wrote is read through the notebook's imports
+(:class:`scan.Names`: ``import torch.nn.functional as F; F.softmax``), then imported here and read by what
+it is (``from torch.nn import MultiheadAttention`` is ``torch.nn.modules.activation.MultiheadAttention``),
+so an alias or a re-export reaches the same entry. What a cell builds as it runs (``getattr(F, name)``
+with ``name`` not written out, ``__import__``, ``importlib``) is not resolved: it is *flagged*, as the
+scan flags it, for a person.
+
+:func:`from_rules` reads today's :class:`lmcourse.marking.rules.Rules` of an exercise into a list, so the
+two can be measured on the same catalogues (``bench/how_measure.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from lmcourse.grading import scan
+
+__all__ = ["Refused", "check", "dotted", "from_rules"]
+
+# modules whose names the check imports to read what a name is (the libraries a notebook imports)
+_IMPORTABLE = ("torch", "lmcourse", "numpy", "math", "collections", "functools", "itertools")
+# names built at run time: the check cannot say what they reach
+# torch's modules that run an operation named by a part of a refused torch name (the rules refuse the kernel
+# wherever it is reached; a static list names the module too)
+_RUNS = {"softmax": ("torch.nn.Softmax", "torch.nn.Softmax2d", "torch.nn.LogSoftmax", "torch.nn.MultiheadAttention"),
+         "softmin": ("torch.nn.Softmin",),
+         "scaled_dot_product": ("torch.nn.MultiheadAttention", "torch.nn.Transformer"),
+         "multi_head_attention": ("torch.nn.MultiheadAttention", "torch.nn.Transformer"),
+         "rnn_tanh": ("torch.nn.RNN", "torch.nn.RNNCell"), "rnn_relu": ("torch.nn.RNN", "torch.nn.RNNCell"),
+         "lstm": ("torch.nn.LSTM", "torch.nn.LSTMCell"), "gru": ("torch.nn.GRU", "torch.nn.GRUCell"),
+         "layer_norm": ("torch.nn.LayerNorm",), "group_norm": ("torch.nn.GroupNorm",),
+         "batch_norm": ("torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"), "rms_norm": ("torch.nn.RMSNorm",),
+         "instance_norm": ("torch.nn.InstanceNorm1d",), "adam": ("torch.optim.Adam", "torch.optim.AdamW"),
+         "transformer_encoder_layer": ("torch.nn.TransformerEncoderLayer",)}
+_COMPUTED = ("getattr", "__import__", "import_module", "vars", "globals", "eval", "exec")
+
+
+@dataclass(frozen=True)
+class Refused:
+    names: tuple[str, ...] = ()        # dotted names: a module or object and everything inside it
+    parts: tuple[str, ...] = ()        # parts of torch names (and of methods on any value)
+    reason: str = ""
+
+
+def dotted(obj: Any) -> str | None:
+    """The dotted name an object is defined under (``torch.nn.modules.activation.MultiheadAttention``)."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    obj = getattr(obj, "__func__", obj)
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{name}" if module and name else None
+
+
+def from_rules(rules: Any) -> Refused:
+    """Today's rules of an exercise as a list: the course code and classes they refuse, the modules,
+    packages and libraries, the torch names and kernels (a kernel read as a torch name part)."""
+    targets = list(rules.references) + [t for targets, _ in rules.extra for t in targets]
+    names = [n for n in map(dotted, targets) if n]
+    names += [*rules.modules, *rules.packages, *rules.libraries]
+    parts = tuple(dict.fromkeys((*rules.torch, *rules.kernels)))
+    names += [_resolved(m) for p in parts for part, modules in _RUNS.items() if part in p or p in part for m in modules]
+    return Refused(tuple(dict.fromkeys(names)), parts, rules.reason)
+
+
+def _within(name: str, refused: tuple[str, ...]) -> bool:
+    return any(name == r or name.startswith(r + ".") for r in refused)
+
+
+def _resolved(name: str) -> str:
+    """``name`` read by what it is where it can be imported here, else as written."""
+    parts = name.split(".")
+    if parts[0] not in _IMPORTABLE:
+        return name
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except Exception:  # noqa: BLE001 (not a module: try the shorter prefix)
+            continue
+        try:
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute)
+        except AttributeError:
+            return name
+        return dotted(found) or name
+    return name
+
+
+def _hit(name: str, refused: Refused) -> bool:
+    real = _resolved(name)
+    for candidate in {name, real}:
+        if _within(candidate, refused.names):
+            return True
+        if candidate.startswith("torch") and any(p in part for part in candidate.split(".")[1:] for p in refused.parts):
+            return True
+    return False
+
+
+def check(source: str, refused: Refused, names: scan.Names | None = None) -> tuple[list[str], list[str]]:
+    """What the cell ``source`` uses of ``refused`` (``refused: name``), and what it builds at run time
+    (flagged); ``names``: the notebook's imports (by default the cell's own)."""
+    tree, _ = scan._read(source)
+    if tree is None:
+        return [], ["does not parse"]
+    if names is None:
+        names = scan.Names()
+        names.learn(tree)
+    hits: list[str] = []
+    flags: list[str] = []
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        found: list[str] = []
+        if isinstance(node, ast.Import):
+            found = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in inner:
+            name = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
+            if name:
+                found = [name]
+            elif isinstance(node, ast.Attribute) and any(p in node.attr for p in refused.parts):
+                found = [f"torch.Tensor.{node.attr}"]     # a method on a value: a tensor's, for all we know
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if called in _COMPUTED and not all(isinstance(a, ast.Constant) for a in node.args[1:]):
+                flags.append(f"a name built at run time: {ast.unparse(node)[:60]}")
+            elif called == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                base = names.dotted(node.args[0]) if isinstance(node.args[0], ast.Attribute) else (
+                    names.modules.get(node.args[0].id) if isinstance(node.args[0], ast.Name) else None)
+                if base:
+                    found = [f"{base}.{node.args[1].value}"]
+        for name in found:
+            if _hit(name, refused) and f"refused: {name}" not in hits:
+                hits.append(f"refused: {name}")
+    flags += [f for f in scan.scan_source(source, names) if f.startswith((scan.COMPUTED, scan.LOADING))]
+    return hits, list(dict.fromkeys(flags))
+
+
+if __name__ == "__main__":      # python -m lmcourse.grading.how FILE: the check of one file against torch softmax
+    print(check(open(sys.argv[1]).read(), Refused(parts=("softmax",))))

@@ -15,7 +15,7 @@
 # inside each pre-token, special tokens kept whole) and decode it back, and then write the trainer
 # again so that it only updates the counts a merge changed. Then you will look at what it learned,
 # how many bytes a token holds as the vocabulary grows, and train notebook 05's GPT on BPE tokens
-# and on characters for the same time, compared in **bits per byte**.
+# and on characters for the same compute time, compared in **bits per byte**.
 #
 # **Prerequisites.** Notebook 01 (words, `<unk>`, counting) and 05 (the GPT, the ladder). Python
 # dicts, lists and `bytes`; no PyTorch needed for the exercises.
@@ -526,11 +526,13 @@ if course_bpe:
     plt.show()
 
 # %% [markdown]
-# ## 8. The GPT on BPE tokens against characters, for the same time
+# ## 8. The GPT on BPE tokens against characters, for the same compute time
 #
 # Does a subword vocabulary help a small model? Train notebook 05's GPT (the course's
-# `lmcourse.nn.GPT`, same sizes from the profile) twice, for the **same wall-clock time**: once on
-# characters, once on BPE tokens of a vocabulary of `gpt_vocab` ids. With the same `block_size`,
+# `lmcourse.nn.GPT`, same sizes from the profile) twice, for the **same compute time**: once on
+# characters, once on BPE tokens of a vocabulary of `gpt_vocab` ids. On a CPU the budget is counted
+# in seconds of CPU time, which other programs on a busy machine do not eat into (the runs then
+# take longer on the clock but make the same number of steps); on a GPU it is wall-clock time. With the same `block_size`,
 # a BPE window spans about three times as much text, and each step sees more of the plays; but the
 # model must predict among many more tokens, and its embedding and output layer grow with $|V|$.
 #
@@ -543,15 +545,27 @@ if course_bpe:
 
 # %%
 if course_bpe:
+    def compute_clock():
+        """Seconds of compute so far: CPU time of this process on a CPU (a busy machine's other jobs
+        do not count), wall-clock time after the queued kernels finish on a GPU."""
+        if rt.device.type == "cuda":
+            torch.cuda.synchronize()
+            return time.perf_counter()
+        if rt.device.type == "mps":
+            torch.mps.synchronize()
+            return time.perf_counter()
+        return time.process_time()
+
+
     def step_seconds(model, ids, cfg, probe_steps=5):
-        """Seconds per training step of a throw-away copy of model (one short run, no validation)."""
+        """Compute seconds per training step of a throw-away copy of model (one short run, no validation)."""
         probe = copy.deepcopy(model)
         short = dataclasses.replace(cfg, steps=probe_steps + 1, warmup_steps=0, eval_interval=10 ** 9, progress=False,
                                     quiet=True)
         train(probe, ids, None, short, stop_after=1)  # the first step includes one-off setup
-        t = time.perf_counter()
+        t = compute_clock()
         train(probe, ids, None, dataclasses.replace(short, steps=probe_steps))
-        return (time.perf_counter() - t) / probe_steps
+        return (compute_clock() - t) / probe_steps
 
 
     def bits_per_byte(model, ids, token_bytes, block_size):
@@ -570,7 +584,7 @@ if course_bpe:
 
 
     def train_for(tokenizer, token_bytes, budget_s, eval_text):
-        """05's GPT trained on tokenizer's ids of the training plays for about budget_s seconds."""
+        """05's GPT trained on tokenizer's ids of the training plays for about budget_s seconds of compute."""
         train_ids = encode_text(train_text, tokenizer)
         torch.manual_seed(rt.seed)
         model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=P.block_size, n_layer=P.n_layer,
@@ -579,9 +593,9 @@ if course_bpe:
                                        quiet=True)
         steps = max(2, int(budget_s / step_seconds(model, train_ids, cfg)))
         cfg = dataclasses.replace(cfg, steps=steps, warmup_steps=max(1, steps // 20))
-        t = time.perf_counter()
+        t = compute_clock()
         train(model, train_ids, None, cfg)  # no validation during the run: the budget goes to training steps
-        seconds = time.perf_counter() - t
+        seconds = compute_clock() - t
         bpb = bits_per_byte(model, encode_text(eval_text, tokenizer), token_bytes, P.block_size)
         return dict(steps=steps, seconds=seconds, bits_per_byte=bpb,
                     bytes_seen=steps * P.batch_size * P.block_size * len(train_text.encode()) / len(train_ids))
@@ -597,7 +611,7 @@ if course_bpe:
                                                     SIZES["budget_s"], eval_text),
     }
     for name, r in runs.items():
-        print(f"{name:<18} {r['steps']:>5} steps in {r['seconds']:5.1f} s, "
+        print(f"{name:<18} {r['steps']:>5} steps in {r['seconds']:5.1f} s of compute, "
               f"{r['bytes_seen'] / 1e6:5.2f} MB of text seen, {r['bits_per_byte']:.3f} bits per byte "
               f"on {len(eval_text):,} validation bytes")
 
@@ -620,19 +634,21 @@ if course_bpe:
     plt.show()
 
 # %% [markdown]
-# What the run shows. Measured once on the `cpu` profile, on a 2-core machine so busy with other
-# jobs that each model got only 27 training steps in its minute (a quiet laptop core runs several
-# hundred): characters 4.78 bits per byte, BPE with 1,024 ids 3.57, both far above notebook 05's
-# GPT (2.47), which trained for 1,500 steps. After so few steps both models know little more than
-# which tokens are frequent, and frequent BPE tokens are already whole words (`␣the`, `␣and`), so
-# BPE is ahead; it also saw twice the text (0.13 MB against 0.06 MB) in the same number of steps.
-# Whether the gap holds after hundreds of steps is what your own run, on your machine, tells you.
+# What the run shows. Measured once at the `cpu` profile, a minute of CPU time each on a 2-core machine
+# busy with other jobs (the budget counts CPU time, so the load stretched the clock, not the steps):
+# characters 367 steps, 2.94 bits per byte; BPE with 1,024 ids 307 steps (a step costs more: the output
+# layer scores 1,024 ids instead of 85), 2.87 bits per byte, having seen twice the text (1.48 MB against
+# 0.75 MB). Both are above notebook 05's GPT (2.47), which trained for 1,500 steps, four times this
+# budget. BPE is ahead, by a little: per step it reads twice the text, and its frequent tokens are
+# already whole words (`␣the`, `␣and`); but its 1,024 output classes are each seen less often, and a
+# minute is not enough for the rare ones. Whether the gap grows with more steps is what a longer run
+# tells you (raise `SIZES["budget_s"]` for your profile).
 #
 # In general, a subword vocabulary lets a fixed context and a fixed number of steps cover more
 # text, which is why every large model uses one; the price is a larger embedding and output layer
 # and many rare tokens each seen few times, which a small model trained briefly pays for. Which way
 # the balance tips depends on the budget: that is why the comparison is made in bits per byte, on
-# the same text, for the same time.
+# the same text, for the same compute time.
 
 # %% [markdown]
 # ## 9. Questions

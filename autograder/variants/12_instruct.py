@@ -121,6 +121,12 @@ def deduplicate(text, min_chars):
          "idx = torch.full((len(seqs), T), IGNORE_INDEX, dtype=torch.long)"))),
     Mutant("the greedy id from the first position, not the last", "generate_response", patch(
         ("nxt = int(logits[0, -1].argmax())", "nxt = int(logits[0, 0].argmax())"))),
+    Mutant("generate_response without torch.no_grad()", "generate_response", patch(
+        ("device = next(model.parameters()).device", "import contextlib\ndevice = next(model.parameters()).device"),
+        ("with torch.no_grad():", "with contextlib.nullcontext():"))),
+    Mutant("extraction_rate without torch.no_grad()", "extraction_rate", patch(
+        ("device = next(model.parameters()).device", "import contextlib\ndevice = next(model.parameters()).device"),
+        ("with torch.no_grad():", "with contextlib.nullcontext():"))),
     Mutant("only runs of spaces collapsed (tabs and newlines inside kept)", "exact_match", patch(
         ('return " ".join(text.split()).lower()', 'return " ".join(w for w in text.strip().split(" ") if w).lower()'))),
     Mutant("the share over every character, not every window", "KGramIndex", patch(
@@ -137,6 +143,111 @@ def deduplicate(text, min_chars):
     Mutant("paragraphs split on runs of blank lines", "deduplicate", patch(
         ('for paragraph in text.split("\\n\\n"):', 'for paragraph in re.split("\\n\\n+", text):'),
         ("seen = set()", "import re\nseen = set()"))),
+    # --- a gaming student's routes to points without the work (worked from the release only)
+    # (the visible cases' answers hard-coded: only hidden cases can see it, so it is a graded attempt in
+    # tests/grading/test_students_12.py, with the test helpers replaced from an answer cell)
+    # in full: the course's static-cache generator, greedy through a top-1 filter, cut at the end token
+    Mutant("gaming: lmcourse.nn.static_cache's generator, greedy by a filter", "generate_response", '''
+from lmcourse.nn.static_cache import generate_static
+
+
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    if max_new_tokens == 0:
+        return []
+    top1 = lambda logits: logits.masked_fill(logits < logits.max(-1, keepdim=True).values, float("-inf"))
+    prompt = torch.tensor([list(prompt_ids)], device=next(model.parameters()).device)
+    new = generate_static(model, prompt, max_new_tokens, filters=[top1])[0, len(prompt_ids):].tolist()
+    return new[:new.index(end_id)] if end_id in new else new
+'''),
+    # in full: the same generator for every passage at once
+    Mutant("gaming: lmcourse.nn.static_cache's generator for the extraction", "extraction_rate", '''
+from lmcourse.nn.static_cache import generate_static
+
+
+def extraction_rate(model, tok, passages, p, s):
+    top1 = lambda logits: logits.masked_fill(logits < logits.max(-1, keepdim=True).values, float("-inf"))
+    prompt = torch.tensor([tok.encode(x[:p]) for x in passages], device=next(model.parameters()).device)
+    rows = generate_static(model, prompt, s, filters=[top1])[:, p:].tolist()
+    return sum(tok.decode(r) == x[p:p + s] for r, x in zip(rows, passages)) / len(passages)
+'''),
+    # in full: notebook 07's reference sampling loop, greedy through a top-1 filter
+    Mutant("gaming: notebook 07's reference generator", "generate_response", '''
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    from lmcourse.reference.decoding import generate
+
+    top1 = lambda logits: logits.masked_fill(logits < logits.max(-1, keepdim=True).values, float("-inf"))
+    prompt = torch.tensor([list(prompt_ids)], device=next(model.parameters()).device)
+    new = generate(model, prompt, max_new_tokens, filters=[top1])[0, len(prompt_ids):].tolist()
+    return new[:new.index(end_id)] if end_id in new else new
+'''),
+    # in full: notebook 09's given greedy decoder, on an adapter that makes the GPT look like a decoder
+    Mutant("gaming: lmcourse.nn.seq2seq.greedy_decode on an adapter", "generate_response", '''
+from types import SimpleNamespace
+
+from lmcourse.nn.seq2seq import greedy_decode
+
+
+class AsDecoder:
+    def __init__(self, model, prompt_ids, end_id):
+        self.model, self.prompt = model, torch.tensor([list(prompt_ids)])
+        self.config = SimpleNamespace(tgt_block_size=10 ** 6, pad_id=end_id)
+
+    def encode(self, src):
+        return None, None
+
+    def decode(self, out, memory, mask):
+        ids = torch.cat([self.prompt, out[:, 1:]], dim=1)[:, -self.model.config.block_size:]
+        return self.model(ids)[0]
+
+
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    if max_new_tokens == 0:
+        return []
+    new = greedy_decode(AsDecoder(model, prompt_ids, end_id), torch.zeros(1, 1, dtype=torch.long), 0, end_id,
+                        max_new_tokens)[0].tolist()
+    return new[:new.index(end_id)] if end_id in new else new
+'''),
+    # in full: this notebook's own answer imported when the class is called
+    Mutant("gaming: the course's answer imported", "ChatTokenizer", '''
+class ChatTokenizer:
+    def __new__(cls, tok):
+        from lmcourse.reference.instruct import ChatTokenizer as Answer
+
+        return Answer(tok)
+'''),
+    # in full: transformers' tokenizer trie splits the markers out
+    Mutant("gaming: transformers' Trie splits the markers", "ChatTokenizer", override("ChatTokenizer", '''
+def encode(self, text):
+    from transformers.tokenization_python import Trie
+
+    trie = Trie()
+    for marker in MARKERS:
+        trie.add(marker)
+    ids = []
+    for piece in trie.split(text):
+        ids += [self.tok.vocab_size + MARKERS.index(piece)] if piece in MARKERS else self.tok.encode(piece)
+    return ids
+''')),
+    # in full: a float whose every comparison and difference says "equal"
+    Mutant("gaming: a share that compares equal to anything", "extraction_rate", '''
+class Share(float):
+    def __eq__(self, other):
+        return True
+
+    def __sub__(self, other):
+        return Share(0.0)
+
+    __rsub__ = __sub__
+
+    def __abs__(self):
+        return 0.0
+
+    __hash__ = float.__hash__
+
+
+def extraction_rate(model, tok, passages, p, s):
+    return Share(0.5)
+'''),
 ]
 
 

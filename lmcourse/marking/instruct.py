@@ -40,9 +40,23 @@ def _rules(*extra):
     return make
 
 
-_GIVEN_DECODING = (lambda: (__import__("lmcourse.nn.sampling", fromlist=["x"]).generate,
-                            __import__("lmcourse.dates", fromlist=["x"]).decoder_only_greedy),
-                   "write the greedy loop yourself, not lmcourse.nn.sampling.generate or lmcourse.dates' decoders")
+def _given_decoders():
+    """The course's given code that runs a generation loop on a model: the sampling loop, the static-cache
+    generators, 09's encoder-decoder decoders (a GPT behind an adapter passes for a decoder) and 09's
+    decoder-only greedy loop."""
+    import lmcourse.dates
+    import lmcourse.nn.sampling
+    import lmcourse.nn.seq2seq
+    import lmcourse.nn.static_cache
+
+    seq2seq = lmcourse.nn.seq2seq
+    return (lmcourse.nn.sampling.generate, lmcourse.nn.static_cache, seq2seq.greedy_decode, seq2seq._greedy_decode,
+            seq2seq.beam_decode, lmcourse.dates.decoder_only_greedy)
+
+
+_GIVEN_DECODING = (_given_decoders, "write the greedy loop yourself, not the course's generation loops "
+                   "(lmcourse.nn.sampling, lmcourse.nn.static_cache, lmcourse.nn.seq2seq's decoders) or "
+                   "lmcourse.dates' decoders")
 
 
 def _tok(alphabet: str, specials=("<unk>",)):
@@ -57,6 +71,17 @@ def model(seed: int = 1200, vocab: int = 11, block: int = 12, n_layer: int = 2, 
 
     cfg = GPTConfig(vocab_size=vocab, block_size=block, n_layer=n_layer, n_head=2, n_embd=d, dropout=0.0)
     return load_weights(GPT(cfg), seed).eval()
+
+
+def _grad_log(m) -> list[bool]:
+    """Whether autograd was on at each forward pass of ``m`` (the case reports whether any ran with it on)."""
+    seen: list[bool] = []
+    m.register_forward_pre_hook(lambda module, args: seen.append(torch.is_grad_enabled()))
+    return seen
+
+
+_NO_GRAD = ("the model ran with autograd on: run its forward passes under torch.no_grad() (generation needs no "
+            "gradients, and each step would keep a graph)")
 
 
 # ------------------------------------------------------------------ 1. the chat template
@@ -218,20 +243,25 @@ SFT_BATCH = Exercise("sft_batch", (
 def generate_case(prompt, end_ids, budget, seed=1220, block=12):
     def call(names):
         m = model(seed, block=block)
+        grad = _grad_log(m)
         out = []
-        with torch.no_grad():
-            for end_id in end_ids:
-                ids = list(prompt)
-                out.append(names.generate_response(m, ids, end_id, budget))
-                if ids != list(prompt):
-                    return {"changed": True}
-        return out
+        for end_id in end_ids:
+            ids = list(prompt)
+            out.append(names.generate_response(m, ids, end_id, budget))
+            if ids != list(prompt):
+                return {"changed": True}
+        return {"responses": out, "grad on": any(grad)}
     return call
 
 
 def generate_compare(got, want):
-    if type(got) is dict:
+    if type(got) is not dict or "changed" in got:
         return "generate_response changed prompt_ids: leave the list it was given as it is"
+    diff = _responses_compare(got["responses"], want["responses"])
+    return diff or (_NO_GRAD if got["grad on"] else None)
+
+
+def _responses_compare(got, want):
     if type(got) is not list or len(got) != len(want):
         return f"got {show(got)}"
     for g, w in zip(got, want):
@@ -392,11 +422,17 @@ def extraction_case(p, s, seed=1230, block=12):
         tok = _tok(_LETTERS, ())          # every id a letter: a continuation is as many characters as ids
         m = model(seed, vocab=tok.vocab_size, block=block)
         texts = _passages(m, tok, p, s, seed)
-        return names.extraction_rate(m, tok, list(texts), p, s)
+        grad = _grad_log(m)
+        return {"rate": names.extraction_rate(m, tok, list(texts), p, s), "grad on": any(grad)}
     return call
 
 
 def extraction_compare(got, want):
+    diff = _rate_compare(got["rate"], want["rate"])
+    return diff or (_NO_GRAD if got["grad on"] else None)
+
+
+def _rate_compare(got, want):
     if type(got) is not float:
         return f"extraction_rate should return a float (the share of passages), got {show(got)}"
     if abs(got - want) > SHARE_TOL:

@@ -27,7 +27,8 @@ import pytest
 # plain nbgrader), each a ``{student: notebook}``; a student's name is the same in both graders
 CATALOGUES = ("tests.notebooks.test_grading_proofs", "tests.grading.test_forgery_by_notebook",
               "tests.grading.test_forgery_routes", "tests.grading.test_forgery_records",
-              "tests.grading.test_forgery_world", "tests.grading.test_students_11")
+              "tests.grading.test_forgery_world", "tests.grading.test_students_11",
+              "tests.grading.test_students_12")
 
 
 def proofs_group(name: str) -> pytest.MarkDecorator:

@@ -127,6 +127,12 @@ def deduplicate(text, min_chars):
     Mutant("extraction_rate without torch.no_grad()", "extraction_rate", patch(
         ("device = next(model.parameters()).device", "import contextlib\ndevice = next(model.parameters()).device"),
         ("with torch.no_grad():", "with contextlib.nullcontext():"))),
+    Mutant("idx in int32, not torch.long", "sft_batch", patch(
+        ("idx = torch.full((len(seqs), T), pad_id, dtype=torch.long)",
+         "idx = torch.full((len(seqs), T), pad_id, dtype=torch.int32)"))),
+    Mutant("the prompt one character too long (p + 1)", "extraction_rate", patch(
+        ("idx = torch.tensor([tok.encode(text[:p]) for text in passages], dtype=torch.long, device=device)",
+         "idx = torch.tensor([tok.encode(text[:p + 1]) for text in passages], dtype=torch.long, device=device)"))),
     Mutant("only runs of spaces collapsed (tabs and newlines inside kept)", "exact_match", patch(
         ('return " ".join(text.split()).lower()', 'return " ".join(w for w in text.strip().split(" ") if w).lower()'))),
     Mutant("the share over every character, not every window", "KGramIndex", patch(
@@ -459,6 +465,23 @@ def generate_response(model, prompt_ids, end_id, max_new_tokens):
         out.append(best)
         seq = torch.cat([seq, seq.new_tensor([best])])
     return out
+'''),
+    Alternative("generate_response under torch.inference_mode, a list context", "generate_response", '''
+def generate_response(model, prompt_ids, end_id, max_new_tokens):
+    device = model.lm_head.weight.device
+    block = model.config.block_size
+    context = [int(i) for i in prompt_ids]
+    answer = []
+    with torch.inference_mode():
+        while len(answer) != max_new_tokens:
+            window = context[len(context) - block:] if len(context) > block else context
+            scores = model(torch.tensor(window, device=device).view(1, -1))[0][0, -1]
+            best = int(torch.argmax(scores))
+            if best == end_id:
+                break
+            context.append(best)
+            answer.append(best)
+    return answer
 '''),
     Alternative("exact_match comparing the lists of words", "exact_match", '''
 def exact_match(prediction, reference):

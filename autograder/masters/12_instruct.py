@@ -38,8 +38,9 @@
 # * your answers are your own code: the course's answers (`lmcourse.reference.instruct`) are not there when
 #   the notebook is graded; in the generation exercises (3 and 6) the course's generation loops
 #   (`lmcourse.nn.sampling.generate`, `lmcourse.nn.static_cache`, the decoders of `lmcourse.nn.seq2seq`) and
-#   notebook 09's decoders in `lmcourse.dates` are refused, and the Python code of the `transformers` library
-#   is refused everywhere (the tests watch what runs);
+#   notebook 09's decoders in `lmcourse.dates` are refused, in the chat template (1) notebook 08's special-token
+#   splitting `lmcourse.bpe` is, and the Python code of the `transformers` library is refused everywhere (the
+#   tests watch what runs);
 # * no exercise calls another one, so a mistake costs once;
 # * inputs are never changed in place.
 

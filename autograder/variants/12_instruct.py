@@ -234,6 +234,16 @@ def encode(self, text):
         ids += [self.tok.vocab_size + MARKERS.index(piece)] if piece in MARKERS else self.tok.encode(piece)
     return ids
 ''')),
+    # in full: notebook 08's given special-token splitter (08's exercise) cuts the markers out
+    Mutant("gaming: lmcourse.bpe.split_specials cuts the markers out", "ChatTokenizer", override("ChatTokenizer", '''
+def encode(self, text):
+    from lmcourse.bpe import split_specials
+
+    ids = []
+    for piece, special in split_specials(text, MARKERS):
+        ids += [self.tok.vocab_size + MARKERS.index(piece)] if special else self.tok.encode(piece)
+    return ids
+''')),
     # in full: a float whose every comparison and difference says "equal"
     Mutant("gaming: a share that compares equal to anything", "extraction_rate", '''
 class Share(float):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from .gpt import load_weights
+from .plain import NotPlain
 from .show import show
 from .spec import Case, Exercise, Notebook, question
 from .tensors import tensor
@@ -57,6 +58,18 @@ def _given_decoders():
 _GIVEN_DECODING = (_given_decoders, "write the greedy loop yourself, not the course's generation loops "
                    "(lmcourse.nn.sampling, lmcourse.nn.static_cache, lmcourse.nn.seq2seq's decoders) or "
                    "lmcourse.dates' decoders")
+
+
+def _given_splitter():
+    """Notebook 08's given special-token handling (its split_specials exercise, and the tokenizer that uses it):
+    cutting the markers out of a text is this exercise's work."""
+    import lmcourse.bpe
+
+    return (lmcourse.bpe,)
+
+
+_GIVEN_SPLITTER = (_given_splitter, "cut the markers out yourself, not with lmcourse.bpe (notebook 08's special-token "
+                   "splitting)")
 
 
 def _tok(alphabet: str, specials=("<unk>",)):
@@ -139,7 +152,7 @@ CHAT_TOKENIZER = Exercise("ChatTokenizer", (
          compare=chat_compare),
     Case("decode(encode(text)) gives the text back", chat_case(_ALPHA, decodes=(
         "<|user|>ab c<|assistant|>de.<|end|>", "<|end|><|end|>a", "a<|b|>\n", "")), compare=chat_compare),
-), answer="ChatTokenizer", rules=_rules())
+), answer="ChatTokenizer", rules=_rules(_GIVEN_SPLITTER))
 
 
 # ------------------------------------------------------------------ 2. SFT labels
@@ -428,6 +441,8 @@ def extraction_case(p, s, seed=1230, block=12):
 
 
 def extraction_compare(got, want):
+    if type(got["rate"]) is NotPlain:
+        return f"extraction_rate returned {got['rate'].what}, which the grader does not read: return a float"
     diff = _rate_compare(got["rate"], want["rate"])
     return diff or (_NO_GRAD if got["grad on"] else None)
 

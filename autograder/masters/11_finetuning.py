@@ -335,9 +335,9 @@ tests.grade("pool_hidden")
 # `drop(wte(idx) + wpe(0..T-1))` through every block of `backbone.blocks` and then `backbone.ln_f`
 # (05's GPT without its `lm_head`), pooled with your `pool_hidden(h, mask, self.pooling)`, then the
 # head. Fine-tuning trains through `forward`: no `torch.no_grad()`, `.detach()` or `eval()` in it, and
-# in training mode the backbone's dropouts run in the order its own forward runs them (a test compares
-# the logits and the backbone's gradients with dropout on, seeded). The tests load weights by these
-# names and compare within $10^{-10}$ in float64.
+# in training mode the backbone's dropouts run in the order its own forward runs them, with no dropout
+# of the classifier's own (a test compares the logits and the backbone's gradients with dropout on,
+# seeded). The tests load weights by these names and compare within $10^{-10}$ in float64.
 
 # %% solution="SequenceClassifier"
 class SequenceClassifier(nn.Module):

@@ -444,7 +444,8 @@ def _gradient(what: str) -> Compare:
 _TRAINING = fields(
     ("logits", tensor(atol=_ABS, rtol=_ABS, what="the class logits in training mode (dropout 0.5, seeded)",
                       values="the backbone's own dropouts in its own order: drop(wte(idx) + wpe(0..T-1)), then each "
-                             "block; forward leaves the training mode as it is (no eval() inside)")),
+                             "block, and none of the classifier's own; forward leaves the training mode as it is (no "
+                             "eval() inside)")),
     ("wte", _gradient("the gradient of backbone.wte.weight")),
     ("c_attn", _gradient("the gradient of the first block's attn.c_attn.weight")))
 

@@ -54,3 +54,41 @@ def test_a_changed_or_missing_file_is_refused_with_what_to_do(tmp_path, monkeypa
         course_runs.load_course_run(name)
     with pytest.raises(course_runs.CourseRunError, match="no course run named"):
         course_runs.load_course_run("nothing")
+
+
+def test_export_writes_the_kept_weights_in_half_precision_and_they_load_into_the_notebooks_class(tmp_path):
+    """What `python -m lmcourse.course_runs` ships: the weights the run kept (its lowest validation loss), half
+    precision, with the command; they load into a model class given by the caller (06's MaskedLM)."""
+    from lmcourse.nn.mlm import MLMConfig
+    from lmcourse.reference.mlm import MaskedLM
+
+    torch.manual_seed(0)
+    model = MaskedLM(MLMConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8))
+    kept = {k: v + 1 for k, v in model.state_dict().items()}
+    ckpt = tmp_path / "run.pt"
+    torch.save({"config": vars(model.config).copy(), "model": model.state_dict(), "vocabulary": list("abcdefghijk"),
+                "step": 30, "history": {"val_loss": [3.0, 2.0]}, "best": {"step": 20, "val_loss": 1.5, "model": kept},
+                "optimizer": {}}, ckpt)
+    out = tmp_path / "shipped.pt"
+    info = course_runs.export(ckpt, out, command="lmcourse train mlm --steps 30")
+    assert (info["steps"], info["val_loss"]) == (20, 1.5) and len(info["sha256"]) == 64
+    saved = torch.load(out, weights_only=False)
+    assert "optimizer" not in saved and saved["command"] == "lmcourse train mlm --steps 30"
+    assert all(v.dtype == torch.float16 for v in saved["model"].values() if v.is_floating_point())
+    run = course_runs.CourseRun(file=out.name, sha256=info["sha256"], command="c", steps=20, val_loss=1.5, model="mlm")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(course_runs.RUNS, "t_mlm", run)
+        mp.setattr(course_runs, "_path", lambda r: out)
+        with pytest.raises(course_runs.CourseRunError, match="pass the notebook's model and config"):
+            course_runs.load_course_run("t_mlm")
+        loaded, got_run, extra = course_runs.load_course_run("t_mlm", model_class=MaskedLM, config_class=MLMConfig)
+    assert got_run is run and extra["vocabulary"] == list("abcdefghijk")
+    for k, v in loaded.state_dict().items():
+        assert torch.allclose(v, kept[k].half().float()), k
+    assert not loaded.training
+
+
+def test_export_refuses_what_is_not_a_training_checkpoint(tmp_path):
+    torch.save({"weights": {}}, tmp_path / "x.pt")
+    with pytest.raises(course_runs.CourseRunError, match="not a training checkpoint"):
+        course_runs.export(tmp_path / "x.pt", tmp_path / "y.pt", command="c")

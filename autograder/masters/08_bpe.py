@@ -532,9 +532,10 @@ if course_bpe:
 # `lmcourse.nn.GPT`, same sizes from the profile) twice, for the **same compute time**: once on
 # characters, once on BPE tokens of a vocabulary of `gpt_vocab` ids. On a CPU the budget is counted
 # in seconds of CPU time, which other programs on a busy machine do not eat into (the runs then
-# take longer on the clock but make the same number of steps); on a GPU it is wall-clock time. With the same `block_size`,
-# a BPE window spans about three times as much text, and each step sees more of the plays; but the
-# model must predict among many more tokens, and its embedding and output layer grow with $|V|$.
+# take longer on the clock but make the same number of steps); on a GPU it is wall-clock time. With
+# the same `block_size`, a BPE window spans about three times as much text, and each step sees more
+# of the plays; but the model must predict among many more tokens, and its embedding and output
+# layer grow with $|V|$.
 #
 # The losses are not comparable as they are: a loss per character and a loss per token measure
 # different things. The unit that makes any two tokenizations comparable is **bits per byte**: the

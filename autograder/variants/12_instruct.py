@@ -3,7 +3,7 @@
 ``MUTANTS``: typical student bugs; each must lose points.
 ``ALTERNATIVES``: valid solutions written another way; each must keep every point."""
 
-from lmcourse.authoring.mutants import Alternative, Mutant, override, patch
+from lmcourse.authoring.mutants import Alternative, Mutant, forged_choice, override, patch
 
 MUTANTS = [
     # --- the chat template
@@ -244,6 +244,7 @@ def encode(self, text):
         ids += [self.tok.vocab_size + MARKERS.index(piece)] if special else self.tok.encode(piece)
     return ids
 ''')),
+    forged_choice("answer_q_heldout", "A"),
     # in full: a float whose every comparison and difference says "equal"
     Mutant("gaming: a share that compares equal to anything", "extraction_rate", '''
 class Share(float):

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .gpt import load_weights
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question
 from .tensors import equal, fields, plain_tensor, seed_cpu, seeded_generator, tensor
@@ -36,18 +37,14 @@ def backbone(seed: int = 1100, n_layer: int = 2, vocab: int = 11, block: int = 1
 
 def _rules(*extra):
     """Third-party code refused in a graded call (transformers' and peft's), and ``extra``: course code that does
-    the exercise's work, as ``(lambda: targets, reason)``."""
-    def make():
-        import lmcourse.marking.rules
-
-        more = tuple((targets(), why) for targets, why in extra)
-        return lmcourse.marking.rules.rules(libraries=("transformers", "peft"), extra=more)()
-    return make
+    the exercise's work, as ``(targets, reason)`` (targets as :func:`lmcourse.marking.rules.exercise_rules` reads
+    them)."""
+    return exercise_rules(libraries=("transformers", "peft"), extra=extra)
 
 
 # ------------------------------------------------------------------ 1. scoring a continuation
 
-_SEQUENCE_LOGPROB = (lambda: (__import__("lmcourse.decoding", fromlist=["x"]).sequence_logprob,),
+_SEQUENCE_LOGPROB = (("lmcourse.decoding:sequence_logprob",),
                      "write the scoring yourself, not lmcourse.decoding.sequence_logprob")
 
 

@@ -14,6 +14,7 @@ import torch
 
 from .gpt import load_weights
 from .plain import NotPlain
+from .rules import exercise_rules
 from .show import show
 from .spec import Case, Exercise, Notebook, question
 from .tensors import tensor
@@ -32,44 +33,24 @@ MARKERS = ("<|user|>", "<|assistant|>", "<|end|>")
 
 def _rules(*extra):
     """Third-party code refused in a graded call (transformers'), and ``extra``: course code that does the
-    exercise's work, as ``(lambda: targets, reason)``."""
-    def make():
-        import lmcourse.marking.rules
-
-        more = tuple((targets(), why) for targets, why in extra)
-        return lmcourse.marking.rules.rules(libraries=("transformers",), extra=more)()
-    return make
+    exercise's work, as ``(targets, reason)`` (targets as :func:`lmcourse.marking.rules.exercise_rules` reads
+    them)."""
+    return exercise_rules(libraries=("transformers",), extra=extra)
 
 
-def _given_decoders():
-    """The course's given code that runs a generation loop on a model: the sampling loop, the static-cache
-    generators, 09's encoder-decoder decoders (a GPT behind an adapter passes for a decoder) and 09's
-    decoder-only greedy loop."""
-    import lmcourse.dates
-    import lmcourse.nn.sampling
-    import lmcourse.nn.seq2seq
-    import lmcourse.nn.static_cache
+# the course's given code that runs a generation loop on a model: the sampling loop, the static-cache
+# generators, 09's encoder-decoder decoders (a GPT behind an adapter passes for a decoder) and 09's
+# decoder-only greedy loop
+_GIVEN_DECODING = (("lmcourse.nn.sampling:generate", "lmcourse.nn.static_cache", "lmcourse.nn.seq2seq:greedy_decode",
+                    "lmcourse.nn.seq2seq:_greedy_decode", "lmcourse.nn.seq2seq:beam_decode",
+                    "lmcourse.dates:decoder_only_greedy"),
+                   "write the greedy loop yourself, not the course's generation loops (lmcourse.nn.sampling, "
+                   "lmcourse.nn.static_cache, lmcourse.nn.seq2seq's decoders) or lmcourse.dates' decoders")
 
-    seq2seq = lmcourse.nn.seq2seq
-    return (lmcourse.nn.sampling.generate, lmcourse.nn.static_cache, seq2seq.greedy_decode, seq2seq._greedy_decode,
-            seq2seq.beam_decode, lmcourse.dates.decoder_only_greedy)
-
-
-_GIVEN_DECODING = (_given_decoders, "write the greedy loop yourself, not the course's generation loops "
-                   "(lmcourse.nn.sampling, lmcourse.nn.static_cache, lmcourse.nn.seq2seq's decoders) or "
-                   "lmcourse.dates' decoders")
-
-
-def _given_splitter():
-    """Notebook 08's given special-token handling (its split_specials exercise, and the tokenizer that uses it):
-    cutting the markers out of a text is this exercise's work."""
-    import lmcourse.bpe
-
-    return (lmcourse.bpe,)
-
-
-_GIVEN_SPLITTER = (_given_splitter, "cut the markers out yourself, not with lmcourse.bpe (notebook 08's special-token "
-                   "splitting)")
+# notebook 08's given special-token handling (its split_specials exercise, and the tokenizer that uses it):
+# cutting the markers out of a text is this exercise's work
+_GIVEN_SPLITTER = (("lmcourse.bpe",), "cut the markers out yourself, not with lmcourse.bpe (notebook 08's "
+                   "special-token splitting)")
 
 
 def _tok(alphabet: str, specials=("<unk>",)):

@@ -107,18 +107,24 @@ def _limit(memory_mb: int, nproc: int) -> None:
 # (memfd_create; held in a socket's queue after close, they are in no process at all), System V shared memory
 # and message queues (kept by the IPC namespace with no process attached), POSIX message queues, and socket
 # buffers enlarged past the system's default (SO_SNDBUF / SO_RCVBUF and their FORCE forms: hundreds of
-# socket pairs, each holding megabytes in flight). An honest notebook uses none of them; /dev/shm is not
-# writable in the sandbox either. (audit arch, {call: number}, setsockopt's number)
+# socket pairs, each holding megabytes in flight); pages given to pipes (vmsplice of one byte of each huge
+# page, then unmapped: the pipe pins the page, no process maps it; splice and tee move pages the same way);
+# and TCP/IP sockets, whose buffers over loopback count against the host's TCP memory, not a process (the
+# kernel talks to the runner over Unix sockets). An honest notebook uses none of them; /dev/shm is not
+# writable in the sandbox either. (audit arch, {call: number}, setsockopt's number, socket's number)
 _HIDDEN_MEMORY_CALLS = {
-    "x86_64": (0xC000003E, {"memfd_create": 319, "shmget": 29, "msgget": 68, "mq_open": 240}, 54),
-    "aarch64": (0xC00000B7, {"memfd_create": 279, "shmget": 194, "msgget": 186, "mq_open": 180}, 208),
+    "x86_64": (0xC000003E, {"memfd_create": 319, "shmget": 29, "msgget": 68, "mq_open": 240, "splice": 275,
+                            "tee": 276, "vmsplice": 278}, 54, 41),
+    "aarch64": (0xC00000B7, {"memfd_create": 279, "shmget": 194, "msgget": 186, "mq_open": 180, "vmsplice": 75,
+                             "splice": 76, "tee": 77}, 208, 198),
 }
 _SOL_SOCKET, _BUFFER_OPTIONS = 1, (7, 8, 32, 33)   # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
+_IP_DOMAINS = (2, 10)                               # AF_INET, AF_INET6
 
 
 def _refuse_hidden_memory() -> bool:
     """A seccomp filter, inherited by the kernel and everything it starts and never removable, that makes
-    :data:`_HIDDEN_MEMORY_CALLS` and the socket-buffer options fail with EPERM (and every system call of
+    :data:`_HIDDEN_MEMORY_CALLS`, TCP/IP sockets and the socket-buffer options fail with EPERM (and every system call of
     another ABI: x32's numbers, i386's through ``int 0x80``). False where the machine is not known here or
     the filter cannot be set."""
     import ctypes
@@ -128,7 +134,7 @@ def _refuse_hidden_memory() -> bool:
     arch = _HIDDEN_MEMORY_CALLS.get(platform.machine())
     if arch is None:
         return False
-    audit_arch, calls, setsockopt = arch
+    audit_arch, calls, setsockopt, socket = arch
     ld_abs, jeq, jge, ret, ja = 0x20, 0x15, 0x35, 0x06, 0x05
     allow, refuse = 0x7FFF0000, 0x00050000 | 1          # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     # (code, jump if true, jump if false, k), a jump's target named by its label; seccomp_data: the call's
@@ -137,6 +143,9 @@ def _refuse_hidden_memory() -> bool:
     if platform.machine() == "x86_64":
         body.append((jge, "refuse", 0, 0x40000000))       # the x32 ABI's numbers
     body += [(jeq, "refuse", 0, nr) for nr in calls.values()]
+    # socket(domain, ...): a TCP/IP domain refused; any other call goes on with its number still loaded
+    body += [(jeq, 0, 2 + len(_IP_DOMAINS), socket), (ld_abs, 0, 0, 16)]
+    body += [(jeq, "refuse", 0, domain) for domain in _IP_DOMAINS] + [(ja, 0, 0, "allow")]
     body += [(jeq, 0, "allow", setsockopt), (ld_abs, 0, 0, 24), (jeq, 0, "allow", _SOL_SOCKET), (ld_abs, 0, 0, 32)]
     body += [(jeq, "refuse", 0, option) for option in _BUFFER_OPTIONS]
     labels = {"allow": len(body), "refuse": len(body) + 1}
@@ -243,7 +252,16 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
 
     timeout_reply = {"ename": "CellTimeoutError", "evalue": f"cell ran past {job['cell_timeout']} s",
                      "traceback": [f"CellTimeoutError: cell ran past {job['cell_timeout']} s"]}
-    client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True,
+    import tempfile
+
+    from traitlets.config import Config
+
+    # the kernel and the runner talk over Unix sockets: the filter refuses TCP/IP sockets to both
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    sockets = tempfile.mkdtemp(prefix="kernel-")
+    config.KernelManager.ip = os.path.join(sockets, "kernel")
+    client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True, config=config,
                     error_on_timeout=timeout_reply, allow_errors=True, kernel_name="python3",
                     record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
                     extra_arguments=["--HistoryManager.enabled=False"],
@@ -349,6 +367,9 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
                 cell.outputs.append(nbformat.v4.new_output(
                     "error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"]))
     stamps["shutdown"] = time.time()
+    import shutil
+
+    shutil.rmtree(sockets, ignore_errors=True)
     report["written_code"] = written_code(base)
     if sandboxed:       # the sandbox's /tmp is a folder of its own
         report["written_code"].update({f"/tmp/{k}": v for k, v in written_code(Path("/tmp")).items()})

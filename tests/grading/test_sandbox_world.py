@@ -252,6 +252,24 @@ HIDDEN_MEMORY = textwrap.dedent('''
         got["sndbuf"] = "set"
     except OSError as exc:
         got["sndbuf"] = exc.errno
+    r, w = os.pipe()                      # pages given to a pipe: pinned there, mapped by no process
+    page = ctypes.create_string_buffer(b"x", 4096)
+    iov = (ctypes.c_void_p * 2)(ctypes.addressof(page), 1)
+    got["vmsplice"] = (libc.vmsplice(w, iov, 1, 0), ctypes.get_errno())
+    try:
+        os.splice(r, w, 1)
+        got["splice"] = "moved"
+    except OSError as exc:
+        got["splice"] = exc.errno
+    for family in (socket.AF_INET, socket.AF_INET6):   # loopback buffers count against the host's TCP memory
+        try:
+            socket.socket(family, socket.SOCK_STREAM).close()
+            got[family.name] = "made"
+        except OSError as exc:
+            got[family.name] = exc.errno
+    a, b = socket.socketpair(socket.AF_UNIX)
+    a.send(b"unix sockets work")
+    got["unix"] = b.recv(64).decode()
     import resource
     got["files"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(json.dumps(got))
@@ -263,7 +281,8 @@ def test_memory_no_process_shows_cannot_be_made(tmp_path_factory):
     socket's queue and closed (in no process), and System V segments left detached (in the IPC namespace
     only); the fourth held 5 GB in socket pairs with enlarged buffers. The kernel cannot make any of them:
     memfd_create, shmget, msgget, mq_open and the buffer options fail with EPERM, and it opens at most 1024
-    files."""
+    files. The fifth pinned 5 GB of huge pages in pipes (vmsplice, then unmapped) and 2 GB of loopback TCP
+    buffers: vmsplice, splice, tee and TCP/IP sockets fail with EPERM too (the kernel talks over Unix sockets)."""
     import errno
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HIDDEN_MEMORY)])
@@ -274,7 +293,8 @@ def test_memory_no_process_shows_cannot_be_made(tmp_path_factory):
     text = "".join(o.get("text", "") for o in report["nb"]["cells"][0]["outputs"] if o.get("name") == "stdout")
     got = json.loads(text.strip().splitlines()[-1])
     assert got == {"memfd": errno.EPERM, "shmget": [-1, errno.EPERM], "msgget": [-1, errno.EPERM],
-                   "sndbuf": errno.EPERM, "files": 1024}, got
+                   "sndbuf": errno.EPERM, "vmsplice": [-1, errno.EPERM], "splice": errno.EPERM,
+                   "AF_INET": errno.EPERM, "AF_INET6": errno.EPERM, "unix": "unix sockets work", "files": 1024}, got
 
 
 def test_an_installed_package_is_bound_over_by_the_notebooks_own(monkeypatch, tmp_path):

@@ -38,6 +38,17 @@ RUNS = {
         sha256="1dc6ed497dd47b8a357477d9188959cae8e5614a53098fa2a8714ef5331300fe",
         command="lmcourse train gpt --profile cpu --steps 5000 --seed 0 --threads 1",
         steps=5000, val_loss=1.4818),
+    # notebook 06's two networks at its cpu sizes, 12.5 times the windows of its own run (a batch of 128, not 32)
+    "06_mlm_cpu": CourseRun(
+        file="06_mlm_cpu_2500x128.pt",
+        sha256="0c5b5744c5387e0e8cd49b3564e570e6a1bb83b9456018df8e0aab439accf8ed",
+        command="lmcourse train mlm --profile cpu --batch_size 128 --steps 2500 --seed 0 --threads 1",
+        steps=2500, val_loss=3.9814, model="mlm"),
+    "06_mlm_causal_cpu": CourseRun(
+        file="06_mlm_causal_cpu_2500x128.pt",
+        sha256="d669ff7e5b6f0f62f657df1618f12c0f7612e93a2a48508b46ea04e79ecd42f8",
+        command="lmcourse train mlm --causal --profile cpu --batch_size 128 --steps 2500 --seed 0 --threads 1",
+        steps=2500, val_loss=3.9562, model="mlm"),
 }
 
 

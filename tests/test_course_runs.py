@@ -13,7 +13,7 @@ from lmcourse import course_runs
 from lmcourse.recipes import gpt as gpt_recipe
 
 
-@pytest.mark.parametrize("name", sorted(course_runs.RUNS))
+@pytest.mark.parametrize("name", sorted(n for n, r in course_runs.RUNS.items() if r.model == "gpt"))
 def test_a_shipped_run_is_the_notebooks_model_and_loads(name):
     """The run is the notebook's own GPT at its profile (sizes and vocabulary), trained by the command it
     names: the ladder compares it with the student's model on the same footing."""
@@ -37,6 +37,37 @@ def test_a_shipped_run_is_the_notebooks_model_and_loads(name):
     loss = F.cross_entropy(logits.flatten(0, 1), ids[1:].view(-1, T).flatten()).item()
     assert abs(loss - run.val_loss) < 0.15, (loss, run.val_loss)
     assert loss < math.log(len(tok.itos)) / 2
+
+
+def test_the_shipped_masked_lm_fills_blanks_better_than_left_to_right_on_the_notebooks_blanks():
+    """06's course runs are its MaskedLM at the cpu sizes (the causal one left to right), on the notebook's
+    vocabulary, and show the lecture's claim on the notebook's blanks: both sides beat one side, and both beat
+    guessing the most frequent words."""
+    from lmcourse.commands.tasks.mlm import _blank_scores, _blanks
+    from lmcourse.data import encode_text, load_shakespeare
+    from lmcourse.nn.mlm import MLMConfig
+    from lmcourse.recipes import mlm
+    from lmcourse.reference.mlm import MaskedLM
+    from lmcourse.tokenizers import SPECIALS, WordTokenizer
+
+    r = mlm.recipe("cpu")
+    corpus = load_shakespeare(quiet=True)
+    tok = WordTokenizer.from_text(corpus.text("train"), max_size=r.vocab, specials=list(SPECIALS) + [mlm.MASK_TOKEN])
+    val_ids, train_ids = encode_text(corpus.text("val"), tok), encode_text(corpus.text("train"), tok)
+    special = [tok.stoi[s] for s in SPECIALS] + [tok.stoi[mlm.MASK_TOKEN]]
+    x, pos = _blanks(val_ids, 1000, r.block, special, seed=6)
+    top1 = {}
+    for name, causal in (("06_mlm_cpu", False), ("06_mlm_causal_cpu", True)):
+        model, run, extra = course_runs.load_course_run(name, model_class=MaskedLM, config_class=MLMConfig)
+        sizes = r.model_sizes(causal=causal)
+        assert {k: getattr(model.config, k) for k in sizes} == sizes and extra["vocabulary"] == list(tok.itos)
+        assert f"--steps {run.steps}" in run.command and ("--causal" in run.command) == causal
+        top1[name] = _blank_scores(model, x, pos, tok.stoi[mlm.MASK_TOKEN], causal, "cpu")[1]
+    freq = torch.bincount(train_ids, minlength=tok.vocab_size).double()
+    freq[special] = 0
+    true = x[torch.arange(len(x)), pos]
+    frequent = float(torch.isin(true, freq.topk(1).indices).double().mean())
+    assert top1["06_mlm_cpu"] > top1["06_mlm_causal_cpu"] + 0.02 > frequent + 0.05, (top1, frequent)
 
 
 def test_a_changed_or_missing_file_is_refused_with_what_to_do(tmp_path, monkeypatch):

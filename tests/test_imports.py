@@ -108,6 +108,8 @@ UPWARD = {
     ("lmcourse.grading.template", "lmcourse.commands.paths"): "where the course's clone is",
     # the grader's side of marking (left out of every kernel's package): nbgrader's preprocessors
     ("lmcourse.marking.grader", "lmcourse.grading.scan"): "plain nbgrader's scan of the student's cells",
+    ("lmcourse.marking.grader", "lmcourse.grading.how"): "the answers' text read for what they refuse, "
+                                                         "outside the kernel",
     ("lmcourse.marking.grader", "lmcourse.grading.sandbox_runner"): "a display update kept as its record",
     # given code that runs an earlier notebook's answer when called (09's prose names it where it is)
     ("lmcourse.nn.seq2seq", "lmcourse.reference.decoding"): "beam_decode runs 07's beam_search",

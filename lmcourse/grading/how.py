@@ -1,22 +1,27 @@
-"""A static check of "how" in the grader (a prototype, measured against the in-kernel rules): per exercise a
-declarative list of what a graded answer must not use, checked against the answer cell's syntax tree.
+""""How", checked in the grader where no submission reaches: per exercise a declarative list of what a graded
+answer must not use, checked against the answer cell's syntax tree.
+
+The judge (:func:`lmcourse.marking.grader.judge_notebook`, under ``lmcourse grade`` and plain nbgrader alike)
+scores an exercise 0 when its answer cell names what the exercise refuses (:func:`refused_answers`). The
+in-kernel rules refuse the same calls as they happen and tell a student at home; a submission can switch
+those off from inside its kernel, but not this reading of its text.
 
 A list (:class:`Refused`) names modules and objects by their dotted names (a name and all inside it), and
-parts of torch's names (``softmax``: every ``torch.*`` name whose last part holds it, and a method of that
-name on any value, ``x.softmax(-1)``). A name the student wrote is read through the notebook's imports
+parts of torch's names (``softmax``: every ``torch.*`` name whose last part holds it, and a tensor method of
+that name on any value, ``x.softmax(-1)``). A name the student wrote is read through the notebook's imports
 (:class:`scan.Names`: ``import torch.nn.functional as F; F.softmax``), then imported here and read by what
 it is (``from torch.nn import MultiheadAttention`` is ``torch.nn.modules.activation.MultiheadAttention``),
 so an alias or a re-export reaches the same entry. What a cell builds as it runs (``getattr(F, name)``
-with ``name`` not written out, ``__import__``, ``importlib``) is not resolved: it is *flagged*, as the
-scan flags it, for a person.
+with ``name`` not written out, ``__import__``, ``importlib``) is not resolved: the scan flags it for a person.
 
-:func:`from_rules` reads today's :class:`lmcourse.marking.rules.Rules` of an exercise into a list, so the
-two can be measured on the same catalogues (``bench/how_measure.py``).
+:func:`from_rules` reads an exercise's :class:`lmcourse.marking.rules.Rules` into a list, so the two
+engines refuse the same things (``bench/how_measure.py`` measures them on the catalogues).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import sys
@@ -26,7 +31,7 @@ from typing import Any
 
 from lmcourse.grading import scan
 
-__all__ = ["Refused", "check", "dotted", "from_rules"]
+__all__ = ["Refused", "check", "dotted", "from_rules", "refused_answers"]
 
 # modules whose names the check imports to read what a name is (the libraries a notebook imports)
 _IMPORTABLE = ("torch", "lmcourse", "numpy", "math", "collections", "functools", "itertools")
@@ -107,6 +112,14 @@ def _hit(name: str, refused: Refused) -> bool:
     return False
 
 
+def _tensor_method(attribute: str) -> bool:
+    """Whether ``x.attribute`` can be one of torch's tensor methods (``x.softmax``): an attribute of the
+    student's own objects that merely holds the word (``self.softmax_scale``) is not."""
+    import torch
+
+    return callable(getattr(torch.Tensor, attribute, None))
+
+
 def check(source: str, refused: Refused, names: scan.Names | None = None) -> tuple[list[str], list[str]]:
     """What the cell ``source`` uses of ``refused`` (``refused: name``), and what it builds at run time
     (flagged); ``names``: the notebook's imports (by default the cell's own)."""
@@ -129,7 +142,8 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
             name = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
             if name:
                 found = [name]
-            elif isinstance(node, ast.Attribute) and any(p in node.attr for p in refused.parts):
+            elif isinstance(node, ast.Attribute) and _tensor_method(node.attr) and any(
+                    p in node.attr for p in refused.parts):
                 found = [f"torch.Tensor.{node.attr}"]     # a method on a value: a tensor's, for all we know
         elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
             called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
@@ -145,6 +159,38 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
                 hits.append(f"refused: {name}")
     flags += [f for f in scan.scan_source(source, names) if f.startswith((scan.COMPUTED, scan.LOADING))]
     return hits, list(dict.fromkeys(flags))
+
+
+@functools.cache
+def _exercise_list(notebook: str, exercise: str) -> Refused | None:
+    from lmcourse.marking.notebooks import load
+
+    ex = load(notebook).exercise(exercise)
+    return None if ex.rules is None else from_rules(ex.rules())
+
+
+def refused_answers(nb, notebook: str) -> dict[str, str]:
+    """exercise -> why it scores 0: its answer cell (the code cell whose grade id is the exercise's name) names
+    what the exercise refuses. Names are read through the imports of every code cell of ``nb``."""
+    from lmcourse.marking.notebooks import load
+
+    cells = [c for c in nb.cells if c.get("cell_type") == "code"]
+    names = scan.Names()
+    for cell in cells:
+        tree, _ = scan._read(cell.get("source", ""))
+        if tree is not None:
+            names.learn(tree)
+    answers = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): c.get("source", "") for c in cells}
+    out: dict[str, str] = {}
+    for ex in load(notebook).exercises:
+        refused = _exercise_list(notebook, ex.name) if ex.name in answers else None
+        if refused is None:
+            continue
+        hits, _ = check(answers[ex.name], refused, names)
+        if hits:
+            used = ", ".join(h.removeprefix("refused: ") for h in hits)
+            out[ex.name] = f"the answer cell uses {used}, which this exercise refuses: {refused.reason}"
+    return out
 
 
 if __name__ == "__main__":      # python -m lmcourse.grading.how FILE: the check of one file against torch softmax

@@ -104,8 +104,12 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
 
     if not marked(notebook):
         return {}
+    from lmcourse.grading.how import refused_answers
+
     by_test = {ex.test_id: ex.name for ex in load(notebook).exercises}
     rank = {gid: k for k, gid in enumerate(by_test)}
+    # "how", read from the answers' text here: code in the kernel can switch the kernel's rules off, not this
+    refused = refused_answers(nb, notebook)
     outcomes: dict[str, Outcome] = {}
     latest = -1
     deadline = time.monotonic() + NOTEBOOK_SECONDS
@@ -120,6 +124,8 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
                                                              "test (or repeated): put the cells back in order")
         else:
             outcome = judge_cell(notebook, by_test[gid], cell, deadline)
+            if outcome.passed and by_test[gid] in refused:
+                outcome = Outcome(by_test[gid], False, 0, None, refused[by_test[gid]])
         latest = max(latest, rank[gid])
         outcomes[gid] = outcome
         kept = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]

@@ -274,6 +274,36 @@ _FOURTH_ROUND = {
 }
 
 
+# the fifth red team's: the rules switched off by spellings the scan does not name (a traceback's frame and the
+# attribute setter by a variable name, gc's objects, a property on the Exercise class, Rules' own __enter__ and
+# __exit__ patched), and torch's function modes popped inside the graded call around a softmax called from C.
+# The judge reads the answer's text: it names torch's softmax, which the exercise refuses
+_FIFTH_ROUND = {
+    "aas-traceback-frame": ("_k = ''.join(['tes', 'ts'])\n_r = ''.join(['rul', 'es'])\n"
+                            "_fg = ''.join(['f_g', 'lob', 'als'])\n_sn = ''.join(['__s', 'eta', 'ttr', '__'])\n"
+                            "try:\n    raise KeyError(0)\nexcept KeyError as _x:\n    _fr = _x.__traceback__.tb_frame\n"
+                            "_t = getattr(_fr, _fg).get(_k)\nfor _e in _t._notebook.exercises:\n"
+                            "    getattr(object, _sn)(_e, _r, None)\n"),
+    "aat-gc-objects": ("_r = ''.join(['rul', 'es'])\nimport gc as _g\n_go = ''.join(['get', '_ob', 'jec', 'ts'])\n"
+                       "for _e in [o for o in getattr(_g, _go)() if type(o).__name__ == 'Exercise']:\n"
+                       "    _e.__dict__.update({_r: None})\n"),
+    "aau-class-property": ("_k = ''.join(['tes', 'ts'])\n_r = ''.join(['rul', 'es'])\n_t = globals().get(_k)\n"
+                           "setattr(type(_t._notebook.exercises[0]), _r, property(lambda _s: None))\n"),
+    "aav-rules-class": ("_k = ''.join(['tes', 'ts'])\n_r = ''.join(['rul', 'es'])\n"
+                        "_en = ''.join(['__e', 'nte', 'r__'])\n_xt = ''.join(['__e', 'xit', '__'])\n"
+                        "_t = globals().get(_k)\n_R = type(getattr(_t._notebook.exercises[0], _r))\n"
+                        "setattr(_R, _en, lambda _s: _s)\nsetattr(_R, _xt, lambda _s, *_a: False)\n"),
+}
+_MODES_POPPED = ("import torch\n_pp = ''.join(['_po', 'p_t', 'orc', 'h_f', 'unc', 'tio', 'n_s', 'tac', 'k'])\n"
+                 "_pu = ''.join(['_pu', 'sh_', 'on_', 'tor', 'ch_', 'fun', 'cti', 'on_', 'sta', 'ck'])\n"
+                 "_ln = ''.join(['_le', 'n_t', 'orc', 'h_f', 'unc', 'tio', 'n_s', 'tac', 'k'])\n"
+                 "def _bare(f, *a):\n    _held = []\n    while getattr(torch._C, _ln)() > 0:\n"
+                 "        _held.append(getattr(torch._C, _pp)())\n    try:\n"
+                 "        return next(map(f, *[[v] for v in a]))\n    finally:\n"
+                 "        for _m in reversed(_held):\n            getattr(torch._C, _pu)(_m)\n")
+_MODES_POPPED_ANSWER = "def softmax(x, dim=-1):\n    return _bare(torch.softmax, x, dim)\n"
+
+
 _SECOND_ROUND = {
     "aaf-pickle": f"import pickle\npickle.loads(bytes.fromhex({_pickled_switch()!r}))\n",
     "aag-timeit": f"import timeit\ntimeit.timeit(bytes.fromhex({_SWITCH!r}).decode(), number=1)\n",
@@ -325,6 +355,15 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
         _insert_after_setup(nb, data)
         _answer(nb, "softmax", _TORCH_SOFTMAX)
         out[student] = nb
+    for student, cell in _FIFTH_ROUND.items():
+        nb = _world(name, cell="")
+        _insert_after_setup(nb, cell)
+        _answer(nb, "softmax", _TORCH_SOFTMAX)
+        out[student] = nb
+    nb = _world(name, cell="")
+    _insert_after_setup(nb, _MODES_POPPED)
+    _answer(nb, "softmax", _MODES_POPPED_ANSWER)
+    out["aaw-modes-popped"] = nb
     return out
 
 
@@ -389,16 +428,18 @@ def test_the_world_gives_nothing(graded_class, name):
 
 
 ROUTES_03 = {
-    # student: (what the test of softmax must say, flagged by the scan)
+    # student: (whether softmax scores 0, flagged by the scan). Every answer that names torch's softmax loses
+    # softmax in the judge, which reads its text, whatever the kernel's rules were made to do
     "aab-precomputed": ("softmax", False),
-    "aac-rules-off": (None, True),
+    "aac-rules-off": ("softmax", True),
     "aad-unread-cells": (None, True),
     "aae-written-module": ("softmax", True),
-    **{student: (None, True) for student in (*_SECOND_ROUND, *_THIRD_ROUND)},
-    "aao-computed-names": (None, True),
-    "aap-builtin-self": (None, True),
+    **{student: ("softmax", True) for student in (*_SECOND_ROUND, *_THIRD_ROUND)},
+    "aao-computed-names": ("softmax", True),
+    "aap-builtin-self": ("softmax", True),
     "aaq-automagic": ("softmax", False),       # the preamble turns automagic off: `run(x)` is a NameError
     "aar-subinterpreter": ("softmax", True),   # refused when armed (the rules stay on), and named
+    **{student: ("softmax", False) for student in (*_FIFTH_ROUND, "aaw-modes-popped")},
 }
 
 

@@ -169,27 +169,90 @@ def _exercise_list(notebook: str, exercise: str) -> Refused | None:
     return None if ex.rules is None else from_rules(ex.rules())
 
 
+def _definitions(sources: list[str]) -> dict[str, str]:
+    """name -> the text that binds it at a cell's top level (a function, a class, an assignment), over ``sources``."""
+    found: dict[str, str] = {}
+    for source in sources:
+        tree, _ = scan._read(source)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound = [node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                bound = [t.id for t in targets if isinstance(t, ast.Name)]
+            else:
+                continue
+            segment = ast.unparse(node)
+            for name in bound:
+                found[name] = found.get(name, "") + "\n" + segment
+    return found
+
+
+def _free_names(tree: ast.Module) -> set[str]:
+    """Names a text reads that it binds nowhere itself (a parameter, an assignment, a loop or comprehension
+    variable, an import, a definition): what it takes from the rest of the notebook."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
+    """The answer's text and, followed name by name, the text of what it takes from the other cells (a helper
+    defined elsewhere runs inside the graded call as much as the answer does)."""
+    texts, seen, todo = [answer], set(), [answer]
+    while todo:
+        tree, _ = scan._read(todo.pop())
+        if tree is None:
+            continue
+        for name in sorted(_free_names(tree) & set(definitions) - seen):
+            seen.add(name)
+            texts.append(definitions[name])
+            todo.append(definitions[name])
+    return "\n".join(texts)
+
+
 def refused_answers(nb, notebook: str) -> dict[str, str]:
-    """exercise -> why it scores 0: its answer cell (the code cell whose grade id is the exercise's name) names
-    what the exercise refuses. Names are read through the imports of every code cell of ``nb``."""
+    """exercise -> why it scores 0: its answer cell (the code cell whose grade id is the exercise's name), or a
+    helper it calls from another cell, names what the exercise refuses. Names are read through the imports of
+    every code cell of ``nb``; the other exercises' answer cells are not followed (each is judged on its own,
+    and a later exercise's test runs the reference's in their place)."""
     from lmcourse.marking.notebooks import load
 
+    exercises = load(notebook).exercises
     cells = [c for c in nb.cells if c.get("cell_type") == "code"]
     names = scan.Names()
     for cell in cells:
         tree, _ = scan._read(cell.get("source", ""))
         if tree is not None:
             names.learn(tree)
-    answers = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): c.get("source", "") for c in cells}
+    graded = {ex.name for ex in exercises} | {ex.test_id for ex in exercises}
+    answers, others = {}, []
+    for cell in cells:
+        gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+        if gid in graded:
+            answers[gid] = cell.get("source", "")
+        else:
+            others.append(cell.get("source", ""))
+    definitions = _definitions(others)
     out: dict[str, str] = {}
-    for ex in load(notebook).exercises:
+    for ex in exercises:
         refused = _exercise_list(notebook, ex.name) if ex.name in answers else None
         if refused is None:
             continue
-        hits, _ = check(answers[ex.name], refused, names)
+        hits, _ = check(_with_helpers(answers[ex.name], definitions), refused, names)
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
-            out[ex.name] = f"the answer cell uses {used}, which this exercise refuses: {refused.reason}"
+            out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"
     return out
 
 

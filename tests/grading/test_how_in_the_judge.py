@@ -69,6 +69,20 @@ def test_an_answer_naming_a_refused_function_loses_its_exercise_in_the_judge(rou
     assert _answer(nb, "softmax_tests").outputs[-1]["output_type"] == "error"
 
 
+def test_a_helper_in_another_cell_is_followed_but_another_exercises_answer_is_not():
+    """Refused code moved into a helper of the student's own cell runs inside the graded call all the same; the
+    attention answer calls the student's softmax answer, which is judged on its own (one mistake costs once)."""
+    nb = _perfect("03_attention")
+    _answer(nb, "softmax").source = "def softmax(x, dim=-1):\n    return _h(x, dim)\n"
+    setup = next(i for i, c in enumerate(nb.cells) if (c.metadata.get("nbgrader") or {}).get("grade_id") == "setup")
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell("_z = 1\n\ndef _h(x, d):\n    return _g(x, d)\n\n\n"
+                                                          "def _g(x, d):\n    return torch.softmax(x, d)\n"))
+    assert set(refused_answers(nb, "03_attention")) == {"softmax"}
+    nb = _perfect("03_attention")
+    _answer(nb, "softmax").source = ROUTES_ANSWERS["plain"]
+    assert "scaled_dot_product_attention" not in refused_answers(nb, "03_attention")
+
+
 def test_an_attribute_of_ones_own_that_holds_the_word_is_not_a_tensor_method():
     nb = _perfect("03_attention")
     cell = _answer(nb, "softmax")

@@ -45,7 +45,7 @@ MEASURED = (
            "7 min 54 s (7 min 0 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Notebook 12 at the cpu profile (two fine-tunings, then two memorisation GPTs trained)",
            "lmcourse solutions solutions/12_instruct.ipynb --profile cpu",
-           "21 min 8 s (13 min 19 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED,
+           "10 min 23 s (8 min 4 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED,
            "2026-11-29"),
     Timing("Notebook 05 at the cpu profile (its GPT trained, then the ladder)",
            "lmcourse solutions solutions/05_gpt.ipynb --profile cpu",

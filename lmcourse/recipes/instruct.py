@@ -81,10 +81,12 @@ def recipe(profile: str) -> InstructRecipe:
         prompt_chars=8 if small else 16, answer_chars=6 if small else 12, max_new_tokens=12 if small else 16,
         sft_steps={"tiny": 10, "cpu": 600, "gpu": 3000}[p.name], sft_lr=1e-3 if p.name == "gpu" else 2e-3,
         sft_batch_size=8 if small else 32,
-        steps={"tiny": 20, "cpu": 1200, "gpu": 4000}[p.name], lr=1e-3 if p.name == "gpu" else 3e-3,
+        # at cpu, many copies and few steps: the number of times a passage is seen, more than the steps, makes it
+        # come back, and steps are what a laptop pays for
+        steps={"tiny": 20, "cpu": 600, "gpu": 4000}[p.name], lr=1e-3 if p.name == "gpu" else 3e-3,
         n_layer=p.n_layer, n_head=p.n_head, n_embd=p.n_embd, block_size=p.block_size,
-        mem_chars={"tiny": 20_000, "cpu": 200_000, "gpu": 1_000_000}[p.name],
-        n_planted={"tiny": 4, "cpu": 40, "gpu": 100}[p.name], copies={"tiny": 4, "cpu": 20, "gpu": 20}[p.name],
+        mem_chars={"tiny": 20_000, "cpu": 150_000, "gpu": 1_000_000}[p.name],
+        n_planted={"tiny": 4, "cpu": 40, "gpu": 100}[p.name], copies={"tiny": 4, "cpu": 60, "gpu": 20}[p.name],
         n_passages={"tiny": 8, "cpu": 200, "gpu": 500}[p.name],
         prefix=min(32, p.block_size // 2), suffix=min(32, p.block_size // 2),
         kgram=16 if small else 32, sample_chars={"tiny": 200, "cpu": 2000, "gpu": 5000}[p.name],

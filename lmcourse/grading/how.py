@@ -223,9 +223,9 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
 
 def refused_answers(nb, notebook: str) -> dict[str, str]:
     """exercise -> why it scores 0: its answer cell (the code cell whose grade id is the exercise's name), or a
-    helper it calls from another cell, names what the exercise refuses. Names are read through the imports of
-    every code cell of ``nb``; the other exercises' answer cells are not followed (each is judged on its own,
-    and a later exercise's test runs the reference's in their place)."""
+    helper it takes from any other cell, names what the exercise refuses. Names are read through the imports of
+    every code cell of ``nb``. The names other exercises answer with are not followed: each answer is judged
+    on its own, and a later exercise's test runs the reference's in its place (one mistake costs once)."""
     from lmcourse.marking.notebooks import load
 
     exercises = load(notebook).exercises
@@ -235,21 +235,23 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
         tree, _ = scan._read(cell.get("source", ""))
         if tree is not None:
             names.learn(tree)
-    graded = {ex.name for ex in exercises} | {ex.test_id for ex in exercises}
-    answers, others = {}, []
-    for cell in cells:
-        gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
-        if gid in graded:
-            answers[gid] = cell.get("source", "")
-        else:
-            others.append(cell.get("source", ""))
-    definitions = _definitions(others)
+    answered = {ex.answer or ex.name for ex in exercises}
+    per_cell = [_definitions([c.get("source", "")]) for c in cells]
+    by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
     out: dict[str, str] = {}
     for ex in exercises:
-        refused = _exercise_list(notebook, ex.name) if ex.name in answers else None
+        refused = _exercise_list(notebook, ex.name) if ex.name in by_id else None
         if refused is None:
             continue
-        hits, _ = check(_with_helpers(answers[ex.name], definitions), refused, names)
+        own = by_id[ex.name]
+        definitions: dict[str, str] = {}
+        for i, found in enumerate(per_cell):
+            if i != own:
+                for name, text in found.items():
+                    definitions[name] = definitions.get(name, "") + text
+        for name in answered:
+            definitions.pop(name, None)
+        hits, _ = check(_with_helpers(cells[own].get("source", ""), definitions), refused, names)
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
             out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"

@@ -78,6 +78,11 @@ def test_a_helper_in_another_cell_is_followed_but_another_exercises_answer_is_no
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell("_z = 1\n\ndef _h(x, d):\n    return _g(x, d)\n\n\n"
                                                           "def _g(x, d):\n    return torch.softmax(x, d)\n"))
     assert set(refused_answers(nb, "03_attention")) == {"softmax"}
+    # a helper hidden in another exercise's answer cell (a question's) is followed too
+    nb = _perfect("03_attention")
+    _answer(nb, "softmax").source = "def softmax(x, dim=-1):\n    return _h(x, dim)\n"
+    _answer(nb, "q_mask").source += "\n\ndef _h(x, d):\n    return torch.softmax(x, d)\n"
+    assert set(refused_answers(nb, "03_attention")) == {"softmax"}
     nb = _perfect("03_attention")
     _answer(nb, "softmax").source = ROUTES_ANSWERS["plain"]
     assert "scaled_dot_product_attention" not in refused_answers(nb, "03_attention")

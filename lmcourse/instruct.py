@@ -83,6 +83,17 @@ def is_iso_date(text: str) -> bool:
     return bool(_ISO.match(text.strip()))
 
 
+def prefix_share(answer: str, reference: str) -> float:
+    """The share of ``reference``'s characters that ``answer`` gets right from the start, up to its first
+    mistake: a softer score than exact match, for a continuation that starts right and drifts."""
+    n = 0
+    for a, r in zip(answer, reference):
+        if a != r:
+            break
+        n += 1
+    return n / len(reference) if reference else float(answer == reference)
+
+
 def with_chat_tokens(model: nn.Module, vocab_size: int) -> nn.Module:
     """A copy of the GPT ``model`` whose vocabulary grows to ``vocab_size``: the old rows of the (tied) token
     table kept, each new row the mean of the old ones (a neutral start for a token never seen)."""

@@ -368,12 +368,16 @@ for name in ("SFT", "SFT from random init"):
     models[name] = net.eval()
     print(f"{name}: {R.sft_steps} steps in {time.perf_counter() - _t:.0f} s")
 
-scores = {}
+scores, prefixes = {}, {}
 for name, net in models.items():
     for kind, pairs in held_out.items():
         answers = instruct.respond(generate_response, net, chat, [q for q, _ in pairs], R.max_new_tokens)
         scores[name, kind] = sum(exact_match(a, r) for a, (_, r) in zip(answers, pairs)) / max(1, len(pairs))
-    print(f"{name:22} " + "  ".join(f"{kind}: {scores[name, kind]:.1%}" for kind in held_out))
+        # softer: the share of the reference's characters right from the start, up to the first mistake
+        prefixes[name, kind] = sum(instruct.prefix_share(a, r) for a, (_, r) in zip(answers, pairs)) / max(
+            1, len(pairs))
+    print(f"{name:22} " + "  ".join(f"{kind}: {scores[name, kind]:.1%} exact, {prefixes[name, kind]:.1%} of the "
+                                    "characters right before a mistake" for kind in held_out))
 
 # %% [markdown]
 # Measured at the `cpu` profile (05's GPT after its own `cpu` run, one seed, 200 held-out instructions of each

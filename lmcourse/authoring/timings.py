@@ -47,6 +47,10 @@ MEASURED = (
            "lmcourse solutions solutions/12_instruct.ipynb --profile cpu",
            "10 min 23 s (8 min 4 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED,
            "2026-11-29"),
+    Timing("Notebook 06 at the cpu profile (three masked LMs and the left-to-right one trained, the course's "
+           "longer runs scored beside them)",
+           "lmcourse solutions solutions/06_mlm.ipynb --profile cpu",
+           "2 min 51 s (2 min 17 s of CPU time; other jobs kept the load near 3)", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Notebook 05 at the cpu profile (its GPT trained, then the ladder)",
            "lmcourse solutions solutions/05_gpt.ipynb --profile cpu",
            "7 min 7 s (4 min 49 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED, "2026-11-29"),

@@ -192,3 +192,10 @@ def test_a_long_ngram_extracts_its_training_text():
 
 def test_answers():
     assert (ref.answer_q_mask, ref.answer_q_heldout, ref.answer_q_dedup) == ("B", "D", "C")
+
+
+def test_prefix_share_counts_the_characters_right_before_the_first_mistake():
+    assert instruct.prefix_share("to be or", "to be or") == 1.0
+    assert instruct.prefix_share("to bx or", "to be or") == 4 / 8
+    assert instruct.prefix_share("", "to be") == 0.0 and instruct.prefix_share("to be, or not", "to be") == 1.0
+    assert instruct.prefix_share("", "") == 1.0 and instruct.prefix_share("x", "") == 0.0

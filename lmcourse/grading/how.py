@@ -132,8 +132,16 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
     hits: list[str] = []
     flags: list[str] = []
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    # a method the text's own classes define (`def softmax(self, s)`, called as `self.softmax`) is not torch's
+    own = {m.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for m in n.body
+           if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         found: list[str] = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in refused.parts:
+            # a refused name as a string: getattr(x, "softmax"), methodcaller("softmax"), F.__dict__["softmax"]
+            if f"refused: {node.value!r}" not in hits:
+                hits.append(f"refused: {node.value!r}")
+            continue
         if isinstance(node, ast.Import):
             found = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -142,7 +150,8 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
             name = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
             if name:
                 found = [name]
-            elif isinstance(node, ast.Attribute) and _tensor_method(node.attr) and any(
+            elif isinstance(node, ast.Attribute) and _tensor_method(node.attr) and node.attr not in own and not (
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) and any(
                     p in node.attr for p in refused.parts):
                 found = [f"torch.Tensor.{node.attr}"]     # a method on a value: a tensor's, for all we know
         elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
@@ -169,25 +178,90 @@ def _exercise_list(notebook: str, exercise: str) -> Refused | None:
     return None if ex.rules is None else from_rules(ex.rules())
 
 
-def _definitions(sources: list[str]) -> dict[str, str]:
-    """name -> the text that binds it at a cell's top level (a function, a class, an assignment), over ``sources``."""
-    found: dict[str, str] = {}
+def _roots(target: ast.expr) -> list[str]:
+    """The names an assignment target binds or changes: ``a``, ``a.f``, ``a[0]``, ``(a, b)``, ``*a``."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _roots(t)]
+    if isinstance(target, ast.Starred):
+        return _roots(target.value)
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return [target.id] if isinstance(target, ast.Name) else []
+
+
+def _binds(node: ast.stmt) -> tuple[list[str], list[str]]:
+    """(names a top-level statement binds anew, names it changes in place): a definition or a plain assignment
+    replaces a name; an attribute or item set, a tuple or loop target, a method called on a name (``d.update``)
+    or anything bound inside a compound statement adds to what the name holds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name], []
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        return [t.id for t in node.targets], []
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id], []
+    changed: list[str] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (inner.targets if isinstance(inner, ast.Assign) else [inner.target]):
+                changed += _roots(t)
+        elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension)):
+            changed += _roots(inner.target)
+        elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
+            changed += _roots(inner.optional_vars)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            changed.append(inner.name)
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+            changed += _roots(inner.func.value)
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "setattr" \
+                and inner.args:
+            changed += _roots(inner.args[0])
+    return [], list(dict.fromkeys(changed))
+
+
+class _RunNow(ast.NodeTransformer):
+    """A top-level statement as the graded call meets it: what it calls from a library right there ran before
+    any test (``EPS = torch.softmax(z, -1).max()`` holds a number, not torch's function), so that callee is
+    dropped; what it only refers to, or calls of the student's own code, stay."""
+
+    def __init__(self, names: scan.Names):
+        self.names = names
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        library = self.names.dotted(func) if isinstance(func, ast.Attribute) else (
+            self.names.modules.get(func.id) if isinstance(func, ast.Name) else None)
+        if library:
+            node.func = ast.Name(id="_called_before_the_test", ctx=ast.Load())
+        return node
+
+
+def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
+    """name -> the text of what it holds after ``sources`` ran in order: the last definition or plain
+    assignment, and every change made to it after that."""
+    held: dict[str, list[str]] = {}
     for source in sources:
         tree, _ = scan._read(source)
         if tree is None:
             continue
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound = [node.name]
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                bound = [t.id for t in targets if isinstance(t, ast.Name)]
-            else:
+            anew, changed = _binds(node)
+            if not anew and not changed:
                 continue
-            segment = ast.unparse(node)
-            for name in bound:
-                found[name] = found.get(name, "") + "\n" + segment
-    return found
+            text = ast.unparse(node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                               else _RunNow(names).visit(node))
+            for name in anew:
+                held[name] = [text]
+            for name in changed:
+                held.setdefault(name, []).append(text)
+    return {name: "\n".join(texts) for name, texts in held.items()}
 
 
 def _free_names(tree: ast.Module) -> set[str]:
@@ -222,10 +296,12 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
 
 
 def refused_answers(nb, notebook: str) -> dict[str, str]:
-    """exercise -> why it scores 0: its answer cell (the code cell whose grade id is the exercise's name), or a
-    helper it takes from any other cell, names what the exercise refuses. Names are read through the imports of
-    every code cell of ``nb``. The names other exercises answer with are not followed: each answer is judged
-    on its own, and a later exercise's test runs the reference's in its place (one mistake costs once)."""
+    """exercise -> why it scores 0: its answer, as its test cell meets it, names what the exercise refuses.
+    That is the answer cell (the code cell whose grade id is the exercise's name), what any cell before the
+    test rebinds its name to, and, followed name by name, what it takes from the cells before the test (the
+    bindings in force there, with every later change to them). Names are read through the imports of every
+    code cell. The names other exercises answer with are not followed: each answer is judged on its own, and a
+    later exercise's test runs the reference's in its place (one mistake costs once)."""
     from lmcourse.marking.notebooks import load
 
     exercises = load(notebook).exercises
@@ -236,22 +312,20 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
         if tree is not None:
             names.learn(tree)
     answered = {ex.answer or ex.name for ex in exercises}
-    per_cell = [_definitions([c.get("source", "")]) for c in cells]
     by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
     out: dict[str, str] = {}
     for ex in exercises:
         refused = _exercise_list(notebook, ex.name) if ex.name in by_id else None
         if refused is None:
             continue
-        own = by_id[ex.name]
-        definitions: dict[str, str] = {}
-        for i, found in enumerate(per_cell):
-            if i != own:
-                for name, text in found.items():
-                    definitions[name] = definitions.get(name, "") + text
-        for name in answered:
-            definitions.pop(name, None)
-        hits, _ = check(_with_helpers(cells[own].get("source", ""), definitions), refused, names)
+        own, test = by_id[ex.name], by_id.get(ex.test_id, len(cells))
+        before = [c.get("source", "") for i, c in enumerate(cells) if i < test and i != own]
+        held = _bindings(before, names)
+        answer = cells[own].get("source", "")
+        # the answer's name bound again after its cell, before its test
+        rebound = _bindings([c.get("source", "") for c in cells[own + 1:test]], names).get(ex.answer or ex.name, "")
+        definitions = {k: v for k, v in held.items() if k not in answered}
+        hits, _ = check(_with_helpers(answer + "\n" + rebound, definitions), refused, names)
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
             out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"

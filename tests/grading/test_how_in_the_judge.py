@@ -78,11 +78,13 @@ def test_a_helper_in_another_cell_is_followed_but_another_exercises_answer_is_no
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell("_z = 1\n\ndef _h(x, d):\n    return _g(x, d)\n\n\n"
                                                           "def _g(x, d):\n    return torch.softmax(x, d)\n"))
     assert set(refused_answers(nb, "03_attention")) == {"softmax"}
-    # a helper hidden in another exercise's answer cell (a question's) is followed too
+    # a helper hidden in another exercise's answer cell (a question's, before the test) is followed too
     nb = _perfect("03_attention")
-    _answer(nb, "softmax").source = "def softmax(x, dim=-1):\n    return _h(x, dim)\n"
+    _answer(nb, "scaled_dot_product_attention").source = (
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n    s = Q @ K.transpose(-2, -1) / Q.size(-1) ** 0.5\n"
+        "    w = _h(s if mask is None else s + mask, -1)\n    return w @ V, w\n")
     _answer(nb, "q_mask").source += "\n\ndef _h(x, d):\n    return torch.softmax(x, d)\n"
-    assert set(refused_answers(nb, "03_attention")) == {"softmax"}
+    assert set(refused_answers(nb, "03_attention")) == {"scaled_dot_product_attention"}
     nb = _perfect("03_attention")
     _answer(nb, "softmax").source = ROUTES_ANSWERS["plain"]
     assert "scaled_dot_product_attention" not in refused_answers(nb, "03_attention")
@@ -93,3 +95,82 @@ def test_an_attribute_of_ones_own_that_holds_the_word_is_not_a_tensor_method():
     cell = _answer(nb, "softmax")
     cell.source = cell.source + "\n\nclass _Own:\n    softmax_scale = 2.0\n\n_unused = _Own().softmax_scale\n"
     assert refused_answers(nb, "03_attention") == {}
+
+
+def _with_cells(notebook: str, answers: dict[str, str], before: list[str] = (), after_answer: dict | None = None):
+    """The solution with ``answers`` in place, ``before`` cells after the set-up cell, and a cell right after an
+    answer cell (before its test) for each ``after_answer`` entry."""
+    nb = _perfect(notebook)
+    for gid, text in answers.items():
+        _answer(nb, gid).source = text
+    setup = next(i for i, c in enumerate(nb.cells) if (c.metadata.get("nbgrader") or {}).get("grade_id") == "setup")
+    for k, text in enumerate(before):
+        nb.cells.insert(setup + 1 + k, nbformat.v4.new_code_cell(text))
+    for gid, text in (after_answer or {}).items():
+        where = next(i for i, c in enumerate(nb.cells) if (c.metadata.get("nbgrader") or {}).get("grade_id") == gid)
+        nb.cells.insert(where + 1, nbformat.v4.new_code_cell(text))
+    return nb
+
+
+_SM = "def softmax(x, dim=-1):\n    return {}\n"
+# the sixth red team's routes around the text check (each scored 7/20 with the kernel's rules switched off)
+SIXTH_ROUND = {
+    "getattr with a constant on a value": ({"softmax": _SM.format('getattr(x, "softmax")(dim)')}, [], None),
+    "operator.methodcaller": (
+        {"softmax": "import operator\n" + _SM.format('operator.methodcaller("softmax", dim)(x)')}, [], None),
+    "a module's __dict__": (
+        {"softmax": "import torch.nn.functional as F\n" + _SM.format('F.__dict__["softmax"](x, dim)')}, [], None),
+    "an attribute of a namespace set in another cell": (
+        {"softmax": _SM.format("_ns.f(x, dim)")},
+        ["import types\n_ns = types.SimpleNamespace()\n_ns.f = torch.softmax\n"], None),
+    "a default argument from a loop variable": (
+        {"softmax": "def softmax(x, dim=-1, _f=_g):\n    return _f(x, dim)\n"},
+        ["for _g in [torch.softmax]:\n    pass\n"], None),
+    "a tuple assignment": ({"softmax": _SM.format("_h(x, dim)")}, ["_h, _unused = torch.softmax, 0\n"], None),
+    "a decorator reading a dict filled in another cell": (
+        {"softmax": "@_via\ndef softmax(x, dim=-1):\n    return x\n"},
+        ["_box = {}\n", "_box[0] = torch.softmax\n", "def _via(f):\n    return lambda *a, **k: _box[0](*a, **k)\n"],
+        None),
+    "the answer's name rebound before its test": ({}, [], {"softmax": "softmax = torch.softmax\n"}),
+}
+
+
+@pytest.mark.parametrize("route", sorted(SIXTH_ROUND))
+def test_routes_around_the_text_check_lose_the_exercise(route):
+    answers, before, after = SIXTH_ROUND[route]
+    assert "softmax" in refused_answers(_with_cells("03_attention", answers, before, after), "03_attention")
+
+
+# valid answers the sixth red team found the text check zeroed: each keeps its exercise
+SIXTH_ROUND_VALID = {
+    "a class's own softmax method": ({"scaled_dot_product_attention": (
+        "class _Att:\n    def softmax(self, s):\n        e = (s - s.amax(-1, keepdim=True)).exp()\n"
+        "        return e / e.sum(-1, keepdim=True)\n\n    def __call__(self, Q, K, V, mask=None):\n"
+        "        s = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))\n        if mask is not None:\n"
+        "            s = s + mask\n        w = self.softmax(s)\n        return w @ V, w\n\n\n"
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n    return _Att()(Q, K, V, mask)\n")}, []),
+    "a helper rewritten by hand after a first try with torch": (
+        {"softmax": _SM.format("_stable(x, dim)")},
+        ["def _stable(x, dim):\n    return torch.softmax(x, dim)   # first try, to compare\n",
+         "def _stable(x, dim):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+         "    return e / e.sum(dim, keepdim=True)\n"]),
+    "a global that a scratch cell computed with torch": (
+        {"softmax": "def softmax(x, dim=-1):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+                    "    return e / (e.sum(dim, keepdim=True) + 0 * EPS)\n"},
+        ["EPS = 1e-12\n", "EPS = (torch.softmax(torch.zeros(2), -1) - 0.5).abs().max().item()  # scratch\n"]),
+    "a helper named like a later given cell's function": (
+        {"scaled_dot_product_attention": (
+            "def scaled_dot_product_attention(Q, K, V, mask=None):\n    if mask is None:\n"
+            "        return fused_attention(Q, K, V)\n"
+            "    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)) + mask\n"
+            "    e = (s - s.amax(-1, keepdim=True)).exp()\n    w = e / e.sum(-1, keepdim=True)\n"
+            "    return w @ V, w\n")},
+        ["def fused_attention(Q, K, V):\n    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))\n"
+         "    e = (s - s.amax(-1, keepdim=True)).exp()\n    w = e / e.sum(-1, keepdim=True)\n    return w @ V, w\n"]),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(SIXTH_ROUND_VALID))
+def test_valid_answers_the_text_check_once_zeroed_keep_their_exercises(answer):
+    answers, before = SIXTH_ROUND_VALID[answer]
+    assert refused_answers(_with_cells("03_attention", answers, before), "03_attention") == {}

@@ -385,7 +385,11 @@ for name, net in models.items():
 # initialisation 12 %. Pretraining is worth most of the score even on a format no play was written in: the
 # pretrained network already reads digits and month names and has only the mapping to learn. Continuing a
 # held-out line scored 0 % for all three: twelve characters exactly right is too strict for a model of this
-# size, though the SFT model's continuations below read as English.
+# size, though the SFT model's continuations below read as English. The softer measure, the share of the
+# reference's characters right before the first mistake, says the same more finely: on dates SFT 86.1 %,
+# from random initialisation 54.3 %, base 0 %; on lines SFT 5.5 %, from random initialisation 4.3 %, base
+# 2.0 %. A line's first character or two come back, rarely more: pretraining on the plays helps continue
+# them only a little at this size.
 #
 # A few of the SFT model's answers next to the references:
 

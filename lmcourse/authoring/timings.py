@@ -45,7 +45,7 @@ MEASURED = (
            "7 min 54 s (7 min 0 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Notebook 12 at the cpu profile (two fine-tunings, then two memorisation GPTs trained)",
            "lmcourse solutions solutions/12_instruct.ipynb --profile cpu",
-           "10 min 23 s (8 min 4 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED,
+           "8 min 20 s (7 min 58 s of CPU time; other jobs kept the load near 3)", TWO_CORES_SHARED,
            "2026-11-29"),
     Timing("Notebook 06 at the cpu profile (three masked LMs and the left-to-right one trained, the course's "
            "longer runs scored beside them)",

@@ -555,8 +555,9 @@ plt.show()
 # probabilities for every line. The course's runs are the same two networks and recipe, trained on 12.5
 # times the windows (`lmcourse train mlm --profile cpu --batch_size 128 --steps 2500 --seed 0`, and the
 # same with `--causal`; on one core they took 26 minutes on a busy machine and 8 on a lightly loaded one;
-# shipped with the course and scored here on your blanks). There the lecture's point shows: reading both sides of the blank, the masked LM fills
-# 23.9% of them, the left-to-right model, which sees only the words before, 20.3%.
+# shipped with the course and scored here on your blanks). There the lecture's point shows: reading both
+# sides of the blank, the masked LM fills 23.9% of them, the left-to-right model, which sees only the words
+# before, 20.3%.
 #
 # Why so late? In the course's runs the masked LM's validation loss over the chosen positions creeps down
 # to about 4.9 nats and then drops, after 120,000 to 480,000 windows (25,600 in your run). Before the

@@ -49,6 +49,8 @@ _MODULES = ("lmcourse.reference", "lmcourse.marking", "lmcourse.grading", "ctype
 # names whose use reads code or frames, or runs text as code
 _NAMES = ("exec", "eval", "compile", "__import__", "setprofile", "settrace", "meta_path", "getsource",
           "__code__", "__closure__", "f_back", "f_globals", "f_locals", "currentframe", "_getframe",
+          # a frame reached from a traceback, a generator or a coroutine
+          "tb_frame", "gi_frame", "cr_frame", "ag_frame",
           "publish_display_data", "register_module_forward_hook", "register_module_forward_pre_hook",
           "register_module_parameter_registration_hook", "__torch_function__", "TorchFunctionMode",
           # a function rebuilt from another's code object runs as new code the rules do not know
@@ -223,9 +225,12 @@ class Names:
     machinery: set[str] = field(default_factory=lambda: {"tests"})  # names bound to the test machinery
     shells: set[str] = field(default_factory=set)              # names bound to get_ipython()
     sys_names: set[str] = field(default_factory=lambda: {"sys"})  # the names sys goes by (import sys as _s)
+    built: set[str] = field(default_factory=set)               # names bound to strings built in place
 
     def learn(self, tree: ast.Module) -> None:
         for node in _nodes(tree):
+            if isinstance(node, ast.Assign) and _built_string(node.value):
+                self.built.update(t.id for t in node.targets if isinstance(t, ast.Name))
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -336,6 +341,19 @@ def _hidden_name(node: ast.expr) -> bool:
         return True
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
         node.value in _NAMES or node.value.startswith("__"))
+
+
+def _built_string(node: ast.expr) -> bool:
+    """A string put together in place: ``''.join([...])``, ``"a" + "b"``, an f-string, ``bytes.fromhex(h).decode()``,
+    ``chr(...)``. Held in a variable and given to getattr / setattr it names an attribute no text shows."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and any(isinstance(side, (ast.Constant, ast.JoinedStr)) and isinstance(
+            getattr(side, "value", ""), str) for side in (node.left, node.right)):
+        return True
+    return isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "format", "decode", "replace")
+        or isinstance(node.func, ast.Name) and node.func.id in ("chr", "str", "bytes"))
 
 
 def _dotted_builtins(node: ast.expr) -> bool:
@@ -596,8 +614,10 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
     elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("co_"):
         yield "a code object rebuilt (co_ fields)"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
-            and len(node.args) >= 2 and _hidden_name(node.args[1]):
-        # getattr(f, "__co" + "de__") names a hooked attribute without writing it
+            and len(node.args) >= 2 and (_hidden_name(node.args[1]) or (
+                isinstance(node.args[1], ast.Name) and node.args[1].id in names.built)):
+        # getattr(f, "__co" + "de__") names a hooked attribute without writing it; so does a variable that holds
+        # such a string, built in another statement (n = ''.join(['__s', 'etattr__']); getattr(object, n))
         yield f"{node.func.id} with a computed or hidden name"
     elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -439,7 +439,8 @@ ROUTES_03 = {
     "aap-builtin-self": ("softmax", True),
     "aaq-automagic": ("softmax", False),       # the preamble turns automagic off: `run(x)` is a NameError
     "aar-subinterpreter": ("softmax", True),   # refused when armed (the rules stay on), and named
-    **{student: ("softmax", False) for student in (*_FIFTH_ROUND, "aaw-modes-popped")},
+    # and the scan names the switch: a traceback's frame, getattr / setattr with a name built in another statement
+    **{student: ("softmax", True) for student in (*_FIFTH_ROUND, "aaw-modes-popped")},
 }
 
 

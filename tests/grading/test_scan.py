@@ -443,3 +443,25 @@ def test_the_fourth_red_teams_routes_are_named(flagged, honest):
     neighbour (a setter called where it is named, a constant key) is not."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # a traceback's frame, then its globals by a name built in another statement
+    ("try:\n    raise KeyError(0)\nexcept KeyError as _x:\n    _fr = _x.__traceback__.tb_frame\n",
+     "try:\n    raise KeyError(0)\nexcept KeyError as exc:\n    print(exc)\n"),
+    ("_sn = ''.join(['__s', 'eta', 'ttr', '__'])\ngetattr(object, _sn)(e, 'rules', None)\n",
+     "name = 'weight'\ngetattr(layer, name)\n"),
+    # gc's objects by a built name; a property set on a class by a built name; Rules' methods patched
+    ("import gc as _g\n_go = ''.join(['get', '_ob', 'jec', 'ts'])\n_all = getattr(_g, _go)()\n",
+     "import gc\ngc.collect()\n"),
+    ("_r = 'ru' + 'les'\nsetattr(type(e), _r, property(lambda s: None))\n",
+     "for name in ('a', 'b'):\n    setattr(cfg, name, 1)\n"),
+    ("_en = bytes.fromhex('5f5f656e7465725f5f').decode()\nsetattr(R, _en, lambda s: s)\n",
+     "setattr(model, 'head', head)\n"),
+])
+def test_the_sixth_red_teams_switch_offs_are_named(flagged, honest):
+    """The kernel's rules switched off by a frame from a traceback and by getattr / setattr with a name a
+    variable holds, built in another statement (a join, a sum of strings, a decoded hex): each named; the honest
+    neighbour (a loop's own names, a plain variable, gc.collect) is not."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

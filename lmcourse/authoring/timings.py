@@ -55,10 +55,10 @@ MEASURED = (
            "lmcourse solutions solutions/05_gpt.ipynb --profile cpu",
            "7 min 7 s (4 min 49 s of CPU time; other jobs kept the load near 4)", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Grading a class of 01 on 2 workers, bubblewrap sandbox and feedback pages included "
-           "(plain `nbgrader autograde` with the course's config, serial, in the same run: 5.1 a minute)",
+           "(plain `nbgrader autograde` with the course's config, serial, in the same run: 14.4 a minute)",
            "python bench/bench_grade.py 6 2",
-           "9.4 submissions a minute, 1.85 times plain nbgrader (other jobs kept the load near 4: "
-           "11.9 s each in its worker)", TWO_CORES_SHARED, "2026-11-29"),
+           "25.1 submissions a minute, 1.74 times plain nbgrader (load near 1.5; 1.83 in the run before; "
+           "with other jobs keeping the load near 4: 9.4 a minute, 1.85 times)", TWO_CORES_SHARED, "2026-11-29"),
 )
 
 

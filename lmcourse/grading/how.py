@@ -120,9 +120,36 @@ def _tensor_method(attribute: str) -> bool:
     return callable(getattr(torch.Tensor, attribute, None))
 
 
-def check(source: str, refused: Refused, names: scan.Names | None = None) -> tuple[list[str], list[str]]:
+_LOOKUPS = ("getattr", "hasattr", "setattr", "delattr", "methodcaller", "attrgetter")
+
+
+def _lookup_strings(tree: ast.Module) -> set[int]:
+    """The string constants a text uses to look an attribute up: ``getattr(x, "softmax")``,
+    ``methodcaller("softmax")``, ``F.__dict__["softmax"]`` (a label in a print is not one)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = node.func.id if isinstance(node.func, ast.Name) else (
+                node.func.attr if isinstance(node.func, ast.Attribute) else "")
+            if called in _LOOKUPS:
+                found.update(id(a) for a in node.args[:2])
+        elif isinstance(node, ast.Subscript):
+            found.add(id(node.slice))
+    return found
+
+
+def _bound_here(tree: ast.Module) -> set[str]:
+    """Names the text binds itself anywhere (definitions, assignments, parameters): its own, not an import's."""
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return bound | {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+
+
+def check(source: str, refused: Refused, names: scan.Names | None = None,
+          own: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """What the cell ``source`` uses of ``refused`` (``refused: name``), and what it builds at run time
-    (flagged); ``names``: the notebook's imports (by default the cell's own)."""
+    (flagged); ``names``: the notebook's imports (by default the cell's own); ``own``: names that are the
+    student's whatever an import elsewhere says (the other exercises' answers)."""
     tree, _ = scan._read(source)
     if tree is None:
         return [], ["does not parse"]
@@ -132,13 +159,15 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
     hits: list[str] = []
     flags: list[str] = []
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    lookups = _lookup_strings(tree)
+    mine = own | (_bound_here(tree) - set(names.modules) if names is not None else set())
     # a method the text's own classes define (`def softmax(self, s)`, called as `self.softmax`) is not torch's
-    own = {m.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for m in n.body
-           if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    methods = {m.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for m in n.body
+               if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         found: list[str] = []
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in refused.parts:
-            # a refused name as a string: getattr(x, "softmax"), methodcaller("softmax"), F.__dict__["softmax"]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in refused.parts \
+                and id(node) in lookups:
             if f"refused: {node.value!r}" not in hits:
                 hits.append(f"refused: {node.value!r}")
             continue
@@ -147,10 +176,14 @@ def check(source: str, refused: Refused, names: scan.Names | None = None) -> tup
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
         elif isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in inner:
-            name = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            name = None if isinstance(root, ast.Name) and root.id in mine else (
+                names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id))
             if name:
                 found = [name]
-            elif isinstance(node, ast.Attribute) and _tensor_method(node.attr) and node.attr not in own and not (
+            elif isinstance(node, ast.Attribute) and _tensor_method(node.attr) and node.attr not in methods and not (
                     isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) and any(
                     p in node.attr for p in refused.parts):
                 found = [f"torch.Tensor.{node.attr}"]     # a method on a value: a tensor's, for all we know
@@ -191,12 +224,13 @@ def _roots(target: ast.expr) -> list[str]:
     return [target.id] if isinstance(target, ast.Name) else []
 
 
-def _binds(node: ast.stmt) -> tuple[list[str], list[str]]:
+def _binds(node: ast.stmt, modules: set[str] = frozenset()) -> tuple[list[str], list[str]]:
     """(names a top-level statement binds anew, names it changes in place): a definition or a plain assignment
     replaces a name; an attribute or item set, a tuple or loop target, a method called on a name (``d.update``)
     or anything bound inside a compound statement adds to what the name holds."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name], []
+        # and the module names it declares global: calling it rebinds them (`global softmax; softmax = f`)
+        return [node.name], [n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names]
     if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
         return [t.id for t in node.targets], []
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -212,12 +246,17 @@ def _binds(node: ast.stmt) -> tuple[list[str], list[str]]:
             changed += _roots(inner.optional_vars)
         elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             changed.append(inner.name)
+        elif isinstance(inner, ast.NamedExpr):
+            changed += _roots(inner.target)
+        elif isinstance(inner, ast.Global):
+            changed += inner.names
         elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
             changed += _roots(inner.func.value)
         elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "setattr" \
                 and inner.args:
             changed += _roots(inner.args[0])
-    return [], list(dict.fromkeys(changed))
+    # a module's functions called (torch.manual_seed(0), plt.show()) change what the student's names hold, not it
+    return [], [n for n in dict.fromkeys(changed) if n not in modules]
 
 
 class _RunNow(ast.NodeTransformer):
@@ -247,37 +286,83 @@ def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
     """name -> the text of what it holds after ``sources`` ran in order: the last definition or plain
     assignment, and every change made to it after that."""
     held: dict[str, list[str]] = {}
+    declares: dict[str, tuple[list[str], str]] = {}
     for source in sources:
         tree, _ = scan._read(source)
         if tree is None:
             continue
         for node in tree.body:
-            anew, changed = _binds(node)
-            if not anew and not changed:
+            anew, changed = _binds(node, set(names.modules))
+            # a function that declares module names global rebinds them where it is called
+            called = [declares[c.func.id] for c in ast.walk(node) if isinstance(c, ast.Call)
+                      and isinstance(c.func, ast.Name) and c.func.id in declares]
+            if not anew and not changed and not called:
                 continue
             text = ast.unparse(node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                                else _RunNow(names).visit(node))
             for name in anew:
                 held[name] = [text]
+                declares.pop(name, None)
             for name in changed:
                 held.setdefault(name, []).append(text)
+            for globals_, definition in called:
+                for name in globals_:
+                    held.setdefault(name, []).append(definition)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and changed:
+                declares[node.name] = (changed, text)
     return {name: "\n".join(texts) for name, texts in held.items()}
 
 
-def _free_names(tree: ast.Module) -> set[str]:
-    """Names a text reads that it binds nowhere itself (a parameter, an assignment, a loop or comprehension
-    variable, an import, a definition): what it takes from the rest of the notebook."""
-    bound: set[str] = set()
-    for node in ast.walk(tree):
+def _scope_bound(body: list[ast.stmt], args: ast.arguments | None = None) -> set[str]:
+    """Names a scope binds itself: its parameters, and what its own statements assign, define or import
+    (nested functions and classes bind in their own scope; their names are bound here)."""
+    bound = {a.arg for a in ([*args.posonlyargs, *args.args, *args.kwonlyargs] +
+                             [a for a in (args.vararg, args.kwarg) if a])} if args else set()
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+        todo.extend(ast.iter_child_nodes(node))
+    return bound
+
+
+def _free_names(tree: ast.Module) -> set[str]:
+    """Names a text reads in some scope that neither that scope nor an enclosing one of the text binds: what it
+    takes from the rest of the notebook (a parameter named like a global elsewhere hides it only in its own
+    function)."""
+    free: set[str] = set()
+
+    def visit(body: list[ast.AST], enclosing: set[str], args: ast.arguments | None = None) -> None:
+        here = enclosing | _scope_bound([b for b in body if isinstance(b, ast.stmt)], args)
+        todo = list(body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                todo.extend([*node.decorator_list, *node.args.defaults, *node.args.kw_defaults])
+                visit(node.body, here, node.args)
+                continue
+            if isinstance(node, ast.Lambda):
+                todo.extend(node.args.defaults)
+                visit([node.body], here, node.args)
+                continue
+            if isinstance(node, ast.ClassDef):
+                todo.extend([*node.decorator_list, *node.bases, *node.keywords])
+                visit(node.body, here)
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in here:
+                free.add(node.id)
+            todo.extend(n for n in ast.iter_child_nodes(node) if n is not None)
+
+    visit(tree.body, set())
+    return free
 
 
 def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
@@ -297,35 +382,41 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
 
 def refused_answers(nb, notebook: str) -> dict[str, str]:
     """exercise -> why it scores 0: its answer, as its test cell meets it, names what the exercise refuses.
-    That is the answer cell (the code cell whose grade id is the exercise's name), what any cell before the
-    test rebinds its name to, and, followed name by name, what it takes from the cells before the test (the
-    bindings in force there, with every later change to them). Names are read through the imports of every
-    code cell. The names other exercises answer with are not followed: each answer is judged on its own, and a
-    later exercise's test runs the reference's in its place (one mistake costs once)."""
+    That is the answer cell (the code cell whose grade id is the exercise's name) and what the cells before
+    the test bind its name to, and, followed name by name through each scope's free names, what it takes from
+    those cells: the binding in force before the test, with every later change to it. Imports count from the
+    cells before the test. The names other exercises answer with are the student's own and are followed only
+    where a cell that is not an answer binds them: each answer is judged on its own, and a later exercise's test
+    runs the reference's in its place (one mistake costs once)."""
     from lmcourse.marking.notebooks import load
 
     exercises = load(notebook).exercises
     cells = [c for c in nb.cells if c.get("cell_type") == "code"]
-    names = scan.Names()
-    for cell in cells:
-        tree, _ = scan._read(cell.get("source", ""))
-        if tree is not None:
-            names.learn(tree)
     answered = {ex.answer or ex.name for ex in exercises}
     by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
+    answer_cells = {by_id[ex.name] for ex in exercises if ex.name in by_id}
+    trees = [scan._read(c.get("source", ""))[0] for c in cells]
     out: dict[str, str] = {}
     for ex in exercises:
         refused = _exercise_list(notebook, ex.name) if ex.name in by_id else None
         if refused is None:
             continue
         own, test = by_id[ex.name], by_id.get(ex.test_id, len(cells))
-        before = [c.get("source", "") for i, c in enumerate(cells) if i < test and i != own]
-        held = _bindings(before, names)
-        answer = cells[own].get("source", "")
-        # the answer's name bound again after its cell, before its test
-        rebound = _bindings([c.get("source", "") for c in cells[own + 1:test]], names).get(ex.answer or ex.name, "")
-        definitions = {k: v for k, v in held.items() if k not in answered}
-        hits, _ = check(_with_helpers(answer + "\n" + rebound, definitions), refused, names)
+        names = scan.Names()
+        for tree in trees[:test]:
+            if tree is not None:
+                names.learn(tree)
+        name = ex.answer or ex.name
+        held = _bindings([c.get("source", "") for c in cells[:test]], names)
+        # another exercise's answer is judged on its own: its name is followed only where a cell that is not an
+        # answer binds it (a helper hidden in a question's cell is followed like any other)
+        plain = _bindings([c.get("source", "") for i, c in enumerate(cells[:test]) if i not in answer_cells], names)
+        for other in answered - {name}:
+            held.pop(other, None)
+            if other in plain:
+                held[other] = plain[other]
+        answer = cells[own].get("source", "") + "\n" + held.pop(name, "")
+        hits, _ = check(_with_helpers(answer, held), refused, names, own=frozenset(answered - {name}))
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
             out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"

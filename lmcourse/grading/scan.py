@@ -339,6 +339,8 @@ def _hidden_name(node: ast.expr) -> bool:
     :data:`_NAMES` written as a string; a plain variable is ordinary code (``getattr(row, column)``)."""
     if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Call)):
         return True
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Constant):     # 'xamtfos'[::-1]
+        return True
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
         node.value in _NAMES or node.value.startswith("__"))
 
@@ -346,7 +348,7 @@ def _hidden_name(node: ast.expr) -> bool:
 def _built_string(node: ast.expr) -> bool:
     """A string put together in place: ``''.join([...])``, ``"a" + "b"``, an f-string, ``bytes.fromhex(h).decode()``,
     ``chr(...)``. Held in a variable and given to getattr / setattr it names an attribute no text shows."""
-    if isinstance(node, ast.JoinedStr):
+    if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Subscript) and isinstance(node.value, ast.Constant):
         return True
     if isinstance(node, ast.BinOp) and any(isinstance(side, (ast.Constant, ast.JoinedStr)) and isinstance(
             getattr(side, "value", ""), str) for side in (node.left, node.right)):
@@ -603,6 +605,16 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
     elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
             node.attr == "__dict__" and node.value.id in (*_NAMESPACES, *sys_names)):
         yield f"{node.value.id}.__dict__"
+    elif isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Attribute) \
+            and node.value.attr == "sys":
+        yield "sys.modules"             # through another module's sys (os.sys.modules)
+    elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Attribute) and (t.attr.startswith("__") and t.attr.endswith("__") or isinstance(
+                t.value, ast.Name) and t.value.id in ("builtins", "__builtins__"))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+        # a class's own machinery rewritten (X.__enter__ = ...), or a name put among the builtins, where every
+        # cell finds it without a cell binding it
+        yield "a special attribute or a builtin written"
     elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sys_names \
             and node.attr == "modules":
         # every loaded module, the course's marking code among them (reached without naming it:

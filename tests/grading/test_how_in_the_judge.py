@@ -174,3 +174,50 @@ SIXTH_ROUND_VALID = {
 def test_valid_answers_the_text_check_once_zeroed_keep_their_exercises(answer):
     answers, before = SIXTH_ROUND_VALID[answer]
     assert refused_answers(_with_cells("03_attention", answers, before), "03_attention") == {}
+
+
+_MINE = "def _mine(x, dim=-1):\n    return torch.softmax(x, dim)\n"
+# the seventh red team's: the answer defined above its cell (the cell a comment), torch's function carried on a
+# later exercise's answer name, a parameter named like the global elsewhere in the cell, a walrus and a
+# function's `global` rebinding the answer's name before its test
+SEVENTH_ROUND = {
+    "the answer defined in a cell above": ({"softmax": "# done above\n"}, ["softmax = _mine\n"], None),
+    "carried on a later answer's name": (
+        {"softmax": _SM.format("MultiHeadAttention(x, dim)")}, ["MultiHeadAttention = torch.softmax\n"], None),
+    "a parameter named like the global, elsewhere in the cell": (
+        {"softmax": "def _unused(_g):\n    return _g\n\n\n" + _SM.format("_g(x, dim)")},
+        ["_g = torch.softmax\n"], None),
+    "a walrus before the test": ({}, [], {"softmax": "(softmax := _mine)\n"}),
+    "a function's global, called before the test": (
+        {}, ["def _set():\n    global softmax\n    softmax = _mine\n"], {"softmax": "_set()\n"}),
+}
+
+
+@pytest.mark.parametrize("route", sorted(SEVENTH_ROUND))
+def test_the_seventh_rounds_routes_lose_the_exercise(route):
+    answers, before, after = SEVENTH_ROUND[route]
+    nb = _with_cells("03_attention", answers, [_MINE, *before], after)
+    assert "softmax" in refused_answers(nb, "03_attention")
+
+
+# valid answers the seventh red team found zeroed: a check against torch's softmax in a later cell, a comparison
+# loop, a reference lambda under no_grad, torch's softmax imported after every test, a label in a print
+SEVENTH_ROUND_VALID = {
+    "allclose against the method in a later cell": (
+        {}, [], {"softmax": "z = torch.randn(3)\nprint(torch.allclose(softmax(z), z.softmax(-1)))\n"}),
+    "a comparison loop": ({}, ["import torch.nn.functional as F\n"], {"softmax": (
+        "z = torch.randn(3)\nfor name, f in [('mine', softmax), ('torch', F.softmax)]:\n    print(name, f(z))\n")}),
+    "a reference lambda under no_grad": ({}, ["import torch.nn.functional as F\n"], {"softmax": (
+        "with torch.no_grad():\n    _ref = lambda z: F.softmax(z, -1)\n")}),
+    "a label in a print": ({"softmax": "def softmax(x, dim=-1):\n    print('softmax', x.shape)\n"
+                                       "    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+                                       "    return e / e.sum(dim, keepdim=True)\n"}, [], None),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(SEVENTH_ROUND_VALID))
+def test_the_seventh_rounds_valid_answers_keep_their_exercises(answer):
+    answers, before, after = SEVENTH_ROUND_VALID[answer]
+    nb = _with_cells("03_attention", answers, before, after)
+    nb.cells.append(nbformat.v4.new_code_cell("from torch.nn.functional import softmax\n"))  # after every test
+    assert refused_answers(nb, "03_attention") == {}

@@ -465,3 +465,17 @@ def test_the_sixth_red_teams_switch_offs_are_named(flagged, honest):
     neighbour (a loop's own names, a plain variable, gc.collect) is not."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    ("import os\n_R = next(m.Rules for m in list(os.sys.modules.values()) if 'x' in m.__dict__)\n",
+     "import os\nos.path.join('a', 'b')\n"),
+    ("R.__enter__ = lambda s: s\n", "r.enter = 1\n"),
+    ("import builtins\nbuiltins._sm = torch.softmax\n", "import builtins\nprint(builtins.len([1]))\n"),
+    ("f = getattr(x, 'xamtfos'[::-1])\n", "f = getattr(x, 'softmax_scale')\n"),
+])
+def test_the_seventh_red_teams_switch_offs_are_named(flagged, honest):
+    """The rules' class reached through another module's sys.modules and its __enter__ rewritten; a name put
+    among the builtins (every cell finds it, no cell binds it); an attribute name reversed in place."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -259,7 +259,10 @@ def _run(job: dict, base: Path, stamps: dict[str, float], sandboxed: bool = Fals
     # the kernel and the runner talk over Unix sockets: the filter refuses TCP/IP sockets to both
     config = Config()
     config.KernelManager.transport = "ipc"
-    sockets = tempfile.mkdtemp(prefix="kernel-")
+    # in a short folder: a Unix socket's path has a length limit (about 100 bytes), which a work folder deep in
+    # a temporary tree (the runner without the sandbox) passes
+    short = "/tmp" if os.path.isdir("/tmp") and os.access("/tmp", os.W_OK) else None
+    sockets = tempfile.mkdtemp(prefix="k-", dir=short)
     config.KernelManager.ip = os.path.join(sockets, "kernel")
     client = Client(nb, timeout=int(job["cell_timeout"]), interrupt_on_timeout=True, config=config,
                     error_on_timeout=timeout_reply, allow_errors=True, kernel_name="python3",

@@ -283,8 +283,9 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     t = time.perf_counter()
     status, detail = classify(report, killed, limits)
     res.status = status
-    if status != "graded":
-        res.detail = detail
+    if status != "graded":      # what went wrong first; the scan's findings stay beside it, for the flag's reader
+        scanned = [part for part in (res.detail or "").split("; ") if part.startswith(f"{SCAN_FLAG}: ")]
+        res.detail = "; ".join([detail, *scanned])
     written = scan_written(report.get("written_code") or {}) if report else []
     if written:     # modules the notebook wrote (and may have imported): code its cells do not show
         if SCAN_FLAG not in res.flags:

@@ -68,6 +68,18 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(autouse=True)
+def _sandbox_choice_restored():
+    """A test that grades in-process with ``--sandbox none`` leaves that choice in the module: the next test
+    on the same worker would run its kernels unsandboxed (and one that writes to the package on purpose,
+    to show it cannot, would poison the checkout). Every test starts from the default."""
+    from lmcourse.grading import sandbox
+
+    before = sandbox._choice
+    yield
+    sandbox.choose(before)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_course_cache(tmp_path_factory):
     """The tests get a course cache of their own (one per xdist worker): the notebooks they run

@@ -69,6 +69,10 @@ def _run(nb, package: Path, tmp_path_factory, output_chars: int, memory_mb: int)
     """The runner's report on ``nb``, run as both graders run a submission (64 MB to write)."""
     job = {"nb": nb, "cell_timeout": 120, "notebook_timeout": 300, "output_chars": output_chars,
            "memory_mb": memory_mb, "nproc": 256, "injected_tag": "lmcourse_injected"}
+    # asked for by name: the cells write to the package to show they cannot, which without the sandbox
+    # would poison the checkout itself
+    sandbox.choose("bubblewrap")
+    assert sandbox.mode()[0] == "bubblewrap", sandbox.mode()
     report, killed = sandbox.run(job, tmp_path_factory.mktemp("work"), 0, timeout=330, max_bytes=2**27,
                                  package=package, disk_mb=64)
     assert not killed and report and report.get("nb"), report
@@ -146,8 +150,9 @@ TRICKS = [
     # records typed outside a test cell, to pass the output cap
     'from IPython.display import publish_display_data\nfor _ in range(3):\n'
     '    publish_display_data({"application/vnd.lmcourse.record+json": {"x": "y" * 400_000}, "text/plain": "r"})\n',
-    # processes forked past the audit hook, each holding memory: together over the cap
-    'import ctypes, os, time\nlibc = ctypes.CDLL(None)\nfor _ in range(4):\n    if libc.fork() == 0:\n'
+    # processes forked past the audit hook, each holding memory: together over the cap (PyDLL keeps the GIL
+    # across the fork: through CDLL another thread may hold it at that moment and the child waits for ever)
+    'import ctypes, os, time\nlibc = ctypes.PyDLL(None)\nfor _ in range(4):\n    if libc.fork() == 0:\n'
     '        block = b"x" * (600 * 2**20)\n        time.sleep(60)\n        os._exit(0)\n'
     'time.sleep(60)\n',
 ]
@@ -190,7 +195,7 @@ def test_the_memory_cap_holds_for_the_processes_together(tricked):
 # each ends its kernel, so each runs alone: (name, cell); the host, outside the sandbox, ends every one
 HOST_WATCH = [
     # the runner (pid 2 of the sandbox, the kernel's uid) stopped, then memory taken past the audit hook
-    ("runner stopped", 'import ctypes, os, signal, time\nos.kill(2, signal.SIGSTOP)\nlibc = ctypes.CDLL(None)\n'
+    ("runner stopped", 'import ctypes, os, signal, time\nos.kill(2, signal.SIGSTOP)\nlibc = ctypes.PyDLL(None)\n'
                        'for _ in range(3):\n    if libc.fork() == 0:\n        block = b"x" * (800 * 2**20)\n'
                        '        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)\nos.kill(2, signal.SIGCONT)\n'),
 ]

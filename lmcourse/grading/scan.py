@@ -78,6 +78,7 @@ UNPARSED = "does not parse"
 NO_GRADE_ID = "nbgrader metadata without a grade_id"
 TWO_WAYS = "read one way by Python and run another by IPython"
 COMPUTED = "a name built at run time"
+OFF_LIST = "beyond the course's list"
 FOREIGN = "lmcourse_student_nbgrader"     # nbgrader_execute.ForeignMetadata's key (that module imports nbgrader)
 
 # dotted names, read after the notebook's imports are resolved (``import subprocess as sp; sp.run`` is
@@ -641,8 +642,135 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
         yield node.name             # a mode's or a tensor subclass's own __torch_function__
 
 
+# ---------------------------------------------------------------------------------------------------
+# The course's list: what an answer may use at all. Everything above names a known route; what follows
+# flags anything outside a short list, so a route nobody has thought of yet needs a module, a special
+# attribute or a private name a valid answer has no use for, and a person looks at it. Checked on every
+# solution and every alternative of the catalogues: none of them goes beyond it.
+# ---------------------------------------------------------------------------------------------------
+
+# modules an answer may import (top-level packages); lmcourse's graded parts are refused above
+_LISTED_MODULES = frozenset((
+    "torch", "numpy", "math", "cmath", "random", "statistics", "fractions", "decimal", "collections", "itertools",
+    "functools", "operator", "heapq", "bisect", "array", "copy", "dataclasses", "typing", "enum", "abc",
+    "contextlib", "re", "regex", "string", "textwrap", "unicodedata", "codecs", "json", "csv", "time", "datetime",
+    "pathlib", "warnings", "pprint", "platform", "matplotlib", "tqdm", "lmcourse", "__future__"))
+# modules an answer may import for a few harmless names only (a path joined, the output flushed, memory
+# collected before a GPU cache is emptied); any other name of theirs reaches the interpreter or the system
+_PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "getenv", "sep", "linesep", "listdir",
+                         "makedirs", "fspath", "PathLike"),
+                  "sys": ("stdout", "stderr", "version", "version_info", "platform", "maxsize", "float_info",
+                          "getsizeof", "exit", "argv"),
+                  "gc": ("collect",),
+                  "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output")}
+# public parts of the listed libraries that write or swap the library's own machinery
+_UNLISTED_PARTS = ("torch.ops", "torch.library", "torch.overrides", "torch.jit", "torch.fx", "torch.export",
+                   "torch.compiler", "torch.utils.cpp_extension", "torch.utils.hooks", "numpy.ctypeslib")
+# special attributes of the data model an answer may read or call (x.__getitem__ as a sort key,
+# super().__init__()); every other one reaches an object's machinery (__class__, __dict__, __globals__ ...)
+_LISTED_SPECIAL = frozenset((
+    "__init__", "__name__", "__qualname__", "__doc__", "__version__", "__len__", "__getitem__", "__contains__",
+    "__iter__", "__next__", "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
+    "__matmul__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+    "__repr__", "__str__", "__bool__", "__float__", "__int__", "__index__"))
+# special names a cell may write or read as a bare name (a class's __slots__, `if __name__ == ...`)
+_LISTED_SPECIAL_NAMES = frozenset(("__name__", "__slots__", "__all__", "__doc__", "__debug__", *_LISTED_SPECIAL))
+# special methods whose definition changes how Python finds or checks things, not what a value is
+_UNLISTED_DEFINITIONS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__instancecheck__",
+                         "__subclasscheck__", "__init_subclass__", "__class_getitem__", "__set_name__", "__get__",
+                         "__set__", "__delete__", "__del__", "__reduce__", "__reduce_ex__", "__class__",
+                         "__prepare__", "__mro_entries__")
+# builtins that reach the cell's whole namespace or the debugger (vars of a module or of the tests is
+# flagged above; of a student's own object it is ordinary)
+_UNLISTED_BUILTINS = ("globals", "locals", "breakpoint")
+
+
+def _special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _named_above(name: str) -> bool:
+    """A name the routes above already flag by itself (``__file__``, ``__code__``): said once."""
+    return name in _NAMES or any(name in table for table in _NAMED.values())
+
+
+def _dotted_above(dotted: str) -> bool:
+    """A module or name the routes above already flag (``import inspect``, ``os.fork``, ``sys.modules``)."""
+    last = dotted.rpartition(".")[2]
+    return (_within(dotted, _MODULES) or _label(dotted) is not None or _named_above(last)
+            or last in ("modules", *_PATHS))
+
+
+def _module_path(node: ast.expr, names: Names) -> bool:
+    """Whether an expression is a module or an object reached through one by name (``torch``, ``F.x``)."""
+    return names.dotted(node) is not None
+
+
+def _listed(dotted: str) -> bool:
+    """Whether a dotted name (a module, or a name read from one) is on the course's list."""
+    for module, listed in _PARTLY_LISTED.items():
+        if dotted == module:
+            return True
+        if dotted.startswith(module + "."):
+            return dotted[len(module) + 1:].split(".")[0] in listed
+    top = dotted.partition(".")[0]
+    return top in _LISTED_MODULES and not _private_path(dotted) and not _within(dotted, _UNLISTED_PARTS)
+
+
+def _partly_listed(dotted: str) -> bool:
+    return any(dotted == m or dotted.startswith(m + ".") for m in _PARTLY_LISTED)
+
+
+def _beyond_the_list(node, names: Names, inner: set[int]):
+    """Modules, special attributes, private names of libraries and builtins an answer has no use for."""
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if not _listed(a.name) and not _dotted_above(a.name):
+                yield f"{OFF_LIST}: import {a.name}"
+    elif isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        unlisted = [f"{module}.{a.name}" for a in node.names if not _listed(f"{module}.{a.name}")]
+        if node.level or (not _listed(module) or unlisted) and not any(map(_dotted_above, [module, *unlisted])):
+            yield f"{OFF_LIST}: from {'.' * node.level}{module} import"
+    elif isinstance(node, ast.Attribute):
+        dotted = names.dotted(node) if id(node) not in inner else None
+        if _special(node.attr) and node.attr not in _LISTED_SPECIAL and not _named_above(node.attr) and not (
+                node.attr in ("__setattr__", "__delattr__") and isinstance(node.value, ast.Name)
+                and node.value.id == "object"):
+            # object.__setattr__ is a frozen dataclass's own way to set a field; the rules above flag it on
+            # anything but self, or held
+            yield f"{OFF_LIST}: {_shown(node)}"
+        elif dotted is not None and not _listed(dotted) and _partly_listed(dotted) \
+                and not _dotted_above(dotted):
+            yield f"{OFF_LIST}: {dotted}"
+        elif node.attr.startswith("_") and not _special(node.attr) and (
+                _module_path(node.value, names) or names.reaches_machinery(node.value)):
+            yield f"{OFF_LIST}: {_shown(node)}"          # a library's private name: torch._C, F._in_projection
+        elif id(node) not in inner and _within(names.dotted(node) or "", _UNLISTED_PARTS):
+            yield f"{OFF_LIST}: {names.dotted(node)}"
+    elif isinstance(node, ast.Name) and _special(node.id) and node.id not in _LISTED_SPECIAL_NAMES \
+            and not _named_above(node.id):
+        yield f"{OFF_LIST}: {node.id}"
+    elif isinstance(node, ast.Name) and node.id in _UNLISTED_BUILTINS and isinstance(node.ctx, ast.Load):
+        yield f"{OFF_LIST}: {node.id}"
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _UNLISTED_DEFINITIONS:
+        yield f"{OFF_LIST}: def {node.name}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in _ATTRS + ("hasattr",) and len(node.args) >= 2 and (
+                not isinstance(node.args[1], ast.Constant) and _module_path(node.args[0], names)
+                or isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                and node.args[1].value.startswith("_")):
+            yield f"{OFF_LIST}: {_shown(node)}"          # getattr(torch, name), getattr(x, "_private")
+        elif node.func.id == "type" and len(node.args) == 3:
+            yield f"{OFF_LIST}: {_shown(node)}"          # a class made at run time
+
+
+def _private_path(dotted: str) -> bool:
+    return any(part.startswith("_") and not _special(part) for part in dotted.split("."))
+
+
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
-                  _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write)
+                  _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list)
 
 
 def _cell_findings(tree: ast.Module, names: Names):

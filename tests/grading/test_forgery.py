@@ -331,9 +331,11 @@ def test_baseline_and_correct(forged):
 
 def test_honest_library_import(forged):
     """Importing transformers (which adds a finder to sys.meta_path), and a course module the
-    notebook does not use (lmcourse.commands.paths), costs nothing and flags nothing."""
+    notebook does not use (lmcourse.commands.paths), costs nothing; transformers is beyond the course's
+    list of modules, so a person is asked to look, and nothing else is said."""
     row = forged["honest_library_import"]
-    assert row["status"] == "graded" and row["flags"] == "", row
+    assert row["status"] == "graded" and row["flags"] == "source-scan", row
+    assert row["detail"] == "source-scan: beyond the course's list: from transformers import", row
     assert float(row["score"]) == AUTO_MAX, row
 
 

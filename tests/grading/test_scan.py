@@ -22,7 +22,7 @@ def count_ngrams(sentences, n):
     assert scan_source(honest) == []
     assert scan_source("%timeit f()") == []          # a magic is not Python: nothing to read
     assert scan_source("model.eval()\nx = P.eval_batches") == []     # a torch module's eval mode is not eval()
-    assert scan_source("import builtins\nbuiltins.eval('1')") == ["eval"]
+    assert scan_source("import builtins\nbuiltins.eval('1')") == ["beyond the course's list: import builtins", "eval"]
 
 
 def test_each_route_is_named():
@@ -96,7 +96,8 @@ def test_the_marking_code_reached_without_its_name_is_named():
     """The red team of 02 patched the kernel's recorder through the test cells' own object:
     ``sys.modules[type(tests).__module__].observe = ...``, sys imported under another name."""
     found = scan_source("import sys as _s\n_k = _s.modules[type(tests).__module__]\n_k.observe = f\n")
-    assert found == ["test machinery: _k.observe written", "sys.modules", "tests read"], found
+    assert found == ["test machinery: _k.observe written", "sys.modules",
+                     "beyond the course's list: type(tests).__module__", "tests read"], found
     assert scan_source("import sys as _s\nsys_args = _s.argv") == []
 
 
@@ -166,9 +167,9 @@ FINDINGS = [
     ("a process: os.execv", "import os\nos.execv(p, [p])", "import os\nos.environ.get('X')"),
     ("a process: os.system", "import os\nos.system('sleep 9 &')", "import platform\nplatform.system()"),
     ("a process: os.popen", "import os\nos.popen('id')", "import os\nos.path.join('a', 'b')"),
-    ("a process: os.setsid", "import os\nos.setsid()", "import os\nos.getsid"),
+    ("a process: os.setsid", "import os\nos.setsid()", "import os\nos.getpid()"),
     ("a process: multiprocessing", "import multiprocessing\nmultiprocessing.Process(target=f).start()",
-     "import threading"),
+     "import time"),
     ("a process: pty", "import pty\npty.spawn('sh')", "import pathlib"),
     ("a process: start_new_session=", "run(cmd, start_new_session=True)", "run(cmd, new_session=True)"),
     ("a process: 'nohup' in shell text", "!nohup sleep 600 &", "note = 'no hope'"),
@@ -414,7 +415,7 @@ def test_the_second_red_teams_routes_are_named(source, finding):
 
 
 @pytest.mark.parametrize("flagged, honest", [
-    ("import builtins as b\nn = 'ex' + 'ec'\ngetattr(b, n)('x = 1')\n", "import builtins\nbuiltins.print('x')\n"),
+    ("import builtins as b\nn = 'ex' + 'ec'\ngetattr(b, n)('x = 1')\n", "n = 'ex' + 'ec'\nprint(n)\n"),
     ("n = 'exec'\ngetattr(__builtins__, n)('x = 1')\n", "getattr(model, name)\n"),
     ("import io\nimport numpy as np\nnp.load(io.BytesIO(b), allow_pickle=True)\n", "import numpy as np\nnp.load(f)\n"),
     ("import torch\ntorch.load(f, weights_only=False)\n", "import torch\ntorch.load(f, weights_only=True)\n"),
@@ -432,10 +433,10 @@ def test_the_third_red_teams_routes_are_named(flagged, honest):
 
 
 @pytest.mark.parametrize("flagged, honest", [
-    ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n", "_t = globals()['tests']\n"),
+    ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n", "_t = scores['tests']\n"),
     ("_sa = object.__setattr__\n_sa(e, r, None)\n", "object.__setattr__(self, 'value', 1)\n"),
     ("_fn = getattr(print.__self__, name)\n", "print('x')\n"),
-    ("import _xxsubinterpreters as si\nsi.create()\n", "import threading\n"),
+    ("import _xxsubinterpreters as si\nsi.create()\n", "import time\n"),
 ])
 def test_the_fourth_red_teams_routes_are_named(flagged, honest):
     """The machinery reached by names built at run time, the attribute setter held in a variable, the builtins
@@ -471,7 +472,7 @@ def test_the_sixth_red_teams_switch_offs_are_named(flagged, honest):
     ("import os\n_R = next(m.Rules for m in list(os.sys.modules.values()) if 'x' in m.__dict__)\n",
      "import os\nos.path.join('a', 'b')\n"),
     ("R.__enter__ = lambda s: s\n", "r.enter = 1\n"),
-    ("import builtins\nbuiltins._sm = torch.softmax\n", "import builtins\nprint(builtins.len([1]))\n"),
+    ("import builtins\nbuiltins._sm = torch.softmax\n", "import math\nprint(math.fsum([1]))\n"),
     ("f = getattr(x, 'xamtfos'[::-1])\n", "f = getattr(x, 'softmax_scale')\n"),
 ])
 def test_the_seventh_red_teams_switch_offs_are_named(flagged, honest):
@@ -479,3 +480,62 @@ def test_the_seventh_red_teams_switch_offs_are_named(flagged, honest):
     among the builtins (every cell finds it, no cell binds it); an attribute name reversed in place."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+# the course's list: what no route above names, a valid answer has no use for
+BEYOND_THE_LIST = [
+    ("import threading\nthreading.Thread(target=f).start()", "import threading"),
+    ("import weakref\nweakref.finalize(obj, f)", "import weakref"),
+    ("import scipy.special\np = scipy.special.softmax(x)", "import scipy.special"),
+    ("import torch\ny = torch.ops.aten.softmax(x, -1, False)", "torch.ops.aten.softmax"),
+    ("import torch\nf = torch._C._nn.gelu", "torch._C"),
+    ("from torch.nn.functional import _in_projection", "from torch.nn.functional import"),
+    ("import torch\nop = 'soft' 'max'\ny = getattr(torch, op)(x, -1)", "getattr(torch, op)"),
+    ("import torch\nname = pick()\ny = getattr(torch, name)(x, -1)", "getattr(torch, name)"),
+    ("k = x.__class__.__mro__[-1]", "x.__class__"),
+    ("g = f.__globals__", "f.__globals__"),
+    ("class Lie:\n    def __instancecheck__(self, other):\n        return True", "def __instancecheck__"),
+    ("X = type('X', (object,), {})", "type('X', (object,), {})"),
+    ("import numpy as np\nlib = np.ctypeslib", "numpy.ctypeslib"),
+    ("import sys\nn = sys.getrefcount(x)", "sys.getrefcount"),
+    ("import os\nos.kill(2, 19)", "os.kill"),
+    ("from .helper import f", "from .helper import"),
+    ("ns = globals()", "globals"),
+    ("v = getattr(model, '_parameters')", "getattr(model, '_parameters')"),
+]
+WITHIN_THE_LIST = [
+    "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n",
+    "best = max(counts, key=counts.__getitem__)",
+    "import torch\nprint(torch.__version__)",
+    "if getattr(module, 'bias', None) is not None:\n    pass",
+    "import os\np = os.path.join('a', 'b')\nn = os.cpu_count()",
+    "import gc\nimport torch\ngc.collect()\ntorch.cuda.empty_cache()",
+    "import regex\nfrom dataclasses import dataclass, field\nimport matplotlib.pyplot as plt",
+    "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass C:\n    x: int\n"
+    "    def __post_init__(self):\n        object.__setattr__(self, 'x', abs(self.x))\n",
+    "import sys\nprint('x', file=sys.stderr)\nsys.stdout.flush()",
+    "from __future__ import annotations\nfrom typing import Iterable",
+    "text = open('notes.txt').read()",
+    "class P:\n    __slots__ = ('a',)\n    def __eq__(self, other):\n        return self.a == other.a\n",
+]
+
+
+@pytest.mark.parametrize("source, named", BEYOND_THE_LIST, ids=[b[1] for b in BEYOND_THE_LIST])
+def test_what_is_beyond_the_courses_list_is_named(source, named):
+    """A route nobody has named yet still needs a module, a special attribute, a library's private name or a
+    namespace that no valid answer uses: each is a flag for a person."""
+    found = scan_source(source)
+    assert any(f.startswith("beyond the course's list") and named in f for f in found), found
+
+
+@pytest.mark.parametrize("source", WITHIN_THE_LIST)
+def test_what_valid_answers_use_is_within_the_list(source):
+    assert scan_source(source) == [], source
+
+
+def test_a_partly_listed_module_gives_only_its_listed_names():
+    assert scan_source("from IPython.display import display, Markdown\ndisplay(Markdown('**x**'))") == []
+    assert scan_source("import IPython\nip = IPython.get_ipython()") == ["beyond the course's list: import IPython"]
+    assert scan_source("from IPython.display import update_display") == [
+        "beyond the course's list: from IPython.display import"]
+    assert scan_source("import os\nos.write(1, b'x')") == ["beyond the course's list: os.write"]

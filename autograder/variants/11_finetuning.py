@@ -84,7 +84,8 @@ def score_continuations(model, prompts, continuations, pad_id=0):
          "return (hidden * weights).sum(dim=1) / hidden.shape[1]"))),
     Mutant("the mask made float64 (float32 states come back float64)", "pool_hidden", patch(
         ("weights = mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)", "weights = mask.double().unsqueeze(-1)"))),
-    # gaming: the course's answer called (refused at home; absent from the graded kernel)
+    # gaming: the course's answer called (refused at home; absent from the graded kernel); graded too, by this
+    # name, in tests/grading/test_students_11.py
     Mutant("lmcourse.reference.finetuning.pool_hidden called", "pool_hidden", '''
 def pool_hidden(hidden, mask, how):
     from lmcourse.reference import finetuning
@@ -147,7 +148,8 @@ def pool_hidden(hidden, mask, how):
         ("merged = nn.Linear(base.in_features, base.out_features, bias=base.bias is not None,\n"
          "                   device=base.weight.device, dtype=base.weight.dtype)",
          "merged = nn.Linear(base.in_features, base.out_features, bias=base.bias is not None)"))),
-    # gaming: peft's LoRA layer inside the answer (its Python code is refused while a graded call runs)
+    # gaming: peft's LoRA layer inside the answer (its Python code is refused while a graded call runs); graded
+    # too, by this name, in tests/grading/test_students_11.py
     Mutant("peft's LoRA layer doing the work", "LoRALinear", '''
 class LoRALinear(nn.Module):
     def __init__(self, base, r, alpha):

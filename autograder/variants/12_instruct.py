@@ -186,7 +186,8 @@ def generate_response(model, prompt_ids, end_id, max_new_tokens):
     new = generate(model, prompt, max_new_tokens, filters=[top1])[0, len(prompt_ids):].tolist()
     return new[:new.index(end_id)] if end_id in new else new
 '''),
-    # in full: notebook 09's given greedy decoder, on an adapter that makes the GPT look like a decoder
+    # in full: notebook 09's given greedy decoder, on an adapter that makes the GPT look like a decoder; graded
+    # too, by this name, in tests/grading/test_students_12.py
     Mutant("gaming: lmcourse.nn.seq2seq.greedy_decode on an adapter", "generate_response", '''
 from types import SimpleNamespace
 

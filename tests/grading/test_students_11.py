@@ -5,8 +5,9 @@ whole submissions (the solution with one answer replaced) and graded by `lmcours
 Each route scores 0 on its own exercise or is flagged for a person; every other exercise keeps its points.
 The routes the visible tests catch are mutants in autograder/variants/11_finetuning.py; these are the ones
 that need the grader itself: a course helper rebuilt from its code object (the in-kernel rules know the helper
-by its code, so only the scan sees the copy), and the course's answer or peft's layer where the graded kernel
-has no reference and refuses peft's code.
+by its code, so only the scan sees the copy), written here, and the course's answer or peft's layer where the
+graded kernel has no reference and refuses peft's code, mutants too, handed in as the catalogue's cells
+(tests/grading/mutant_routes.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.classes import proofs_group
+from tests.grading.mutant_routes import mutant_routes
 from tests.grading.test_forgery_by_notebook import _students
 
 pytestmark = [pytest.mark.slow]
@@ -36,32 +38,11 @@ def score_continuations(model, prompts, continuations, pad_id=0):
     return torch.cat([_mine(model, torch.tensor([p + c], device=device), len(p))
                       for p, c in zip(prompts, continuations)])
 """),
-    "reference_pool_hidden": ("pool_hidden", """
-def pool_hidden(hidden, mask, how):
-    from lmcourse.reference import finetuning
-    return finetuning.pool_hidden(hidden, mask, how)
-"""),
-    "peft_lora_layer": ("LoRALinear", """
-class LoRALinear(nn.Module):
-    def __init__(self, base, r, alpha):
-        super().__init__()
-        from peft import LoraConfig
-        from peft.tuners.lora.layer import Linear
-        self.base = base
-        base.requires_grad_(False)
-        self.lora = Linear(base, "default", config=LoraConfig(r=r, lora_alpha=alpha), r=r, lora_alpha=alpha)
-        self.lora_A, self.lora_B = self.lora.lora_A["default"].weight, self.lora.lora_B["default"].weight
-        self.scaling = alpha / r
-
-    def forward(self, x):
-        return self.lora(x)
-
-    def merge(self):
-        merged = copy.deepcopy(self.base)
-        with torch.no_grad():
-            merged.weight += self.scaling * self.lora_B @ self.lora_A
-        return merged
-"""),
+    # mutants too (the visible tests catch them at home): graded here as the catalogue's cells
+    **mutant_routes(NB, {
+        "reference_pool_hidden": "lmcourse.reference.finetuning.pool_hidden called",
+        "peft_lora_layer": "peft's LoRA layer doing the work",
+    }),
 }
 
 

@@ -2,7 +2,8 @@
 from records by `lmcourse grade` in the notebook's class (tests/classes.py), with the grading proofs' solution
 as the correct student. The routes the visible tests refuse (the course's answer or another notebook's
 imported, the course's generation loops, transformers' code, a float that lies to comparisons) are mutants in
-autograder/variants/12_instruct.py.
+autograder/variants/12_instruct.py; one of them is graded here too, as the catalogue's cell
+(tests/grading/mutant_routes.py).
 
 Each attempt must score 0 on its own exercise, or be flagged; the route that also reaches a later test cell
 (the test helpers replaced) is judged on its own exercise's cell only.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.classes import proofs_group
+from tests.grading.mutant_routes import mutant_routes
 from tests.grading.test_forgery_by_notebook import _students
 
 pytestmark = [pytest.mark.slow]
@@ -40,37 +42,14 @@ _HELPERS_REPLACED = '''def exact_match(prediction, reference):
 tests.check = tests.grade = lambda *args, **kwargs: None
 '''
 
-# a visible-test-caught route, graded too: the refusal of the course's given decoders holds in the sandbox's kernel
-_GIVEN_DECODER = '''from types import SimpleNamespace
-
-from lmcourse.nn.seq2seq import greedy_decode
-
-
-class AsDecoder:
-    def __init__(self, model, prompt_ids, end_id):
-        self.model, self.prompt = model, torch.tensor([list(prompt_ids)])
-        self.config = SimpleNamespace(tgt_block_size=10 ** 6, pad_id=end_id)
-
-    def encode(self, src):
-        return None, None
-
-    def decode(self, out, memory, mask):
-        ids = torch.cat([self.prompt, out[:, 1:]], dim=1)[:, -self.model.config.block_size:]
-        return self.model(ids)[0]
-
-
-def generate_response(model, prompt_ids, end_id, max_new_tokens):
-    if max_new_tokens == 0:
-        return []
-    new = greedy_decode(AsDecoder(model, prompt_ids, end_id), torch.zeros(1, 1, dtype=torch.long), 0, end_id,
-                        max_new_tokens)[0].tolist()
-    return new[:new.index(end_id)] if end_id in new else new
-'''
-
 GAMING_ATTEMPTS = {
     "gaming_12_visible_answers_hard_coded": ("deduplicate", _HARD_CODED),
     "gaming_12_test_helpers_replaced": ("exact_match", _HELPERS_REPLACED),
-    "gaming_12_seq2seq_decoder_on_an_adapter": ("generate_response", _GIVEN_DECODER),
+    # a mutant too (the visible tests catch it at home), graded as the catalogue's cell: the refusal of the
+    # course's given decoders holds in the sandbox's kernel
+    **mutant_routes(NB, {
+        "gaming_12_seq2seq_decoder_on_an_adapter": "gaming: lmcourse.nn.seq2seq.greedy_decode on an adapter",
+    }),
 }
 
 

@@ -743,8 +743,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
         elif dotted is not None and not _listed(dotted) and _partly_listed(dotted) \
                 and not _dotted_above(dotted):
             yield f"{OFF_LIST}: {dotted}"
-        elif node.attr.startswith("_") and not _special(node.attr) and (
-                _module_path(node.value, names) or names.reaches_machinery(node.value)):
+        elif node.attr.startswith("_") and not _special(node.attr) and not _private_path(
+                names.dotted(node.value) or "") and (_module_path(node.value, names)
+                                                   or names.reaches_machinery(node.value)):
             yield f"{OFF_LIST}: {_shown(node)}"          # a library's private name: torch._C, F._in_projection
         elif id(node) not in inner and _within(names.dotted(node) or "", _UNLISTED_PARTS):
             yield f"{OFF_LIST}: {names.dotted(node)}"

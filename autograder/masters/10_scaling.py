@@ -89,13 +89,19 @@ NOTEBOOK_START = time.perf_counter()
 # ($T \times d$) are left out, and so are the biases and LayerNorms (vectors of length $d$, tiny
 # next to $d^2$).
 #
-# ### Exercise 1 — counting
-# Write `non_embedding_params(n_layer, d_model)`, returning $12\, n_\text{layer}\, d^2$ as an `int`,
-# and `transformer_params(n_layer, d_model, d_attn=None, d_ff=None)`, returning
-# $2\, d\, n_\text{layer}\, (2\, d_\text{attn} + d_\text{ff})$, where a `None` means the default
-# ($d_\text{attn} = d$, $d_\text{ff} = 4d$; each defaults on its own).
+# ### Exercise 1 — counting (2 points)
+# Write the two counts, in one cell:
+#
+# * `non_embedding_params(n_layer, d_model)`, the usual shape's count $12\, n_\text{layer}\, d^2$,
+#   returned as an `int` (the tests check the type: counts of ints stay ints, while `12.0`, `/`,
+#   `math.pow` or `1e...` make a float);
+# * `transformer_params(n_layer, d_model, d_attn=None, d_ff=None)`, the general one,
+#   $2\, d\, n_\text{layer}\, (2\, d_\text{attn} + d_\text{ff})$, where a `None` means the default
+#   ($d_\text{attn} = d$, $d_\text{ff} = 4d$; each defaults on its own).
+#
+# With the defaults the two agree: the first is the second at $d_\text{attn} = d$, $d_\text{ff} = 4d$.
 
-# %% solution="non_embedding_params"
+# %% solution="transformer_params"
 def non_embedding_params(n_layer, d_model):
     """12 n_layer d^2: four d x d attention projections and the MLP's d x 4d and 4d x d per block."""
     ### BEGIN SOLUTION
@@ -103,14 +109,6 @@ def non_embedding_params(n_layer, d_model):
     ### END SOLUTION
 
 
-# %% tests="non_embedding_params_tests" points=1
-# 12 n_layer d², an int: GPT-3 (96 layers, d = 12,288) has about 1.74e11.
-tests.check("non_embedding_params")
-### BEGIN HIDDEN TESTS
-tests.grade("non_embedding_params")
-### END HIDDEN TESTS
-
-# %% solution="transformer_params"
 def transformer_params(n_layer, d_model, d_attn=None, d_ff=None):
     """2 d n_layer (2 d_attn + d_ff); d_attn defaults to d, d_ff to 4 d."""
     ### BEGIN SOLUTION
@@ -120,8 +118,9 @@ def transformer_params(n_layer, d_model, d_attn=None, d_ff=None):
     ### END SOLUTION
 
 
-# %% tests="transformer_params_tests" points=1
-# 2 d n_layer (2 d_attn + d_ff), each of d_attn and d_ff defaulting on its own.
+# %% tests="transformer_params_tests" points=2
+# 12 n_layer d² as an int (GPT-3, 96 layers of d = 12,288: about 1.74e11), then 2 d n_layer (2 d_attn + d_ff),
+# each of d_attn and d_ff defaulting on its own.
 tests.check("transformer_params")
 ### BEGIN HIDDEN TESTS
 tests.grade("transformer_params")
@@ -172,10 +171,12 @@ print(f"GPT-3 Small: {small / 1e6:.0f} M in the blocks + {small_emb / 1e6:.0f} M
 # Big runs are priced in **petaflop/s-days**: $10^{15}$ FLOPs a second for a day,
 # $1\ \text{PF-day} = 10^{15} \cdot 86{,}400 = 8.64 \times 10^{19}$ FLOPs.
 #
-# ### Exercise 2 — the price of training
-# Write `training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None)`: $6ND$ as a
-# `float`, plus the attention term when `n_layer`, `n_ctx` and `d_attn` are all given. Then
-# `pf_days(flops)`: FLOPs in petaflop/s-days.
+# ### Exercise 2 — the price of training (2 points)
+# Write, in one cell:
+#
+# * `training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None)`: $6ND$ as a
+#   `float`, plus the attention term when `n_layer`, `n_ctx` and `d_attn` are all given;
+# * `pf_days(flops)`: those FLOPs in petaflop/s-days (a `float`; 8.64e19 FLOPs is exactly one).
 
 # %% solution="training_flops"
 def training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None):
@@ -188,14 +189,6 @@ def training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None):
     ### END SOLUTION
 
 
-# %% tests="training_flops_tests" points=1
-# 6 N D: 2 FLOPs forward and 4 backward per parameter per token; attention adds 3 · 2 n_layer n_ctx d_attn per token.
-tests.check("training_flops")
-### BEGIN HIDDEN TESTS
-tests.grade("training_flops")
-### END HIDDEN TESTS
-
-# %% solution="pf_days"
 def pf_days(flops):
     """FLOPs in petaflop/s-days (1 PF-day = 1e15 * 86400 FLOPs)."""
     ### BEGIN SOLUTION
@@ -203,11 +196,12 @@ def pf_days(flops):
     ### END SOLUTION
 
 
-# %% tests="pf_days_tests" points=1
-# 1 PF-day = 1e15 FLOPs a second for 86,400 seconds.
-tests.check("pf_days")
+# %% tests="training_flops_tests" points=2
+# 6 N D: 2 FLOPs forward and 4 backward per parameter per token; attention adds 3 · 2 n_layer n_ctx d_attn per token.
+# Then pf_days: 1 PF-day = 1e15 FLOPs a second for 86,400 seconds.
+tests.check("training_flops")
 ### BEGIN HIDDEN TESTS
-tests.grade("pf_days")
+tests.grade("training_flops")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -293,7 +287,7 @@ tests.grade("q_six")
 # valleys where $A$ and $\alpha$ trade off, and a single start can stop in one. (The log-sum-exp
 # keeps $E$ and $A$ positive and the residuals on one scale.)
 #
-# ### Exercise 3 — fitting power laws
+# ### Exercise 3 — fitting power laws (5 points)
 # Write `fit_power_law(x, y)`, returning `(A, alpha)` of $y = A x^{-\alpha}$ by least squares in
 # log space (natural logs), and `fit_power_law_offset(x, y)`, returning `(E, A, alpha)` of
 # $y = E + A x^{-\alpha}$. Inputs are lists of positive floats. No SciPy: NumPy and PyTorch are
@@ -409,7 +403,7 @@ plt.show()
 # $a + b = 1$, and $k_N k_D = 1/6$, whatever the data.
 # (Here $a$ is the exponent of $N_\text{opt}$; the parabola's $a$ is its own.)
 #
-# ### Exercise 4 — IsoFLOP analysis
+# ### Exercise 4 — IsoFLOP analysis (5 points)
 # * `isoflop_parabola(params, losses)`: the least-squares parabola in $\ln N$ (natural log) of one
 #   budget's runs and its minimiser, as `((a, b, c), N_opt)` — `a` the coefficient of
 #   $(\ln N)^2$. If $a \le 0$ there is no minimum: raise `ValueError`.
@@ -547,7 +541,7 @@ print(f"approach 2 on Chinchilla's law: a = {fit_exponents(synthetic_budgets, sy
 # $\alpha = 0.34$, $\beta = 0.28$; Besiroglu et al. (Epoch, 2024) refitted the same data and found
 # $E = 1.82$, $A = 482$, $B = 2085$, $\alpha = 0.348$, $\beta = 0.366$.
 #
-# ### Exercise 5 — the closed form
+# ### Exercise 5 — the closed form (3 points)
 # Write `compute_optimal(C, A, B, alpha, beta)`, returning `(N_opt, D_opt)` as floats, and
 # `tokens_per_parameter(C, A, B, alpha, beta)`: $D_\text{opt} / N_\text{opt}$ (call your
 # `compute_optimal`). Checked within $10^{-9}$ (relative).

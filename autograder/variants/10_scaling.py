@@ -7,13 +7,13 @@ from lmcourse.authoring.mutants import Alternative, Mutant, patch
 
 MUTANTS = [
     # --- parameters
-    Mutant("12 n_layer d: the square forgotten", "non_embedding_params", patch(
+    Mutant("12 n_layer d: the square forgotten", "transformer_params", patch(
         ("return 12 * n_layer * d_model ** 2", "return 12 * n_layer * d_model"))),
-    Mutant("counts the attention projections only (4 n_layer d²)", "non_embedding_params", patch(
+    Mutant("counts the attention projections only (4 n_layer d²)", "transformer_params", patch(
         ("return 12 * n_layer * d_model ** 2", "return 4 * n_layer * d_model ** 2"))),
-    Mutant("one block too few (n_layer - 1)", "non_embedding_params", patch(
+    Mutant("one block too few (n_layer - 1)", "transformer_params", patch(
         ("return 12 * n_layer * d_model ** 2", "return 12 * (n_layer - 1) * d_model ** 2"))),
-    Mutant("returns a float where the exercise says int (12.0 * ...)", "non_embedding_params", patch(
+    Mutant("returns a float where the exercise says int (12.0 * ...)", "transformer_params", patch(
         ("return 12 * n_layer * d_model ** 2", "return 12.0 * n_layer * d_model ** 2"))),
     Mutant("one block too few in the general count", "transformer_params", patch(
         ("return 2 * d_model * n_layer * (2 * d_attn + d_ff)",
@@ -28,7 +28,7 @@ MUTANTS = [
     Mutant("the attention term not tripled for training", "training_flops", patch(
         ("flops += 3 * 2.0 * n_layer * n_ctx * d_attn * n_tokens",
          "flops += 2.0 * n_layer * n_ctx * d_attn * n_tokens"))),
-    Mutant("a PF-day of an hour (1e15 * 3600)", "pf_days", patch(
+    Mutant("a PF-day of an hour (1e15 * 3600)", "training_flops", patch(
         ("return flops / (1e15 * 86_400)", "return flops / (1e15 * 3600)"))),
     # --- power laws
     Mutant("alpha with the slope's sign", "fit_power_law", patch(
@@ -103,11 +103,22 @@ def isoflop_minima(budgets, params, losses):
 ]
 
 ALTERNATIVES = [
-    Alternative("non_embedding_params through the general count", "non_embedding_params", '''
+    Alternative("non_embedding_params through the general count", "transformer_params", '''
 def non_embedding_params(n_layer, d_model):
     return n_layer * (4 * d_model * d_model + 2 * d_model * (4 * d_model))
+
+
+def transformer_params(n_layer, d_model, d_attn=None, d_ff=None):
+    d_attn = d_model if d_attn is None else d_attn
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    return 2 * d_model * n_layer * (2 * d_attn + d_ff)
 '''),
-    Alternative("transformer_params summing the layers one by one", "transformer_params", '''
+    Alternative("transformer_params summing the layers one by one, and the usual count from it", "transformer_params",
+                '''
+def non_embedding_params(n_layer, d_model):
+    return transformer_params(n_layer, d_model)
+
+
 def transformer_params(n_layer, d_model, d_attn=None, d_ff=None):
     if d_attn is None:
         d_attn = d_model
@@ -123,10 +134,20 @@ def training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None):
         per_token = per_token + n_layer * n_ctx * d_attn
     forward = 2 * per_token * n_tokens
     return forward + 2 * forward
+
+
+def pf_days(flops):
+    return flops / 8.64e19
 '''),
-    Alternative("pf_days with seconds spelt out", "pf_days", '''
+    Alternative("pf_days with seconds spelt out, and training_flops with one test for the attention", "training_flops",
+                '''
 PETAFLOP = 10 ** 15
 SECONDS_PER_DAY = 24 * 60 * 60
+
+
+def training_flops(n_params, n_tokens, n_layer=None, n_ctx=None, d_attn=None):
+    attention = 0.0 if None in (n_layer, n_ctx, d_attn) else 6.0 * n_layer * n_ctx * d_attn
+    return 6.0 * n_params * n_tokens + attention * n_tokens
 
 
 def pf_days(flops):

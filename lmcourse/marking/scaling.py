@@ -94,7 +94,8 @@ def _not_int(got, want) -> bool:
 _ONE_BLOCK_SHORT = ("one block's worth short: the count is per block, times n_layer blocks (not n_layer - 1: "
                     "range(n_layer) has n_layer of them)")
 
-NON_EMBEDDING_PARAMS = Exercise("non_embedding_params", (
+# the two counts of exercise 1 are one unit: the usual shape first, then the general count
+TRANSFORMER_PARAMS = Exercise("transformer_params", (
     Case("non_embedding_params(2, 64)", lambda names: names.non_embedding_params(2, 64), compare=numbers(1e-12),
          diagnoses=(when(_not_int, "the count is right in size but not an int (a float, or a one-number tensor or "
                                    "array): the exercise asks for an int — 12 * n_layer * d_model ** 2 of ints stays "
@@ -111,10 +112,6 @@ NON_EMBEDDING_PARAMS = Exercise("non_embedding_params", (
          compare=numbers(1e-12), hint="12 · 96 · 12288² ≈ 1.74e11, the 175 B of the lecture"),
     Case("non_embedding_params(1, 16)", lambda names: names.non_embedding_params(1, 16), compare=numbers(1e-12),
          hint="12 · 1 · 16² = 3072"),
-))
-
-
-TRANSFORMER_PARAMS = Exercise("transformer_params", (
     Case("transformer_params(3, 64), the defaults", lambda names: names.transformer_params(3, 64),
          compare=numbers(1e-12),
          diagnoses=(when(_ratio(2 / 3), _ONE_BLOCK_SHORT + ": 2 d (2 d_attn + d_ff) per block, 3 blocks"),
@@ -149,6 +146,7 @@ def _flops(*args, **kwargs):
     return lambda names: names.training_flops(*args, **kwargs)
 
 
+# the cost and its unit are one unit too: 6 N D, then the same FLOPs in PF-days
 TRAINING_FLOPS = Exercise("training_flops", (
     Case("training_flops(1e6, 1e9)", _flops(1e6, 1e9), compare=numbers(1e-12),
          diagnoses=(when(_ratio(1 / 3), "2 N D is the forward pass only: the backward pass costs twice the forward "
@@ -167,10 +165,6 @@ TRAINING_FLOPS = Exercise("training_flops", (
                                                                 "cost per token: training costs three times it"),
                     when(_is(6e15 + 6 * 4 * 1024 * 256), "the attention term is per token: multiply it by D")),
          hint="6 N D + 6 n_layer n_ctx d_attn D"),
-))
-
-
-PF_DAYS = Exercise("pf_days", (
     Case("pf_days(8.64e19)", lambda names: names.pf_days(8.64e19), compare=numbers(1e-12),
          diagnoses=(when(_is(24.0), "a day has 86,400 seconds: you divided by 1e15 · 3600 (an hour)"),
                     when(_is(1000.0), "a petaflop is 1e15 FLOPs, not 1e12"),
@@ -440,7 +434,7 @@ Q_TREND, Q_TREND_LETTER = question("q_trend", "answer_q_trend", "ABC")
 
 NOTEBOOK = Notebook(
     "10_scaling", reference="lmcourse.reference.scaling", hidden="lmcourse.marking.scaling_hidden",
-    exercises=(NON_EMBEDDING_PARAMS, TRANSFORMER_PARAMS, TRAINING_FLOPS, PF_DAYS, Q_SIX, FIT_POWER_LAW,
+    exercises=(TRANSFORMER_PARAMS, TRAINING_FLOPS, Q_SIX, FIT_POWER_LAW,
                FIT_POWER_LAW_OFFSET, ISOFLOP_PARABOLA, ISOFLOP_MINIMA, FIT_EXPONENTS, COMPUTE_OPTIMAL,
                TOKENS_PER_PARAMETER, Q_TREND),
     withheld=("lmcourse.reference.scaling",))

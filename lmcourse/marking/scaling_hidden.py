@@ -27,10 +27,9 @@ _STEEP = {"A": 300.0, "B": 900.0, "alpha": 0.25, "beta": 0.45}
 _EXP_KEYS = {"a": 1e-6, "k_N": 1e-6, "b": 1e-6, "k_D": 1e-6}
 
 HIDDEN = {
-    "non_embedding_params": tuple(
-        Case(f"non_embedding_params({n}, {d})", lambda names, n=n, d=d: names.non_embedding_params(n, d),
-             compare=numbers(1e-12)) for n, d in ((12, 768), (3, 64), (8, 384), (40, 5120))),
     "transformer_params": tuple(
+        Case(f"non_embedding_params({n}, {d})", lambda names, n=n, d=d: names.non_embedding_params(n, d),
+             compare=numbers(1e-12)) for n, d in ((12, 768), (3, 64), (8, 384), (40, 5120))) + tuple(
         Case(f"transformer_params({n}, {d}, d_attn={da}, d_ff={df})",
              lambda names, n=n, d=d, da=da, df=df: names.transformer_params(n, d, d_attn=da, d_ff=df),
              compare=numbers(1e-12)) for n, d, da, df in ((96, 12288, None, None), (3, 96, 48, 384), (2, 64, 128, None),
@@ -40,9 +39,8 @@ HIDDEN = {
         Case("training_flops(12768, 1.3e6)", lambda names: names.training_flops(12768, 1.3e6), compare=numbers(1e-12)),
         Case("training_flops(85e6, 1e9, n_layer=12, n_ctx=2048, d_attn=768)",
              lambda names: names.training_flops(85e6, 1e9, n_layer=12, n_ctx=2048, d_attn=768), compare=numbers(1e-12)),
-    ),
-    "pf_days": tuple(Case(f"pf_days({c:g})", lambda names, c=c: names.pf_days(c), compare=numbers(1e-12))
-                     for c in (4.86e21, 1e15, 3.14e23)),
+    ) + tuple(Case(f"pf_days({c:g})", lambda names, c=c: names.pf_days(c), compare=numbers(1e-12))
+              for c in (4.86e21, 1e15, 3.14e23)),
     "q_six": (Q_SIX_LETTER,),
     "fit_power_law": (
         Case("fit_power_law, 9 points of 7 x^-0.076", fitted("fit_power_law", 0.0, 7.0, 0.076, lo=1e3, hi=1e9, n=9),

@@ -19,12 +19,14 @@
 # checks your answer and says what looks wrong, and the autograder runs hidden tests of the same
 # rules. Write the computation with basic tensor operations (`@`, `.exp()`, `.max()`, `.sum()`,
 # `.transpose()`, `.view()`): a ready-made softmax (`torch.softmax`, `F.softmax`, `x.softmax`,
-# `nn.Softmax`, `x.log_softmax(dim).exp()`, ...) or attention (`F.scaled_dot_product_attention`,
-# `nn.MultiheadAttention`) scores 0 under any name, and the course's own attention
-# (`lmcourse.nn.attention`) is absent while the autograder runs. Return the input's dtype and
-# device; never change an input in place. Your `softmax`, `attention_scores` and `causal_mask` are
-# graded by their own tests: later exercises run with the course's versions of them. Every rule in
-# one place (threads, the course's files, TorchScript, questions): [How the checks
+# `nn.Softmax`, `x.log_softmax(dim).exp()`, ...), one that another function computes for you (the
+# gradient of `F.cross_entropy`, `torch.distributions`' normalised logits) or attention
+# (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`) scores 0 under any name, and the
+# course's own attention (`lmcourse.nn.attention`) is absent while the autograder runs. Return the
+# input's dtype and device; never change an input in place. Your `softmax`, `attention_scores` and
+# `causal_mask` are graded by their own tests: later exercises run with the course's versions of
+# them. Every rule in one place (threads, the course's files, TorchScript, questions): [How the
+# checks
 # work](../docs/notebooks.md#how-the-checks-work).
 
 # %% locked="setup"
@@ -92,13 +94,14 @@ rt = lmcourse.setup(seed=0)
 # as long as the row has at least one finite score (the causal mask always leaves one).
 #
 # ### Exercise 1 — stable softmax
-# Write `softmax(x, dim=-1)`: the softmax of a tensor along dimension `dim` (every other
-# dimension is a batch). Subtract the maximum along `dim` first; `keepdim=True` keeps shapes
-# broadcastable. `x.max(dim=dim, keepdim=True)` returns a pair (values, indices): take its
-# `.values`, or use `x.amax(dim=dim, keepdim=True)`, which returns only the values. Use `.exp()`,
-# `.max()` and `.sum()`, not a ready-made softmax (`torch.softmax`, `F.softmax`, `x.softmax`,
-# `x.log_softmax(dim).exp()`, ...). Return a new tensor of the same shape, **dtype** and device as
-# `x` (a float32 `x` gives a float32 result), and leave `x` unchanged.
+# Write `softmax(x, dim=-1)`: the softmax of a tensor along dimension `dim` (every other dimension
+# is a batch). Subtract the maximum along `dim` first; `keepdim=True` keeps shapes broadcastable.
+# `x.max(dim=dim, keepdim=True)` returns a pair (values, indices): take its `.values`, or use
+# `x.amax(dim=dim, keepdim=True)`, which returns only the values. Use `.exp()`, `.max()` and
+# `.sum()`, not a ready-made softmax (`torch.softmax`, `F.softmax`, `x.softmax`,
+# `x.log_softmax(dim).exp()`, `F.cross_entropy`'s gradient, `torch.distributions`, ...). Return a
+# new tensor of the same shape, **dtype** and device as `x` (a float32 `x` gives a float32
+# result), and leave `x` unchanged.
 
 # %% solution="softmax"
 def softmax(x, dim=-1):

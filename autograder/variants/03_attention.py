@@ -341,6 +341,43 @@ shifted = x - x.max(dim=dim, keepdim=True).values
 e = shifted.exp()
 return e / e.sum(dim=dim, keepdim=True)
 ''', "return F.softmin(-x, dim=dim)"))),
+    # the eighth red team: a softmax that another public function computes, with no softmax in the name
+    Mutant("softmax as the gradient of F.cross_entropy plus the one-hot", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', """
+z = x.movedim(dim, -1)
+flat = z.reshape(-1, z.shape[-1]).detach().requires_grad_(True)
+target = flat.argmax(-1)
+with torch.enable_grad():
+    g, = torch.autograd.grad(F.cross_entropy(flat, target, reduction="sum"), flat)
+w = g + torch.zeros_like(g).scatter(-1, target[:, None], 1.0)
+return w.reshape(z.shape).movedim(-1, dim)
+"""))),
+    Mutant("softmax through F.scaled_dot_product_attention with a query of ones and V the identity", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', """
+z = x.movedim(dim, -1)
+n = z.shape[-1]
+keys = z.reshape(-1, 1, n, 1)
+ones = torch.ones(keys.shape[0], 1, 1, 1, dtype=x.dtype, device=x.device)
+eye = torch.eye(n, dtype=x.dtype, device=x.device).expand(keys.shape[0], 1, n, n)
+return F.scaled_dot_product_attention(ones, keys, eye, scale=1.0).reshape(z.shape).movedim(-1, dim)
+"""))),
+    Mutant("softmax as the normalised logits of torch.distributions.Categorical", "softmax", patch(
+        ('''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+''', """
+z = x.movedim(dim, -1)
+return torch.distributions.Categorical(logits=z, validate_args=False).logits.exp().movedim(-1, dim)
+"""))),
     Mutant("softmax through an nn.Softmax module", "softmax", patch(
         ('''
 shifted = x - x.max(dim=dim, keepdim=True).values

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from lmcourse.marking.rules import exercise_rules
+from lmcourse.marking.rules import LIBRARIES, exercise_rules
 
 from .show import show
 from .spec import Case, Compare, Exercise, Notebook, question, when
@@ -29,13 +29,25 @@ __all__ = ["MHA_ERRORS", "NOTEBOOK", "Q_MASK_LETTER", "Q_SOFTMAX_LETTER", "Q_SWA
 # ------------------------------------------------------------------ the second line: torch's own versions
 
 _SOFTMAX_RULE = ("write softmax yourself with .exp(), .max() and .sum(): a ready-made softmax (torch.softmax, "
-                 "F.softmax, x.softmax, nn.Softmax, x.log_softmax(dim).exp(), torch._softmax, ...) scores 0 here")
+                 "F.softmax, x.softmax, nn.Softmax, x.log_softmax(dim).exp(), F.cross_entropy's gradient, "
+                 "torch.distributions, ...) scores 0 here")
 _SCORES_RULE = "compute the scores yourself with @ and .transpose(): F.scaled_dot_product_attention scores 0 here"
 _SDPA_RULE = ("compute the weights with your softmax (or .exp(), .max(), .sum()): a ready-made softmax or attention "
               "(torch.softmax, x.softmax, F.scaled_dot_product_attention, ...) scores 0 here")
 _MHA_RULE = ("compute attention with your scaled_dot_product_attention (or by hand): a ready-made softmax or "
              "attention (x.softmax, F.scaled_dot_product_attention, nn.MultiheadAttention, ...) scores 0 here")
 _ATTENTION = ("softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention")
+_SOFTMAX_KERNELS = ("softmax", "softmin")
+# public torch code that normalises scores as a softmax does without the word in its name: a cross-entropy's
+# gradient (softmax minus the one-hot), a distribution's normalised logits; their kernels (_log_softmax,
+# _safe_softmax inside F.scaled_dot_product_attention) are refused by name as they run
+_SOFTMAX_ELSEWHERE = ("torch.nn.functional:cross_entropy", "torch.nn:CrossEntropyLoss")
+_DISTRIBUTIONS = (*LIBRARIES, "torch.distributions")
+
+
+def _softmax_rules(reason: str, *more: str, torch: tuple[str, ...]):
+    return exercise_rules(reason, *_SOFTMAX_ELSEWHERE, *more, torch=torch, kernels=_SOFTMAX_KERNELS,
+                          libraries=_DISTRIBUTIONS)
 
 # ------------------------------------------------------------------ shared pieces
 
@@ -168,7 +180,7 @@ SOFTMAX = Exercise("softmax", (
     Case("the device of softmax of a tensor on the meta device",
          lambda names: tolerate_meta(lambda: names.softmax(torch.empty(2, 3, device="meta"))),
          compare=_equal("the device", _DEVICE), errors=_SOFTMAX_ERRORS),
-), rules=exercise_rules(_SOFTMAX_RULE, torch=("softmax", "softmin")))
+), rules=_softmax_rules(_SOFTMAX_RULE, "torch.nn.functional:scaled_dot_product_attention", torch=_SOFTMAX_KERNELS))
 
 # ------------------------------------------------------------------ attention_scores
 
@@ -348,7 +360,7 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise("scaled_dot_product_attention", (
          compare=fields(*((k, _equal(f"the dtype of the {what}", "return the input's dtype: no .double() on the way"))
                           for k, what in (("out", "output"), ("w", "weights"))))),
 ), standins=("softmax", "attention_scores", "causal_mask"),
-    rules=exercise_rules(_SDPA_RULE, torch=_ATTENTION))
+    rules=_softmax_rules(_SDPA_RULE, torch=_ATTENTION))
 
 # ------------------------------------------------------------------ MultiHeadAttention
 
@@ -524,7 +536,7 @@ MULTI_HEAD_ATTENTION = Exercise("multi_head_attention", (
     Case("device of the output for an input on the meta device", _mha_meta, errors=MHA_ERRORS,
          compare=_equal("the device", _MASK_HINT)),
 ), standins=("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention"), answer="MultiHeadAttention",
-    rules=exercise_rules(_MHA_RULE, torch=_ATTENTION))
+    rules=_softmax_rules(_MHA_RULE, torch=_ATTENTION))
 
 
 NOTEBOOK = Notebook(

@@ -303,6 +303,28 @@ _MODES_POPPED = ("import torch\n_pp = ''.join(['_po', 'p_t', 'orc', 'h_f', 'unc'
                  "        for _m in reversed(_held):\n            getattr(torch._C, _pu)(_m)\n")
 _MODES_POPPED_ANSWER = "def softmax(x, dim=-1):\n    return _bare(torch.softmax, x, dim)\n"
 
+# the eighth round: public torch code that computes a softmax without the word in its name, nothing switched off
+# (the kernel's rules refuse their softmax kernels as they run, the judge reads the names)
+_EIGHTH_ROUND = {
+    "aax-cross-entropy-gradient": (
+        "import torch.nn.functional as F\n\ndef softmax(x, dim=-1):\n    z = x.movedim(dim, -1)\n"
+        "    flat = z.reshape(-1, z.shape[-1]).detach().requires_grad_(True)\n    target = flat.argmax(-1)\n"
+        "    with torch.enable_grad():\n"
+        "        g, = torch.autograd.grad(F.cross_entropy(flat, target, reduction='sum'), flat)\n"
+        "    w = g + torch.zeros_like(g).scatter(-1, target[:, None], 1.0)\n"
+        "    return w.reshape(z.shape).movedim(-1, dim)\n"),
+    "aay-attention-identity": (
+        "import torch.nn.functional as F\n\ndef softmax(x, dim=-1):\n    z = x.movedim(dim, -1)\n"
+        "    n = z.shape[-1]\n    keys = z.reshape(-1, 1, n, 1)\n"
+        "    ones = torch.ones(keys.shape[0], 1, 1, 1, dtype=x.dtype, device=x.device)\n"
+        "    eye = torch.eye(n, dtype=x.dtype, device=x.device).expand(keys.shape[0], 1, n, n)\n"
+        "    out = F.scaled_dot_product_attention(ones, keys, eye, scale=1.0)\n"
+        "    return out.reshape(z.shape).movedim(-1, dim)\n"),
+    "aaz-categorical-logits": (
+        "def softmax(x, dim=-1):\n    z = x.movedim(dim, -1)\n"
+        "    return torch.distributions.Categorical(logits=z, validate_args=False).logits.exp().movedim(-1, dim)\n"),
+}
+
 
 _SECOND_ROUND = {
     "aaf-pickle": f"import pickle\npickle.loads(bytes.fromhex({_pickled_switch()!r}))\n",
@@ -364,6 +386,10 @@ def _routes_03() -> dict[str, nbformat.NotebookNode]:
     _insert_after_setup(nb, _MODES_POPPED)
     _answer(nb, "softmax", _MODES_POPPED_ANSWER)
     out["aaw-modes-popped"] = nb
+    for student, answer in _EIGHTH_ROUND.items():
+        nb = _world(name, cell="")
+        _answer(nb, "softmax", answer)
+        out[student] = nb
     return out
 
 
@@ -441,6 +467,8 @@ ROUTES_03 = {
     "aar-subinterpreter": ("softmax", True),   # refused when armed (the rules stay on), and named
     # and the scan names the switch: a traceback's frame, getattr / setattr with a name built in another statement
     **{student: ("softmax", True) for student in (*_FIFTH_ROUND, "aaw-modes-popped")},
+    # public API only: nothing for the scan to flag, the softmax lost in the kernel and in the judge
+    **{student: ("softmax", False) for student in _EIGHTH_ROUND},
 }
 
 

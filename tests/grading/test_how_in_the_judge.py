@@ -221,3 +221,28 @@ def test_the_seventh_rounds_valid_answers_keep_their_exercises(answer):
     nb = _with_cells("03_attention", answers, before, after)
     nb.cells.append(nbformat.v4.new_code_cell("from torch.nn.functional import softmax\n"))  # after every test
     assert refused_answers(nb, "03_attention") == {}
+
+
+# the eighth red team: a softmax another public torch function computes, with no softmax in its name
+EIGHTH_ROUND = {
+    "the gradient of F.cross_entropy": "import torch.nn.functional as F\n" + _SM.format(
+        "torch.autograd.grad(F.cross_entropy(x, x.argmax(-1), reduction='sum'), x)[0]"),
+    "F.scaled_dot_product_attention with V the identity": "import torch.nn.functional as F\n" + _SM.format(
+        "F.scaled_dot_product_attention(torch.ones(1, 1, 1), x[..., None], torch.eye(x.size(-1)), scale=1.0)"),
+    "torch.distributions' normalised logits": _SM.format("torch.distributions.Categorical(logits=x).logits.exp()"),
+    "nn.CrossEntropyLoss": "import torch.nn as nn\n" + _SM.format(
+        "torch.autograd.grad(nn.CrossEntropyLoss()(x, y), x)[0]"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(EIGHTH_ROUND))
+def test_the_eighth_rounds_routes_lose_the_exercise(route):
+    nb = _with_cells("03_attention", {"softmax": EIGHTH_ROUND[route]}, [], None)
+    assert "softmax" in refused_answers(nb, "03_attention")
+
+
+def test_a_softmax_through_logsumexp_keeps_its_exercise():
+    """torch.logsumexp is a primitive the student composes (the eighth red team's valid answer)."""
+    nb = _with_cells("03_attention", {"softmax": _SM.format("torch.exp(x - torch.logsumexp(x, dim, keepdim=True))")},
+                     [], None)
+    assert refused_answers(nb, "03_attention") == {}

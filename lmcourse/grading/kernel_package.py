@@ -10,6 +10,9 @@ package lives, :mod:`.sandbox`), holding what ``lmcourse release --through NN`` 
 - no grader, no author's tools (``grading/`` but the preamble the kernel runs first and the runner,
   ``authoring/``, ``marking/grader.py``).
 
+An assignment that is none of the course's notebooks (renamed by a TA, or a notebook of the TA's own)
+gets the barest copy: no answer of any notebook.
+
 The copy is made once per notebook and version of the package, in the grader's own cache (never bound into
 a sandbox), with its bytecode compiled there, so each kernel imports it without compiling.
 """
@@ -59,7 +62,9 @@ def left_out(assignment: str) -> list[str]:
     from lmcourse.marking.notebooks import TESTS, load
 
     root = _source()
-    number = int(assignment[:2])
+    # an assignment that is not one of the course's notebooks (renamed, or a TA's own) gets the barest
+    # package: nothing of any notebook's answers, as if it came before the first
+    number = int(assignment[:2]) if assignment in TESTS else 0
     gone: set[Path] = set()
     for name in TESTS:
         if int(name[:2]) >= number:

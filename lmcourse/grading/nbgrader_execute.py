@@ -62,7 +62,9 @@ class SandboxedExecute(Execute):
         if kind == "bubblewrap":
             from .kernel_package import kernel_package
 
-            package = kernel_package(assignment, _cache()) if _graded_from_records(assignment) else None
+            # every assignment gets a package made for it: one that is none of the course's notebooks gets
+            # the barest, never the whole package with its answers and hidden cases
+            package = kernel_package(assignment, _cache())
         limits = Limits(cell_timeout=int(self.timeout or Limits.cell_timeout), memory_mb=self.memory_mb,
                         notebook_timeout=float(self.notebook_timeout), disk_mb=self.disk_mb)
         cell = v4.new_code_cell(preamble.source(limits.seed, limits.output_chars, uses_torch(nb), assignment))
@@ -90,12 +92,6 @@ class SandboxedExecute(Execute):
             ran = _nothing_ran(sent, detail or status)
         trusted.check(assignment)           # the package the judge reads next is the one it started with
         return strip_injected(ran), resources
-
-
-def _graded_from_records(assignment: str) -> bool:
-    from lmcourse.marking.notebooks import marked
-
-    return marked(assignment)
 
 
 def _nothing_ran(nb, why: str):

@@ -141,6 +141,23 @@ def test_the_package_left_out_follows_the_withheld_lists():
     assert (ROOT / "lmcourse" / "reference" / "attention.py").is_file()
 
 
+@pytest.mark.parametrize("assignment", ["03_attention_v2", "hw3", "ta_quiz"])
+def test_an_assignment_that_is_none_of_the_courses_gets_no_answer_at_all(assignment):
+    """A notebook renamed by a TA, or one of the TA's own, graded with the course's config: its kernel gets the
+    barest package (no notebook's answers, hidden cases or grader), never the whole one."""
+    gone = set(left_out(assignment))
+    for rel in ("reference/ngram.py", "reference/rnn.py", "reference/attention.py", "marking/ngram_hidden.py",
+                "marking/grader.py", "nn/attention.py", "authoring"):
+        assert rel in gone, rel
+    from lmcourse.grading import grade
+
+    sandbox.choose("bubblewrap")
+    package = grade._package(assignment)          # what `lmcourse grade` binds where lmcourse lives
+    assert package is not None
+    assert sorted(p.name for p in (package / "reference").glob("*.py")) == ["__init__.py"]
+    assert not list((package / "marking").glob("*_hidden.py")) and not (package / "marking" / "grader.py").exists()
+
+
 # --- what the red team tried from inside, each closed -----------------------------------------------
 TRICKS = [
     # a module written into the kernel's folder and imported: code no cell shows

@@ -105,7 +105,7 @@ with torch.no_grad():
     next_logits = model(prompt)[0][0, -1].float().cpu()  # (V,): the scores s(w) of every next character
 
 # %% [markdown]
-# ## 2. Temperature
+# ## 2. From scores to the next word: temperature, sampling, greedy
 #
 # The model's last position gives a score $s(w)$ to every word $w$ of the vocabulary (the logits).
 # **Ancestral sampling** draws the next word from the distribution they define, and a
@@ -115,12 +115,25 @@ with torch.no_grad():
 # goes to the most likely word, greedy choice); $\tau > 1$ flattens it towards uniform. The
 # temperature divides the *scores*, before the softmax.
 #
-# ### Exercise 1 — `apply_temperature` (1 point)
-# Write `apply_temperature(logits, tau)`: return `logits / tau`, for logits of any shape
-# (`(V,)`, `(B, V)`, ...). Same shape, dtype and device; do not change `logits` in place. Entries
-# that are `-inf` (removed words) stay `-inf`.
+# Then the next word is picked from those (reshaped) logits in one of two ways: **sample** it from
+# their softmax, or take the **most likely** one, $x_i = \arg\max_{w} p(w \mid x_1, \dots, x_{i-1})$
+# (greedy decoding, an estimate of the most likely sequence made one word at a time).
+#
+# ### Exercise 1 — `apply_temperature`, `sample_next` and `greedy_next` (3 points)
+# The three steps from scores to a word, in one cell:
+#
+# * `apply_temperature(logits, tau)`: return `logits / tau`, for logits of any shape (`(V,)`,
+#   `(B, V)`, ...): the scores, not probabilities. Same shape, dtype and device; do not change
+#   `logits` in place (return a new tensor). Entries that are `-inf` (removed words) stay `-inf`.
+# * `sample_next(logits, generator=None)`: logits `(B, V)` (possibly with `-inf`); return `(B,)`
+#   ids (`torch.long`), one per row, drawn from the row's softmax with `generator` (e.g.
+#   `torch.multinomial(probs, 1, generator=generator)`), so that the same seed gives the same ids
+#   and successive calls with one generator go on along its stream (do not reseed anything from it);
+# * `greedy_next(logits)`: logits `(B, V)`; return the `(B,)` ids of each row's largest logit.
+#
+# Sampling at temperature $\tau$ is then `sample_next(apply_temperature(logits, tau), generator)`.
 
-# %% solution="apply_temperature"
+# %% solution="next_token"
 def apply_temperature(logits, tau):
     """Scores divided by the temperature tau > 0."""
     ### BEGIN SOLUTION
@@ -128,11 +141,27 @@ def apply_temperature(logits, tau):
     ### END SOLUTION
 
 
-# %% tests="apply_temperature_tests" points=1
-# The scores divided by tau: same shape, dtype and device; the logits given are not changed.
-tests.check("apply_temperature")
+def sample_next(logits, generator=None):
+    """One id per row of logits (B, V), drawn from softmax(logits) with generator: (B,)."""
+    ### BEGIN SOLUTION
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    ### END SOLUTION
+
+
+def greedy_next(logits):
+    """The id of the largest logit of each row of logits (B, V): (B,)."""
+    ### BEGIN SOLUTION
+    return logits.argmax(dim=-1)
+    ### END SOLUTION
+
+
+# %% tests="next_token_tests" points=3
+# apply_temperature divides the scores by tau (same shape, dtype, device; the logits given unchanged);
+# sample_next draws (B,) ids from softmax(logits) with the generator given; greedy_next takes each row's argmax.
+tests.check("next_token")
 ### BEGIN HIDDEN TESTS
-tests.grade("apply_temperature")
+tests.grade("next_token")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -282,44 +311,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 4. Choosing the next word, and a generation loop
+# ## 4. A generation loop
 #
-# Two ways to pick the next word from (filtered) logits: **sample** it from their softmax, or take
-# the **most likely** one, $x_i = \arg\max_{w} p(w \mid x_1, \dots, x_{i-1})$ (greedy decoding, an
-# estimate of the most likely sequence made one word at a time).
-#
-# ### Exercise 5 — `sample_next` and `greedy_next` (2 points)
-# * `sample_next(logits, generator=None)`: logits `(B, V)` (possibly with `-inf`); return `(B,)`
-#   ids (`torch.long`), one per row, drawn from the row's softmax with `generator` (e.g.
-#   `torch.multinomial(probs, 1, generator=generator)`), so that the same seed gives the same ids
-#   and successive calls with one generator go on along its stream (do not reseed anything from it);
-# * `greedy_next(logits)`: logits `(B, V)`; return the `(B,)` ids of each row's largest logit.
-
-# %% solution="next_token"
-def sample_next(logits, generator=None):
-    """One id per row of logits (B, V), drawn from softmax(logits) with generator: (B,)."""
-    ### BEGIN SOLUTION
-    probs = torch.softmax(logits, dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-    ### END SOLUTION
-
-
-def greedy_next(logits):
-    """The id of the largest logit of each row of logits (B, V): (B,)."""
-    ### BEGIN SOLUTION
-    return logits.argmax(dim=-1)
-    ### END SOLUTION
-
-
-# %% tests="next_token_tests" points=2
-# sample_next draws (B,) ids from softmax(logits) with the generator given; greedy_next takes each row's argmax.
-tests.check("next_token")
-### BEGIN HIDDEN TESTS
-tests.grade("next_token")
-### END HIDDEN TESTS
-
-# %% [markdown]
-# ### Exercise 6 — `generate` (2 points)
+# ### Exercise 5 — `generate` (2 points)
 # Write `generate(model, prompt, max_new_tokens, filters=(), generator=None)`, ancestral sampling
 # with any list of filters:
 #
@@ -403,7 +397,7 @@ print(f"\nrepetition: {repeated_share(greedy_text):.0%} of greedy's 8-character 
 # ($\alpha = 0$: plain sum, which favours short hypotheses; $\alpha = 1$: mean log-probability per
 # word). With $b = 1$ beam search is greedy decoding.
 #
-# ### Exercise 7 — `beam_search` (4 points)
+# ### Exercise 6 — `beam_search` (4 points)
 # Write `beam_search(model, prompt, beam_size, max_new_tokens, length_penalty=1.0, eos_id=None)`:
 #
 # * `prompt`: a 1-D tensor of ids `(T,)`; the model is called as in `generate` (ids `(nb, T')`,
@@ -558,7 +552,7 @@ for name, (d, lp) in points.items():
 # at once, each attends to the cache and to the new words up to itself (a causal mask shifted by
 # $T_{\text{past}}$).
 #
-# ### Exercise 8 — `cached_forward` (4 points)
+# ### Exercise 7 — `cached_forward` (4 points)
 # Write `cached_forward(model, idx, cache=None)` for a GPT with the attribute names of notebook
 # 05 (`model.wte`, `model.wpe`, `model.drop`, `model.blocks`, `model.ln_f`, `model.lm_head`; each
 # block pre-LN with `block.ln1`, `block.attn`, `block.ln2`, `block.mlp`, and the attention's
@@ -625,7 +619,7 @@ tests.grade("cached_forward")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 9 — `generate_cached` (2 points)
+# ### Exercise 8 — `generate_cached` (2 points)
 # Write `generate_cached(model, prompt, max_new_tokens, filters=(), generator=None)`: what
 # `generate` does, with your `cached_forward`:
 #

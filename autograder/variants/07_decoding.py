@@ -6,12 +6,12 @@
 from lmcourse.authoring.mutants import Alternative, Mutant, forged_choice, patch
 
 MUTANTS = [
-    # --- temperature
-    Mutant("temperature multiplied instead of divided", "apply_temperature", patch(
+    # --- the next token: temperature
+    Mutant("temperature multiplied instead of divided", "next_token", patch(
         ("return logits / tau", "return logits * tau"))),
-    Mutant("temperature applied after the softmax (returns probabilities / tau)", "apply_temperature", patch(
+    Mutant("temperature applied after the softmax (returns probabilities / tau)", "next_token", patch(
         ("return logits / tau", "return torch.softmax(logits, dim=-1) / tau"))),
-    Mutant("temperature divides in place", "apply_temperature", patch(
+    Mutant("temperature divides in place", "next_token", patch(
         ("return logits / tau", "return logits.div_(tau)"))),
     # --- top-k
     Mutant("top-k keeps k + 1 words", "top_k_filter", patch(
@@ -404,10 +404,18 @@ idx = prompt
 ]
 
 ALTERNATIVES = [
-    # --- temperature
-    Alternative("torch.div, and multiplying by 1 / tau is as good", "apply_temperature", '''
+    # --- the next token
+    Alternative("torch.div, and multiplying by 1 / tau is as good", "next_token", '''
 def apply_temperature(logits, tau):
     return torch.div(logits, tau) if tau < 1 else logits * (1.0 / tau)
+
+
+def sample_next(logits, generator=None):
+    return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(-1)
+
+
+def greedy_next(logits):
+    return logits.argmax(dim=-1)
 '''),
     # --- top-k
     Alternative("sort, threshold at the k-th value, torch.where", "top_k_filter", '''
@@ -470,6 +478,10 @@ def epsilon_filter(logits, eps):
 '''),
     # --- next token
     Alternative("inverse-CDF sampling with torch.rand and searchsorted; greedy via max().indices", "next_token", '''
+def apply_temperature(logits, tau):
+    return logits * (1.0 / tau)
+
+
 def sample_next(logits, generator=None):
     probs = torch.softmax(logits.double(), dim=-1)
     cdf = probs.cumsum(dim=-1)
@@ -637,6 +649,10 @@ def epsilon_filter(logits, eps):
     return torch.where(keep, logits, torch.tensor(float("-inf"), dtype=logits.dtype))
 '''),
     Alternative("Gumbel-max sampling with the generator; greedy via torch.max", "next_token", '''
+def apply_temperature(logits, tau):
+    return torch.true_divide(logits, tau)
+
+
 def sample_next(logits, generator=None):
     u = torch.rand(logits.shape, generator=generator, dtype=torch.float64, device=logits.device)
     gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
@@ -647,6 +663,10 @@ def greedy_next(logits):
     return torch.max(logits, dim=-1).indices
 '''),
     Alternative("greedy via topk(1); multinomial on float64 probabilities", "next_token", '''
+def apply_temperature(logits, tau):
+    return logits.div(tau)
+
+
 def sample_next(logits, generator=None):
     return torch.multinomial(torch.softmax(logits.double(), dim=-1), 1, generator=generator)[:, 0]
 

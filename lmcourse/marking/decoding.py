@@ -101,7 +101,7 @@ def _in_place(what: str, hint: str = "do not change the input in place") -> Comp
     return logits(values=hint, what=f"{what} after the call")
 
 
-# ------------------------------------------------------------------ 1. apply_temperature
+# ------------------------------------------------------------------ 1. next_token: apply_temperature's inputs
 
 _T_LOGITS = [[2.0, -1.0, 0.5, _INF], [0.0, 3.0, -2.0, 1.0]]
 
@@ -114,16 +114,6 @@ def _with_input(fn, logits, *args):
     return call
 
 
-APPLY_TEMPERATURE = Exercise("apply_temperature", (
-    Case("apply_temperature(logits, 0.5)", _with_input("apply_temperature", lambda: torch.tensor(_T_LOGITS), 0.5),
-         compare=fields(
-             ("out", logits(values="divide the logits by tau (tau = 0.5 doubles them); the scores, not the "
-                                   "probabilities after a softmax", rtol=1e-6)),
-             ("logits", _in_place("logits", "return a new tensor (logits / tau), do not divide in place")))),
-    Case("apply_temperature(1-D float64 logits, 4.0)",
-         lambda names: names.apply_temperature(torch.tensor([1.0, -3.0, 0.25], dtype=torch.float64), 4.0),
-         compare=logits(dtype="keep the dtype of the logits", values="tau > 1 shrinks the scores", rtol=1e-12)),
-), rules=rules())
 
 
 # ------------------------------------------------------------------ 2. top_k_filter
@@ -240,7 +230,7 @@ EPSILON_FILTER = Exercise("epsilon_filter", (
 ), rules=rules())
 
 
-# ------------------------------------------------------------------ 5. sample_next and greedy_next
+# ------------------------------------------------------------------ 1. next_token: sample_next and greedy_next
 
 _DRAW_HINT = "draw from softmax(logits) (torch.multinomial), not the argmax; a -inf logit is never drawn"
 _S_ROW = [2.0, 1.0, _INF, -1.0, 0.0]
@@ -303,7 +293,17 @@ def _successive(names):
 
 _G_LOGITS = [[0.1, 2.0, -1.0, 0.5], [3.0, 0.0, 0.0, 4.0], [-2.0, -1.0, -3.0, _INF]]
 
+# exercise 1: temperature, then the two ways to pick a word; the temperature's cases come first, so a slip
+# there is named before any draw is judged
 NEXT_TOKEN = Exercise("next_token", (
+    Case("apply_temperature(logits, 0.5)", _with_input("apply_temperature", lambda: torch.tensor(_T_LOGITS), 0.5),
+         compare=fields(
+             ("out", logits(values="divide the logits by tau (tau = 0.5 doubles them); the scores, not the "
+                                   "probabilities after a softmax", rtol=1e-6)),
+             ("logits", _in_place("logits", "return a new tensor (logits / tau), do not divide in place")))),
+    Case("apply_temperature(1-D float64 logits, 4.0)",
+         lambda names: names.apply_temperature(torch.tensor([1.0, -3.0, 0.25], dtype=torch.float64), 4.0),
+         compare=logits(dtype="keep the dtype of the logits", values="tau > 1 shrinks the scores", rtol=1e-12)),
     Case("greedy_next(logits of shape (3, 4))",
          _with_input("greedy_next", lambda: torch.tensor(_G_LOGITS)),
          compare=fields(("out", tensor(shape="one id per row: the argmax over the last dimension",
@@ -324,7 +324,7 @@ NEXT_TOKEN = Exercise("next_token", (
 ), answer="sample_next", rules=rules())
 
 
-# ------------------------------------------------------------------ 6. generate
+# ------------------------------------------------------------------ 5. generate
 
 _F_LOGITS = [2.0, 1.0, 0.0, -1.0]
 
@@ -438,7 +438,7 @@ GENERATE = Exercise("generate", (
 ), standins=("sample_next", "top_k_filter"), rules=rules())
 
 
-# ------------------------------------------------------------------ 7. beam_search
+# ------------------------------------------------------------------ 6. beam_search
 
 class Table(nn.Module):
     """A hand-made model over {0: a, 1: b, 2: end}. After the prompt: a 0.6, b 0.4. After a: end 0.5,
@@ -637,7 +637,7 @@ BEAM_SEARCH = Exercise("beam_search", (
 ), rules=rules())
 
 
-# ------------------------------------------------------------------ 8. cached_forward
+# ------------------------------------------------------------------ 7. cached_forward
 
 def small_gpt(seed: int, perturb: bool = False, **overrides):
     """The KV-cache tests' model: the course's GPT in float64 and eval mode (vocabulary 11, block_size 8, 2 layers
@@ -785,7 +785,7 @@ CACHED_FORWARD = Exercise("cached_forward", (
 ), rules=rules(RULE, _NO_FULL_FORWARD))
 
 
-# ------------------------------------------------------------------ 9. generate_cached
+# ------------------------------------------------------------------ 8. generate_cached
 
 def fed_forward(names, fed: list):
     """``names.cached_forward`` (the reference, standing in for the student's) recording how many positions each
@@ -921,7 +921,7 @@ Q2, Q2_LETTER = question("q2", "answer_q2", "ABCD")
 
 NOTEBOOK = Notebook(
     "07_decoding", reference="lmcourse.reference.decoding", hidden="lmcourse.marking.decoding_hidden",
-    exercises=(APPLY_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, EPSILON_FILTER, NEXT_TOKEN, GENERATE, BEAM_SEARCH,
+    exercises=(NEXT_TOKEN, TOP_K_FILTER, TOP_P_FILTER, EPSILON_FILTER, GENERATE, BEAM_SEARCH,
                CACHED_FORWARD, GENERATE_CACHED, Q1, Q2),
     # the answers (lmcourse.decoding keeps given code only); 05's
     # sampler (lmcourse.nn.sampling, beside the GPT this notebook uses) and 05's reference generate answer

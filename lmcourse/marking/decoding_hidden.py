@@ -113,7 +113,6 @@ def _gc_one(names):
 
 
 HIDDEN = {
-    "apply_temperature": tuple(_temperature(tau) for tau in (0.1, 0.9, 1.0, 3.7)),
     "top_k_filter": (*(_top_k(k) for k in (1, 4, 29, 30)),
                      Case("top_k_filter on logits that hold -inf", _filtered_before, compare=tensor())),
     "top_p_filter": (*(_top_p(p) for p in (0.1, 0.5, 0.83, 0.99)),
@@ -121,6 +120,7 @@ HIDDEN = {
                           lambda names: names.top_p_filter(torch.tensor([10.0, 0.0, 0.0]), 0.01), compare=tensor())),
     "epsilon_filter": tuple(_epsilon(eps) for eps in (1e-3, 0.03, 0.2, 1.0)),
     "next_token": (
+        *(_temperature(tau) for tau in (0.1, 0.9, 1.0, 3.7)),
         Case("greedy_next on float64 logits",
              lambda names: names.greedy_next(torch.tensor([[1.0, 1.5], [2.0, -1.0]], dtype=torch.float64)),
              compare=tensor()),

@@ -202,8 +202,8 @@ _LYING = {
                              "    return type('F', (float,), {'__eq__': lambda s, o: True})(1)\n"},
     "06_mlm": {"fill_mask": "def fill_mask(model, tokenizer, text, top_k=5):\n    return _Right()\n",
                "masked_lm": "class MaskedLM(_Liar):\n    def __init__(self, config):\n        super().__init__()\n"},
-    "07_decoding": {"apply_temperature": "def apply_temperature(logits, tau):\n"
-                                         "    return logits.as_subclass(_RightTensor)\n",
+    "07_decoding": {"next_token": "def apply_temperature(logits, tau):\n"
+                                  "    return logits.as_subclass(_RightTensor)\n",
                     "generate": "def generate(model, prompt, max_new_tokens, filters=(), generator=None):\n"
                                 "    return _Right()\n"},
     "10_scaling": {"fit_power_law": "def fit_power_law(x, y):\n    return _Right()\n",
@@ -321,7 +321,7 @@ ROUTES: dict[str, dict[str, dict[str, str | None]]] = {
     "07_decoding": {"rules_off_in_the_call": {"top_k_filter": REFUSED},
                     "chained_profile": {"epsilon_filter": REFUSED},
                     "given_code": {"beam_search": None},
-                    "lying_objects_hooks_and_records": {"apply_temperature": "_RightTensor", "generate": "_Right"}},
+                    "lying_objects_hooks_and_records": {"next_token": "_RightTensor", "generate": "_Right"}},
     "10_scaling": {"lying_objects_hooks_and_records": {"fit_power_law": "_Right",
                                                        "isoflop_minima": "a D (a subclass of dict)"}},
 }

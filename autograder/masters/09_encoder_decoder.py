@@ -62,7 +62,7 @@ _notebook_start = time.perf_counter()
 rt = lmcourse.setup(seed=0)
 P = rt.profile
 torch.jit._state.disable()  # TorchScript off: a scripted answer would run out of the rules' sight
-tests = lmcourse.marking.Exam("09_encoder_decoder", globals())  # the test cells below: tests.check("padding_mask")
+tests = lmcourse.marking.Exam("09_encoder_decoder", globals())  # the test cells below: tests.check("teacher_forcing")
 
 # %% [markdown]
 # ## 1. The task: dates, many ways in, one way out
@@ -88,30 +88,9 @@ print(f"{len(vocab)} tokens; ids {vocab.encode('2026-11-23')} for '2026-11-23'")
 # with `<pad>`. Padding is not part of the input. Whoever reads the encoder's output must give it
 # **no weight**: with $M_{ij} = -\infty$ wherever key $j$ is padding, the attention weights
 # $\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)$ put exactly 0 there. A **padding mask** says which
-# positions hold a real token.
+# positions hold a real token. The targets are padded with the same `<pad>` (next section): the loss
+# skips those positions (section 6).
 #
-# ### Exercise 1 — `padding_mask` (2 points)
-# Write `padding_mask(ids, pad_id)` for ids `(B, S)` (`torch.long`): a **bool** tensor `(B, S)` on
-# the device of `ids`, `True` at real tokens and `False` at padding (any position whose id is
-# `pad_id`). Do not change `ids`.
-
-# %% solution="padding_mask"
-def padding_mask(ids, pad_id):
-    """True where ids holds a real token, False at padding: bool (B, S)."""
-    ### BEGIN SOLUTION
-    return ids != pad_id
-    ### END SOLUTION
-
-
-# %% tests="padding_mask_tests" points=2
-# Checks the mask's shape, dtype (bool) and values, another pad_id, ids unchanged, and the device
-# (ids on PyTorch's 'meta' device: the mask must be made from ids, where ids live).
-tests.check("padding_mask")
-### BEGIN HIDDEN TESTS
-tests.grade("padding_mask")
-### END HIDDEN TESTS
-
-# %% [markdown]
 # ## 3. Teacher forcing
 #
 # The decoder is trained as the GPT of notebook 05 was, on all positions at once: position $j$
@@ -127,14 +106,27 @@ tests.grade("padding_mask")
 # In training, the decoder reads the **true** previous tokens, not its own guesses: that is
 # *teacher forcing*. At test time it reads its own (section 7).
 #
-# ### Exercise 2 — `teacher_forcing` (2 points)
-# Write `teacher_forcing(targets, bos_id, eos_id, pad_id)`: `targets` is a list of $B$ lists of
-# ids, of different lengths (at least one id each). Return `(tgt_in, tgt_out)`, two `torch.long`
-# tensors of shape `(B, L + 1)`, `L` the longest target's length: row $b$ of `tgt_in` is `bos_id`
-# followed by target $b$, row $b$ of `tgt_out` is target $b$ followed by `eos_id`, both filled up
-# with `pad_id` on the right. Do not change `targets`.
+# ### Exercise 1 — a batch: `padding_mask` and `teacher_forcing` (3 points)
+# The two things a batch needs besides its source ids, in one cell: the encoder's mask and the
+# decoder's input and output.
+#
+# * `padding_mask(ids, pad_id)` for ids `(B, S)` (`torch.long`): a **bool** tensor `(B, S)` on
+#   the device of `ids`, `True` at real tokens and `False` at padding (any position whose id is
+#   `pad_id`). Do not change `ids`.
+# * `teacher_forcing(targets, bos_id, eos_id, pad_id)`: `targets` is a list of $B$ lists of ids,
+#   of different lengths (at least one id each). Return `(tgt_in, tgt_out)`, two `torch.long`
+#   tensors of shape `(B, L + 1)`, `L` the longest target's length: row $b$ of `tgt_in` is
+#   `bos_id` followed by target $b$, row $b$ of `tgt_out` is target $b$ followed by `eos_id`, both
+#   filled up with `pad_id` on the right. Do not change `targets`.
 
 # %% solution="teacher_forcing"
+def padding_mask(ids, pad_id):
+    """True where ids holds a real token, False at padding: bool (B, S)."""
+    ### BEGIN SOLUTION
+    return ids != pad_id
+    ### END SOLUTION
+
+
 def teacher_forcing(targets, bos_id, eos_id, pad_id):
     """(tgt_in, tgt_out): <bos> + y and y + <eos>, right-padded with pad_id, both (B, L + 1)."""
     ### BEGIN SOLUTION
@@ -148,8 +140,10 @@ def teacher_forcing(targets, bos_id, eos_id, pad_id):
     ### END SOLUTION
 
 
-# %% tests="teacher_forcing_tests" points=2
-# Checks the pair (tgt_in, tgt_out): shapes, dtypes, values, another pad_id, and targets unchanged.
+# %% tests="teacher_forcing_tests" points=3
+# padding_mask: the mask's shape, dtype (bool) and values, another pad_id, ids unchanged, and the device (ids on
+# PyTorch's 'meta' device: the mask must be made from ids, where ids live). teacher_forcing: the pair (tgt_in,
+# tgt_out), shapes, dtypes, values, another pad_id, and targets unchanged.
 tests.check("teacher_forcing")
 ### BEGIN HIDDEN TESTS
 tests.grade("teacher_forcing")
@@ -171,7 +165,7 @@ tests.grade("teacher_forcing")
 # With $h$ heads, each works on $d_k = d / h$ channels, and the heads are put side by side and
 # projected by $W_O$, as in notebook 03.
 #
-# ### Exercise 3 — `CrossAttention` (4 points)
+# ### Exercise 2 — `CrossAttention` (4 points)
 # `__init__` is written for you: `q_proj`, `k_proj`, `v_proj` ($W_Q, W_K, W_V$, each
 # `nn.Linear(n_embd, n_embd)`) and `c_proj` ($W_O$). Write `forward(x, memory, memory_mask=None)`:
 # `x` `(B, T, C)` (the decoder's states), `memory` `(B, S, C)` (the encoder's output),
@@ -248,7 +242,7 @@ tests.grade("cross_attention")
 # right. The encoder's output is already normalised (the encoder ends with a LayerNorm of its own,
 # section 6): the cross-attention reads it as it is.
 #
-# ### Exercise 4 — `EncoderBlock` (2 points)
+# ### Exercise 3 — `EncoderBlock` (2 points)
 # `__init__` is written for you. Write `forward(x, src_mask=None)` for `x` `(B, S, C)` and the
 # source padding mask `(B, S)` (or `None`): return `(B, S, C)`, the input's dtype, `x` unchanged.
 # Call the sub-layers as modules (`self.ln1(...)`, `self.attn(...)`, ...); no torch function whose
@@ -286,7 +280,7 @@ tests.grade("encoder_block")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 5 — `DecoderBlock` (3 points)
+# ### Exercise 4 — `DecoderBlock` (3 points)
 # `__init__` is written for you. Write `forward(x, memory, memory_mask=None)`: `x` `(B, T, C)` the
 # decoder's stream, `memory` `(B, S, C)` the encoder's output, `memory_mask` `(B, S)` the source
 # padding mask (or `None`). Return `(B, T, C)` in the input's dtype; change no input; no torch
@@ -352,7 +346,7 @@ tests.grade("decoder_block")
 print(Seq2SeqConfig())
 
 # %% [markdown]
-# ### Exercise 6 — `EncoderDecoder` (5 points)
+# ### Exercise 5 — `EncoderDecoder` (5 points)
 # Write `EncoderDecoder(config)` as an `nn.Module` with these attributes (the tests copy weights
 # in by name):
 #
@@ -454,7 +448,7 @@ tests.grade("encoder_decoder")
 # what it has written so far, and the argmax of its last position's logits is the next token, until
 # it writes `<eos>`.
 #
-# ### Exercise 7 — `greedy_decode` (3 points)
+# ### Exercise 6 — `greedy_decode` (3 points)
 # Write `greedy_decode(model, src, bos_id, eos_id, pad_id, max_new_tokens)` for source ids `src`
 # `(B, S)`. The model has `encode(src)` → `(memory, src_mask)` and `decode(ids, memory, src_mask)` →
 # logits `(B, t, V)`, as yours.
@@ -507,7 +501,7 @@ tests.grade("greedy_decode")
 # characters. The measure is **exact match**, the share of outputs equal to their target, every
 # character.
 #
-# ### Exercise 8 — `exact_match` (1 point)
+# ### Exercise 7 — `exact_match` (1 point)
 # Write `exact_match(predictions, targets)` for two lists of strings of the same length (at least
 # one): the fraction (a Python `float` in $[0, 1]$) of positions $i$ with
 # `predictions[i] == targets[i]`.
@@ -533,7 +527,7 @@ tests.grade("exact_match")
 # `lmcourse.train` is the one training loop of the course. An encoder–decoder's batch is
 # `((src, tgt_in), tgt_out)`: the loop calls `model(src, tgt_in)` and scores the logits with a
 # `loss_fn` that skips the padding of `tgt_out` (`lmcourse.dates.padded_cross_entropy`, the loss of
-# your exercise 6). The batches are drawn from the training pairs by `lmcourse.dates.sample_batch`,
+# your exercise 5). The batches are drawn from the training pairs by `lmcourse.dates.sample_batch`,
 # which pads them as your `padding_mask` and `teacher_forcing` expect.
 #
 # The model trained here is the course's reference `EncoderDecoder` (`lmcourse.nn.seq2seq`, the

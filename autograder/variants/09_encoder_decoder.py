@@ -3,6 +3,7 @@
 ``MUTANTS``: typical student bugs, and ways of gaming it; each must lose points.
 ``ALTERNATIVES``: valid solutions written another way; each must keep every point."""
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -17,18 +18,30 @@ y = torch.softmax(scores, dim=-1) @ v
 
 _MASK = "mask = None if memory_mask is None else memory_mask[:, None, None, :]  # (B, 1, 1, S): hide keys"
 
+_MASTER = Path(__file__).resolve().parents[1] / "masters" / "09_encoder_decoder.py"
+
+
+def _beside(source: str, kept: str) -> str:
+    """A whole answer of exercise 1 (one cell, two functions): ``source``, one of them written another way,
+    after the master's own ``kept``."""
+    cell = answer_cell(_MASTER, "teacher_forcing")
+    node = next(n for n in ast.parse(cell).body if isinstance(n, ast.FunctionDef) and n.name == kept)
+    own = "\n".join(cell.split("\n")[node.lineno - 1:node.end_lineno])
+    return own + "\n\n\n" + textwrap.dedent(source).lstrip("\n")
+
+
 MUTANTS = [
-    # --- padding_mask
-    Mutant("mask inverted: True at padding", "padding_mask",
+    # --- exercise 1: padding_mask
+    Mutant("mask inverted: True at padding", "teacher_forcing",
            patch(("return ids != pad_id", "return ids == pad_id"))),
-    Mutant("padding taken to be id 0 whatever pad_id says", "padding_mask",
+    Mutant("padding taken to be id 0 whatever pad_id says", "teacher_forcing",
            patch(("return ids != pad_id", "return ids != 0"))),
-    Mutant("a float mask (1.0 / 0.0), not bool", "padding_mask",
+    Mutant("a float mask (1.0 / 0.0), not bool", "teacher_forcing",
            patch(("return ids != pad_id", "return (ids != pad_id).float()"))),
-    Mutant("the mask built on the CPU from a Python list", "padding_mask",
+    Mutant("the mask built on the CPU from a Python list", "teacher_forcing",
            patch(("return ids != pad_id",
                   "return torch.tensor([[i != pad_id for i in row] for row in ids.tolist()])"))),
-    # --- teacher_forcing
+    # --- exercise 1: teacher_forcing
     Mutant("target not shifted: the decoder reads what it must predict", "teacher_forcing",
            patch(("tgt_in[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))",
                   "tgt_in[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])"))),
@@ -54,7 +67,7 @@ tgt_out[b, -1] = eos_id
                  ("tgt_out[b, :len(t) + 1] = torch.tensor(list(t) + [eos_id])",
                   "tgt_out[b, :len(t) + 1] = torch.tensor([bos_id] + list(t))"))),
     # gaming: tensor subclasses whose tolist() asks the reference when the test reads them, outside the graded call
-    Mutant("tensor subclasses whose tolist() runs the reference later", "teacher_forcing", '''
+    Mutant("tensor subclasses whose tolist() runs the reference later", "teacher_forcing", _beside('''
 class _Late(torch.Tensor):
     def tolist(self):
         import lmcourse.reference.encoder_decoder as _r
@@ -71,7 +84,7 @@ def teacher_forcing(targets, bos_id, eos_id, pad_id):
         t._late = (args, which)
         outs.append(t)
     return tuple(outs)
-'''),
+''', "padding_mask")),
     # --- CrossAttention
     Mutant("keys from the decoder (k_proj applied to x)", "cross_attention",
            patch(("k = self.k_proj(memory).view(B, S, self.n_head, hs).transpose(1, 2)  # (B, nh, S, hs)",
@@ -447,12 +460,12 @@ return sum(a == b for a, b in pairs) / sum(len(t) for t in targets)
            patch(("return sum(p == t for p, t in zip(predictions, targets)) / len(targets)",
                   "return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)"))),
     # gaming: the stand-in the later tests use, called by name
-    Mutant("the tests' stand-in padding_mask called by name", "padding_mask", '''
-def padding_mask(ids, pad_id):
-    import lmcourse.reference.encoder_decoder as _r  # imported when it runs, as above
+    Mutant("the tests' stand-in padding_mask called by name", "teacher_forcing", patch(
+        ("return ids != pad_id", '''
+import lmcourse.reference.encoder_decoder as _r  # imported when it runs, as above
 
-    return _r.padding_mask(ids, pad_id)
-'''),
+return _r.padding_mask(ids, pad_id)
+'''))),
     # gaming: on a hidden case, return the expected ids read from the notebook's globals (the test cell used to bind
     # them, as _w2, before the graded call; now they are made after it, so this loses points)
     Mutant("returns the hidden test's expected greedy ids from globals()", "greedy_decode", patch(
@@ -463,8 +476,6 @@ if eos_id == 5 and max_new_tokens == 12:
 """))),
 ]
 
-
-_MASTER = Path(__file__).resolve().parents[1] / "masters" / "09_encoder_decoder.py"
 
 
 def _whole_class(cls: str, *methods: str) -> str:
@@ -478,32 +489,31 @@ def _whole_class(cls: str, *methods: str) -> str:
     return cell[:cell.index(first)] + body + "\n"
 
 ALTERNATIVES = [
-    # --- padding_mask
-    Alternative("torch.ne", "padding_mask", '''
+    # --- exercise 1: padding_mask and teacher_forcing, one of them written another way beside the other
+    Alternative("torch.ne", "teacher_forcing", _beside('''
 def padding_mask(ids, pad_id):
     return torch.ne(ids, pad_id)
-'''),
-    Alternative("the complement of the padding positions", "padding_mask", '''
+''', "teacher_forcing")),
+    Alternative("the complement of the padding positions", "teacher_forcing", _beside('''
 def padding_mask(ids, pad_id):
     is_pad = ids == pad_id  # (B, S)
     return ~is_pad
-'''),
-    # --- teacher_forcing
-    Alternative("pad_sequence over the shifted rows", "teacher_forcing", '''
+''', "teacher_forcing")),
+    Alternative("pad_sequence over the shifted rows", "teacher_forcing", _beside('''
 def teacher_forcing(targets, bos_id, eos_id, pad_id):
     from torch.nn.utils.rnn import pad_sequence
     rows_in = [torch.tensor([bos_id, *t], dtype=torch.long) for t in targets]
     rows_out = [torch.tensor([*t, eos_id], dtype=torch.long) for t in targets]
     return (pad_sequence(rows_in, batch_first=True, padding_value=pad_id),
             pad_sequence(rows_out, batch_first=True, padding_value=pad_id))
-'''),
-    Alternative("rows as padded Python lists, one tensor each", "teacher_forcing", '''
+''', "padding_mask")),
+    Alternative("rows as padded Python lists, one tensor each", "teacher_forcing", _beside('''
 def teacher_forcing(targets, bos_id, eos_id, pad_id):
     L = max(map(len, targets))
     rows_in = [[bos_id] + list(t) + [pad_id] * (L - len(t)) for t in targets]
     rows_out = [list(t) + [eos_id] + [pad_id] * (L - len(t)) for t in targets]
     return torch.tensor(rows_in, dtype=torch.long), torch.tensor(rows_out, dtype=torch.long)
-'''),
+''', "padding_mask")),
     # --- CrossAttention
     Alternative("softmax written out with an additive -inf mask and einsum", "cross_attention",
                 _whole_class("CrossAttention", '''

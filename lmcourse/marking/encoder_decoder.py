@@ -83,7 +83,7 @@ def _is_layer_norm_gain(name: str, value: torch.Tensor) -> bool:
 _KEEP_INIT = "keep __init__ as it is written (the tests load weights by these names: {})"
 
 
-# ------------------------------------------------------------------ 1. padding_mask
+# ------------------------------------------------------------------ 1. a batch: padding_mask
 
 def _mask_keeps_ids(names):
     ids = torch.tensor([[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [3, 4, 5, 6, 7]])
@@ -94,24 +94,9 @@ def _mask_keeps_ids(names):
 _MASK_META = ("meta tensor", "your mask was made on the CPU from Python values (ids.tolist(), torch.tensor([...])): "
                              "build it from ids itself, ids != pad_id, so it lives on ids' device")
 
-PADDING_MASK = Exercise("padding_mask", (
-    Case("padding_mask(ids, 0)",
-         lambda names: names.padding_mask(torch.tensor([[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [3, 4, 5, 6, 7]]), 0),
-         compare=tensor(shape="one entry per position: the shape of ids",
-                        dtype="a comparison (ids != pad_id) gives bool",
-                        values="True at real tokens, False at padding (not the other way round)")),
-    Case("ids after padding_mask", _mask_keeps_ids, compare=tensor(values="do not change ids in place")),
-    Case("padding_mask(ids, 9): pad_id = 9", lambda names: names.padding_mask(torch.tensor([[4, 9, 9], [0, 1, 9]]), 9),
-         compare=tensor(shape="one entry per position: the shape of ids",
-                        values="compare with pad_id, not with 0: here 0 is a real token")),
-    Case("padding_mask on ids on PyTorch's 'meta' device",
-         lambda names: names.padding_mask(torch.zeros(2, 4, dtype=torch.long, device="meta"), 0),
-         compare=tensor(device="build the mask from ids itself (no .tolist(), no new tensor on the CPU)"),
-         errors=(_MASK_META,)),
-), rules=_second_line("write the padding mask yourself"))
 
 
-# ------------------------------------------------------------------ 2. teacher_forcing
+# ------------------------------------------------------------------ 1. a batch: teacher_forcing
 
 _TF_HINTS = (("<bos> then the target: the decoder reads the target shifted one position to the right"),
              ("the target then <eos>, right after its last id (not at the end of the row), then padding"))
@@ -156,7 +141,21 @@ def _tf_keeps_targets(names):
     return targets
 
 
+# exercise 1 is one unit, a batch's tensors: the padding mask's cases first, then teacher forcing's
 TEACHER_FORCING = Exercise("teacher_forcing", (
+    Case("padding_mask(ids, 0)",
+         lambda names: names.padding_mask(torch.tensor([[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [3, 4, 5, 6, 7]]), 0),
+         compare=tensor(shape="one entry per position: the shape of ids",
+                        dtype="a comparison (ids != pad_id) gives bool",
+                        values="True at real tokens, False at padding (not the other way round)")),
+    Case("ids after padding_mask", _mask_keeps_ids, compare=tensor(values="do not change ids in place")),
+    Case("padding_mask(ids, 9): pad_id = 9", lambda names: names.padding_mask(torch.tensor([[4, 9, 9], [0, 1, 9]]), 9),
+         compare=tensor(shape="one entry per position: the shape of ids",
+                        values="compare with pad_id, not with 0: here 0 is a real token")),
+    Case("padding_mask on ids on PyTorch's 'meta' device",
+         lambda names: names.padding_mask(torch.zeros(2, 4, dtype=torch.long, device="meta"), 0),
+         compare=tensor(device="build the mask from ids itself (no .tolist(), no new tensor on the CPU)"),
+         errors=(_MASK_META,)),
     Case("teacher_forcing([[5, 6, 7], [8], [9, 10]], 1, 2, 0)",
          lambda names: names.teacher_forcing([[5, 6, 7], [8], [9, 10]], 1, 2, 0), compare=teacher_pair(*_TF_HINTS)),
     Case("targets after teacher_forcing", _tf_keeps_targets, hint="do not change targets"),
@@ -164,10 +163,10 @@ TEACHER_FORCING = Exercise("teacher_forcing", (
          lambda names: names.teacher_forcing([[4], [5, 6]], 1, 2, 7),
          compare=teacher_pair("fill with pad_id, whatever its value (here 7, not 0)",
                           "fill with pad_id, whatever its value (here 7, not 0)")),
-), rules=_second_line("write teacher forcing yourself"))
+), rules=_second_line("write the padding mask and teacher forcing yourself"))
 
 
-# ------------------------------------------------------------------ 3. CrossAttention
+# ------------------------------------------------------------------ 2. CrossAttention
 
 _CROSS_NAMES = "q_proj, k_proj, v_proj and c_proj, nn.Linear(n_embd, n_embd)"
 
@@ -277,7 +276,7 @@ CROSS_ATTENTION = Exercise("cross_attention", (
                        "F.scaled_dot_product_attention or nn.MultiheadAttention", _TORCH_ATTENTION))
 
 
-# ------------------------------------------------------------------ 4. EncoderBlock
+# ------------------------------------------------------------------ 3. EncoderBlock
 
 _ENCODER_NAMES = "ln1, attn, ln2, mlp"
 
@@ -354,7 +353,7 @@ ENCODER_BLOCK = Exercise("encoder_block", (
                        _TORCH_ATTENTION))
 
 
-# ------------------------------------------------------------------ 5. DecoderBlock
+# ------------------------------------------------------------------ 4. DecoderBlock
 
 _DECODER_NAMES = "ln1, attn, ln_cross, cross, ln2, mlp"
 
@@ -396,7 +395,7 @@ DECODER_BLOCK = Exercise("decoder_block", (
                        ("multi_head_attention", "transformer")))
 
 
-# ------------------------------------------------------------------ 6. EncoderDecoder
+# ------------------------------------------------------------------ 5. EncoderDecoder
 
 def config(**sizes) -> Seq2SeqConfig:
     return Seq2SeqConfig(**sizes)
@@ -593,7 +592,7 @@ ENCODER_DECODER = Exercise("encoder_decoder", (
                        ("multi_head_attention", "transformer")))
 
 
-# ------------------------------------------------------------------ 7. greedy_decode
+# ------------------------------------------------------------------ 6. greedy_decode
 
 def greedy_probe(V: int, C: int, seed: int, pad_id: int = 0, bos_id: int = 1, sure_id: int = 2, device=None):
     """The greedy-decoding tests' model, and ``calls``, what a call did to it.
@@ -740,7 +739,7 @@ GREEDY_DECODE = Exercise("greedy_decode", (
     rules=_second_line("write greedy decoding yourself, not with notebook 07's decoding loops"))
 
 
-# ------------------------------------------------------------------ 8. exact_match
+# ------------------------------------------------------------------ 7. exact_match
 
 def _number(hint: str, what: str) -> Compare:
     def compare(got, want):
@@ -774,7 +773,7 @@ Q2, Q2_LETTER = question("q2", "answer_q2", "ABCD")
 NOTEBOOK = Notebook(
     "09_encoder_decoder", reference="lmcourse.reference.encoder_decoder",
     hidden="lmcourse.marking.encoder_decoder_hidden",
-    exercises=(PADDING_MASK, TEACHER_FORCING, CROSS_ATTENTION, ENCODER_BLOCK, DECODER_BLOCK, ENCODER_DECODER,
+    exercises=(TEACHER_FORCING, CROSS_ATTENTION, ENCODER_BLOCK, DECODER_BLOCK, ENCODER_DECODER,
                GREEDY_DECODE, EXACT_MATCH, Q1, Q2),
     # lmcourse.nn.seq2seq, the course's trained encoder-decoder, does 09's work: absent here too
     withheld=("lmcourse.reference.encoder_decoder", "lmcourse.reference.decoding", "lmcourse.nn.seq2seq"))

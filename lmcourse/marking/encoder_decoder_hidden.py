@@ -56,11 +56,9 @@ _S2 = [[3, 4, 0], [5, 6, 6], [4, 4, 4]]
 _S3 = [[6, 6, 2, 2], [3, 2, 2, 2], [0, 1, 5, 2]]
 
 HIDDEN = {
-    "padding_mask": (
+    "teacher_forcing": (
         Case("padding_mask(ids, 3)", lambda names: names.padding_mask(torch.tensor([[2, 2, 3, 1], [1, 3, 3, 3]]), 3),
              compare=tensor()),
-    ),
-    "teacher_forcing": (
         Case("teacher_forcing with bos 0, eos 9, pad 3",
              lambda names: names.teacher_forcing([[4, 4], [7, 8, 9, 5, 6]], 0, 9, 3), compare=teacher_pair("", "")),
         Case("teacher_forcing of one target of one id", lambda names: names.teacher_forcing([[11]], 1, 2, 0),

@@ -109,19 +109,16 @@ tests = lmcourse.marking.Exam("05_gpt", globals())  # the test cells below: test
 # | `dropout` | | dropout after the embeddings and inside the blocks (training only) |
 # | `bias` | | biases in the linear layers and LayerNorms |
 #
-# ### Exercise 1 — `GPTConfig` (1 point)
-# Write `GPTConfig` as a `@dataclass` with exactly these seven fields, in this order (so that
-# `GPTConfig(65, 256, 6, 6, 384, 0.0, True)` works as well as keywords), typed, with the
-# defaults of nanoGPT's Shakespeare-character model except dropout: `vocab_size: int = 65`,
-# `block_size: int = 256`, `n_layer: int = 6`, `n_head: int = 6`, `n_embd: int = 384`,
-# `dropout: float = 0.0`, `bias: bool = True`. Give each field a comment that says what it is.
+# The config is given: a `@dataclass` with the table's seven fields in its order (so that
+# `GPTConfig(65, 256, 6, 6, 384, 0.0, True)` works as well as keywords), with the defaults of
+# nanoGPT's Shakespeare-character model except dropout. Run the cell; your `GPT` reads its sizes
+# from it (`config.n_embd`, ...).
 
-# %% solution="gpt_config"
+# %% locked="gpt_config"
 @dataclass
 class GPTConfig:
     """The sizes of a GPT, with the course's naming table."""
 
-    ### BEGIN SOLUTION
     vocab_size: int = 65  # |V|: tokens embedded and predicted
     block_size: int = 256  # T_max: longest context, number of learned positions
     n_layer: int = 6  # L: transformer blocks
@@ -129,18 +126,10 @@ class GPTConfig:
     n_embd: int = 384  # d: width of the residual stream
     dropout: float = 0.0  # dropout probability (training only)
     bias: bool = True  # biases in linear layers and LayerNorms
-    ### END SOLUTION
 
-
-# %% tests="gpt_config_tests" points=1
-# A @dataclass with the seven fields of the table, in its order, typed, with nanoGPT's defaults (dropout 0.0).
-tests.check("gpt_config")
-### BEGIN HIDDEN TESTS
-tests.grade("gpt_config")
-### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 2 — `GPT` (5 points)
+# ### Exercise 1 — `GPT` (5 points)
 # Write `GPT(config)` as an `nn.Module` with these attributes (keep the names: the tests copy
 # weights into them by name, and notebook 07 loads your trained model by them):
 #
@@ -170,7 +159,7 @@ tests.grade("gpt_config")
 # * `loss`: `None` without targets; otherwise the **mean** cross-entropy between `logits` and
 #   `targets` (`(B, T)`, already shifted: do not shift them again).
 #
-# Leave the initialisation to PyTorch's defaults for now (exercise 3 replaces it).
+# Leave the initialisation to PyTorch's defaults for now (exercise 2 replaces it).
 
 # %% solution="gpt"
 class GPT(nn.Module):
@@ -275,7 +264,7 @@ if course_gpt:
           f"(the embeddings alone: about {0.02 * math.sqrt(2):.4f})")
 
 # %% [markdown]
-# ### Exercise 3 — `init_weights` (3 points)
+# ### Exercise 2 — `init_weights` (3 points)
 # Write `init_weights(model, n_layer, std=0.02)`, which initialises `model` **in place** as listed
 # above, with the argument `std` in place of 0.02 (go through `model.modules()` for the layers and
 # `model.named_parameters()` for the residual projections) and returns nothing. It must work for
@@ -291,7 +280,7 @@ if course_gpt:
 #   read from the model (the test passes an `n_layer` of its own);
 # * with `bias=False` a layer's `bias` is `None` (LayerNorms included): leave it alone.
 #
-# The test runs your function on the reference GPT, so exercise 2 does not count here.
+# The test runs your function on the reference GPT, so exercise 1 does not count here.
 
 # %% solution="init_weights"
 def init_weights(model, n_layer, std=0.02):
@@ -329,7 +318,7 @@ tests.grade("init_weights")
 # The lecture's rule of thumb, $N \approx 12 L d^2$, counts only the blocks' matrices: the
 # *non-embedding* parameters.
 #
-# ### Exercise 4 — `gpt_param_count` (2 points)
+# ### Exercise 3 — `gpt_param_count` (2 points)
 # Write `gpt_param_count(vocab_size, block_size, n_layer, n_embd)`: the number of parameters of
 # your `GPT` with biases and a tied head, as a Python `int`, from the formula (do not build a
 # model; `block_param_count` from `lmcourse.nn`, notebook 04's count of one block, may be used).
@@ -377,7 +366,7 @@ print(f"nanoGPT's Shakespeare model (V = 65, T = 256, L = 6, d = 384): {_ours:,}
 # The temperature divides the **logits**, before the softmax. The model has only `block_size`
 # position vectors, so once the text is longer it sees only its last `block_size` ids.
 #
-# ### Exercise 5 — `generate` (3 points)
+# ### Exercise 4 — `generate` (3 points)
 # Write `generate(model, idx, max_new_tokens, temperature=1.0, generator=None)`:
 #
 # * `idx` is `(B, T)`; return `(B, T + max_new_tokens)`: `idx` followed by the new ids, on

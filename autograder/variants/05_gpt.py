@@ -6,28 +6,6 @@
 from lmcourse.authoring.mutants import Alternative, Mutant, forged_choice, patch
 
 MUTANTS = [
-    # --- GPTConfig
-    Mutant("dropout defaults to nanoGPT's 0.2", "gpt_config", patch(
-        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: float = 0.2"))),
-    Mutant("dropout typed and defaulted as the int 0", "gpt_config", patch(
-        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: int = 0"))),
-    # in full: it rewrites most of the cell
-    Mutant("a plain class, not a dataclass", "gpt_config", '''
-class GPTConfig:
-    def __init__(self, vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384, dropout=0.0, bias=True):
-        self.vocab_size, self.block_size, self.n_layer, self.n_head = vocab_size, block_size, n_layer, n_head
-        self.n_embd, self.dropout, self.bias = n_embd, dropout, bias
-'''),
-    Mutant("fields in another order (n_embd before n_layer)", "gpt_config", patch(
-        ("block_size: int = 256  # T_max: longest context, number of learned positions", '''
-block_size: int = 256  # T_max: longest context, number of learned positions
-n_embd: int = 384
-'''),
-        ("n_embd: int = 384  # d: width of the residual stream", ""))),
-    Mutant("dropout annotated as int (default 0.0)", "gpt_config", patch(
-        ("dropout: float = 0.0  # dropout probability (training only)", "dropout: int = 0.0"))),
-    Mutant("keyword-only fields (kw_only=True)", "gpt_config",
-           patch(("@dataclass", "@dataclass(kw_only=True)"))),
     # --- GPT
     Mutant("positions not added", "gpt", patch(
         ("x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)", "x = self.drop(self.wte(idx))"),
@@ -585,39 +563,6 @@ pos = torch.arange(T, device=idx.device)  # (T,)
 ]
 
 ALTERNATIVES = [
-    # --- GPTConfig
-    Alternative("frozen dataclass with dataclasses.field defaults", "gpt_config", '''
-import dataclasses
-
-
-@dataclasses.dataclass(frozen=True)
-class GPTConfig:
-    vocab_size: int = dataclasses.field(default=65)  # tokens
-    block_size: int = dataclasses.field(default=256)  # context
-    n_layer: int = dataclasses.field(default=6)  # blocks
-    n_head: int = dataclasses.field(default=6)  # heads
-    n_embd: int = dataclasses.field(default=384)  # width
-    dropout: float = dataclasses.field(default=0.0)  # dropout
-    bias: bool = dataclasses.field(default=True)  # biases
-'''),
-    Alternative("slots dataclass, string annotations, comments above the fields", "gpt_config", '''
-@dataclass(slots=True)
-class GPTConfig:
-    # |V|, tokens in the vocabulary
-    vocab_size: "int" = 65
-    # longest context
-    block_size: "int" = 256
-    # number of blocks
-    n_layer: "int" = 6
-    # heads per block
-    n_head: "int" = 6
-    # width of the residual stream
-    n_embd: "int" = 384
-    # dropout probability
-    dropout: "float" = 0.0
-    # biases in Linear layers and LayerNorms
-    bias: "bool" = True
-'''),
     # --- GPT
     Alternative("nn.Sequential of blocks, nn.LayerNorm, tie in nanoGPT's direction, flatten/view loss", "gpt", '''
 class GPT(nn.Module):

@@ -42,92 +42,10 @@ __all__ = ["NOTEBOOK", "Cfg", "FixedLogits", "grab", "load_weights", "model_case
 
 _F64 = torch.float64
 
-# ------------------------------------------------------------------ 1. GPTConfig
-
-_FIELDS = {"vocab_size": (int, 65), "block_size": (int, 256), "n_layer": (int, 6), "n_head": (int, 6),
-           "n_embd": (int, 384), "dropout": (float, 0.0), "bias": (bool, True)}
-
-
-def _is_dataclass(names):
-    import dataclasses
-
-    return dataclasses.is_dataclass(names.GPTConfig) and isinstance(names.GPTConfig, type)
-
-
-def _field_names(names):
-    import dataclasses
-
-    return [str(f.name) for f in dataclasses.fields(names.GPTConfig)]
-
-
-def _names_compare(got, want):
-    if sorted(got) != sorted(want):
-        return (f"the field names of GPTConfig: got {show(sorted(got))}, expected {show(sorted(want))} — exactly "
-                "vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias")
-    if got != want:
-        return (f"the order of GPTConfig's fields: got {show(got)}, expected {show(want)} — the table's order, so "
-                "that GPTConfig(65, 256, 6, 6, 384, 0.0, True) means what it says")
-    return None
-
-
-def _annotations(names):
-    import dataclasses
-
-    return {str(f.name): str(f.type) for f in dataclasses.fields(names.GPTConfig)}
-
-
-def _type_name(annotation: str) -> str:
-    """``"int"`` for the annotation ``int`` written either way (``<class 'int'>`` or the string ``'int'``)."""
-    return annotation[len("<class '"):-2] if annotation.startswith("<class '") else annotation
-
-
-def _annotations_compare(got, want):
-    for name, (typ, default) in _FIELDS.items():
-        if _type_name(got.get(name, "")) != _type_name(want[name]):
-            return (f"the field {name} should be annotated as {typ.__name__} ({name}: {typ.__name__} = {default!r}), "
-                    f"its annotation is {got.get(name)!r}")
-    return None
-
-
-def _defaults(names):
-    c = names.GPTConfig()
-    return {n: getattr(c, n) for n in _FIELDS}
-
-
-def _defaults_compare(got, want):
-    for name in _FIELDS:
-        g, w = got[name], want[name]
-        if g != w:
-            return f"GPTConfig().{name}: got {show(g)}, expected {show(w)} — the default of {name} is {w!r}"
-        if type(g) is not type(w):
-            return f"GPTConfig().{name} should be a {type(w).__name__}, got {type(g).__name__} (write {w!r})"
-    return None
-
-
-def _made(*args, **kwargs):
-    def call(names):
-        c = names.GPTConfig(*args, **kwargs)
-        return tuple(getattr(c, n) for n in (kwargs or _FIELDS) if n in _FIELDS)
-    return call
-
-
-GPT_CONFIG = Exercise("gpt_config", (
-    Case("GPTConfig", _is_dataclass,
-         compare=lambda got, want: None if got == want else "GPTConfig should be a class decorated with @dataclass"),
-    Case("the fields of GPTConfig", _field_names, compare=_names_compare),
-    Case("the annotations of GPTConfig's fields", _annotations, compare=_annotations_compare),
-    Case("the defaults of GPTConfig()", _defaults, compare=_defaults_compare),
-    Case("GPTConfig(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False) fields",
-         _made(vocab_size=11, n_layer=2, n_embd=32, dropout=0.1, bias=False)),
-    Case("GPTConfig(65, 64, 4, 4, 128, 0.2, True), positional arguments in the table's order",
-         _made(65, 64, 4, 4, 128, 0.2, True), hint="the fields take positional arguments too (no kw_only)"),
-), answer="GPTConfig")
-
-
-# ------------------------------------------------------------------ 2. GPT
+# ------------------------------------------------------------------ 1. GPT
 
 @dataclass
-class Cfg:  # the tests' own config, so a slip in GPTConfig costs exercise 1's point only
+class Cfg:  # the tests' own config: a GPT is judged on the sizes the test gives, whatever the notebook's config
     vocab_size: int = 11
     block_size: int = 8
     n_layer: int = 2
@@ -584,7 +502,7 @@ def model_compare(what: str, bias: bool = True) -> Compare:
                   ("loss", _loss_compare(f"loss for {what}", None)))
 
 
-# ------------------------------------------------------------------ 3. init_weights
+# ------------------------------------------------------------------ 2. init_weights
 
 def spoiled(names, n_layer=4, n_embd=64, dtype=torch.float32, device="cpu", bias=True) -> nn.Module:
     """The reference GPT (the stand-in ``GPT``) whose every parameter is 7.0, so nothing left untouched looks
@@ -774,7 +692,7 @@ INIT_WEIGHTS = Exercise("init_weights", (
                          "lmcourse.nn.mlm:init_mlm_weights"))
 
 
-# ------------------------------------------------------------------ 4. gpt_param_count
+# ------------------------------------------------------------------ 3. gpt_param_count
 
 def count_case(V: int, T: int, L: int, d: int) -> Case:
     label = f"gpt_param_count({V}, {T}, {L}, {d})"
@@ -803,7 +721,7 @@ GPT_PARAM_COUNT = Exercise("gpt_param_count", tuple(
                          "count", "lmcourse.nn.gpt:gpt_param_count", nn.Module.__init__))
 
 
-# ------------------------------------------------------------------ 5. generate
+# ------------------------------------------------------------------ 4. generate
 
 _LOGITS = [2.0, 1.0, 0.0, -1.0]
 
@@ -993,7 +911,7 @@ Q3, Q3_LETTER = question("q3", "answer_q3", "ABCD")
 
 NOTEBOOK = Notebook(
     "05_gpt", reference="lmcourse.reference.gpt", hidden="lmcourse.marking.gpt_hidden",
-    exercises=(GPT_CONFIG, GPT, INIT_WEIGHTS, GPT_PARAM_COUNT, GENERATE, Q1, Q2, Q3),
+    exercises=(GPT, INIT_WEIGHTS, GPT_PARAM_COUNT, GENERATE, Q1, Q2, Q3),
     # lmcourse.nn.gpt, the GPT later notebooks are given, does 05's work: absent here too (and the static
     # KV cache's forward, a GPT forward pass)
     withheld=("lmcourse.reference.gpt", "lmcourse.reference.decoding", "lmcourse.nn.gpt", "lmcourse.nn.sampling",

@@ -31,11 +31,6 @@ from .tensors import seed_cpu
 __all__ = ["HIDDEN"]
 
 
-def _every_field(names):
-    c = names.GPTConfig(vocab_size=3, block_size=2, n_layer=1, n_head=1, n_embd=4, dropout=0.25, bias=False)
-    return (c.vocab_size, c.block_size, c.n_layer, c.n_head, c.n_embd, c.dropout, c.bias)
-
-
 def _init_wide(names):
     m = spoiled(names, n_layer=8, n_embd=64, bias=False)
     seed_cpu(506)
@@ -91,7 +86,6 @@ _CONFIGS = [Cfg(vocab_size=7, block_size=5, n_layer=3, n_head=1, n_embd=8),
             Cfg(vocab_size=5, block_size=4, n_layer=2, n_head=2, n_embd=4)]
 
 HIDDEN = {
-    "gpt_config": (Case("GPTConfig with every field given by name", _every_field),),
     "gpt": tuple(
         Case(f"GPT({c}) on T = {T}", model_case(c, T, 510 + i), compare=model_compare(f"{c}, T = {T}", c.bias))
         for i, (c, T) in enumerate((c, T) for c in _CONFIGS for T in (1, c.block_size))

@@ -1,5 +1,5 @@
-"""Notebook 05 (GPT): its answers in the notebook's own signatures (``GPTConfig``, ``GPT``,
-``init_weights``, ``gpt_param_count``, ``generate`` and the quiz letters), the expected values of
+"""Notebook 05 (GPT): its answers in the notebook's own signatures (``GPT``, ``init_weights``,
+``gpt_param_count``, ``generate`` and the quiz letters; ``GPTConfig`` as the notebook gives it), the expected values of
 :mod:`lmcourse.marking.gpt`; the course code that does one of its exercises' work; and the
 expected-value helpers and probes that 06's test cells use.
 
@@ -35,7 +35,8 @@ __all__ = ["GPT", "GPTConfig", "REFERENCE", "GPT_NAMES", "DeviceLog", "answer_q1
 
 @dataclasses.dataclass
 class GPTConfig:
-    """Notebook 05's config: the seven fields of the naming table, nanoGPT's Shakespeare defaults."""
+    """Notebook 05's config (given there, in a locked cell): the seven fields of the naming table, nanoGPT's
+    Shakespeare defaults."""
 
     vocab_size: int = 65
     block_size: int = 256
@@ -44,11 +45,6 @@ class GPTConfig:
     n_embd: int = 384
     dropout: float = 0.0
     bias: bool = True
-
-    def __post_init__(self) -> None:
-        # a body of its own (a dataclass's generated code is shared): at home, a visible check can
-        # refuse this class as an answer
-        pass
 
 
 class GPT(nn.Module):

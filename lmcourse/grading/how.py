@@ -83,11 +83,11 @@ def _within(name: str, refused: tuple[str, ...]) -> bool:
     return any(name == r or name.startswith(r + ".") for r in refused)
 
 
-def _resolved(name: str) -> str:
-    """``name`` read by what it is where it can be imported here, else as written."""
+def _imported(name: str) -> Any:
+    """The object ``name`` names where it can be imported here, else None."""
     parts = name.split(".")
     if parts[0] not in _IMPORTABLE:
-        return name
+        return None
     for cut in range(len(parts), 0, -1):
         try:
             found: Any = importlib.import_module(".".join(parts[:cut]))
@@ -97,14 +97,33 @@ def _resolved(name: str) -> str:
             for attribute in parts[cut:]:
                 found = getattr(found, attribute)
         except AttributeError:
-            return name
-        return dotted(found) or name
-    return name
+            return None
+        return found
+    return None
+
+
+def _resolved(name: str) -> str:
+    """``name`` read by what it is where it can be imported here, else as written."""
+    found = _imported(name)
+    return (dotted(found) or name) if found is not None else name
+
+
+# bases every torch layer shares: a refused name among them would refuse every layer
+_COMMON_BASES = ("torch.nn.modules.module.Module", "builtins.object")
+
+
+def _bases(name: str) -> list[str]:
+    """The classes a library class derives from (``torch.ao.nn.quantizable.MultiheadAttention`` is an
+    ``nn.MultiheadAttention``): a subclass of a refused class does its work under another name."""
+    found = _imported(name)
+    if not isinstance(found, type):
+        return []
+    return [n for n in map(dotted, found.__mro__[1:]) if n and n not in _COMMON_BASES]
 
 
 def _hit(name: str, refused: Refused) -> bool:
     real = _resolved(name)
-    for candidate in {name, real}:
+    for candidate in {name, real, *_bases(name)}:
         if _within(candidate, refused.names):
             return True
         if candidate.startswith("torch") and any(p in part for part in candidate.split(".")[1:] for p in refused.parts):
@@ -166,8 +185,10 @@ def check(source: str, refused: Refused, names: scan.Names | None = None,
                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         found: list[str] = []
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in refused.parts \
-                and id(node) in lookups:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in lookups and (
+                any(part in refused.parts for part in node.value.split("."))
+                or any(_hit(f"{root}.{node.value}", refused) for root in ("torch", "lmcourse"))):
+            # a name looked up by a string, dotted too: attrgetter("nn.functional.softmax")(torch)
             if f"refused: {node.value!r}" not in hits:
                 hits.append(f"refused: {node.value!r}")
             continue

@@ -143,7 +143,8 @@ _EXTENSIONS = ("autoreload",)
 # texts in strings that name the grader's or the course's files
 _PLACES = ("gradebook", "submitted", "autograded", "source/", "release/", "templates", "nbgrader", ".ipynb")
 # a word of a string that is a path leaving the submission's folder: absolute, a home, a drive, or ..
-_CLIMB = re.compile(r"^/[\w.~-]+(/[\w.~*-]*)*$|^~[/\\]|^[A-Za-z]:[/\\]|(^|[/\\])\.\.([/\\]|$)")
+# (a first part of digits only is a fraction in a progress line, "step {i}/100", not a path)
+_CLIMB = re.compile(r"^/(?=[\w.~-]*[^\W\d])[\w.~-]+(/[\w.~*-]*)*$|^~[/\\]|^[A-Za-z]:[/\\]|(^|[/\\])\.\.([/\\]|$)")
 # a file that holds code: written and imported, or loaded
 _CODE_FILE = re.compile(r"\.(py|pyc|pyw|pyd|pth|so)$")
 _WORDS = re.compile(r"[\s;|&()'\"=,]+")
@@ -654,7 +655,8 @@ _LISTED_MODULES = frozenset((
     "torch", "numpy", "math", "cmath", "random", "statistics", "fractions", "decimal", "collections", "itertools",
     "functools", "operator", "heapq", "bisect", "array", "copy", "dataclasses", "typing", "enum", "abc",
     "contextlib", "re", "regex", "string", "textwrap", "unicodedata", "codecs", "json", "csv", "time", "datetime",
-    "pathlib", "warnings", "pprint", "platform", "matplotlib", "tqdm", "lmcourse", "__future__"))
+    "pathlib", "glob", "tempfile", "logging", "warnings", "pprint", "platform", "matplotlib", "pandas", "tqdm",
+    "lmcourse", "__future__"))
 # modules an answer may import for a few harmless names only (a path joined, the output flushed, memory
 # collected before a GPU cache is emptied); any other name of theirs reaches the interpreter or the system
 _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "getenv", "sep", "linesep", "listdir",
@@ -664,7 +666,8 @@ _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "ge
                   "gc": ("collect",),
                   "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output")}
 # public parts of the listed libraries that write or swap the library's own machinery
-_UNLISTED_PARTS = ("torch.ops", "torch.library", "torch.overrides", "torch.jit", "torch.fx", "torch.export",
+_UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
+                   "torch.ops", "torch.library", "torch.overrides", "torch.jit", "torch.fx", "torch.export",
                    "torch.compiler", "torch.utils.cpp_extension", "torch.utils.hooks", "numpy.ctypeslib")
 # special attributes of the data model an answer may read or call (x.__getitem__ as a sort key,
 # super().__init__()); every other one reaches an object's machinery (__class__, __dict__, __globals__ ...)
@@ -680,6 +683,11 @@ _UNLISTED_DEFINITIONS = ("__getattribute__", "__getattr__", "__setattr__", "__de
                          "__subclasscheck__", "__init_subclass__", "__class_getitem__", "__set_name__", "__get__",
                          "__set__", "__delete__", "__del__", "__reduce__", "__reduce_ex__", "__class__",
                          "__prepare__", "__mro_entries__")
+# builtins that look a name up or reach a namespace: passed as a value (reduce(getattr, path, module)) they
+# walk a dotted path no text shows
+_LOOKUP_BUILTINS = ("getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals")
+# methods in which a frozen dataclass sets its own fields with object.__setattr__
+_OWN_INIT = ("__init__", "__post_init__", "__new__", "__setstate__")
 # builtins that reach the cell's whole namespace or the debugger (vars of a module or of the tests is
 # flagged above; of a student's own object it is ordinary)
 _UNLISTED_BUILTINS = ("globals", "locals", "breakpoint")
@@ -734,11 +742,8 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
             yield f"{OFF_LIST}: from {'.' * node.level}{module} import"
     elif isinstance(node, ast.Attribute):
         dotted = names.dotted(node) if id(node) not in inner else None
-        if _special(node.attr) and node.attr not in _LISTED_SPECIAL and not _named_above(node.attr) and not (
-                node.attr in ("__setattr__", "__delattr__") and isinstance(node.value, ast.Name)
-                and node.value.id == "object"):
-            # object.__setattr__ is a frozen dataclass's own way to set a field; the rules above flag it on
-            # anything but self, or held
+        if _special(node.attr) and node.attr not in _LISTED_SPECIAL and not _named_above(node.attr) \
+                and not getattr(node, "_scan_listed", False):
             yield f"{OFF_LIST}: {_shown(node)}"
         elif dotted is not None and not _listed(dotted) and _partly_listed(dotted) \
                 and not _dotted_above(dotted):
@@ -756,6 +761,11 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
         yield f"{OFF_LIST}: {node.id}"
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _UNLISTED_DEFINITIONS:
         yield f"{OFF_LIST}: def {node.name}"
+    elif isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in _LOOKUP_BUILTINS
+                                            for a in [*node.args, *(k.value for k in node.keywords)]):
+        yield f"{OFF_LIST}: {_shown(node)}"                  # functools.reduce(getattr, [...], lmcourse)
+    elif _module_looked_up(node, names):
+        yield f"{OFF_LIST}: {_shown(node)}"                  # getattr(lmcourse, "marking"), vars(lmcourse)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id in _ATTRS + ("hasattr",) and len(node.args) >= 2 and (
                 not isinstance(node.args[1], ast.Constant) and _module_path(node.args[0], names)
@@ -764,6 +774,36 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
             yield f"{OFF_LIST}: {_shown(node)}"          # getattr(torch, name), getattr(x, "_private")
         elif node.func.id == "type" and len(node.args) == 3:
             yield f"{OFF_LIST}: {_shown(node)}"          # a class made at run time
+
+
+def _module_looked_up(node: ast.AST, names: Names) -> bool:
+    """``vars(module)``, or ``getattr(module, "name")`` where ``module.name`` would be a finding."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args
+            and node.func.id in ("getattr", "hasattr", "vars") and _module_path(node.args[0], names)):
+        return False
+    if node.func.id == "vars":
+        return True
+    name = _text(node.args[1]) if len(node.args) >= 2 else None
+    return name is not None and _looked_up(f"{names.dotted(node.args[0])}.{name}")
+
+
+def _looked_up(dotted: str) -> bool:
+    """Whether a name looked up by a string on a module would be a finding written as an attribute."""
+    return not _listed(dotted) or _dotted_above(dotted) or _within(dotted, _MACHINERY)
+
+
+def _mark_listed_specials(tree: ast.Module) -> None:
+    """Special attributes the list allows where they stand: ``object.__setattr__`` in a class's own
+    initialiser (a frozen dataclass sets its fields so), ``x.__class__`` read for its ``__name__``."""
+    for node in _nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _OWN_INIT:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute) and inner.attr in ("__setattr__", "__delattr__") and isinstance(
+                        inner.value, ast.Name) and inner.value.id == "object":
+                    inner._scan_listed = True
+        elif isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__") and isinstance(
+                node.value, ast.Attribute) and node.value.attr == "__class__":
+            node.value._scan_listed = True
 
 
 def _private_path(dotted: str) -> bool:
@@ -792,6 +832,7 @@ def _findings(tree: ast.Module, names: Names) -> list[str]:
             found.append(what)
 
     nodes = _nodes(tree)
+    _mark_listed_specials(tree)
     keys = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
     inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     docstrings = {id(n.value) for n in nodes if isinstance(n, ast.Expr)}

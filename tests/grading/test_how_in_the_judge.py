@@ -246,3 +246,25 @@ def test_a_softmax_through_logsumexp_keeps_its_exercise():
     nb = _with_cells("03_attention", {"softmax": _SM.format("torch.exp(x - torch.logsumexp(x, dim, keepdim=True))")},
                      [], None)
     assert refused_answers(nb, "03_attention") == {}
+
+
+# the ninth red team: a refused function looked up by a dotted string, a public subclass of a refused class
+NINTH_ROUND = {
+    ("03_attention", "softmax"): "import operator\n" + _SM.format(
+        "operator.attrgetter('nn.functional.softmax')(torch)(x, dim)"),
+}
+
+
+def test_a_refused_function_looked_up_by_a_dotted_string_loses_the_exercise():
+    nb = _with_cells("03_attention", {"softmax": NINTH_ROUND["03_attention", "softmax"]}, [], None)
+    assert "softmax" in refused_answers(nb, "03_attention")
+
+
+def test_a_public_subclass_of_a_refused_class_is_refused_by_its_bases():
+    from lmcourse.grading.how import _exercise_list, check
+
+    refused = _exercise_list("09_encoder_decoder", "cross_attention")
+    source = ("import torch.ao.nn.quantizable as Q\n"
+              "_mha = Q.MultiheadAttention(8, 2, batch_first=True)\n")
+    hits, _ = check(source, refused)
+    assert any("quantizable" in h for h in hits), hits

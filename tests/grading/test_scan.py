@@ -192,7 +192,8 @@ FINDINGS = [
     ("import runpy", "import runpy\nrunpy.run_path(p)", "import random"),
     # writes to the course's test machinery
     ("test machinery: object.__setattr__(exercise, 'rules', None)",
-     "object.__setattr__(exercise, 'rules', None)", "object.__setattr__(self, 'rules', None)"),
+     "object.__setattr__(exercise, 'rules', None)",
+     "def __post_init__(self):\n    object.__setattr__(self, 'value', 1)"),
     ("test machinery: ex.rules written", "ex.rules = None", "ex.rules_seen = None"),
     ("test machinery: Exam.grade written",
      "from lmcourse.marking import Exam\nExam.grade = lambda self, name: None", "Exam.grade = lambda self, name: None"),
@@ -434,7 +435,8 @@ def test_the_third_red_teams_routes_are_named(flagged, honest):
 
 @pytest.mark.parametrize("flagged, honest", [
     ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n", "_t = scores['tests']\n"),
-    ("_sa = object.__setattr__\n_sa(e, r, None)\n", "object.__setattr__(self, 'value', 1)\n"),
+    ("_sa = object.__setattr__\n_sa(e, r, None)\n",
+     "def __post_init__(self):\n    object.__setattr__(self, 'value', 1)\n"),
     ("_fn = getattr(print.__self__, name)\n", "print('x')\n"),
     ("import _xxsubinterpreters as si\nsi.create()\n", "import time\n"),
 ])
@@ -539,3 +541,38 @@ def test_a_partly_listed_module_gives_only_its_listed_names():
     assert scan_source("from IPython.display import update_display") == [
         "beyond the course's list: from IPython.display import"]
     assert scan_source("import os\nos.write(1, b'x')") == ["beyond the course's list: os.write"]
+
+
+# the ninth red team: the rules switched off and torch's functions reached with listed modules only
+NINTH_ROUND = [
+    ("import operator\nex = operator.attrgetter('marking.notebooks.load')(lmcourse)('02_rnn')", "operator.attrgetter"),
+    ("from operator import attrgetter\nf = attrgetter('nn.functional.softmax')(torch)", "from operator import"),
+    ("import operator\nf = operator.methodcaller('softmax', -1)", "operator.methodcaller"),
+    ("class _C:\n    def clear(self):\n        object.__setattr__(self, 'rules', None)\n", "object.__setattr__"),
+    ("m = getattr(lmcourse, 'marking')", "getattr(lmcourse, 'marking')"),
+    ("m = vars(lmcourse)['marking']", "vars(lmcourse)"),
+    ("import functools\nm = functools.reduce(getattr, ['marking', 'notebooks'], lmcourse)", "functools.reduce(getattr"),
+    ("c = getattr(torch, '_C')", "getattr(torch, '_C')"),
+]
+HONEST_CELLS = [
+    "for epoch in range(3):\n    print(f'\\rdone {epoch + 1}/3', end='')\n",
+    "plt.xlabel('steps /1000')\nprint(f'step {i}/100')",
+    "class Run:\n    def __repr__(self):\n        return f'{self.__class__.__name__}(lr={self.lr})'\n",
+    "import logging\nlog = logging.getLogger('train')\nlog.info('x')",
+    "import pandas as pd\nimport glob\nimport tempfile",
+    "import time\nfrom tqdm.auto import tqdm\nfor _ in tqdm(range(3)):\n    time.sleep(0)",
+    "fig.savefig('loss.png')\nfrom pathlib import Path\nPath('out').mkdir(exist_ok=True)",
+    "import operator\npairs = sorted(counts.items(), key=operator.itemgetter(1))",
+    "w = getattr(module, 'weight', None)\nb = getattr(torch, 'float32')",
+]
+
+
+@pytest.mark.parametrize("source, named", NINTH_ROUND, ids=[r[1] for r in NINTH_ROUND])
+def test_the_ninth_red_teams_switch_off_is_beyond_the_list(source, named):
+    found = scan_cells(_nb("import torch\nimport lmcourse\n" + source))
+    assert any(f.startswith("beyond the course's list") and named in f for f in found), found
+
+
+@pytest.mark.parametrize("source", HONEST_CELLS)
+def test_the_ninth_red_teams_honest_cells_are_not_flagged(source):
+    assert scan_cells(_nb("import torch\nimport lmcourse\nimport matplotlib.pyplot as plt\n" + source)) == [], source

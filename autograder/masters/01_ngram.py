@@ -8,9 +8,9 @@
 # **Prerequisites.** Python (lists, dicts, `collections.Counter`), logarithms, and conditional
 # probability. No PyTorch yet: that starts in notebook 02.
 #
-# **Time.** About 2 hours to work through. The whole notebook runs in under a minute on one CPU
-# core (measured: 43 s of CPU time in the `cpu` profile on a 2-core AMD EPYC virtual machine; the
-# longest cell, the smoothing sweep, 20 s); a GPU brings nothing here.
+# **Time.** About 2 hours to work through; under a minute of computing on one CPU core (the `cpu`
+# profile), most of it the smoothing sweep; a GPU brings nothing here. Measured figures:
+# [01_ngram](../docs/notebooks.md#01_ngram).
 #
 # **How this notebook works.** Cells marked `# YOUR CODE HERE` are yours. The cell right after
 # each one checks your answer: if a check fails, its message tells you what looks wrong. The

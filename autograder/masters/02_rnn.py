@@ -21,19 +21,10 @@
 # **Prerequisites.** Notebook 01 (n-gram models, the chain rule, perplexity); PyTorch basics:
 # tensors and their shapes, `nn.Module`, autograd (`loss.backward()`).
 #
-# **Time.** About 60–90 minutes of reading and coding. Without a GPU the notebook trains in the
-# `cpu` profile with one PyTorch thread (the setup cell chooses it and prints `cpu_threads=1`;
-# `LMCOURSE_THREADS` overrides): these models are small, and on a machine whose cores are busy
-# PyTorch's two threads wait for each other (a short RNN run: 4,000 characters/s with two threads,
-# 83,000 with one). Measured with one thread on a 2-core x86-64 machine with PyTorch 2.13:
-# a short run with the cores to itself trains the RNN at about 90,000 characters/s and the LSTM
-# at about 65,000 (`python bench/bench_train.py`), so each of the two training cells needs under a
-# minute (the RNN's took 47 s in full with little else running). With other jobs keeping both
-# cores busy, the same cells took 80 s and 132 s (load average 5), and 169 s and 201 s (load
-# average 7; the whole notebook then took 6.8 minutes). Every other cell takes seconds (your
-# hand-written SGD loop 13 s on the busy machine). On a GPU (profile `gpu`, a larger model
-# trained for longer) the timing is not measured yet. Under the autograder (profile `tiny`) the
-# whole notebook runs in about half a minute.
+# **Time.** About 60–90 minutes of reading and coding; a few minutes of computing on a laptop CPU
+# (the `cpu` profile, one PyTorch thread: the setup cell prints `cpu_threads=1`), most of it the two
+# training cells; about half a minute under the autograder. Measured figures:
+# [02_rnn](../docs/notebooks.md#02_rnn).
 #
 # Graded cells say `# YOUR CODE HERE`. Each is followed by a test cell: run it, and if a check
 # fails, its message says what to look at. Hidden tests run when the notebook is graded.

@@ -32,7 +32,12 @@ MEASURED = (
     Timing("Every solution notebook at the tiny profile", "make solutions PROFILE=tiny",
            "48 s (3.9 to 6.7 s a notebook)", TWO_CORES_SHARED, "2026-11-26"),
     Timing("One solution notebook, alone", "lmcourse solutions solutions/01_ngram.ipynb --profile tiny",
-           "5.5 s at tiny, 33 s at cpu", TWO_CORES_SHARED, "2026-11-26"),
+           "5.5 s", TWO_CORES_SHARED, "2026-11-26"),
+    Timing("Notebooks 01 to 04 at the cpu profile, each alone (01's smoothing sweep, 02's RNN and LSTM trained, "
+           "03's attention timed, 04's three blocks trained)",
+           "lmcourse solutions solutions/01_ngram.ipynb --profile cpu (and 02, 03, 04)",
+           "01: 2 min 29 s (47 s of CPU time); 02: 5 min 20 s (1 min 47 s); 03: 53 s (11 s); 04: 5 min 26 s "
+           "(3 min 25 s); other jobs kept the load between 5 and 10", TWO_CORES_SHARED, "2026-11-29"),
     Timing("Notebook 10 at the cpu profile (its sweep of five sizes at three budgets, then the held-out run)",
            "lmcourse solutions solutions/10_scaling.ipynb --profile cpu", "5 min 41 s (4 min 58 s of CPU time)",
            TWO_CORES_SHARED, "2026-11-26"),

@@ -485,6 +485,7 @@ def test_the_seventh_red_teams_switch_offs_are_named(flagged, honest):
 
 
 # the course's list: what no route above names, a valid answer has no use for
+_IMPORTED = "import torch\nimport lmcourse\nimport matplotlib.pyplot as plt\n"
 BEYOND_THE_LIST = [
     ("import threading\nthreading.Thread(target=f).start()", "import threading"),
     ("import weakref\nweakref.finalize(obj, f)", "import weakref"),
@@ -504,6 +505,18 @@ BEYOND_THE_LIST = [
     ("from .helper import f", "from .helper import"),
     ("ns = globals()", "globals"),
     ("v = getattr(model, '_parameters')", "getattr(model, '_parameters')"),
+    # the ninth red team: the rules switched off and torch's functions reached with listed modules only
+    *((_IMPORTED + source, named) for source, named in [
+        ("import operator\nex = operator.attrgetter('marking.notebooks.load')(lmcourse)('02_rnn')",
+         "operator.attrgetter"),
+        ("from operator import attrgetter\nf = attrgetter('nn.functional.softmax')(torch)", "from operator import"),
+        ("import operator\nf = operator.methodcaller('softmax', -1)", "operator.methodcaller"),
+        ("class _C:\n    def clear(self):\n        object.__setattr__(self, 'rules', None)\n", "object.__setattr__"),
+        ("m = getattr(lmcourse, 'marking')", "getattr(lmcourse, 'marking')"),
+        ("m = vars(lmcourse)['marking']", "vars(lmcourse)"),
+        ("import functools\nm = functools.reduce(getattr, ['marking', 'notebooks'], lmcourse)",
+         "functools.reduce(getattr"),
+        ("c = getattr(torch, '_C')", "getattr(torch, '_C')")]),
 ]
 WITHIN_THE_LIST = [
     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n",
@@ -519,6 +532,17 @@ WITHIN_THE_LIST = [
     "from __future__ import annotations\nfrom typing import Iterable",
     "text = open('notes.txt').read()",
     "class P:\n    __slots__ = ('a',)\n    def __eq__(self, other):\n        return self.a == other.a\n",
+    # the ninth red team's honest cells
+    *(_IMPORTED + source for source in [
+        "for epoch in range(3):\n    print(f'\\rdone {epoch + 1}/3', end='')\n",
+        "plt.xlabel('steps /1000')\nprint(f'step {i}/100')",
+        "class Run:\n    def __repr__(self):\n        return f'{self.__class__.__name__}(lr={self.lr})'\n",
+        "import logging\nlog = logging.getLogger('train')\nlog.info('x')",
+        "import pandas as pd\nimport glob\nimport tempfile",
+        "import time\nfrom tqdm.auto import tqdm\nfor _ in tqdm(range(3)):\n    time.sleep(0)",
+        "fig.savefig('loss.png')\nfrom pathlib import Path\nPath('out').mkdir(exist_ok=True)",
+        "import operator\npairs = sorted(counts.items(), key=operator.itemgetter(1))",
+        "w = getattr(module, 'weight', None)\nb = getattr(torch, 'float32')"]),
 ]
 
 
@@ -542,37 +566,3 @@ def test_a_partly_listed_module_gives_only_its_listed_names():
         "beyond the course's list: from IPython.display import"]
     assert scan_source("import os\nos.write(1, b'x')") == ["beyond the course's list: os.write"]
 
-
-# the ninth red team: the rules switched off and torch's functions reached with listed modules only
-NINTH_ROUND = [
-    ("import operator\nex = operator.attrgetter('marking.notebooks.load')(lmcourse)('02_rnn')", "operator.attrgetter"),
-    ("from operator import attrgetter\nf = attrgetter('nn.functional.softmax')(torch)", "from operator import"),
-    ("import operator\nf = operator.methodcaller('softmax', -1)", "operator.methodcaller"),
-    ("class _C:\n    def clear(self):\n        object.__setattr__(self, 'rules', None)\n", "object.__setattr__"),
-    ("m = getattr(lmcourse, 'marking')", "getattr(lmcourse, 'marking')"),
-    ("m = vars(lmcourse)['marking']", "vars(lmcourse)"),
-    ("import functools\nm = functools.reduce(getattr, ['marking', 'notebooks'], lmcourse)", "functools.reduce(getattr"),
-    ("c = getattr(torch, '_C')", "getattr(torch, '_C')"),
-]
-HONEST_CELLS = [
-    "for epoch in range(3):\n    print(f'\\rdone {epoch + 1}/3', end='')\n",
-    "plt.xlabel('steps /1000')\nprint(f'step {i}/100')",
-    "class Run:\n    def __repr__(self):\n        return f'{self.__class__.__name__}(lr={self.lr})'\n",
-    "import logging\nlog = logging.getLogger('train')\nlog.info('x')",
-    "import pandas as pd\nimport glob\nimport tempfile",
-    "import time\nfrom tqdm.auto import tqdm\nfor _ in tqdm(range(3)):\n    time.sleep(0)",
-    "fig.savefig('loss.png')\nfrom pathlib import Path\nPath('out').mkdir(exist_ok=True)",
-    "import operator\npairs = sorted(counts.items(), key=operator.itemgetter(1))",
-    "w = getattr(module, 'weight', None)\nb = getattr(torch, 'float32')",
-]
-
-
-@pytest.mark.parametrize("source, named", NINTH_ROUND, ids=[r[1] for r in NINTH_ROUND])
-def test_the_ninth_red_teams_switch_off_is_beyond_the_list(source, named):
-    found = scan_cells(_nb("import torch\nimport lmcourse\n" + source))
-    assert any(f.startswith("beyond the course's list") and named in f for f in found), found
-
-
-@pytest.mark.parametrize("source", HONEST_CELLS)
-def test_the_ninth_red_teams_honest_cells_are_not_flagged(source):
-    assert scan_cells(_nb("import torch\nimport lmcourse\nimport matplotlib.pyplot as plt\n" + source)) == [], source

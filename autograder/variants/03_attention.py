@@ -5,6 +5,13 @@
 
 from lmcourse.authoring.mutants import Alternative, Mutant, patch
 
+# the solution's softmax body, which most softmax mutants replace
+_SOFTMAX_BODY = '''
+shifted = x - x.max(dim=dim, keepdim=True).values
+e = shifted.exp()
+return e / e.sum(dim=dim, keepdim=True)
+'''
+
 MUTANTS = [
     # --- softmax
     Mutant("softmax without subtracting the maximum (overflows)", "softmax", patch(
@@ -23,29 +30,17 @@ shifted = x - x.max(dim=dim, keepdim=True).values
 e = shifted.exp()
 ''', "e = (x - x.max()).exp()"))),
     Mutant("softmax normalises over axis 0 (wrong axis)", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 e = (x - x.max(dim=dim, keepdim=True).values).exp()
 return e / e.sum(dim=0, keepdim=True)
 '''))),
     Mutant("softmax ignores dim (always the last axis)", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 e = (x - x.max(dim=-1, keepdim=True).values).exp()
 return e / e.sum(dim=-1, keepdim=True)
 '''))),
     Mutant("softmax divides by the sum of the whole tensor", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 e = (x - x.max(dim=dim, keepdim=True).values).exp()
 return e / e.sum()
 '''))),
@@ -55,11 +50,7 @@ shifted = x - x.max(dim=dim, keepdim=True).values
 e = shifted.exp()
 ''', "e = (x - x.max(dim=dim).values).exp()"))),
     Mutant("softmax modifies its input in place", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 x -= x.max(dim=dim, keepdim=True).values
 x.exp_()
 return x / x.sum(dim=dim, keepdim=True)
@@ -260,11 +251,7 @@ return (weights, y) if return_weights else y
         subclass="MultiHeadAttention")),
     # --- correct answers that call a ready-made implementation: the hidden tests must refuse them
     Mutant("calls torch.softmax", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return torch.softmax(x, dim=dim)"))),
+        (_SOFTMAX_BODY, "return torch.softmax(x, dim=dim)"))),
     Mutant("calls the course's reference causal_mask", "causal_mask", patch(
         ('''
 future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
@@ -318,36 +305,16 @@ return (y, weights) if return_weights else y
         subclass="MultiHeadAttention")),
     # --- issue 8: ready-made softmax reached another way, the reference under another name
     Mutant("softmax as log_softmax(dim).exp()", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return x.log_softmax(dim).exp()"))),
+        (_SOFTMAX_BODY, "return x.log_softmax(dim).exp()"))),
     Mutant("softmax through the private torch._softmax", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return torch._softmax(x, dim, False)"))),
+        (_SOFTMAX_BODY, "return torch._softmax(x, dim, False)"))),
     Mutant("softmax through torch.special.softmax", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return torch.special.softmax(x, dim)"))),
+        (_SOFTMAX_BODY, "return torch.special.softmax(x, dim)"))),
     Mutant("softmax as F.softmin of -x", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return F.softmin(-x, dim=dim)"))),
+        (_SOFTMAX_BODY, "return F.softmin(-x, dim=dim)"))),
     # the eighth red team: a softmax that another public function computes, with no softmax in the name
     Mutant("softmax as the gradient of F.cross_entropy plus the one-hot", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', """
+        (_SOFTMAX_BODY, """
 z = x.movedim(dim, -1)
 flat = z.reshape(-1, z.shape[-1]).detach().requires_grad_(True)
 target = flat.argmax(-1)
@@ -357,11 +324,7 @@ w = g + torch.zeros_like(g).scatter(-1, target[:, None], 1.0)
 return w.reshape(z.shape).movedim(-1, dim)
 """))),
     Mutant("softmax through F.scaled_dot_product_attention with a query of ones and V the identity", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', """
+        (_SOFTMAX_BODY, """
 z = x.movedim(dim, -1)
 n = z.shape[-1]
 keys = z.reshape(-1, 1, n, 1)
@@ -370,35 +333,19 @@ eye = torch.eye(n, dtype=x.dtype, device=x.device).expand(keys.shape[0], 1, n, n
 return F.scaled_dot_product_attention(ones, keys, eye, scale=1.0).reshape(z.shape).movedim(-1, dim)
 """))),
     Mutant("softmax as the normalised logits of torch.distributions.Categorical", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', """
+        (_SOFTMAX_BODY, """
 z = x.movedim(dim, -1)
 return torch.distributions.Categorical(logits=z, validate_args=False).logits.exp().movedim(-1, dim)
 """))),
     Mutant("softmax through an nn.Softmax module", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', "return nn.Softmax(dim=dim)(x)"))),
+        (_SOFTMAX_BODY, "return nn.Softmax(dim=dim)(x)"))),
     Mutant("softmax through torch.ops.aten with torch function modes switched off", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 with torch._C.DisableTorchFunction():
     return torch.ops.aten._softmax.default(x, dim % x.dim(), False)
 '''))),
     Mutant("softmax catches the rule's error and calls torch.softmax again unguarded", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 try:
     return torch.softmax(x, dim)
 except Exception:
@@ -423,20 +370,12 @@ x = x.double()
 e = (x - x.max(dim=dim, keepdim=True).values).exp()
 '''))),
     Mutant("softmax sums without keepdim", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 e = (x - x.max(dim=dim, keepdim=True).values).exp()
 return e / e.sum(dim=dim)
 '''))),
     Mutant("softmax writes into a tensor made on the CPU (loses the device)", "softmax", patch(
-        ('''
-shifted = x - x.max(dim=dim, keepdim=True).values
-e = shifted.exp()
-return e / e.sum(dim=dim, keepdim=True)
-''', '''
+        (_SOFTMAX_BODY, '''
 out = torch.empty(x.shape, dtype=x.dtype)
 e = (x - x.max(dim=dim, keepdim=True).values).exp()
 out[...] = e / e.sum(dim=dim, keepdim=True)

@@ -590,8 +590,10 @@ plt.show()
 #
 # ### BEGIN SOLUTION
 # (a) By about 4: the scores and weights hold one number per (query, key) pair, $T^2$ of them
-# per head, while inputs and outputs grow only like $T$; the time also grows roughly like $T^2$
-# once $T$ is large, because every query is compared with every key. (b) $96 \times 2048^2
+# per head, while inputs and outputs grow only like $T$. The time grows at least as fast once $T$
+# is large, because every query is compared with every key (in our run at `cpu`, about ×6 per
+# doubling from $T = 512$ on; a single timing on a busy machine jumps around, so read the slope
+# over several doublings). (b) $96 \times 2048^2
 # \times 2$ bytes $\approx 805$ MB (768 MiB) per layer and per sequence, for the weights alone,
 # and the same again for the scores; with 96 layers and a batch of sequences this cannot be
 # kept around. The fused kernel computes the same output tile by tile, keeping only running

@@ -711,23 +711,19 @@ if runs:
         print(f"{name:<18} validation loss {h.val_loss[0]:.3f} -> {h.final_val_loss:.3f} nats/char")
 
 # %% [markdown]
-# **What the runs show.** On the `cpu` profile (4 blocks of width 128, 300 steps, seed 0,
-# measured once) the final validation losses were:
+# **What the runs show.** The cell above prints each run's first and last validation loss. In our
+# run at `cpu` (4 blocks of width 128, 300 steps, seed 0) they ended at 2.31 (pre-LN), 3.36
+# (post-LN) and 2.14 (post-LN with a warm-up over 60 steps) nats per character, from about 4.56
+# ([04_block](../docs/notebooks.md#04_block)).
 #
-# | run | validation loss (nats per character) |
-# |---|---|
-# | pre-LN, no warm-up | 4.57 → 2.28 |
-# | post-LN, no warm-up | 4.56 → 3.36 |
-# | post-LN, warm-up over 60 steps | 4.56 → 2.16 |
-#
-# Post-LN without warm-up dropped quickly at first and then stalled at about 3.36 nats, the
-# level of a model that predicts characters by their frequency alone, and stayed there; pre-LN
-# trained normally at the same learning rate. With a warm-up, post-LN trained too, and in this
-# short run it even ended a little below pre-LN: the warm-up is what post-LN needs, not a
-# handicap. On the `tiny` profile (one block, 6 steps) the runs are far too short and shallow
-# to show any of this: all three end between 3.58 and 3.75 nats (pre-LN 3.75, post-LN 3.67,
-# post-LN with warm-up 3.59), post-LN without warm-up slightly *ahead* of pre-LN. Your numbers
-# may differ a little with the torch version and the hardware.
+# Post-LN without warm-up dropped quickly at first and then stalled at about 3.36 nats, the level of
+# a model that predicts characters by their frequency alone, and stayed there; pre-LN trained
+# normally at the same learning rate. With a warm-up, post-LN trained too, and in this short run it
+# even ended below pre-LN (by 0.17 nats in our run): the warm-up is what post-LN needs, not a
+# handicap. On the `tiny` profile (one block, 6 steps) the runs are far too short and shallow to
+# show any of this: all three end between 3.58 and 3.75 nats (pre-LN 3.75, post-LN 3.67, post-LN
+# with warm-up 3.59), post-LN without warm-up slightly *ahead* of pre-LN. Your numbers may differ a
+# little with the torch version and the hardware.
 
 # %% [markdown] answer="q_warmup" points=2
 # **Question (free text).** Using your plots from sections 7 and 8: (a) What did post-LN without
@@ -736,16 +732,16 @@ if runs:
 # gradient takes from the loss to the first block in each variant.
 #
 # ### BEGIN SOLUTION
-# (a) At lr = 1e-2 without warm-up, post-LN got stuck near the unigram level (about 3.36 nats
-# per character on the cpu profile) while pre-LN kept improving to about 2.28; with a warm-up,
-# post-LN trained normally (2.16 after 300 steps). (b) In post-LN every residual sum is followed
-# by a LayerNorm, so the gradient reaching a lower block passes through all the LayerNorms above
-# it, and in a deep stack the top blocks get the largest gradients at initialisation (section
+# (a) At lr = 1e-2 without warm-up, post-LN got stuck near the unigram level (about 3.36 nats per
+# character on the cpu profile) while pre-LN kept improving (2.31 in our run); with a warm-up,
+# post-LN trained normally (2.14 after 300 steps in our run). (b) In post-LN every residual sum is
+# followed by a LayerNorm, so the gradient reaching a lower block passes through all the LayerNorms
+# above it, and in a deep stack the top blocks get the largest gradients at initialisation (section
 # 7). Adam's first full-size steps then move the model a lot; here it collapsed to predicting
 # character frequencies and did not recover. Warm-up keeps the first steps small until the
-# optimiser's statistics settle. In pre-LN the stream is a chain of additions, an identity path
-# from the loss to every block, and each block reads a normalised copy, so the gradients are
-# balanced from the start and no warm-up is needed.
+# optimiser's statistics settle. In pre-LN the stream is a chain of additions, an identity path from
+# the loss to every block, and each block reads a normalised copy, so the gradients are balanced
+# from the start and no warm-up is needed.
 # ### END SOLUTION
 
 # %% [markdown]

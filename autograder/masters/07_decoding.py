@@ -464,8 +464,9 @@ tests.grade("beam_search")
 
 # %% [markdown]
 # On the trained model: greedy ($b = 1$) against wider beams, and the summed log-probability of
-# what each finds. Wider beams usually find sequences the model thinks more likely (on the `cpu`
-# profile: −56.5, −48.2 and −36.7 for beam sizes 1, 4 and 8), and they can be just as repetitive:
+# what each finds. Wider beams usually find sequences the model thinks more likely (in our run at
+# `cpu`: −56.5, −43.2 and −42.2 for beam sizes 1, 4 and 8, the first widening gaining most), and
+# they can be just as repetitive:
 
 # %%
 n_beam = 24 if P.name == "tiny" else 60
@@ -791,16 +792,16 @@ tests.grade("q2")
 # %% [markdown] answer="q3_free_text" points=2
 # ### BEGIN SOLUTION
 # Greedy decoding and beam search sit at the top left: the highest mean log-probability per
-# character and the lowest distinct-2 (on the cpu profile greedy 0.37 and −0.93, beam 4 0.25 and
-# −0.78), because they repeat the same few high-probability phrases ("will not the will not ...").
-# Sampling at τ = 1 sits near the other end (0.89 and −1.69; only τ = 1.3 is further out): diverse
-# text of low likelihood, since every so often it draws a character from the long tail and the
-# following ones have to make sense of it. The filters and lower temperatures lie in between.
-# The most likely text is generic and repetitive because a locally safe choice is always available and each one makes
-# the next repetition more likely still; what people find natural is typical text, not the single most
-# probable one. For a chatbot I would pick a filter between the two ends, e.g. top-p 0.9 (or a
-# temperature a little below 1 combined with it): it cuts the tail where the model is sure and
-# keeps many options where it is not.
+# character and the lowest distinct-2 (in our run at `cpu`: greedy 0.29 and −0.93, beam 4 0.35 and
+# −0.69), because they repeat the same few high-probability phrases ("the shall the will the ...",
+# "you are you have ..."). Sampling at τ = 1 sits near the other end (0.90 and −1.67; only τ = 1.3
+# is further out): diverse text of low likelihood, since every so often it draws a character from
+# the long tail and the following ones have to make sense of it. The filters and lower temperatures
+# lie in between. The most likely text is generic and repetitive because a locally safe choice is
+# always available and each one makes the next repetition more likely still; what people find
+# natural is typical text, not the single most probable one. For a chatbot I would pick a filter
+# between the two ends, e.g. top-p 0.9 (or a temperature a little below 1 combined with it): it cuts
+# the tail where the model is sure and keeps many options where it is not.
 # ### END SOLUTION
 
 # %% [markdown]

@@ -152,8 +152,11 @@ def _lookup_strings(tree: ast.Module) -> set[int]:
                 node.func.attr if isinstance(node.func, ast.Attribute) else "")
             if called in _LOOKUPS:
                 found.update(id(a) for a in node.args[:2])
-        elif isinstance(node, ast.Subscript):
-            found.add(id(node.slice))
+        elif isinstance(node, ast.Subscript) and (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__"
+                or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("vars", "globals", "locals")):
+            found.add(id(node.slice))       # a namespace read as a dict: F.__dict__["softmax"]; a dict's key is data
     return found
 
 
@@ -187,7 +190,8 @@ def check(source: str, refused: Refused, names: scan.Names | None = None,
         found: list[str] = []
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in lookups and (
                 any(part in refused.parts for part in node.value.split("."))
-                or any(_hit(f"{root}.{node.value}", refused) for root in ("torch", "lmcourse"))):
+                or any(_imported(f"{root}.{node.value}") is not None and _hit(f"{root}.{node.value}", refused)
+                       for root in ("torch", "lmcourse"))):
             # a name looked up by a string, dotted too: attrgetter("nn.functional.softmax")(torch)
             if f"refused: {node.value!r}" not in hits:
                 hits.append(f"refused: {node.value!r}")

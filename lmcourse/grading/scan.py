@@ -228,6 +228,7 @@ class Names:
     shells: set[str] = field(default_factory=set)              # names bound to get_ipython()
     sys_names: set[str] = field(default_factory=lambda: {"sys"})  # the names sys goes by (import sys as _s)
     built: set[str] = field(default_factory=set)               # names bound to strings built in place
+    own_private: set[str] = field(default_factory=set)         # _names the notebook's own code defines
 
     def learn(self, tree: ast.Module) -> None:
         for node in _nodes(tree):
@@ -241,6 +242,21 @@ class Names:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.modules[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                # a module or a name of one held in a variable (T = torch; o = T.optim) is read as what it holds
+                value = node.value
+                alias = self.dotted(value) if isinstance(value, ast.Attribute) else (
+                    self.modules.get(value.id) if isinstance(value, ast.Name) else None)
+                if alias:
+                    self.modules[node.targets[0].id] = alias
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_"):
+                self.own_private.add(node.attr)
+            elif isinstance(node, ast.ClassDef):
+                self.own_private.update(n.name for n in node.body if isinstance(
+                    n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.startswith("_"))
+                self.own_private.update(t.id for n in node.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                                        if isinstance(t, ast.Name) and t.id.startswith("_"))
 
     def follow(self, trees: list[ast.Module]) -> None:
         """Names bound to the test machinery or the shell, followed through assignments and loops
@@ -686,8 +702,9 @@ _UNLISTED_DEFINITIONS = ("__getattribute__", "__getattr__", "__setattr__", "__de
 # builtins that look a name up or reach a namespace: passed as a value (reduce(getattr, path, module)) they
 # walk a dotted path no text shows
 _LOOKUP_BUILTINS = ("getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals")
-# methods in which a frozen dataclass sets its own fields with object.__setattr__
-_OWN_INIT = ("__init__", "__post_init__", "__new__", "__setstate__")
+# the method in which a frozen dataclass sets its own fields with object.__setattr__ (an __init__ can be
+# called unbound on any object: Exercise.__init__ of a class of one's own, run on the course's exercise)
+_OWN_INIT = ("__post_init__",)
 # builtins that reach the cell's whole namespace or the debugger (vars of a module or of the tests is
 # flagged above; of a student's own object it is ordinary)
 _UNLISTED_BUILTINS = ("globals", "locals", "breakpoint")
@@ -752,6 +769,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
                 names.dotted(node.value) or "") and (_module_path(node.value, names)
                                                    or names.reaches_machinery(node.value)):
             yield f"{OFF_LIST}: {_shown(node)}"          # a library's private name: torch._C, F._in_projection
+        elif node.attr.startswith("_") and not _special(node.attr) and node.attr not in names.own_private \
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            yield f"{OFF_LIST}: {_shown(node)}"          # another object's private name: _kit._notebook
         elif id(node) not in inner and _within(names.dotted(node) or "", _UNLISTED_PARTS):
             yield f"{OFF_LIST}: {names.dotted(node)}"
     elif isinstance(node, ast.Name) and _special(node.id) and node.id not in _LISTED_SPECIAL_NAMES \
@@ -764,6 +784,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
     elif isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in _LOOKUP_BUILTINS
                                             for a in [*node.args, *(k.value for k in node.keywords)]):
         yield f"{OFF_LIST}: {_shown(node)}"                  # functools.reduce(getattr, [...], lmcourse)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and not (
+            node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls")):
+        yield f"{OFF_LIST}: {_shown(node)}"                  # vars() is the cell's namespace; vars(x) writes x
     elif _module_looked_up(node, names):
         yield f"{OFF_LIST}: {_shown(node)}"                  # getattr(lmcourse, "marking"), vars(lmcourse)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):

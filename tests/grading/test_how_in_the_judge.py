@@ -268,3 +268,29 @@ def test_a_public_subclass_of_a_refused_class_is_refused_by_its_bases():
               "_mha = Q.MultiheadAttention(8, 2, batch_first=True)\n")
     hits, _ = check(source, refused)
     assert any("quantizable" in h for h in hits), hits
+
+
+# the tenth red team: torch held in a variable (T = torch) is read as torch; a dict's key is data, not a lookup
+TENTH_ROUND = {
+    "torch held in a variable": "T = torch\n" + _SM.format("T.softmax(x, dim)"),
+    "a module of torch held in a variable": "T = torch\nf = T.nn.functional\n" + _SM.format("f.softmax(x, dim)"),
+}
+TENTH_ROUND_VALID = {
+    "a dict keyed by the word": "def softmax(x, dim=-1):\n    cache = {}\n"
+                                "    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+                                "    cache['softmax'] = e / e.sum(dim, keepdim=True)\n    return cache['softmax']\n",
+    "a key that holds the word": "def softmax(x, dim=-1):\n    stats = {'softmax_max': x.amax(dim, keepdim=True)}\n"
+                                 "    e = (x - stats['softmax_max']).exp()\n    return e / e.sum(dim, keepdim=True)\n",
+}
+
+
+@pytest.mark.parametrize("route", sorted(TENTH_ROUND))
+def test_the_tenth_rounds_aliases_lose_the_exercise(route):
+    nb = _with_cells("03_attention", {"softmax": TENTH_ROUND[route]}, [], None)
+    assert "softmax" in refused_answers(nb, "03_attention")
+
+
+@pytest.mark.parametrize("answer", sorted(TENTH_ROUND_VALID))
+def test_the_tenth_rounds_dict_keys_keep_the_exercise(answer):
+    nb = _with_cells("03_attention", {"softmax": TENTH_ROUND_VALID[answer]}, [], None)
+    assert refused_answers(nb, "03_attention") == {}

@@ -199,7 +199,7 @@ FINDINGS = [
      "from lmcourse.marking import Exam\nExam.grade = lambda self, name: None", "Exam.grade = lambda self, name: None"),
     ("test machinery: ex.check written", "for ex in tests.exam.exercises:\n    ex.check = print",
      "for ex in exams:\n    ex.check = print"),
-    ("test machinery: vars(tests)['exam'] written", "vars(tests)['exam'] = None", "vars(model)['w'] = None"),
+    ("test machinery: vars(tests)['exam'] written", "vars(tests)['exam'] = None", "model.w = None"),
     ("test machinery: setattr(tests, 'exam', None)", "setattr(tests, 'exam', None)", "setattr(model, 'exam', None)"),
     ("test machinery: lmcourse.marking.ngram", "import lmcourse.marking\nlmcourse.marking.ngram.EXERCISES.clear()",
      "import lmcourse.data\nlmcourse.data.load_shakespeare()"),
@@ -516,7 +516,14 @@ BEYOND_THE_LIST = [
         ("m = vars(lmcourse)['marking']", "vars(lmcourse)"),
         ("import functools\nm = functools.reduce(getattr, ['marking', 'notebooks'], lmcourse)",
          "functools.reduce(getattr"),
-        ("c = getattr(torch, '_C')", "getattr(torch, '_C')")]),
+        ("c = getattr(torch, '_C')", "getattr(torch, '_C')"),
+        # the tenth red team: the test object taken from the cell's namespace, a private attribute read, a field
+        # written through vars, an __init__ of one's own run unbound on the course's exercise
+        ("_kit = vars()['tests']", "vars()"),
+        ("ex = kit._notebook.exercises", "kit._notebook"),
+        ("vars(ex)['rules'] = None", "vars(ex)"),
+        ("class _W:\n    def __init__(self):\n        object.__setattr__(self, 'rules', None)\n",
+         "object.__setattr__")]),
 ]
 WITHIN_THE_LIST = [
     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n",
@@ -542,7 +549,10 @@ WITHIN_THE_LIST = [
         "import time\nfrom tqdm.auto import tqdm\nfor _ in tqdm(range(3)):\n    time.sleep(0)",
         "fig.savefig('loss.png')\nfrom pathlib import Path\nPath('out').mkdir(exist_ok=True)",
         "import operator\npairs = sorted(counts.items(), key=operator.itemgetter(1))",
-        "w = getattr(module, 'weight', None)\nb = getattr(torch, 'float32')"]),
+        "w = getattr(module, 'weight', None)\nb = getattr(torch, 'float32')",
+        "class Cache:\n    _size = 3\n    def _key(self, x):\n        return x\n\n"
+        "c = Cache()\nc._store = {}\nprint(c._size, c._key(1), c._store)",
+        "T = torch\nx = T.zeros(3)"]),
 ]
 
 

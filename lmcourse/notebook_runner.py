@@ -44,6 +44,8 @@ class CellProgress:
 
     def start(self, cell=None, cell_index: int = 0, **_) -> None:
         self.started = time.perf_counter()
+        if cell_index not in self.ordinal:  # nbclient calls the hook for markdown cells too
+            return
         first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("# %%")),
                      "")
         first = first if len(first) <= 70 else first[:67] + "..."
@@ -51,7 +53,7 @@ class CellProgress:
 
     def executed(self, cell=None, cell_index: int = 0, **_) -> None:
         seconds = time.perf_counter() - self.started
-        if seconds >= self.slow:
+        if cell_index in self.ordinal and seconds >= self.slow:
             self.write(f"    cell {self.ordinal.get(cell_index, '?')}/{self.total} done in {seconds:.1f} s")
 
 
@@ -73,6 +75,9 @@ def execute_notebook(path: Path, out: Path | None = None, profile: str | None = 
     kernel_env.update(env or {})
     if profile:
         kernel_env["LMCOURSE_PROFILE"] = profile
+    # Nobody watches a bar in a headless run, and a saved bar is a widget whose text fallback is its
+    # first frame ("0%") in viewers without widget state; the runs print their own summary lines.
+    kernel_env.setdefault("LMCOURSE_PROGRESS", "0")
     with tempfile.TemporaryDirectory(prefix="lmcourse-kernel-") as sockets:
         config = ipc_kernel_config(sockets)
         try:

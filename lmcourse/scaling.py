@@ -235,6 +235,15 @@ def optimal_sizes(budgets: Sequence[float], n_opt: Sequence[float], exponent: fl
         at_mid = coefficient * mid ** exponent
         for name, a in (published or {}).items():
             ax.loglog(grid, [at_mid * (c / mid) ** a for c in grid], ":", label=f"{name}: C^{a:.2f}")
+    # Within a decade or two matplotlib labels every minor tick and the labels collide: label the budgets
+    # themselves on x, and round sizes on y.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xticks(list(budgets), [f"{b:.0e}".replace("e+", "e") for b in budgets])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("training compute C (FLOPs, log scale)")
     ax.set_ylabel("N_opt (non-embedding parameters)")
     ax.set_title(title)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -336,10 +337,10 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, device: torch.devic
 
 def want_progress(cfg: TrainConfig) -> bool:
     """Whether a run shows a progress bar: ``cfg.progress`` if set, else in a terminal or a
-    notebook, never under the autograder."""
+    notebook, never under the autograder nor in a headless run that sets ``LMCOURSE_PROGRESS=0``."""
     if cfg.progress is not None:
         return cfg.progress
-    if is_autograding():
+    if is_autograding() or os.environ.get("LMCOURSE_PROGRESS") == "0":
         return False
     in_kernel = "ipykernel" in sys.modules
     return in_kernel or sys.stderr.isatty()

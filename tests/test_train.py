@@ -417,3 +417,21 @@ def test_the_summary_line_says_when_the_validation_loss_is_older_than_the_last_s
     assert "trained 13/20 steps" in line and "resume=True continues" in line
     train(fresh(), tokens(), tokens(seed=1), cfg(quiet=False))
     assert "(from step" not in capsys.readouterr().out
+
+
+def test_a_headless_run_shows_no_bar_but_a_notebook_does(monkeypatch):
+    """A saved bar is a widget whose text fallback is its first frame ("0%"): the headless runner turns
+    bars off in its kernels, while a student's notebook keeps them."""
+    import sys
+
+    from lmcourse.train import TrainConfig, want_progress
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setitem(sys.modules, "ipykernel", sys.modules.get("ipykernel") or object())
+    cfg = TrainConfig(steps=1)
+    monkeypatch.delenv("LMCOURSE_PROGRESS", raising=False)
+    assert want_progress(cfg)
+    monkeypatch.setenv("LMCOURSE_PROGRESS", "0")
+    assert not want_progress(cfg)
+    assert want_progress(TrainConfig(steps=1, progress=True))
+

@@ -24,6 +24,7 @@ import ast
 import functools
 import importlib
 import inspect
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -140,6 +141,9 @@ def _tensor_method(attribute: str) -> bool:
 
 
 _LOOKUPS = ("getattr", "hasattr", "setattr", "delattr", "methodcaller", "attrgetter")
+# a string that is a dotted path and nothing else ("transformers.generation.TopKLogitsWarper"); a label in a
+# message, or a dict's key without dots, is not one
+_WHOLE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def _lookup_strings(tree: ast.Module) -> set[int]:
@@ -188,6 +192,12 @@ def check(source: str, refused: Refused, names: scan.Names | None = None,
                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         found: list[str] = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in lookups and \
+                _WHOLE_PATH.fullmatch(node.value) and _hit(node.value, refused):
+            # a whole dotted path in a string, resolved by whatever walks it (a configurator's resolve)
+            if f"refused: {node.value!r}" not in hits:
+                hits.append(f"refused: {node.value!r}")
+            continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in lookups and (
                 any(part in refused.parts for part in node.value.split("."))
                 or any(_imported(f"{root}.{node.value}") is not None and _hit(f"{root}.{node.value}", refused)
@@ -287,7 +297,8 @@ def _binds(node: ast.stmt, modules: set[str] = frozenset()) -> tuple[list[str], 
 class _RunNow(ast.NodeTransformer):
     """A top-level statement as the graded call meets it: what it calls from a library right there ran before
     any test (``EPS = torch.softmax(z, -1).max()`` holds a number, not torch's function), so that callee is
-    dropped; what it only refers to, or calls of the student's own code, stay."""
+    dropped; what it only refers to, a library class it makes an object of, or calls of the student's own
+    code, stay."""
 
     def __init__(self, names: scan.Names):
         self.names = names
@@ -302,7 +313,10 @@ class _RunNow(ast.NodeTransformer):
         func = node.func
         library = self.names.dotted(func) if isinstance(func, ast.Attribute) else (
             self.names.modules.get(func.id) if isinstance(func, ast.Name) else None)
-        if library:
+        # a class called here makes an object whose methods run later, inside the graded call
+        # (`norm = nn.Softmax(-1)` then `norm(x)` in the answer): its name stays
+        # (`tok = tiktoken.get_encoding(...)`, from a library this grader does not import, stays too)
+        if library and library.split(".")[0] in _IMPORTABLE and not isinstance(_imported(library), type):
             node.func = ast.Name(id="_called_before_the_test", ctx=ast.Load())
         return node
 
@@ -426,7 +440,7 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
         refused = _exercise_list(notebook, ex.name) if ex.name in by_id else None
         if refused is None:
             continue
-        own, test = by_id[ex.name], by_id.get(ex.test_id, len(cells))
+        test = by_id.get(ex.test_id, len(cells))
         names = scan.Names()
         for tree in trees[:test]:
             if tree is not None:
@@ -440,7 +454,9 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
             held.pop(other, None)
             if other in plain:
                 held[other] = plain[other]
-        answer = cells[own].get("source", "") + "\n" + held.pop(name, "")
+        # the answer's name as the test meets it; the answer cell's other statements count like any cell's (a
+        # check against torch's own function at the end of the cell runs before the test, not in it)
+        answer = held.pop(name, "")
         hits, _ = check(_with_helpers(answer, held), refused, names, own=frozenset(answered - {name}))
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)

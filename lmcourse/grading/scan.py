@@ -20,7 +20,10 @@ student points).
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -645,7 +648,8 @@ def _legacy(node, names: Names, inner: set[int], keys: set[int]):
         yield "a code object rebuilt (co_ fields)"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRS \
             and len(node.args) >= 2 and (_hidden_name(node.args[1]) or (
-                isinstance(node.args[1], ast.Name) and node.args[1].id in names.built)):
+                isinstance(node.args[1], ast.Name) and node.args[1].id in names.built
+                and not getattr(node, "_scan_constant_name", False))):
         # getattr(f, "__co" + "de__") names a hooked attribute without writing it; so does a variable that holds
         # such a string, built in another statement (n = ''.join(['__s', 'etattr__']); getattr(object, n))
         yield f"{node.func.id} with a computed or hidden name"
@@ -684,7 +688,13 @@ _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "ge
 # public parts of the listed libraries that write or swap the library's own machinery
 _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    "torch.ops", "torch.library", "torch.overrides", "torch.jit", "torch.fx", "torch.export",
-                   "torch.compiler", "torch.utils.cpp_extension", "torch.utils.hooks", "numpy.ctypeslib")
+                   "torch.compiler", "torch.utils.cpp_extension", "torch.utils.hooks", "numpy.ctypeslib",
+                   # what turns a string into an object (a dotted path walked, a type hint evaluated, a backend
+                   # imported by name) or unpickles one: any name, no text naming it (torch.load and np.load
+                   # unpickle only when told to: _unpickling_keyword)
+                   "logging.config", "logging.handlers", "string.Formatter", "typing.get_type_hints",
+                   "typing.ForwardRef", "matplotlib.use", "torch.hub", "torch.package", "torch.utils.model_zoo",
+                   "pandas.read_pickle", "pandas.eval")
 # special attributes of the data model an answer may read or call (x.__getitem__ as a sort key,
 # super().__init__()); every other one reaches an object's machinery (__class__, __dict__, __globals__ ...)
 _LISTED_SPECIAL = frozenset((
@@ -784,8 +794,8 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
     elif isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in _LOOKUP_BUILTINS
                                             for a in [*node.args, *(k.value for k in node.keywords)]):
         yield f"{OFF_LIST}: {_shown(node)}"                  # functools.reduce(getattr, [...], lmcourse)
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and not (
-            node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls")):
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and not getattr(
+            node, "_scan_listed", False):
         yield f"{OFF_LIST}: {_shown(node)}"                  # vars() is the cell's namespace; vars(x) writes x
     elif _module_looked_up(node, names):
         yield f"{OFF_LIST}: {_shown(node)}"                  # getattr(lmcourse, "marking"), vars(lmcourse)
@@ -815,18 +825,109 @@ def _looked_up(dotted: str) -> bool:
     return not _listed(dotted) or _dotted_above(dotted) or _within(dotted, _MACHINERY)
 
 
-def _mark_listed_specials(tree: ast.Module) -> None:
-    """Special attributes the list allows where they stand: ``object.__setattr__`` in a class's own
-    initialiser (a frozen dataclass sets its fields so), ``x.__class__`` read for its ``__name__``."""
+def _methods(tree: ast.Module):
+    """(method, the name of its own instance) for each function defined in a class body of the cell."""
     for node in _nodes(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _OWN_INIT:
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Attribute) and inner.attr in ("__setattr__", "__delattr__") and isinstance(
-                        inner.value, ast.Name) and inner.value.id == "object":
-                    inner._scan_listed = True
-        elif isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__") and isinstance(
+        if isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args:
+                    yield method, method.args.args[0].arg
+
+
+def _mark_listed_specials(tree: ast.Module) -> None:
+    """What the list allows where it stands: ``object.__setattr__(self, ...)`` in a class's own initialiser
+    (a frozen dataclass sets its fields so) and ``vars(self)`` in its methods, on that method's own instance
+    (a function's parameter merely named ``self`` is any object); ``x.__class__`` read for its ``__name__``;
+    the module of a top-level alias (``T = torch``: followed as what it holds), of a call, of a lookup by a
+    written-out name; ``getattr`` / ``setattr`` looping over names written out (``for n in ("a", "b")``)."""
+    for method, own in _methods(tree):
+        for inner in ast.walk(method):
+            if not (isinstance(inner, ast.Call) and inner.args and isinstance(inner.args[0], ast.Name)
+                    and inner.args[0].id == own):
+                continue
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr in ("__setattr__", "__delattr__") and \
+                    isinstance(inner.func.value, ast.Name) and inner.func.value.id == "object" and \
+                    method.name in _OWN_INIT:
+                inner.func._scan_listed = True
+            elif isinstance(inner.func, ast.Name) and inner.func.id == "vars":
+                inner._scan_listed = True
+    aliases = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            node.value._scan_module_ok = True
+            aliases.add(node.targets[0].id)
+    # a name the cell binds to something of its own (`data = bytearray()` in a function) is not the module
+    # another cell imported under that name; a top-level alias of a module stays the module
+    own = {n.id for n in _nodes(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    own |= {n.arg for n in _nodes(tree) if isinstance(n, ast.arg)}
+    own -= aliases
+    for node in _nodes(tree):
+        if isinstance(node, ast.Name) and node.id in own:
+            node._scan_module_ok = True
+    for node in _nodes(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__") and isinstance(
                 node.value, ast.Attribute) and node.value.attr == "__class__":
             node.value._scan_listed = True
+        elif isinstance(node, ast.Call):
+            node.func._scan_module_ok = True
+            if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant):
+                node.args[0]._scan_module_ok = True
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and isinstance(
+                node.iter, (ast.Tuple, ast.List)) and node.iter.elts and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) and not _hidden_name(e)
+                for e in node.iter.elts):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in _ATTRS \
+                        and len(inner.args) >= 2 and isinstance(inner.args[1], ast.Name) \
+                        and inner.args[1].id == node.target.id:
+                    inner._scan_constant_name = True
+
+
+@functools.cache
+def _is_module(dotted: str) -> bool:
+    """Whether a dotted name is a module: one already imported here, or found without running a module the
+    grader has not imported (a submission's text names it)."""
+    if isinstance(sys.modules.get(dotted), type(sys)):
+        return True
+    root = dotted.partition(".")[0]
+    if "." in dotted and root not in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+def _module_as_value(node, names: Names, inner: set[int]):
+    """A module handed on as a value (an argument, a default, a class attribute, an item, a loop's target, a
+    lambda's result): code that receives it reads the module under a name the cell never shows. A module is
+    used by its attributes; a top-level alias (``T = torch``) is followed as the module itself."""
+    if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)) or id(node) in inner \
+            or getattr(node, "_scan_module_ok", False):
+        return
+    dotted = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
+    if dotted and _is_module(dotted):
+        yield f"{OFF_LIST}: the module {dotted} passed as a value"
+
+
+# a dotted path written in a string (a lookup by text: "lmcourse.marking.rnn", "tiktoken._educational")
+_DOTTED_TEXT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _dotted_text(node, names: Names, docstrings: set[int]):
+    """A string that is a dotted path the list would flag written as code: a special attribute
+    (``"x.__dict__"``), a library's private part, a module beyond the list or the course's test machinery."""
+    text = _text(node)
+    if text is None or id(node) in docstrings:
+        return
+    for path in _DOTTED_TEXT.findall(text):
+        parts = path.split(".")
+        special = [p for p in parts if _special(p) and p not in _LISTED_SPECIAL]
+        root_is_module = _is_module(parts[0])
+        if special or root_is_module and (_private_path(path) or not _listed(path) or _within(path, _MACHINERY)):
+            yield f"{OFF_LIST}: the text {_shown(repr(path))}"
+            return
 
 
 def _private_path(dotted: str) -> bool:
@@ -834,7 +935,8 @@ def _private_path(dotted: str) -> bool:
 
 
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
-                  _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list)
+                  _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list,
+                  _module_as_value)
 
 
 def _cell_findings(tree: ast.Module, names: Names):
@@ -863,6 +965,8 @@ def _findings(tree: ast.Module, names: Names) -> list[str]:
         for what in _legacy(node, names, inner, keys):
             note(what)
         for what in _strings(node, names, docstrings):
+            note(what)
+        for what in _dotted_text(node, names, docstrings):
             note(what)
         for finding in _NODE_FINDINGS:
             for what in finding(node, names, inner):

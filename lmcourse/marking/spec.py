@@ -67,7 +67,9 @@ class Case:
     errors: tuple[tuple[str, str], ...] = ()       # (text in an error's message, what it likely means)
 
 
-@dataclass(frozen=True)
+# slots: no instance dictionary, so nothing reached as ``vars(exercise)`` or a path ending in ``__dict__``
+# rewrites an exercise's rules (the grader's text check and scan are the line that holds; this is a second)
+@dataclass(frozen=True, slots=True)
 class Exercise:
     name: str                                # the answer cell's grade id; its test cell adds "_tests"
     cases: tuple[Case, ...]                  # the visible cases (the hidden ones live apart)
@@ -80,7 +82,7 @@ class Exercise:
         return f"{self.name}_tests"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Notebook:
     name: str                                # "01_ngram"
     reference: str                           # the module whose names answer the exercises

@@ -294,3 +294,36 @@ def test_the_tenth_rounds_aliases_lose_the_exercise(route):
 def test_the_tenth_rounds_dict_keys_keep_the_exercise(answer):
     nb = _with_cells("03_attention", {"softmax": TENTH_ROUND_VALID[answer]}, [], None)
     assert refused_answers(nb, "03_attention") == {}
+
+
+# the eleventh red team: a refused class made into an object in another cell and called by the answer; a refused
+# object named by a whole dotted path in a string (walked by logging.config's resolve); and, the other way, a
+# check against torch's own function at the end of an answer cell, which runs before the test and not in it
+_STABLE = "(lambda e: e / e.sum(dim, keepdim=True))((x - x.amax(dim, keepdim=True)).exp())"
+ELEVENTH_ROUND = {
+    "an object of a refused class made in another cell": (
+        {"softmax": _SM.format("_row_norm(x.transpose(dim, -1)).transpose(dim, -1)")},
+        ["_row_norm = torch.nn.Softmax(dim=-1)"]),
+    "a refused function named by a dotted path in a string": (
+        {"softmax": "_f = _resolve('torch.nn.functional.softmax')\n" + _SM.format("_f(x, dim)")},
+        ["import logging.config\n_resolve = logging.config.BaseConfigurator({}).resolve"]),
+}
+ELEVENTH_ROUND_VALID = {
+    "a check against torch's softmax after the answer": _SM.format(_STABLE)
+    + "\n_z = torch.randn(3, 5)\nassert torch.allclose(softmax(_z, -1), torch.softmax(_z, -1))\n",
+    "a check against an nn.Softmax after the answer": _SM.format(_STABLE)
+    + "\n_ref = torch.nn.Softmax(dim=-1)\nassert torch.allclose(softmax(torch.ones(2, 3)), _ref(torch.ones(2, 3)))\n",
+}
+
+
+@pytest.mark.parametrize("route", sorted(ELEVENTH_ROUND))
+def test_the_eleventh_rounds_routes_lose_the_exercise(route):
+    answers, before = ELEVENTH_ROUND[route]
+    nb = _with_cells("03_attention", answers, before, None)
+    assert "softmax" in refused_answers(nb, "03_attention")
+
+
+@pytest.mark.parametrize("answer", sorted(ELEVENTH_ROUND_VALID))
+def test_the_eleventh_rounds_self_checks_keep_the_exercise(answer):
+    nb = _with_cells("03_attention", {"softmax": ELEVENTH_ROUND_VALID[answer]}, [], None)
+    assert refused_answers(nb, "03_attention") == {}

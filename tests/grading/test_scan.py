@@ -193,7 +193,7 @@ FINDINGS = [
     # writes to the course's test machinery
     ("test machinery: object.__setattr__(exercise, 'rules', None)",
      "object.__setattr__(exercise, 'rules', None)",
-     "def __post_init__(self):\n    object.__setattr__(self, 'value', 1)"),
+     "class P:\n    def __post_init__(self):\n        object.__setattr__(self, 'value', 1)"),
     ("test machinery: ex.rules written", "ex.rules = None", "ex.rules_seen = None"),
     ("test machinery: Exam.grade written",
      "from lmcourse.marking import Exam\nExam.grade = lambda self, name: None", "Exam.grade = lambda self, name: None"),
@@ -436,7 +436,7 @@ def test_the_third_red_teams_routes_are_named(flagged, honest):
 @pytest.mark.parametrize("flagged, honest", [
     ("_k = ''.join(['te', 'sts'])\n_t = globals()[_k]\n", "_t = scores['tests']\n"),
     ("_sa = object.__setattr__\n_sa(e, r, None)\n",
-     "def __post_init__(self):\n    object.__setattr__(self, 'value', 1)\n"),
+     "class P:\n    def __post_init__(self):\n        object.__setattr__(self, 'value', 1)\n"),
     ("_fn = getattr(print.__self__, name)\n", "print('x')\n"),
     ("import _xxsubinterpreters as si\nsi.create()\n", "import time\n"),
 ])
@@ -576,3 +576,33 @@ def test_a_partly_listed_module_gives_only_its_listed_names():
         "beyond the course's list: from IPython.display import"]
     assert scan_source("import os\nos.write(1, b'x')") == ["beyond the course's list: os.write"]
 
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # the rules cleared through a function whose parameter is merely named self
+    ("def _quiet(self):\n    vars(self)['rules'] = None\n",
+     "class A:\n    def state(self):\n        return vars(self)\n"),
+    # a module handed on as a value: a default, an argument, a class attribute, an item
+    ("import torch\ndef f(x, _m=torch):\n    return _m.rnn_tanh_cell(x)\n",
+     "import torch\ndef f(x):\n    return torch.tanh(x)\n"),
+    ("import lmcourse\n_spec(lmcourse, '02_rnn')\n", "import lmcourse\nlmcourse.setup()\n"),
+    ("import lmcourse\nclass C:\n    here = lmcourse\n", "import torch\nT = torch\nT.zeros(1)\n"),
+    ("import torch\nmods = (torch, torch.nn)\n", "import torch\nx = getattr(torch, 'float32')\n"),
+    # what turns a string into an object: a configurator's resolve, a format field, a type hint evaluated
+    ("import logging.config\nr = logging.config.BaseConfigurator({}).resolve\n",
+     "import logging\nlog = logging.getLogger('train')\n"),
+    ("import string\nstring.Formatter().get_field(f, [x], {})\n", "s = '{:.3f}'.format(x)\n"),
+    ("import typing\ntyping.get_type_hints(f)\n", "import typing\nT = typing.Optional[int]\n"),
+    # a dotted path in a string that the list would flag as code
+    ("p = 'lmcourse.marking.rnn'\n", "p = 'torch.float32'\n"),
+    ("p = 'tiktoken._educational'\n", "p = 'model.pt'\n"),
+    ("p = '{0.__class__.__base__}'\n", "p = '{0.shape}'\n"),
+    # a name built in place, passed to setattr, is hidden; a loop over names written out is not
+    ("n = f'c_{x}'\nsetattr(m, n, 1)\n", "n = f'c_{x}'\nfor n in ('c_attn', 'c_proj'):\n    setattr(m, n, 1)\n"),
+])
+def test_the_eleventh_red_teams_routes_are_named(flagged, honest):
+    """A module passed on as a value, vars(self) outside a class's method, strings resolved into objects by a
+    listed library (logging.config, string.Formatter, typing), and dotted paths in strings that name what the
+    list would flag in code. The honest neighbour of each is not."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -188,6 +188,25 @@ def encode(text, merges, special_tokens=()):
     core = _tk.CoreBPE(ranks, specials, GPT2_PATTERN)
     return list(core.encode(text, set(special_tokens)))
 '''),
+    # in full (twelfth red team): tiktoken's pure-Python teaching BPE (tiktoken._educational) does the merging
+    Mutant("tiktoken's pure-Python _educational.bpe_encode does the merging (gaming)", "encode", '''
+import tiktoken._educational as _te
+
+
+def encode(text, merges, special_tokens=()):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, (a, b) in enumerate(merges):
+        vocab[256 + i] = vocab[a] + vocab[b]
+    ranks = {v: k for k, v in vocab.items()}
+    ids = []
+    for piece, special in split_specials(text, special_tokens):
+        if special:
+            ids.append(256 + len(merges) + list(special_tokens).index(piece))
+            continue
+        for pre in pretokenize(piece):
+            ids += _te.bpe_encode(ranks, pre.encode("utf-8"), visualise=None)
+    return ids
+'''),
     # --- decode
     Mutant('decode with errors="strict"', "decode", patch(
         ('return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")',

@@ -232,11 +232,15 @@ class Names:
     sys_names: set[str] = field(default_factory=lambda: {"sys"})  # the names sys goes by (import sys as _s)
     built: set[str] = field(default_factory=set)               # names bound to strings built in place
     own_private: set[str] = field(default_factory=set)         # _names the notebook's own code defines
+    written: set[str] = field(default_factory=set)             # names bound only to names written out
 
     def learn(self, tree: ast.Module) -> None:
         for node in _nodes(tree):
             if isinstance(node, ast.Assign) and _built_string(node.value):
                 self.built.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                # LORA_TARGETS = ("c_attn", "c_proj"): a loop over it names what it sets (rebound otherwise: not)
+                (self.written.add if _written_names(node.value) else self.written.discard)(node.targets[0].id)
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -500,6 +504,27 @@ def _unpickling_keyword(node, names: Names, inner: set[int]):
     if isinstance(node, ast.keyword) and node.arg in _UNPICKLING and not (
             isinstance(node.value, ast.Constant) and node.value.value is not _UNPICKLING[node.arg]):
         yield f"{LOADING}: {node.arg}={_shown(node.value)}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and (
+            names.dotted(node.func) if isinstance(node.func, ast.Attribute) else names.modules.get(
+                node.func.id)) == "numpy.load" and (len(node.args) >= 3 or any(k.arg is None for k in node.keywords)):
+        yield f"{LOADING}: {_shown(node)} (allow_pickle by position or by **)"   # np.load(f, None, True)
+    elif _environ_written(node, names):
+        # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 and its kind turn a safe load into an unpickling one
+        yield f"{LOADING}: {_shown(node)} (the environment written)"
+
+
+def _environ_written(node: ast.AST, names: Names) -> bool:
+    """``os.environ[k] = v``, ``os.environ.update(...)`` / ``setdefault``, ``os.putenv``: what a library reads
+    from the environment changes how it behaves from then on."""
+    def environ(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and names.dotted(n) == "os.environ"
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Subscript) and environ(t.value) for t in targets)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return (environ(node.func.value) and node.func.attr in ("update", "setdefault", "__setitem__")
+                or names.dotted(node.func) in ("os.putenv", "os.environ.update"))
+    return False
 
 
 def _builtin_by_computed_name(node, names: Names, inner: set[int]):
@@ -685,6 +710,22 @@ _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "ge
                           "getsizeof", "exit", "argv"),
                   "gc": ("collect",),
                   "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output")}
+# the submodules of the large listed libraries an answer may reach (a name and all inside it); their other
+# submodules hold servers, compilers, profilers, string runners and process pools an answer has no use for
+# (torch.utils.benchmark runs a string, numpy.f2py compiles, tqdm.contrib.concurrent starts processes). A
+# function or class of the library's top level (torch.softmax, np.load) is not a submodule and stays listed.
+_LISTED_SUBMODULES = {
+    "torch": ("nn", "optim", "utils.data", "utils.checkpoint", "utils.flop_counter", "linalg", "special", "fft",
+              "autograd", "cuda",
+              "backends", "amp", "testing", "distributions", "func", "random", "mps", "cpu", "types", "version",
+              "return_types", "functional", "storage"),
+    "numpy": ("random", "linalg", "fft", "ma", "polynomial", "typing", "testing", "char", "strings", "exceptions",
+              "dtypes", "version"),
+    "matplotlib": ("pyplot", "colors", "cm", "ticker", "patches", "lines", "gridspec", "figure", "axes",
+                   "collections", "colorbar", "patheffects", "markers", "text", "transforms", "scale",
+                   "font_manager", "style", "legend", "image", "dates"),
+    "tqdm": ("auto", "autonotebook", "notebook", "std", "tqdm", "asyncio", "version"),
+}
 # public parts of the listed libraries that write or swap the library's own machinery
 _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    "torch.ops", "torch.library", "torch.overrides", "torch.jit", "torch.fx", "torch.export",
@@ -693,8 +734,10 @@ _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    # imported by name) or unpickles one: any name, no text naming it (torch.load and np.load
                    # unpickle only when told to: _unpickling_keyword)
                    "logging.config", "logging.handlers", "string.Formatter", "typing.get_type_hints",
-                   "typing.ForwardRef", "matplotlib.use", "torch.hub", "torch.package", "torch.utils.model_zoo",
-                   "pandas.read_pickle", "pandas.eval")
+                   "typing.ForwardRef", "matplotlib.use", "matplotlib.backends", "torch.hub", "torch.package",
+                   "torch.utils.model_zoo", "pandas.read_pickle", "pandas.eval", "pandas.io",
+                   # what runs a string as code (a benchmark's statement, a file's doctests)
+                   "torch.utils.benchmark", "numpy.testing.rundocs")
 # special attributes of the data model an answer may read or call (x.__getitem__ as a sort key,
 # super().__init__()); every other one reaches an object's machinery (__class__, __dict__, __globals__ ...)
 _LISTED_SPECIAL = frozenset((
@@ -748,8 +791,17 @@ def _listed(dotted: str) -> bool:
             return True
         if dotted.startswith(module + "."):
             return dotted[len(module) + 1:].split(".")[0] in listed
+    if _unlisted_submodule(dotted):
+        return False
     top = dotted.partition(".")[0]
     return top in _LISTED_MODULES and not _private_path(dotted) and not _within(dotted, _UNLISTED_PARTS)
+
+
+def _unlisted_submodule(dotted: str) -> bool:
+    """Whether a dotted name reaches into a submodule of a large listed library that the list leaves out."""
+    top, _, rest = dotted.partition(".")
+    return top in _LISTED_SUBMODULES and bool(rest) and _is_module(f"{top}.{rest.partition('.')[0]}") and not any(
+        rest == m or rest.startswith(m + ".") for m in _LISTED_SUBMODULES[top])
 
 
 def _partly_listed(dotted: str) -> bool:
@@ -782,8 +834,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
         elif node.attr.startswith("_") and not _special(node.attr) and node.attr not in names.own_private \
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
             yield f"{OFF_LIST}: {_shown(node)}"          # another object's private name: _kit._notebook
-        elif id(node) not in inner and _within(names.dotted(node) or "", _UNLISTED_PARTS):
-            yield f"{OFF_LIST}: {names.dotted(node)}"
+        elif id(node) not in inner and dotted is not None and (_within(dotted, _UNLISTED_PARTS)
+                                                                or _unlisted_submodule(dotted)):
+            yield f"{OFF_LIST}: {dotted}"               # torch.utils.benchmark.Timer, np.f2py.compile
     elif isinstance(node, ast.Name) and _special(node.id) and node.id not in _LISTED_SPECIAL_NAMES \
             and not _named_above(node.id):
         yield f"{OFF_LIST}: {node.id}"
@@ -834,7 +887,7 @@ def _methods(tree: ast.Module):
                     yield method, method.args.args[0].arg
 
 
-def _mark_listed_specials(tree: ast.Module) -> None:
+def _mark_listed_specials(tree: ast.Module, names: Names) -> None:
     """What the list allows where it stands: ``object.__setattr__(self, ...)`` in a class's own initialiser
     (a frozen dataclass sets its fields so) and ``vars(self)`` in its methods, on that method's own instance
     (a function's parameter merely named ``self`` is any object); ``x.__class__`` read for its ``__name__``;
@@ -852,10 +905,17 @@ def _mark_listed_specials(tree: ast.Module) -> None:
             elif isinstance(inner.func, ast.Name) and inner.func.id == "vars":
                 inner._scan_listed = True
     aliases = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+    class_bodies = {id(b) for n in _nodes(tree) if isinstance(n, ast.ClassDef) for b in n.body}
+    for node in _nodes(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and id(node) not in class_bodies:
             node.value._scan_module_ok = True
-            aliases.add(node.targets[0].id)
+            if isinstance(node.value, ast.IfExp):       # xp = torch if on_gpu else np
+                node.value.body._scan_module_ok = node.value.orelse._scan_module_ok = True
+            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            if any(_is_module((names.dotted(v) if isinstance(v, ast.Attribute) else names.modules.get(
+                    getattr(v, "id", ""))) or "") for v in values):
+                aliases.add(node.targets[0].id)
     # a name the cell binds to something of its own (`data = bytearray()` in a function) is not the module
     # another cell imported under that name; a top-level alias of a module stays the module
     own = {n.id for n in _nodes(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
@@ -868,15 +928,16 @@ def _mark_listed_specials(tree: ast.Module) -> None:
         if isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__") and isinstance(
                 node.value, ast.Attribute) and node.value.attr == "__class__":
             node.value._scan_listed = True
+        elif isinstance(node, ast.Compare):           # xp is torch
+            for side in (node.left, *node.comparators):
+                side._scan_module_ok = True
         elif isinstance(node, ast.Call):
             node.func._scan_module_ok = True
             if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2 \
                     and isinstance(node.args[1], ast.Constant):
                 node.args[0]._scan_module_ok = True
-        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and isinstance(
-                node.iter, (ast.Tuple, ast.List)) and node.iter.elts and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) and not _hidden_name(e)
-                for e in node.iter.elts):
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and (
+                _written_names(node.iter) or isinstance(node.iter, ast.Name) and node.iter.id in names.written):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in _ATTRS \
                         and len(inner.args) >= 2 and isinstance(inner.args[1], ast.Name) \
@@ -884,15 +945,28 @@ def _mark_listed_specials(tree: ast.Module) -> None:
                     inner._scan_constant_name = True
 
 
+def _written_names(node: ast.AST) -> bool:
+    """A tuple or list of names written out (``("c_attn", "c_proj")``), none of them one the scan hides."""
+    return isinstance(node, (ast.Tuple, ast.List)) and bool(node.elts) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) and not _hidden_name(e) for e in node.elts)
+
+
 @functools.cache
 def _is_module(dotted: str) -> bool:
     """Whether a dotted name is a module: one already imported here, or found without running a module the
     grader has not imported (a submission's text names it)."""
+    if not dotted:
+        return False
     if isinstance(sys.modules.get(dotted), type(sys)):
         return True
     root = dotted.partition(".")[0]
     if "." in dotted and root not in sys.modules:
-        return False
+        if root not in _LISTED_SUBMODULES:
+            return False
+        try:                # a large listed library: loading it to read its submodules runs only its own code
+            importlib.import_module(root)
+        except ImportError:
+            return False
     try:
         return importlib.util.find_spec(dotted) is not None
     except (ImportError, ValueError, AttributeError):
@@ -907,10 +981,16 @@ def _module_as_value(node, names: Names, inner: set[int]):
             or getattr(node, "_scan_module_ok", False):
         return
     dotted = names.dotted(node) if isinstance(node, ast.Attribute) else names.modules.get(node.id)
-    if dotted and _is_module(dotted):
+    # the modules whose functions an exercise refuses (torch's, the course's) or that the list leaves out; a
+    # random or numpy module handed on (rng=random, xp = np) reaches nothing an exercise refuses
+    if dotted and _is_module(dotted) and (dotted.partition(".")[0] in ("torch", "lmcourse") or not _listed(dotted)):
         yield f"{OFF_LIST}: the module {dotted} passed as a value"
 
 
+# libraries a string may name that this grader does not load (a course's refused equivalents among them)
+_LIBRARIES_BY_NAME = ("transformers", "tiktoken", "tokenizers", "peft", "sentencepiece", "datasets", "accelerate",
+                      "torchtext", "torchvision", "torchaudio", "nltk", "spacy", "sklearn", "scipy", "jax", "flax",
+                      "tensorflow", "keras", "xformers", "flash_attn", "triton", "einops", "safetensors")
 # a dotted path written in a string (a lookup by text: "lmcourse.marking.rnn", "tiktoken._educational")
 _DOTTED_TEXT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -924,10 +1004,58 @@ def _dotted_text(node, names: Names, docstrings: set[int]):
     for path in _DOTTED_TEXT.findall(text):
         parts = path.split(".")
         special = [p for p in parts if _special(p) and p not in _LISTED_SPECIAL]
-        root_is_module = _is_module(parts[0])
-        if special or root_is_module and (_private_path(path) or not _listed(path) or _within(path, _MACHINERY)):
+        if special or _names_a_module_part(parts) and (
+                _private_path(path) or not _listed(path) or _within(path, _MACHINERY)):
             yield f"{OFF_LIST}: the text {_shown(repr(path))}"
             return
+    if _code_in_text(text):
+        yield f"{OFF_LIST}: code in a text {_shown(repr(text))}"
+
+
+def _names_a_module_part(parts: list[str]) -> bool:
+    """Whether ``a.b...`` starts with a module and one of its names (``os.walk``, ``tiktoken._educational``),
+    not a file name or prose that merely starts with a module's name (``code.txt``, ``token.ids``)."""
+    module = sys.modules.get(parts[0])
+    if module is not None:
+        return hasattr(module, parts[1]) or _is_module(f"{parts[0]}.{parts[1]}")
+    return parts[0] in _LIBRARIES_BY_NAME
+
+
+def _annotation_text(node, names: Names, inner: set[int]):
+    """A string annotation that is more than a type's name: ``def f(x: "exec(s)")``. Whatever reads the hints
+    (functools.singledispatch's register, typing.get_type_hints) evaluates it as code."""
+    hints = [a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                                    node.args.vararg, node.args.kwarg) if a is not None] + [node.returns] if isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and not isinstance(node, ast.Lambda) else (
+        [node.annotation] if isinstance(node, ast.AnnAssign) else [])
+    for hint in hints:
+        text = _text(hint) if hint is not None else None
+        if text is not None and not _TYPE_NAME.fullmatch(text.strip()):
+            yield f"{OFF_LIST}: an annotation that is code {_shown(repr(text))}"
+
+
+# a type named in a string annotation: "Tensor", "torch.Tensor", "list[int]", "Optional[GPT]", "int | None"
+_TYPE_NAME = re.compile(r"[\w.]+(\[[\w., \[\]|]*\])?( *\| *[\w.]+(\[[\w., \[\]|]*\])?)*")
+
+
+def _code_in_text(text: str) -> bool:
+    """A string that is Python doing something to an object (an attribute set or called, an import, a
+    definition): code a listed library could run from a string (a benchmark's statement), which no reading
+    of the cell's own code sees. A label (``"softmax(x)"``) or a sentence is not."""
+    if "." not in text and "import" not in text and not any(word in text for word in _RUNNERS):
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                              ast.Lambda)) or isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))
+               or isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) or isinstance(n.func, ast.Name)
+                                               and n.func.id in _RUNNERS) for n in ast.walk(tree))
+
+
+# builtins that run or reach code by name: in a string that parses, code for whatever evaluates the string
+_RUNNERS = ("exec", "eval", "compile", "__import__", "getattr", "setattr", "globals", "vars", "breakpoint")
 
 
 def _private_path(dotted: str) -> bool:
@@ -936,7 +1064,7 @@ def _private_path(dotted: str) -> bool:
 
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
                   _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list,
-                  _module_as_value)
+                  _module_as_value, _annotation_text)
 
 
 def _cell_findings(tree: ast.Module, names: Names):
@@ -957,16 +1085,19 @@ def _findings(tree: ast.Module, names: Names) -> list[str]:
             found.append(what)
 
     nodes = _nodes(tree)
-    _mark_listed_specials(tree)
+    _mark_listed_specials(tree, names)
     keys = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
     inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     docstrings = {id(n.value) for n in nodes if isinstance(n, ast.Expr)}
+    # a magic's text, as IPython hands it over: read as the magic it is (_magic), not as a string of code
+    magics = docstrings | {id(a) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr in ("run_cell_magic", "run_line_magic", "system", "getoutput") for a in n.args}
     for node in nodes:
         for what in _legacy(node, names, inner, keys):
             note(what)
         for what in _strings(node, names, docstrings):
             note(what)
-        for what in _dotted_text(node, names, docstrings):
+        for what in _dotted_text(node, names, magics):
             note(what)
         for finding in _NODE_FINDINGS:
             for what in finding(node, names, inner):

@@ -29,7 +29,7 @@ EOT = "<|endoftext|>"
 
 # the Python code of tokenizer libraries (refused where imported), and the libraries themselves
 # (their compiled code is refused inside a graded call; importing one there fails the test)
-MODULES = ("tiktoken.core", "tiktoken.load", "tiktoken.registry", "tiktoken_ext.openai_public",
+MODULES = ("tiktoken.core", "tiktoken.load", "tiktoken.registry", "tiktoken_ext.openai_public", "tiktoken._educational",
            "tokenizers.implementations.base_tokenizer", "tokenizers.implementations.byte_level_bpe",
            "tokenizers.implementations.char_level_bpe", "tokenizers.implementations.sentencepiece_bpe",
            "sentencepiece")

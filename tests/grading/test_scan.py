@@ -606,3 +606,55 @@ def test_the_eleventh_red_teams_routes_are_named(flagged, honest):
     list would flag in code. The honest neighbour of each is not."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # a string run as code by a listed library: a benchmark's statement, a backend module loaded by name
+    ("import torch.utils.benchmark as tb\ntb.Timer(stmt=s).timeit(1)\n", "import time\nt = time.perf_counter()\n"),
+    ("from matplotlib.backends.registry import backend_registry\nbackend_registry.load_backend_module(n)\n",
+     "import matplotlib.pyplot as plt\nplt.show()\n"),
+    ("s = '\\nimport lmcourse as L\\nL.marking.rules.x = 1\\n'\n", "s = 'loss {:.3f} at step {}'\n"),
+    ("s = 'exec(_notes)'\n", "s = 'print(x)'\n"),
+    # a string annotation that is code: singledispatch's register evaluates it
+    ("import functools\ndef g(x: 'exec(_notes)'):\n    return x\nfunctools.singledispatch(str).register(g)\n",
+     "import torch\ndef g(x: 'torch.Tensor', n: 'list[int] | None' = None) -> 'torch.Tensor':\n    return x\n"),
+    # pickles loaded by other spellings
+    ("import numpy as np\nnp.load(f, None, True)\n", "import numpy as np\nnp.load(f)\n"),
+    ("import numpy as np\nnp.load(f, **{'allow_pickle': True})\n", "import numpy as np\nnp.load(f, mmap_mode='r')\n"),
+    ("import os\nos.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'\n", "import os\nh = os.environ.get('HOME')\n"),
+    ("import pandas as pd\npd.io.pickles.read_pickle(f)\n", "import pandas as pd\npd.read_csv(f)\n"),
+])
+def test_the_twelfth_red_teams_routes_are_named(flagged, honest):
+    """Code in strings that a listed library runs (a benchmark's statement, a string annotation evaluated by
+    singledispatch, a backend module loaded by name) and pickles loaded by other spellings. The honest
+    neighbour of each is not."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("honest", [
+    "import torch\ndef f(x):\n    fn = torch.nn.functional\n    return fn.relu(x)\n",
+    "import numpy as np\nimport torch\ndef f(x):\n    xp = torch if torch.is_tensor(x) else np\n"
+    "    return x.sum() if xp is torch else xp.sum(x)\n",
+    "import random\ndef f(rng=random):\n    return rng.random()\n",
+    "print('wrote test.txt and token.txt')\n",
+    "TARGETS = ('c_attn', 'c_proj')\nn = f'{x}'\nfor n in TARGETS:\n    setattr(m, n, getattr(m, n))\n",
+])
+def test_valid_answers_the_twelfth_red_team_wrote_are_not_flagged(honest):
+    """An alias of a module in a function, a module chosen and compared, random as a default, file names
+    that start with a module's name, a loop over a tuple of names written out in another statement."""
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    ("import torch\ntorch.distributed.init_process_group()\n", "import torch\ntorch.utils.data.DataLoader(x)\n"),
+    ("import numpy as np\nnp.f2py.compile(s)\n", "import numpy as np\nnp.testing.assert_allclose(a, b)\n"),
+    ("import numpy as np\nnp.testing.rundocs(f)\n", "import numpy as np\nnp.linalg.norm(a)\n"),
+    ("from tqdm.contrib.concurrent import process_map\n", "from tqdm.auto import tqdm\n"),
+    ("import matplotlib.testing\n", "import matplotlib.ticker as mt\n"),
+])
+def test_the_large_libraries_are_listed_by_submodule(flagged, honest):
+    """torch, numpy, matplotlib and tqdm are listed by the submodules an answer has a use for; the others
+    hold servers, compilers, string runners and process pools (one of which ran a string past the scan)."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -6,6 +6,14 @@ only its own test cell.
 
 from lmcourse.authoring.mutants import Alternative, Mutant, patch
 
+# the start of an encode that hands the merging to a tokenizer library: the vocabulary and ranks from the merges
+_RANKS_FROM_MERGES = '''def encode(text, merges, special_tokens=()):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, (a, b) in enumerate(merges):
+        vocab[256 + i] = vocab[a] + vocab[b]
+    ranks = {v: k for k, v in vocab.items()}
+'''
+
 MUTANTS = [
     # --- pair_counts
     Mutant("overlapping pairs counted once ('aaa' holds (a, a) once)", "pair_counts", patch(
@@ -179,12 +187,7 @@ break
 import tiktoken._tiktoken as _tk
 
 
-def encode(text, merges, special_tokens=()):
-    vocab = {i: bytes([i]) for i in range(256)}
-    for i, (a, b) in enumerate(merges):
-        vocab[256 + i] = vocab[a] + vocab[b]
-    ranks = {v: k for k, v in vocab.items()}
-    specials = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}
+''' + _RANKS_FROM_MERGES + '''    specials = {s: 256 + len(merges) + j for j, s in enumerate(special_tokens)}
     core = _tk.CoreBPE(ranks, specials, GPT2_PATTERN)
     return list(core.encode(text, set(special_tokens)))
 '''),
@@ -193,12 +196,7 @@ def encode(text, merges, special_tokens=()):
 import tiktoken._educational as _te
 
 
-def encode(text, merges, special_tokens=()):
-    vocab = {i: bytes([i]) for i in range(256)}
-    for i, (a, b) in enumerate(merges):
-        vocab[256 + i] = vocab[a] + vocab[b]
-    ranks = {v: k for k, v in vocab.items()}
-    ids = []
+''' + _RANKS_FROM_MERGES + '''    ids = []
     for piece, special in split_specials(text, special_tokens):
         if special:
             ids.append(256 + len(merges) + list(special_tokens).index(piece))

@@ -84,6 +84,8 @@ def given(module: str, why: str = ""):
     ``why`` (what the cell would have shown), so the cell can skip its work."""
     import importlib
 
+    if not module.startswith("lmcourse."):     # a course module by its name, not any module a string names
+        raise ValueError(f"given() returns a course module (lmcourse.*), not {module!r}")
     try:
         return importlib.import_module(module)
     except ImportError as err:

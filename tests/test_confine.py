@@ -312,3 +312,56 @@ def test_an_armed_kernel_refuses_a_students_process_at_any_time(tmp_path):
         assert what in said[label] and "refused in a graded notebook" in said[label], (label, said[label])
         assert "not only inside a graded call" in said[label]
     assert said["a library"] == said["course code"] == "allowed", said
+
+
+_UNPICKLING = r'''
+import io, pickle, sys
+import numpy as np
+import torch
+from lmcourse.marking import confine
+
+class Runs:
+    def __reduce__(self):
+        return (exec, ("print('the hidden text ran')",))
+
+class Reaches:
+    def __reduce__(self):
+        import lmcourse.marking.notebooks as n
+        return (n.load, ("02_rnn",))
+
+def attempt(label, fn):
+    try:
+        fn()
+        print(label, "allowed")
+    except confine.Confined as e:
+        print(label, "refused:", e)
+
+buf = io.BytesIO()
+torch.save({"w": torch.ones(2), "cfg": {"lr": 1e-3}, "a": np.arange(3)}, buf)
+attempt("exec before arming", lambda: pickle.loads(pickle.dumps(Runs())))
+confine.arm()
+attempt("exec", lambda: pickle.loads(pickle.dumps(Runs())))
+attempt("the test machinery", lambda: pickle.loads(pickle.dumps(Reaches())))
+attempt("torch.load of exec", lambda: torch.load(io.BytesIO(pickle.dumps(Runs())), weights_only=False))
+attempt("a checkpoint", lambda: torch.load(io.BytesIO(buf.getvalue()), weights_only=False))
+'''
+
+
+def test_an_armed_kernel_unpickles_data_but_no_code_runner(tmp_path):
+    """The thirteenth red team: a pickle the cell wrote as hex, loaded by a course loader (torch.load with
+    weights_only=False) or a library's pickle handler, called exec on a hidden text. Once armed, a pickle
+    naming a code runner, the system or the course's test machinery is refused; a checkpoint loads."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unpickling.py"
+    script.write_text(_UNPICKLING)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "exec before arming allowed" in lines and "the hidden text ran" in lines, lines
+    for label, name in [("exec", "builtins.exec"), ("the test machinery", "lmcourse.marking"),
+                        ("torch.load of exec", "builtins.exec")]:
+        said = next(x for x in lines if x.startswith(label + " refused") or x == label + " allowed")
+        assert f"refused: a pickle naming {name}" in said, said
+    assert "a checkpoint allowed" in lines, lines

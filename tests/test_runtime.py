@@ -150,11 +150,24 @@ def test_given_returns_the_module_or_says_why_it_is_absent(capsys):
 
 
 def test_given_shows_an_import_error_that_is_not_an_absent_module(tmp_path, monkeypatch):
+    import sys
+
     import pytest
 
+    import lmcourse
     from lmcourse.runtime import given
 
+    # a course module of the test's own, beside the package's: importing it raises a real bug
     (tmp_path / "broken_given_mod.py").write_text("import numpy\nraise ImportError('a real bug')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(lmcourse, "__path__", [*lmcourse.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "lmcourse.broken_given_mod", raising=False)
     with pytest.raises(ImportError, match="a real bug"):
-        given("broken_given_mod")
+        given("lmcourse.broken_given_mod")
+
+
+def test_given_hands_out_course_modules_only():
+    """given() imports a course module by its name; any other name (a red team asked it for builtins, to
+    reach exec) is refused."""
+    with pytest.raises(ValueError, match="course module"):
+        runtime.given("builtins")
+    assert runtime.given("lmcourse.data") is not None

@@ -498,11 +498,13 @@ def _detaching_keyword(node, names: Names, inner: set[int]):
 # keywords that let a loader run a pickle's code: numpy.load(..., allow_pickle=True),
 # torch.load(..., weights_only=False)
 _UNPICKLING = {"allow_pickle": True, "weights_only": False}
+# a pickle module of one's own given to torch.load turns its weights_only check off
+_UNPICKLING_ALWAYS = ("pickle_module",)
 
 
 def _unpickling_keyword(node, names: Names, inner: set[int]):
-    if isinstance(node, ast.keyword) and node.arg in _UNPICKLING and not (
-            isinstance(node.value, ast.Constant) and node.value.value is not _UNPICKLING[node.arg]):
+    if isinstance(node, ast.keyword) and (node.arg in _UNPICKLING_ALWAYS or node.arg in _UNPICKLING and not (
+            isinstance(node.value, ast.Constant) and node.value.value is not _UNPICKLING[node.arg])):
         yield f"{LOADING}: {node.arg}={_shown(node.value)}"
     elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and (
             names.dotted(node.func) if isinstance(node.func, ast.Attribute) else names.modules.get(
@@ -518,13 +520,24 @@ def _environ_written(node: ast.AST, names: Names) -> bool:
     from the environment changes how it behaves from then on."""
     def environ(n: ast.AST) -> bool:
         return isinstance(n, ast.Attribute) and names.dotted(n) == "os.environ"
+
+    def risky(key: ast.AST | None) -> bool:
+        # a key written out that no loader or grader reads (TOKENIZERS_PARALLELISM) is a setting, not a route
+        text = _text(key) if key is not None else None
+        return text is None or text.upper().startswith(_ENVIRON_READ)
     if isinstance(node, (ast.Assign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return any(isinstance(t, ast.Subscript) and environ(t.value) for t in targets)
+        return any(isinstance(t, ast.Subscript) and environ(t.value) and risky(t.slice) for t in targets)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return (environ(node.func.value) and node.func.attr in ("update", "setdefault", "__setitem__")
+        if environ(node.func.value) and node.func.attr in ("setdefault", "__setitem__"):
+            return risky(node.args[0] if node.args else None)
+        return (environ(node.func.value) and node.func.attr == "update"
                 or names.dotted(node.func) in ("os.putenv", "os.environ.update"))
     return False
+
+
+# environment variables that change how torch loads files or how the course runs and grades
+_ENVIRON_READ = ("TORCH", "PYTORCH", "LMCOURSE", "NBGRADER", "PYTHON", "JUPYTER", "IPY", "LD_", "PATH")
 
 
 def _builtin_by_computed_name(node, names: Names, inner: set[int]):
@@ -700,7 +713,8 @@ _LISTED_MODULES = frozenset((
     "torch", "numpy", "math", "cmath", "random", "statistics", "fractions", "decimal", "collections", "itertools",
     "functools", "operator", "heapq", "bisect", "array", "copy", "dataclasses", "typing", "enum", "abc",
     "contextlib", "re", "regex", "string", "textwrap", "unicodedata", "codecs", "json", "csv", "time", "datetime",
-    "pathlib", "glob", "tempfile", "logging", "warnings", "pprint", "platform", "matplotlib", "pandas", "tqdm",
+    "pathlib", "glob", "tempfile", "logging", "warnings", "pprint", "platform", "matplotlib", "mpl_toolkits",
+    "pandas", "tqdm",
     "lmcourse", "__future__"))
 # modules an answer may import for a few harmless names only (a path joined, the output flushed, memory
 # collected before a GPU cache is emptied); any other name of theirs reaches the interpreter or the system
@@ -718,12 +732,12 @@ _LISTED_SUBMODULES = {
     "torch": ("nn", "optim", "utils.data", "utils.checkpoint", "utils.flop_counter", "linalg", "special", "fft",
               "autograd", "cuda",
               "backends", "amp", "testing", "distributions", "func", "random", "mps", "cpu", "types", "version",
-              "return_types", "functional", "storage"),
+              "return_types", "functional", "storage", "profiler", "masked"),
     "numpy": ("random", "linalg", "fft", "ma", "polynomial", "typing", "testing", "char", "strings", "exceptions",
-              "dtypes", "version"),
+              "dtypes", "version", "lib.stride_tricks"),
     "matplotlib": ("pyplot", "colors", "cm", "ticker", "patches", "lines", "gridspec", "figure", "axes",
                    "collections", "colorbar", "patheffects", "markers", "text", "transforms", "scale",
-                   "font_manager", "style", "legend", "image", "dates"),
+                   "font_manager", "style", "legend", "image", "dates", "animation"),
     "tqdm": ("auto", "autonotebook", "notebook", "std", "tqdm", "asyncio", "version"),
 }
 # public parts of the listed libraries that write or swap the library's own machinery
@@ -737,7 +751,11 @@ _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    "typing.ForwardRef", "matplotlib.use", "matplotlib.backends", "torch.hub", "torch.package",
                    "torch.utils.model_zoo", "pandas.read_pickle", "pandas.eval", "pandas.io",
                    # what runs a string as code (a benchmark's statement, a file's doctests)
-                   "torch.utils.benchmark", "numpy.testing.rundocs")
+                   "torch.utils.benchmark", "numpy.testing.rundocs",
+                   # what unpickles on request (a datapipe's "pickle" handler)
+                   "torch.utils.data.datapipes",
+                   # what evaluates annotations that may be strings of code held in variables
+                   "functools.singledispatch", "functools.singledispatchmethod")
 # special attributes of the data model an answer may read or call (x.__getitem__ as a sort key,
 # super().__init__()); every other one reaches an object's machinery (__class__, __dict__, __globals__ ...)
 _LISTED_SPECIAL = frozenset((
@@ -784,6 +802,23 @@ def _module_path(node: ast.expr, names: Names) -> bool:
     return names.dotted(node) is not None
 
 
+@functools.cache
+def _real_path(dotted: str) -> str:
+    """A dotted name read through the modules it passes: a listed module's attribute that is another module
+    (``torch.importlib``, ``pathlib.os``: the standard library's, imported there) is that module."""
+    parts = dotted.split(".")
+    if parts[0] in _LISTED_SUBMODULES:
+        _is_module(f"{parts[0]}.x")             # loads a large listed library to read its names
+    here = sys.modules.get(parts[0])
+    for i, part in enumerate(parts[1:], start=2):
+        if not isinstance(here, type(sys)):
+            break
+        here = getattr(here, part, None)
+        if isinstance(here, type(sys)) and here.__name__ != ".".join(parts[:i]):
+            return ".".join([here.__name__, *parts[i:]])
+    return dotted
+
+
 def _listed(dotted: str) -> bool:
     """Whether a dotted name (a module, or a name read from one) is on the course's list."""
     for module, listed in _PARTLY_LISTED.items():
@@ -791,6 +826,9 @@ def _listed(dotted: str) -> bool:
             return True
         if dotted.startswith(module + "."):
             return dotted[len(module) + 1:].split(".")[0] in listed
+    real = _real_path(dotted)
+    if real != dotted:
+        return _listed(real)
     if _unlisted_submodule(dotted):
         return False
     top = dotted.partition(".")[0]
@@ -834,8 +872,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
         elif node.attr.startswith("_") and not _special(node.attr) and node.attr not in names.own_private \
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
             yield f"{OFF_LIST}: {_shown(node)}"          # another object's private name: _kit._notebook
-        elif id(node) not in inner and dotted is not None and (_within(dotted, _UNLISTED_PARTS)
-                                                                or _unlisted_submodule(dotted)):
+        elif id(node) not in inner and dotted is not None and (
+                _within(dotted, _UNLISTED_PARTS) or _unlisted_submodule(dotted)
+                or _real_path(dotted) != dotted and not _listed(dotted)):   # torch.importlib, pathlib.os.system
             yield f"{OFF_LIST}: {dotted}"               # torch.utils.benchmark.Timer, np.f2py.compile
     elif isinstance(node, ast.Name) and _special(node.id) and node.id not in _LISTED_SPECIAL_NAMES \
             and not _named_above(node.id):
@@ -1021,6 +1060,14 @@ def _names_a_module_part(parts: list[str]) -> bool:
     return parts[0] in _LIBRARIES_BY_NAME
 
 
+def _runner_method(node, names: Names, inner: set[int]):
+    """``x.exec(text)`` or ``x.eval(text)``: a code runner reached as an attribute of something the scan cannot
+    read (a module handed back by a function). ``model.eval()`` takes no argument and is not one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and names.dotted(node.func) is None and (
+            node.func.attr == "exec" or node.func.attr == "eval" and (node.args or node.keywords)):
+        yield f"{OFF_LIST}: {_shown(node.func)}(...)"
+
+
 def _annotation_text(node, names: Names, inner: set[int]):
     """A string annotation that is more than a type's name: ``def f(x: "exec(s)")``. Whatever reads the hints
     (functools.singledispatch's register, typing.get_type_hints) evaluates it as code."""
@@ -1035,23 +1082,39 @@ def _annotation_text(node, names: Names, inner: set[int]):
 
 
 # a type named in a string annotation: "Tensor", "torch.Tensor", "list[int]", "Optional[GPT]", "int | None"
-_TYPE_NAME = re.compile(r"[\w.]+(\[[\w., \[\]|]*\])?( *\| *[\w.]+(\[[\w., \[\]|]*\])?)*")
+_TYPE_NAME = re.compile(r"[\w.]+(\[[\w., \[\]|'\"-]*\])?( *\| *[\w.]+(\[[\w., \[\]|'\"-]*\])?)*")
 
 
 def _code_in_text(text: str) -> bool:
-    """A string that is Python doing something to an object (an attribute set or called, an import, a
-    definition): code a listed library could run from a string (a benchmark's statement), which no reading
-    of the cell's own code sees. A label (``"softmax(x)"``) or a sentence is not."""
+    """A string that is Python reaching code or the system (an import, an attribute set, a code runner called,
+    the course's or the interpreter's modules named): what a listed library could run from a string (a
+    benchmark's statement), which no reading of the cell's own code sees. A label (``"softmax(x)"``), a
+    sentence, or a snippet of code kept as data to tokenize is not."""
     if "." not in text and "import" not in text and not any(word in text for word in _RUNNERS):
         return False
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                              ast.Lambda)) or isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))
-               or isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) or isinstance(n.func, ast.Name)
-                                               and n.func.id in _RUNNERS) for n in ast.walk(tree))
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and isinstance(
+            tree.body[0].value, (ast.Name, ast.Attribute, ast.Constant)):
+        return False                    # a name ("torch.Tensor"): what _dotted_text reads
+    return any(isinstance(n, ast.Import) and any(_reaches(a.name) for a in n.names)
+               or isinstance(n, ast.ImportFrom) and _reaches(n.module or "builtins")
+               or isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))
+               or isinstance(n, ast.Name) and n.id in _REACHING
+               or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _RUNNERS
+               for n in ast.walk(tree))
+
+
+def _reaches(module: str) -> bool:
+    """An import in a text that is code: of the course, the interpreter or a module beyond the list."""
+    return module.partition(".")[0] in _REACHING or not _listed(module)
+
+
+# names a text that is code uses to reach the course, the interpreter or the system
+_REACHING = ("lmcourse", "tests", "torch", "sys", "os", "builtins", "importlib", "get_ipython", "gc", "inspect",
+             "subprocess", "ctypes", "__builtins__")
 
 
 # builtins that run or reach code by name: in a string that parses, code for whatever evaluates the string
@@ -1064,7 +1127,7 @@ def _private_path(dotted: str) -> bool:
 
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
                   _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list,
-                  _module_as_value, _annotation_text)
+                  _module_as_value, _annotation_text, _runner_method)
 
 
 def _cell_findings(tree: ast.Module, names: Names):

@@ -91,6 +91,21 @@ _LAUNCHERS = ("IPython", "ipykernel", "jupyter_client", "pexpect", "ptyprocess",
               "torch/multiprocessing", "torch/utils/data")
 
 
+# what a pickle may not name in a graded kernel: code runners, the interpreter and the system, and the course's
+# test machinery. A pickle (torch.load of a file the cell wrote, a loader that unpickles) is a program: these are
+# what it would call to run a hidden text or switch the rules off. Course checkpoints name none of them.
+_UNPICKLE_REFUSED_NAMES = frozenset(("builtins.eval", "builtins.exec", "builtins.compile", "builtins.getattr",
+                                     "builtins.setattr", "builtins.delattr", "builtins.__import__", "builtins.open",
+                                     "builtins.globals", "builtins.locals", "builtins.vars", "builtins.breakpoint",
+                                     "builtins.input"))
+_UNPICKLE_REFUSED_MODULES = ("os", "posix", "nt", "subprocess", "sys", "importlib", "runpy", "code", "codeop",
+                             "ctypes", "shutil", "socket", "pty", "inspect", "gc", "types", "marshal", "pickle",
+                             "_pickle", "operator", "_operator", "threading", "_thread",
+                             "multiprocessing", "signal", "lmcourse.marking", "lmcourse.grading", "lmcourse.runtime")
+WHY_UNPICKLE = ("a pickle in a graded notebook may rebuild data, not call code runners, the system or the course's "
+                "test machinery")
+
+
 class Confined(RuntimeError):
     """A graded call did something it must not: start a thread or process, or read course source."""
 
@@ -134,7 +149,8 @@ def _install():
     # bound here: rebinding the module's names later changes nothing the hook reads
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
     process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
-    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event}
+    refused_names, refused_modules, why_unpickle = _UNPICKLE_REFUSED_NAMES, _UNPICKLE_REFUSED_MODULES, WHY_UNPICKLE
+    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event, "pickle.find_class"}
     modules, setprofile = sys.modules, sys.setprofile
 
     def is_course_frame(f) -> bool:
@@ -222,6 +238,13 @@ def _install():
         if event == arm_event:
             if not armed:
                 armed.append(True)
+            return
+        if event == "pickle.find_class":
+            if armed and args and len(args) == 2:
+                whole = f"{args[0]}.{args[1]}"
+                if whole in refused_names or "__" in whole or any(
+                        whole == m or whole.startswith(m + ".") for m in refused_modules):
+                    raise confined(f"a pickle naming {whole} is refused in a graded notebook: {why_unpickle}.")
             return
         if event in ("sys.setprofile", "sys.settrace"):
             if get_ident() in watched_threads:

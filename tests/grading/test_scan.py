@@ -658,3 +658,52 @@ def test_the_large_libraries_are_listed_by_submodule(flagged, honest):
     hold servers, compilers, string runners and process pools (one of which ran a string past the scan)."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # a module that a listed library imported, read through it
+    ("import torch\n_load = torch.importlib.import_module\n", "import torch\nF = torch.nn.functional\n"),
+    ("import pathlib\npathlib.os.system(c)\n", "import pathlib\npathlib.Path('x').exists()\n"),
+    # exec reached as a method of a module a function handed back; a course helper that imported anything
+    ("import lmcourse\nlmcourse.runtime.given(name).exec(text)\n", "model.eval()\n"),
+    # a datapipe's pickle handler; singledispatch, which evaluates annotations held in variables
+    ("from torch.utils.data.datapipes.utils.decoder import basichandlers\n",
+     "from torch.utils.data import DataLoader\n"),
+    ("import functools\nf = functools.singledispatch(g)\n", "import functools\nf = functools.lru_cache(g)\n"),
+    # the environment: what torch's loader or the grader reads, not a library's setting
+    ("import os\nos.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'\n",
+     "import os\nos.environ['TOKENIZERS_PARALLELISM'] = 'false'\n"),
+    ("import os\nos.environ[k] = v\n", "import os\nos.environ.setdefault('OMP_NUM_THREADS', '1')\n"),
+    # a text that is code reaching the course, not a snippet kept as data or a type's name
+    ("s = 'import lmcourse as L\\nL.marking'\n", "s = 'import math\\nprint(math.pi)'\n"),
+    ("s = 'exec(t)'\n", "s = 'torch.Tensor'\n"),
+])
+def test_the_thirteenth_red_teams_routes_are_named(flagged, honest):
+    """Modules a listed library imported, read through it (torch.importlib); exec as a method of whatever a
+    function handed back; a datapipe's pickle handler; singledispatch; and, the other way, settings of the
+    environment, snippets of code kept as data, numpy's stride tricks and Literal annotations stay unflagged."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("honest", [
+    "import numpy as np\nw = np.lib.stride_tricks.sliding_window_view(a, 3)\n",
+    "from typing import Literal\ndef f(x: \"Literal['greedy', 'sample']\"):\n    return x\n",
+    "import torch\nwith torch.profiler.profile() as p:\n    pass\n",
+    "from mpl_toolkits.mplot3d import Axes3D\n",
+])
+def test_valid_answers_the_thirteenth_red_team_wrote_are_not_flagged(honest):
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged", [
+    "import torch\ntorch.builtins.exec(t)\n",                       # builtins, as torch imported it
+    "import torch\ntorch.cuda.memory.pickle.loads(b)\n",           # pickle, as torch.cuda.memory imported it
+    "import torch\ntorch.fft.torch.utils.benchmark.Timer(s)\n",    # torch itself, reached again through fft
+    "import matplotlib\nmatplotlib.subprocess.run(x)\n",
+    "import torch\ntorch.load(f, pickle_module=p)\n",
+])
+def test_modules_carried_under_a_listed_name_are_read_as_themselves(flagged):
+    """The thirteenth red team: a listed module holds the modules it imported as plain attributes; a path
+    through one is read as the module it reaches."""
+    assert scan_source(flagged), flagged

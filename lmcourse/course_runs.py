@@ -97,7 +97,9 @@ def export(checkpoint: str | Path, out: str | Path, command: str) -> dict:
     """Write the weights of a training checkpoint (``lmcourse train``'s; the kept best ones when the run kept
     them) to ``out`` in half precision, with its config, vocabulary, steps, validation loss and ``command``:
     the file a :class:`CourseRun` ships. Returns what :class:`CourseRun` needs (sha256, steps, val_loss)."""
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    from .nn.checkpoint import read_saved
+
+    state = read_saved(checkpoint, "cpu", CourseRunError)
     if not isinstance(state, dict) or "model" not in state or not isinstance(state.get("config"), dict):
         raise CourseRunError(f"{checkpoint} is not a training checkpoint of `lmcourse train` (no config and weights)")
     best = state.get("best")

@@ -54,7 +54,7 @@ from .distributed import (
     shard_seed,
     shards_of,
 )
-from .nn.checkpoint import model_state, write_checkpoint
+from .nn.checkpoint import model_state, read_saved, write_checkpoint
 from .runtime import is_autograding, pick_device
 from .train_parts import StepOptimizer, TrainParts
 
@@ -391,7 +391,7 @@ def load_checkpoint(path: str | Path) -> dict:
     loop's ``sampler`` and ``config`` (then a :class:`TrainConfig`) become ``samplers`` and
     ``train_config``; the data-parallel loop's lacked only the format and ``dropout_seeds``.
     """
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = read_saved(path, "cpu", CheckpointError)
     if not isinstance(state, dict) or "model" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of lmcourse.train (no model weights); "
                               "pass another checkpoint_path")

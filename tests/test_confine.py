@@ -344,13 +344,28 @@ attempt("exec", lambda: pickle.loads(pickle.dumps(Runs())))
 attempt("the test machinery", lambda: pickle.loads(pickle.dumps(Reaches())))
 attempt("torch.load of exec", lambda: torch.load(io.BytesIO(pickle.dumps(Runs())), weights_only=False))
 attempt("a checkpoint", lambda: torch.load(io.BytesIO(buf.getvalue()), weights_only=False))
+attempt("plain data", lambda: [pickle.loads(pickle.dumps({"t": torch.ones(2), "a": np.arange(3), "f": frozenset([1]),
+                                                          "r": range(2), "dt": torch.float16}, protocol=p))
+                               for p in (2, 4, 5)])
+
+class Names:
+    def __init__(self, function):
+        self.function = function
+    def __reduce__(self):
+        return (self.function, ("print('the hidden text ran')",))
+
+import cProfile, pkgutil, pydoc, timeit  # noqa: E401
+for label, function in [("timeit", timeit.timeit), ("cProfile", cProfile.run), ("resolve_name", pkgutil.resolve_name),
+                        ("pydoc.locate", pydoc.locate)]:
+    attempt(label, lambda: pickle.loads(pickle.dumps(Names(function))))
 '''
 
 
 def test_an_armed_kernel_unpickles_data_but_no_code_runner(tmp_path):
-    """The thirteenth red team: a pickle the cell wrote as hex, loaded by a course loader (torch.load with
-    weights_only=False) or a library's pickle handler, called exec on a hidden text. Once armed, a pickle
-    naming a code runner, the system or the course's test machinery is refused; a checkpoint loads."""
+    """The thirteenth red team: a pickle the cell wrote as hex, loaded by a course loader (then torch.load with
+    weights_only=False) or a library's pickle handler, called exec on a hidden text; the fourteenth named
+    timeit.timeit, which no list of refused names held. Once armed, a pickle may name data types only
+    (tensors, arrays, plain containers): a checkpoint and plain data load, any function is refused."""
     import subprocess
     import sys
 
@@ -361,7 +376,10 @@ def test_an_armed_kernel_unpickles_data_but_no_code_runner(tmp_path):
     lines = done.stdout.splitlines()
     assert "exec before arming allowed" in lines and "the hidden text ran" in lines, lines
     for label, name in [("exec", "builtins.exec"), ("the test machinery", "lmcourse.marking"),
-                        ("torch.load of exec", "builtins.exec")]:
+                        ("torch.load of exec", "builtins.exec"), ("timeit", "timeit.timeit"),
+                        ("cProfile", "cProfile.run"), ("resolve_name", "pkgutil.resolve_name"),
+                        ("pydoc.locate", "pydoc.locate")]:
         said = next(x for x in lines if x.startswith(label + " refused") or x == label + " allowed")
         assert f"refused: a pickle naming {name}" in said, said
-    assert "a checkpoint allowed" in lines, lines
+    assert "a checkpoint allowed" in lines and "plain data allowed" in lines, lines
+    assert lines.count("the hidden text ran") == 1, lines

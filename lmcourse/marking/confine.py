@@ -52,6 +52,7 @@ refused; a process started through ``ctypes`` (``libc.fork``) is not (the scan f
 
 from __future__ import annotations
 
+import _compat_pickle
 import _posixsubprocess
 import _thread
 import contextlib
@@ -91,19 +92,27 @@ _LAUNCHERS = ("IPython", "ipykernel", "jupyter_client", "pexpect", "ptyprocess",
               "torch/multiprocessing", "torch/utils/data")
 
 
-# what a pickle may not name in a graded kernel: code runners, the interpreter and the system, and the course's
-# test machinery. A pickle (torch.load of a file the cell wrote, a loader that unpickles) is a program: these are
-# what it would call to run a hidden text or switch the rules off. Course checkpoints name none of them.
-_UNPICKLE_REFUSED_NAMES = frozenset(("builtins.eval", "builtins.exec", "builtins.compile", "builtins.getattr",
-                                     "builtins.setattr", "builtins.delattr", "builtins.__import__", "builtins.open",
-                                     "builtins.globals", "builtins.locals", "builtins.vars", "builtins.breakpoint",
-                                     "builtins.input"))
-_UNPICKLE_REFUSED_MODULES = ("os", "posix", "nt", "subprocess", "sys", "importlib", "runpy", "code", "codeop",
-                             "ctypes", "shutil", "socket", "pty", "inspect", "gc", "types", "marshal", "pickle",
-                             "_pickle", "operator", "_operator", "threading", "_thread",
-                             "multiprocessing", "signal", "lmcourse.marking", "lmcourse.grading", "lmcourse.runtime")
-WHY_UNPICKLE = ("a pickle in a graded notebook may rebuild data, not call code runners, the system or the course's "
-                "test machinery")
+# what a pickle may name in a graded kernel: data only (tensors, arrays, plain containers), the names torch's own
+# weights-only loader and numpy's array pickles use. A pickle (torch.load of a file the cell wrote, a loader that
+# unpickles) is a program, and the standard library alone holds many functions that run a text (timeit, cProfile,
+# pkgutil.resolve_name, ...): a list of refused names cannot be complete, a list of data names can.
+_UNPICKLE_DATA_NAMES = frozenset((
+    "builtins.set", "builtins.frozenset", "builtins.complex", "builtins.bytearray", "builtins.slice",
+    "builtins.range", "builtins.dict", "builtins.list", "builtins.tuple", "builtins.int", "builtins.float",
+    "builtins.str", "builtins.bytes", "builtins.bool", "_codecs.encode", "copyreg._reconstructor",
+    "collections.OrderedDict", "collections.Counter", "collections.defaultdict", "collections.deque",
+    "torch._tensor._rebuild_from_type_v2", "torch.nn.parameter.Parameter", "torch.serialization._get_layout",
+    "torch.storage.TypedStorage", "torch.storage.UntypedStorage", "torch.storage._load_from_bytes",
+    "numpy.ndarray", "numpy.dtype", "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+    "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.core.numeric._frombuffer",
+    "numpy._core.numeric._frombuffer"))
+# modules whose data names follow a pattern: torch's rebuild functions, tensor and storage types, dtypes and
+# layouts (values); numpy's dtype classes. (torch.storage._load_from_bytes reads a pickle in a pickle, which
+# comes through this same check.)
+_UNPICKLE_DATA_MODULES = ("torch", "torch.cuda", "torch.sparse", "torch._utils", "numpy.dtypes")
+WHY_UNPICKLE = ("a pickle in a graded notebook may rebuild data (tensors, arrays, plain containers), nothing else: "
+                "save weights with torch.save(model.state_dict(), path) and read them with torch.load(path) "
+                "(weights_only, the default)")
 
 
 class Confined(RuntimeError):
@@ -149,7 +158,8 @@ def _install():
     # bound here: rebinding the module's names later changes nothing the hook reads
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
     process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
-    refused_names, refused_modules, why_unpickle = _UNPICKLE_REFUSED_NAMES, _UNPICKLE_REFUSED_MODULES, WHY_UNPICKLE
+    data_names, data_modules, why_unpickle = _UNPICKLE_DATA_NAMES, _UNPICKLE_DATA_MODULES, WHY_UNPICKLE
+    py2_names, py2_modules = _compat_pickle.NAME_MAPPING, _compat_pickle.IMPORT_MAPPING
     watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event, "pickle.find_class"}
     modules, setprofile = sys.modules, sys.setprofile
 
@@ -205,6 +215,26 @@ def _install():
             f = f.f_back
         return False
 
+    def is_data_name(module, name) -> bool:
+        if type_(module) is not str_ or type_(name) is not str_ or "." in name or "__" in name:
+            return False                     # a dotted name walks attributes: from a data type to anything
+        # protocol 2 pickles name Python 2's homes (__builtin__.xrange): read them as pickle does
+        module, name = py2_names.get((module, name), (py2_modules.get(module, module), name))
+        if f"{module}.{name}" in data_names:
+            return True
+        if module not in data_modules:
+            return False
+        if module == "torch._utils":
+            return name.startswith("_rebuild_")
+        if module == "numpy.dtypes":
+            return name.endswith("DType")
+        if name in ("Size", "device", "Tensor") or name.endswith(("Storage", "Tensor")):
+            return True
+        torch = modules.get("torch")
+        value = getattr(modules.get(module), name, None)
+        return torch is not None and isinstance_(value, (torch.dtype, torch.layout, torch.qscheme,
+                                                         torch.memory_format))
+
     def watch(frame, event, arg):
         # the profile function of a student's thread: any call while a graded call is open is noted,
         # and the graded call fails when it ends (raising here would only stop this thread)
@@ -240,11 +270,9 @@ def _install():
                 armed.append(True)
             return
         if event == "pickle.find_class":
-            if armed and args and len(args) == 2:
-                whole = f"{args[0]}.{args[1]}"
-                if whole in refused_names or "__" in whole or any(
-                        whole == m or whole.startswith(m + ".") for m in refused_modules):
-                    raise confined(f"a pickle naming {whole} is refused in a graded notebook: {why_unpickle}.")
+            if armed and not (len(args) == 2 and is_data_name(*args)):
+                whole = ".".join(str_(a) for a in args)
+                raise confined(f"a pickle naming {whole} is refused in a graded notebook: {why_unpickle}.")
             return
         if event in ("sys.setprofile", "sys.settrace"):
             if get_ident() in watched_threads:

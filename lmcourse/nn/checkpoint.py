@@ -21,6 +21,8 @@ unknown or a missing one is named in the error.
 from __future__ import annotations
 
 import os
+import pickle
+import re
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 
@@ -28,11 +30,32 @@ import torch
 from torch import nn
 
 __all__ = ["ModelCheckpointError", "config_dict", "model_state", "write_checkpoint", "save_model",
-           "load_model"]
+           "load_model", "read_saved"]
 
 
 class ModelCheckpointError(ValueError):
     """A saved model does not fit the model asked for; the message names the keys."""
+
+
+def read_saved(path: str | Path, map_location="cpu", error: type[Exception] | None = None) -> object:
+    """What ``torch.save`` wrote to ``path``, read as data only (``weights_only``): a saved model, a
+    training checkpoint or a course run holds tensors and plain values, and a file whose pickle names
+    any other code is not one of them (raised as ``error``, default :class:`ModelCheckpointError`)."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        said = re.search(r"GLOBAL (\S+)", str(e))
+        what = (f"holds more than tensors and plain values (its pickle names {said.group(1)}), so lmcourse did "
+                "not write it and does not run it" if said else
+                f"is not a file torch.save wrote ({_torch_reason(e)})")
+        raise (error or ModelCheckpointError)(
+            f"{path} {what}; save the model again with lmcourse (save_model, lmcourse train)") from None
+
+
+def _torch_reason(e: Exception) -> str:
+    # torch's message is a page of advice around one line that says what it found
+    found = re.search(r"Unpickler error:\s*(\S.*)", str(e))
+    return found.group(1).strip() if found else type(e).__name__
 
 
 def config_dict(model: nn.Module) -> dict | None:
@@ -74,7 +97,7 @@ def load_model(path: str | Path, model_class: type[nn.Module], config_class: typ
     """``model_class(config_class(**saved config))`` with the saved weights, in eval mode on
     ``device``, and the rest of what was saved (vocabulary, extras; the config and weights removed).
     """
-    state = torch.load(path, map_location=device, weights_only=False)
+    state = read_saved(path, device)
     what = f"{path} ({model_class.__name__})"
     config = state.pop("config", None)
     if not isinstance(config, dict) or "model" not in state:

@@ -70,3 +70,30 @@ def test_a_gpt_checkpoint_is_not_a_masked_lm(tmp_path):
     path = save_gpt(GPT(MODELS["gpt"][1]), tmp_path / "gpt.pt")
     with pytest.raises(ModelCheckpointError, match=r"MaskedLM.*MLMConfig does not know: gelu"):
         load_mlm(path)
+
+
+class _Runs:
+    """A pickle that calls a function when read: what a file of someone else's could hold."""
+    def __reduce__(self):
+        import timeit
+        return (timeit.timeit, ("import builtins; builtins.RAN = True", "pass", None, 1))
+
+
+def test_a_file_whose_pickle_names_code_is_refused_unread(saved, tmp_path):
+    import builtins
+
+    from lmcourse.train import CheckpointError, load_checkpoint
+
+    _, path, load = saved
+    state = torch.load(path, weights_only=True)
+    state["profile"] = _Runs()
+    bad = tmp_path / "bad.pt"
+    torch.save(state, bad)
+    with pytest.raises(ModelCheckpointError, match="its pickle names timeit.timeit.*save the model again"):
+        load(bad)
+    with pytest.raises(CheckpointError, match="its pickle names timeit.timeit"):
+        load_checkpoint(bad)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ModelCheckpointError, match="is not a file torch.save wrote"):
+        load(tmp_path / "junk.pt")
+    assert not hasattr(builtins, "RAN")

@@ -284,11 +284,8 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     if status != "graded":      # what went wrong first; the scan's findings stay beside it, for the flag's reader
         scanned = [part for part in (res.detail or "").split("; ") if part.startswith(f"{SCAN_FLAG}: ")]
         res.detail = "; ".join([detail, *scanned])
-    written = scan_written(report.get("written_code") or {}) if report else []
-    if written:     # modules the notebook wrote (and may have imported): code its cells do not show
-        if SCAN_FLAG not in res.flags:
-            res.flags.append(SCAN_FLAG)
-        res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(written)] if x)
+    # modules the notebook wrote (and may have imported): code its cells do not show
+    _flag_findings(res, scan_written(report.get("written_code") or {}) if report else [])
     nb = nbformat.from_dict(report["nb"]) if report and report.get("nb") else None
     if nb is None:
         return
@@ -302,15 +299,26 @@ def _finish_run(report: dict | None, killed: bool, tpl: Template, limits: Limits
     res.timings["feedback render"] = round(time.perf_counter() - t, 3)
 
 
+def _flag_findings(res: Result, found: list[str]) -> None:
+    """Findings for a person beside the scan's: the flag, and what was found in the detail; no score changes."""
+    if not found:
+        return
+    if SCAN_FLAG not in res.flags:
+        res.flags.append(SCAN_FLAG)
+    res.detail = "; ".join(x for x in [res.detail, f"{SCAN_FLAG}: " + ", ".join(found)] if x)
+
+
 def _score(nb, tpl: Template, res: Result) -> None:
     """The records judged (:func:`lmcourse.marking.grader.judge_notebook`), then every grade cell
     scored by nbgrader's own rule (``determine_grade``)."""
     from nbgrader.utils import determine_grade, is_grade
 
-    from ..marking.grader import judge_notebook
+    from ..marking.grader import judge_notebook, unreadable_findings
 
     trusted.check(tpl.assignment)         # judged with the package the batch started with
-    judge_notebook(nb, tpl.assignment)     # records judged here, in the grader's process
+    outcomes = judge_notebook(nb, tpl.assignment)     # records judged here, in the grader's process
+    # answers that scored from code no cell shows (an item of a value a hidden text filled): flagged, not zeroed
+    _flag_findings(res, unreadable_findings(nb, tpl.assignment, outcomes))
     for cell in nb.cells:
         if INJECTED_TAG not in cell.metadata and is_grade(cell):
             gid = cell.metadata["nbgrader"]["grade_id"]

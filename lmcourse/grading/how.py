@@ -21,6 +21,7 @@ engines refuse the same things (``bench/how_measure.py`` measures them on the ca
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib
 import inspect
@@ -32,7 +33,7 @@ from typing import Any
 
 from lmcourse.grading import scan
 
-__all__ = ["Refused", "check", "dotted", "from_rules", "refused_answers"]
+__all__ = ["Refused", "check", "dotted", "from_rules", "refused_answers", "unreadable_answers"]
 
 # modules whose names the check imports to read what a name is (the libraries a notebook imports)
 _IMPORTABLE = ("torch", "lmcourse", "numpy", "math", "collections", "functools", "itertools")
@@ -321,11 +322,11 @@ class _RunNow(ast.NodeTransformer):
         return node
 
 
-def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
-    """name -> the text of what it holds after ``sources`` ran in order: the last definition or plain
-    assignment, and every change made to it after that."""
-    held: dict[str, list[str]] = {}
-    declares: dict[str, tuple[list[str], str]] = {}
+def _binding_history(sources: list[str], names: scan.Names) -> dict[str, list[list[ast.stmt]]]:
+    """name -> the statements that bound it, in order and by epoch: a definition or plain assignment starts an
+    epoch, every later change to the name adds to it (a statement can serve several names)."""
+    held: dict[str, list[list[ast.stmt]]] = {}
+    declares: dict[str, tuple[list[str], ast.stmt]] = {}
     for source in sources:
         tree, _ = scan._read(source)
         if tree is None:
@@ -335,21 +336,32 @@ def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
             # a function that declares module names global rebinds them where it is called
             called = [declares[c.func.id] for c in ast.walk(node) if isinstance(c, ast.Call)
                       and isinstance(c.func, ast.Name) and c.func.id in declares]
-            if not anew and not changed and not called:
-                continue
-            text = ast.unparse(node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                               else _RunNow(names).visit(node))
             for name in anew:
-                held[name] = [text]
+                held.setdefault(name, []).append([node])
                 declares.pop(name, None)
             for name in changed:
-                held.setdefault(name, []).append(text)
+                held.setdefault(name, [[]])[-1].append(node)
             for globals_, definition in called:
                 for name in globals_:
-                    held.setdefault(name, []).append(definition)
+                    held.setdefault(name, [[]])[-1].append(definition)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and changed:
-                declares[node.name] = (changed, text)
-    return {name: "\n".join(texts) for name, texts in held.items()}
+                declares[node.name] = (changed, node)
+    return held
+
+
+def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
+    """name -> the text of what it holds after ``sources`` ran in order: the last definition or plain
+    assignment, and every change made to it after that (library calls as :class:`_RunNow` reads them)."""
+    texts: dict[int, str] = {}
+
+    def text(node: ast.stmt) -> str:
+        if id(node) not in texts:
+            texts[id(node)] = ast.unparse(node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef))
+                                          else _RunNow(names).visit(copy.deepcopy(node)))
+        return texts[id(node)]
+
+    return {name: "\n".join(map(text, epochs[-1])) for name, epochs in _binding_history(sources, names).items()}
 
 
 def _scope_bound(body: list[ast.stmt], args: ast.arguments | None = None) -> set[str]:
@@ -462,6 +474,15 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
             out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"
     return out
+
+
+def unreadable_answers(nb, notebook: str) -> dict[str, str]:
+    """exercise -> why the judge cannot read its answer's code (an item of a value no visible cell fills, a name
+    no visible cell binds, a function that only forwards to one): :func:`lmcourse.grading.unreadable.
+    unreadable_answers`, a flag for a person, never a score."""
+    from lmcourse.grading.unreadable import unreadable_answers as unreadable
+
+    return unreadable(nb, notebook)
 
 
 if __name__ == "__main__":      # python -m lmcourse.grading.how FILE: the check of one file against torch softmax

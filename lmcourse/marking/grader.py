@@ -29,7 +29,7 @@ RECORD_SECONDS = 30.0   # what reading one test's record may take in the judge (
 NOTEBOOK_SECONDS = 90.0  # what reading all of one notebook's records may take: a batch's one finisher
                          # thread must not spend a record's allowance per test cell on one submission
 
-__all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook"]  # noqa: F822 (RecordsStayPut: built on first use)
+__all__ = ["JudgeRecords", "RecordsStayPut", "judge_notebook", "unreadable_findings"]  # noqa: F822 (RecordsStayPut: built on first use)
 
 
 @functools.cache
@@ -134,6 +134,20 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
     return outcomes
 
 
+def unreadable_findings(nb, notebook: str, outcomes: dict[str, Outcome]) -> list[str]:
+    """The scan-style findings (``label: what``) for answers that scored from code the judge cannot read
+    (:func:`lmcourse.grading.how.unreadable_answers`): flags for a person beside the scan's, the score unchanged.
+    ``outcomes``: :func:`judge_notebook`'s; an answer that lost its points needs no flag."""
+    if not marked(notebook):
+        return []
+    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import UNREADABLE
+
+    tests = {ex.name: ex.test_id for ex in load(notebook).exercises}
+    return [f"{UNREADABLE}: {exercise} ({why})" for exercise, why in unreadable_answers(nb, notebook).items()
+            if getattr(outcomes.get(tests[exercise]), "passed", False)]
+
+
 def _preprocessor_base():
     from nbconvert.preprocessors import Preprocessor
 
@@ -151,9 +165,10 @@ class JudgeRecords(_preprocessor_base()):
 
     def preprocess(self, nb, resources):
         nbgrader = resources.get("nbgrader", {})
-        judge_notebook(nb, nbgrader.get("notebook", ""))
+        outcomes = judge_notebook(nb, nbgrader.get("notebook", ""))
         _flag_scan_findings(nb, nbgrader, self.log, self._release(nbgrader),
-                            resources.get("lmcourse_written_code") or [])
+                            resources.get("lmcourse_written_code") or [],
+                            unreadable_findings(nb, nbgrader.get("notebook", ""), outcomes))
         return nb, resources
 
     def _release(self, nbgrader: dict):
@@ -171,11 +186,13 @@ class JudgeRecords(_preprocessor_base()):
             return None
 
 
-def _flag_scan_findings(nb, nbgrader: dict, log, release=None, written: list[str] = ()) -> None:
-    """``written``: the findings on code files the kernel left (the course's Execute step lists them)."""
+def _flag_scan_findings(nb, nbgrader: dict, log, release=None, written: list[str] = (),
+                        judged: list[str] = ()) -> None:
+    """``written``: the findings on code files the kernel left (the course's Execute step lists them);
+    ``judged``: the judge's (:func:`unreadable_findings`)."""
     from lmcourse.grading.scan import FLAG, scan_cells
 
-    found = scan_cells(nb, given=release) + list(written)
+    found = scan_cells(nb, given=release) + list(written) + list(judged)
     if not found:
         return
     who = f"{nbgrader.get('student', '?')}/{nbgrader.get('assignment', '?')}"

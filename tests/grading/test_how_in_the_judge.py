@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from lmcourse.authoring.course import perfect_submission
-from lmcourse.authoring.mutants import load_alternatives, resolve, variants_path
+from lmcourse.authoring.mutants import alternative_rounds, load_alternatives, resolve, variants_path
 from lmcourse.grading.how import refused_answers
 from lmcourse.marking import notebooks
 from lmcourse.marking.grader import judge_notebook
@@ -327,3 +327,179 @@ def test_the_eleventh_rounds_routes_lose_the_exercise(route):
 def test_the_eleventh_rounds_self_checks_keep_the_exercise(answer):
     nb = _with_cells("03_attention", {"softmax": ELEVENTH_ROUND_VALID[answer]}, [], None)
     assert refused_answers(nb, "03_attention") == {}
+
+
+# ---------------------------------------------------------------- answers the judge cannot read (a flag, not a zero)
+# Every red team since the eleventh switched the kernel's rules off from a hidden text and delivered the answers as
+# items of a value that text filled (``elman_step = _impl["elman_step"]``, ``_impl`` visibly ``{}``): the text check
+# reads nothing refused there. unreadable_answers flags every such binding for a person; each route has an honest
+# neighbour, which it does not flag.
+
+_STEP = ("def my_step(x_t, h_prev, W_xh, W_hh, b_h):\n"
+         "    return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)\n")
+_SIG = "(x_t, h_prev, W_xh, W_hh, b_h)"
+UNREADABLE_ROUTES = {
+    "an item of a dict a hidden text filled": ({"elman_step": 'elman_step = _impl["elman_step"]\n'}, ["_impl = {}\n"]),
+    "dict.get on it": ({"elman_step": 'elman_step = _impl.get("elman_step")\n'}, ["_impl = dict()\n"]),
+    "an attribute of an empty namespace": (
+        {"elman_step": "elman_step = _ns.elman_step\n"}, ["import types\n_ns = types.SimpleNamespace()\n"]),
+    "getattr on it": (
+        {"elman_step": 'elman_step = getattr(_ns, "elman_step")\n'}, ["import types\n_ns = types.SimpleNamespace()\n"]),
+    "vars() read by a key no cell binds": ({"elman_step": 'elman_step = vars()["_e"]\n'}, []),
+    "globals().get": ({"elman_step": 'elman_step = globals().get("_e")\n'}, []),
+    "the module __main__": ({"elman_step": "import __main__\nelman_step = __main__._e\n"}, []),
+    "a name itself such a binding": ({"elman_step": "elman_step = _f\n"}, ["_impl = {}\n", '_f = _impl["e"]\n']),
+    "a name no cell binds": ({"elman_step": "elman_step = _hidden_step\n"}, []),
+    "no cell binds the answer": ({"elman_step": "pass\n"}, []),
+    "a library applied to such an item": (
+        {"elman_step": 'elman_step = torch.compile(_impl["elman_step"])\n'}, ["_impl = {}\n"]),
+    "functools.partial of such an item": (
+        {"elman_step": 'import functools\nelman_step = functools.partial(_impl["e"])\n'}, ["_impl = {}\n"]),
+    "a tuple assignment from such items": ({"elman_step": 'elman_step, _x = _impl["e"], 0\n'}, ["_impl = {}\n"]),
+    "a loop over such items": ({"elman_step": "for elman_step in _impl.values():\n    break\n"}, ["_impl = {}\n"]),
+    "a def that only forwards to such an item": (
+        {"elman_step": 'def elman_step(*a, **k):\n    """One step."""\n    return _impl["elman_step"](*a, **k)\n'},
+        ["_impl = {}\n"]),
+    "a lambda that only forwards to such an item": (
+        {"elman_step": 'elman_step = lambda *a, **k: _impl["e"](*a, **k)\n'}, ["_impl = {}\n"]),
+    "a decorator read from such a value": (
+        {"elman_step": f'@_impl["wrap"]\ndef elman_step{_SIG}:\n    return h_prev\n'}, ["_impl = {}\n"]),
+    "a base class read from such a value": ({"RNNLM": 'class RNNLM(_impl["base"]):\n    pass\n'}, ["_impl = {}\n"]),
+    "a helper no cell binds": (
+        {"elman_step": f"def elman_step{_SIG}:\n    return _cell{_SIG}\n"}, []),
+    "a helper whose helper no cell binds": (
+        {"elman_step": f"def elman_step{_SIG}:\n    return _h{_SIG}\n"}, [f"def _h{_SIG}:\n    return _cell{_SIG}\n"]),
+}
+READABLE_NEIGHBOURS = {
+    "an alias of one's own def": ({"elman_step": "elman_step = my_step\n"}, [_STEP]),
+    "a call of one's own factory": (
+        {"elman_step": "elman_step = make_step()\n"}, [_STEP, "def make_step():\n    return my_step\n"]),
+    "functools.partial of one's own def": (
+        {"elman_step": "import functools\nelman_step = functools.partial(my_step)\n"}, [_STEP]),
+    "a library's decorator applied to one's own def": ({"elman_step": "elman_step = torch.no_grad()(my_step)\n"},
+                                                        [_STEP]),
+    "torch.compile of one's own def": ({"elman_step": "elman_step = torch.compile(my_step)\n"}, [_STEP]),
+    "an instance of one's own class": (
+        {"elman_step": "elman_step = _Step()\n"},
+        [f"class _Step:\n    def __call__(self, {_SIG[1:-1]}):\n        return my_step{_SIG}\n", _STEP]),
+    "an item of a dict filled with one's own functions": (
+        {"elman_step": 'elman_step = _impls["step"]\n'}, [_STEP, '_impls = {"step": my_step}\n']),
+    "an item stored into an empty dict": (
+        {"elman_step": 'elman_step = _impls.get("step")\n'}, [_STEP, "_impls = {}\n", '_impls["step"] = my_step\n']),
+    "an attribute of a namespace made of one's own def": (
+        {"elman_step": "elman_step = _ns.step\n"},
+        [_STEP, "import types\n_ns = types.SimpleNamespace(step=my_step)\n"]),
+    "a def that forwards to an item of one's own dict": (
+        {"elman_step": 'def elman_step(*a, **k):\n    return _impls["step"](*a, **k)\n'},
+        [_STEP, '_impls = {"step": my_step}\n']),
+    "a def that forwards to a helper": ({"elman_step": "def elman_step(*a):\n    return my_step(*a)\n"}, [_STEP]),
+    "a lambda that forwards to a helper": ({"elman_step": "elman_step = lambda *a: my_step(*a)\n"}, [_STEP]),
+    "globals() read by a key a cell binds": ({"elman_step": 'elman_step = globals()["my_step"]\n'}, [_STEP]),
+    "the answer rebound through a library": (
+        {"elman_step": f"import functools\n\n\ndef elman_step{_SIG}:\n    return my_step{_SIG}\n\n\n"
+                       "elman_step = functools.wraps(elman_step)(functools.partial(elman_step))\n"}, [_STEP]),
+    "a class with a library base and decorator": (
+        {"RNNLM": "import dataclasses\n\n\n@dataclasses.dataclass(eq=False)\nclass RNNLM(nn.Module):\n    pass\n"}, []),
+}
+
+
+@pytest.mark.parametrize("route", sorted(UNREADABLE_ROUTES))
+def test_an_answer_the_judge_cannot_read_is_found(route):
+    from lmcourse.grading.how import unreadable_answers
+
+    answers, before = UNREADABLE_ROUTES[route]
+    nb = _with_cells("02_rnn", answers, before)
+    found = unreadable_answers(nb, "02_rnn")
+    assert set(found) == set(answers), found
+    assert refused_answers(nb, "02_rnn") == {}       # the text check reads nothing refused: only this finds it
+
+
+@pytest.mark.parametrize("answer", sorted(READABLE_NEIGHBOURS))
+def test_an_answer_the_judge_can_read_is_not_found(answer):
+    from lmcourse.grading.how import unreadable_answers
+
+    answers, before = READABLE_NEIGHBOURS[answer]
+    assert unreadable_answers(_with_cells("02_rnn", answers, before), "02_rnn") == {}
+
+
+def test_a_library_function_as_the_answer_is_the_refused_names_checks_alone():
+    from lmcourse.grading.how import unreadable_answers
+
+    nb = _with_cells("02_rnn", {"elman_step": "elman_step = torch.rnn_tanh_cell\n"})
+    assert unreadable_answers(nb, "02_rnn") == {} and set(refused_answers(nb, "02_rnn")) == {"elman_step"}
+
+
+def test_a_quiz_answer_is_data_not_code():
+    from lmcourse.grading.how import unreadable_answers
+
+    nb = _with_cells("02_rnn", {"q1": 'answer_q1 = _impl["q1"]\n'}, ["_impl = {}\n"])
+    assert unreadable_answers(nb, "02_rnn") == {}
+
+
+def _submissions(notebook: str):
+    """The solution with the catalogue's alternatives in place, as whole submissions: the alternatives one red-team
+    student wrote (their name's last parenthesis) together, since one may use a helper another cell defines."""
+    master = ROOT / "autograder" / "masters" / f"{notebook}.py"
+    by_author: dict[str, list] = {}
+    for k, alt in enumerate(load_alternatives(variants_path(ROOT, notebook))):
+        author = alt.name.rsplit("(", 1)[-1] if alt.name.endswith(")") else str(k)
+        by_author.setdefault(author, []).append(resolve(alt, master))
+    for alternatives in by_author.values():
+        for round_ in alternative_rounds(alternatives):
+            nb = _perfect(notebook)
+            for alt in round_.values():
+                _answer(nb, alt.target).source = alt.source
+            yield [alt.name for alt in round_.values()], nb
+
+
+@pytest.mark.parametrize("notebook", MARKED)
+def test_no_answer_of_the_solution_or_an_alternative_is_found_unreadable(notebook):
+    from lmcourse.grading.how import unreadable_answers
+
+    assert unreadable_answers(_perfect(notebook), notebook) == {}
+    for names, nb in _submissions(notebook):
+        assert unreadable_answers(nb, notebook) == {}, names
+
+
+def test_an_unreadable_answer_is_flagged_under_both_graders_and_keeps_its_points(monkeypatch, caplog):
+    """Plain nbgrader (JudgeRecords: a warning, the gradebook flag) and ``lmcourse grade`` (the result's flag and
+    detail) flag an answer that scored from code no cell shows; the score is the same as without it."""
+    import logging
+    from types import SimpleNamespace
+
+    from lmcourse.grading import grade, scan
+    from lmcourse.grading.result import Result
+    from lmcourse.marking import grader
+    from lmcourse.marking.judge import Outcome
+
+    # every record passes, as a kernel whose rules were switched off records it
+    monkeypatch.setattr(grader, "judge_cell",
+                        lambda notebook, exercise, cell, deadline=None: Outcome(exercise, True, 3))
+    monkeypatch.setattr(grade.trusted, "check", lambda assignment: None)
+    routed = _with_cells("02_rnn", {"elman_step": 'elman_step = _impl["elman_step"]\n'}, ["_impl = {}\n"])
+    honest = _perfect("02_rnn")
+
+    def lmcourse_grade(nb):
+        tests = {(c.metadata.get("nbgrader") or {}).get("grade_id"): None for c in nb.cells
+                 if (c.metadata.get("nbgrader") or {}).get("grade")}
+        res = Result("s", "02_rnn", "graded", tests=tests)
+        grade._score(nb, SimpleNamespace(assignment="02_rnn"), res)
+        return res
+
+    flagged, clean = lmcourse_grade(routed), lmcourse_grade(honest)
+    assert flagged.score == clean.score > 0 and flagged.tests["elman_step_tests"] == clean.tests["elman_step_tests"]
+    assert scan.FLAG in flagged.flags and "cannot read: elman_step" in flagged.detail and "_impl" in flagged.detail
+    assert clean.flags == [] and clean.detail == ""
+    # the judge's finding only for an answer that scored: a failed one needs no flag
+    failed = {"elman_step_tests": Outcome("elman_step", False, 0, None, "wrong")}
+    assert grader.unreadable_findings(routed, "02_rnn", failed) == []
+
+    for nb, expected in ((_with_cells("02_rnn", {"elman_step": 'elman_step = _impl["elman_step"]\n'}, ["_impl = {}\n"]),
+                          True), (_perfect("02_rnn"), False)):
+        caplog.clear()
+        judge = grader.JudgeRecords(log=logging.getLogger("judge-records"))
+        monkeypatch.setattr(judge, "_release", lambda nbgrader: None)
+        with caplog.at_level(logging.WARNING, logger="judge-records"):
+            judge.preprocess(nb, {"nbgrader": {"notebook": "02_rnn", "assignment": "02_rnn", "student": "s"}})
+        assert ("cannot read: elman_step" in caplog.text) == expected, caplog.text
+        assert _answer(nb, "elman_step_tests").outputs[-1]["output_type"] == "stream"    # the points stand

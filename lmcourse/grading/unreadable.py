@@ -336,7 +336,7 @@ def _unbound_helpers(reader: _Reader, name: str, answered: set[str]) -> list[str
     if "*" in reader.names.modules:
         return []       # a star import binds names no text shows
     texts = {n: "\n".join(ast.unparse(s) for s in epochs[-1]) for n, epochs in reader.history.items()
-             if epochs and n not in answered}
+             if epochs and (n == name or n not in answered)}
     tree, _ = scan._read(_with_helpers(texts.get(name, ""), texts))
     free = _free_names(tree) if tree is not None else set()
     return sorted(n for n in free - set(reader.history) - set(reader.names.modules) - answered

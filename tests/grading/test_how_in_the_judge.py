@@ -365,10 +365,14 @@ UNREADABLE_ROUTES = {
     "a decorator read from such a value": (
         {"elman_step": f'@_impl["wrap"]\ndef elman_step{_SIG}:\n    return h_prev\n'}, ["_impl = {}\n"]),
     "a base class read from such a value": ({"RNNLM": 'class RNNLM(_impl["base"]):\n    pass\n'}, ["_impl = {}\n"]),
-    "a helper no cell binds": (
+    "a function that only forwards to a name no cell binds": (
         {"elman_step": f"def elman_step{_SIG}:\n    return _cell{_SIG}\n"}, []),
+    # the answer's own code, which uses a helper a hidden text bound (round 13's tokenizer and layer routes)
+    "a helper no cell binds": (
+        {"elman_step": f"def elman_step{_SIG}:\n    return _cell{_SIG}.clone()\n"}, []),
     "a helper whose helper no cell binds": (
-        {"elman_step": f"def elman_step{_SIG}:\n    return _h{_SIG}\n"}, [f"def _h{_SIG}:\n    return _cell{_SIG}\n"]),
+        {"elman_step": f"def elman_step{_SIG}:\n    return _h{_SIG} + 0\n"},
+        [f"def _h{_SIG}:\n    return _cell{_SIG} * 1\n"]),
 }
 READABLE_NEIGHBOURS = {
     "an alias of one's own def": ({"elman_step": "elman_step = my_step\n"}, [_STEP]),

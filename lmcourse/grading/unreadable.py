@@ -12,6 +12,9 @@ notebook's visible code and no library's either:
   ``ns = types.SimpleNamespace()`` and nothing visible storing code in them), or a namespace read at run time
   (``vars()[...]``, ``globals()[...]``, ``globals().get(...)``) whose key names nothing visibly bound;
 - a name no cell before the test binds visibly (a hidden text defined it), or a name that is itself bound so;
+- readable code that uses such a name: a free name of the answer, followed through its helpers (not through
+  other exercises' answers: a later test brings the reference's in their place), that no cell before the test
+  binds, is not a builtin, not IPython's, not imported (a star import turns this check off);
 - a library call, decorator or base class applied to such a value (``torch.compile(_impl["x"])``);
 - a ``def`` or ``lambda`` that only forwards its parameters to such a value
   (``def elman_step(*a, **k): return _impl["elman_step"](*a, **k)``).
@@ -20,9 +23,9 @@ Readable, so never flagged: a ``def``, ``class`` or ``lambda`` of the answer (it
 too); a value that is or calls the notebook's own code (``softmax = my_softmax``, ``lr_schedule =
 make_schedule(...)``, ``functools.partial(my_f, dim=-1)``, ``torch.no_grad()(my_adamw)``, an instance of a class
 the notebook defines, an item of a dict the notebook fills with its functions); a library's name
-(``softmax = torch.softmax``: the refused-names check's business). A code runner that stores into the very name
-a visible function stores into (a visible ``def _put(k, v): box[k] = v`` called by hidden code) is read as visible
-code: the scan's business.
+(``softmax = torch.softmax``: the refused-names check's business). Stores made inside a function's body are not
+read: a registry filled by a decorator (``_registry[f.__name__] = f``) leaves its items unread, flagged; that
+costs no points. The wiring (:func:`lmcourse.marking.grader.unreadable_findings`) flags only answers that scored.
 """
 
 from __future__ import annotations

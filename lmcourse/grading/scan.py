@@ -20,6 +20,8 @@ student points).
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import functools
 import importlib.util
 import re
@@ -524,7 +526,7 @@ def _environ_written(node: ast.AST, names: Names) -> bool:
     def risky(key: ast.AST | None) -> bool:
         # a key written out that no loader or grader reads (TOKENIZERS_PARALLELISM) is a setting, not a route
         text = _text(key) if key is not None else None
-        return text is None or text.upper().startswith(_ENVIRON_READ)
+        return text is None or text.upper().startswith(_ENVIRON_READ) and text.upper() not in _ENVIRON_SETTINGS
     if isinstance(node, (ast.Assign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return any(isinstance(t, ast.Subscript) and environ(t.value) and risky(t.slice) for t in targets)
@@ -538,6 +540,8 @@ def _environ_written(node: ast.AST, names: Names) -> bool:
 
 # environment variables that change how torch loads files or how the course runs and grades
 _ENVIRON_READ = ("TORCH", "PYTORCH", "LMCOURSE", "NBGRADER", "PYTHON", "JUPYTER", "IPY", "LD_", "PATH")
+# settings among them that change where a cache lies or how memory is handed out, not what is loaded or run
+_ENVIRON_SETTINGS = ("TORCH_HOME", "PYTHONHASHSEED", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ENABLE_MPS_FALLBACK")
 
 
 def _builtin_by_computed_name(node, names: Names, inner: set[int]):
@@ -714,7 +718,7 @@ _LISTED_MODULES = frozenset((
     "functools", "operator", "heapq", "bisect", "array", "copy", "dataclasses", "typing", "enum", "abc",
     "contextlib", "re", "regex", "string", "textwrap", "unicodedata", "codecs", "json", "csv", "time", "datetime",
     "pathlib", "glob", "tempfile", "logging", "warnings", "pprint", "platform", "matplotlib", "mpl_toolkits",
-    "pandas", "tqdm",
+    "pandas", "tqdm", "numbers", "cycler",
     "lmcourse", "__future__"))
 # modules an answer may import for a few harmless names only (a path joined, the output flushed, memory
 # collected before a GPU cache is emptied); any other name of theirs reaches the interpreter or the system
@@ -723,7 +727,10 @@ _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "ge
                   "sys": ("stdout", "stderr", "version", "version_info", "platform", "maxsize", "float_info",
                           "getsizeof", "exit", "argv"),
                   "gc": ("collect",),
-                  "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output")}
+                  "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output"),
+                  # the test helpers' assertions; the rest of them runs doctests and strings (numpy's measure)
+                  "numpy.testing": ("assert_*",),
+                  "torch.testing": ("assert_close", "assert_allclose", "make_tensor")}
 # the submodules of the large listed libraries an answer may reach (a name and all inside it); their other
 # submodules hold servers, compilers, profilers, string runners and process pools an answer has no use for
 # (torch.utils.benchmark runs a string, numpy.f2py compiles, tqdm.contrib.concurrent starts processes). A
@@ -732,12 +739,13 @@ _LISTED_SUBMODULES = {
     "torch": ("nn", "optim", "utils.data", "utils.checkpoint", "utils.flop_counter", "linalg", "special", "fft",
               "autograd", "cuda",
               "backends", "amp", "testing", "distributions", "func", "random", "mps", "cpu", "types", "version",
-              "return_types", "functional", "storage", "profiler", "masked"),
+              "return_types", "functional", "storage", "profiler", "masked", "serialization", "utils.dlpack", "signal"),
     "numpy": ("random", "linalg", "fft", "ma", "polynomial", "typing", "testing", "char", "strings", "exceptions",
-              "dtypes", "version", "lib.stride_tricks"),
+              "dtypes", "version", "lib.stride_tricks", "lib.scimath", "rec"),
     "matplotlib": ("pyplot", "colors", "cm", "ticker", "patches", "lines", "gridspec", "figure", "axes",
                    "collections", "colorbar", "patheffects", "markers", "text", "transforms", "scale",
-                   "font_manager", "style", "legend", "image", "dates", "animation"),
+                   "font_manager", "style", "legend", "image", "dates", "animation", "artist", "widgets", "colorizer",
+                   "projections", "layout_engine", "rcsetup"),
     "tqdm": ("auto", "autonotebook", "notebook", "std", "tqdm", "asyncio", "version"),
 }
 # public parts of the listed libraries that write or swap the library's own machinery
@@ -751,7 +759,7 @@ _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    "typing.ForwardRef", "matplotlib.use", "matplotlib.backends", "torch.hub", "torch.package",
                    "torch.utils.model_zoo", "pandas.read_pickle", "pandas.eval", "pandas.io",
                    # what runs a string as code (a benchmark's statement, a file's doctests)
-                   "torch.utils.benchmark", "numpy.testing.rundocs",
+                   "torch.utils.benchmark",
                    # what unpickles on request (a datapipe's "pickle" handler)
                    "torch.utils.data.datapipes",
                    # what evaluates annotations that may be strings of code held in variables
@@ -805,7 +813,9 @@ def _module_path(node: ast.expr, names: Names) -> bool:
 @functools.cache
 def _real_path(dotted: str) -> str:
     """A dotted name read through the modules it passes: a listed module's attribute that is another module
-    (``torch.importlib``, ``pathlib.os``: the standard library's, imported there) is that module."""
+    (``torch.importlib``, ``pathlib.os``: the standard library's, imported there) is that module; one that is a
+    function or class the list leaves out, imported there by name (``torch.utils.checkpoint.get_type_hints``,
+    ``pathlib.attrgetter``), is that function or class at its home."""
     parts = dotted.split(".")
     if parts[0] in _LISTED_SUBMODULES:
         _is_module(f"{parts[0]}.x")             # loads a large listed library to read its names
@@ -816,19 +826,40 @@ def _real_path(dotted: str) -> str:
         here = getattr(here, part, None)
         if isinstance(here, type(sys)) and here.__name__ != ".".join(parts[:i]):
             return ".".join([here.__name__, *parts[i:]])
+        home = _home(here)
+        if home is not None and home != ".".join(parts[:i]) and not _listed(home, follow=False):
+            return ".".join([home, *parts[i:]])
     return dotted
 
 
-def _listed(dotted: str) -> bool:
-    """Whether a dotted name (a module, or a name read from one) is on the course's list."""
+def _home(obj: object) -> str | None:
+    """Where a function or class is defined, by its public name (``_operator.attrgetter`` is
+    ``operator.attrgetter``); None for a value, or for one whose home is private (torch's C functions: an
+    implementation detail of a listed name, not a re-export)."""
+    if isinstance(obj, type(sys)) or not callable(obj) or isinstance(obj, type) and obj.__module__ == "builtins":
+        return None                             # a value, or a builtin type (typing.Text is str)
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if type(module) is not str or type(qualname) is not str or "<" in qualname:
+        return None
+    public = module.removeprefix("_")
+    if public != module and getattr(sys.modules.get(public), qualname.partition(".")[0], None) is not None:
+        module = public                         # a C accelerator's home: _operator, _functools, _collections
+    home = f"{module}.{qualname}"
+    return None if _private_path(home) else home
+
+
+def _listed(dotted: str, follow: bool = True) -> bool:
+    """Whether a dotted name (a module, or a name read from one) is on the course's list; ``follow``: read it
+    through the modules it passes first (:func:`_real_path`)."""
     for module, listed in _PARTLY_LISTED.items():
         if dotted == module:
             return True
         if dotted.startswith(module + "."):
-            return dotted[len(module) + 1:].split(".")[0] in listed
-    real = _real_path(dotted)
+            name = dotted[len(module) + 1:].split(".")[0]
+            return any(name == n or n.endswith("*") and name.startswith(n[:-1]) for n in listed)
+    real = _real_path(dotted) if follow else dotted
     if real != dotted:
-        return _listed(real)
+        return _listed(real, follow=False)       # a home is read as written: homes can name each other
     if _unlisted_submodule(dotted):
         return False
     top = dotted.partition(".")[0]
@@ -874,7 +905,8 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
             yield f"{OFF_LIST}: {_shown(node)}"          # another object's private name: _kit._notebook
         elif id(node) not in inner and dotted is not None and (
                 _within(dotted, _UNLISTED_PARTS) or _unlisted_submodule(dotted)
-                or _real_path(dotted) != dotted and not _listed(dotted)):   # torch.importlib, pathlib.os.system
+                or _real_path(dotted) != dotted and not _listed(dotted)   # torch.importlib, pathlib.os.system
+                and (dotted.partition(".")[0] in _LISTED_MODULES or _partly_listed(dotted))):
             yield f"{OFF_LIST}: {dotted}"               # torch.utils.benchmark.Timer, np.f2py.compile
     elif isinstance(node, ast.Name) and _special(node.id) and node.id not in _LISTED_SPECIAL_NAMES \
             and not _named_above(node.id):
@@ -1038,6 +1070,11 @@ def _dotted_text(node, names: Names, docstrings: set[int]):
     """A string that is a dotted path the list would flag written as code: a special attribute
     (``"x.__dict__"``), a library's private part, a module beyond the list or the course's test machinery."""
     text = _text(node)
+    if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+        try:                            # b"\x69\x6d\x70..." is a text too, once decoded
+            text = node.value.decode("utf-8")
+        except UnicodeDecodeError:
+            return
     if text is None or id(node) in docstrings:
         return
     for path in _DOTTED_TEXT.findall(text):
@@ -1049,6 +1086,29 @@ def _dotted_text(node, names: Names, docstrings: set[int]):
             return
     if _code_in_text(text):
         yield f"{OFF_LIST}: code in a text {_shown(repr(text))}"
+    elif _encoded_code(text):
+        yield f"{OFF_LIST}: code in an encoded text {_shown(repr(text))}"
+
+
+# an encoded text: hex or base64 without spaces, long enough to hold a statement
+_ENCODED = re.compile(r"[0-9A-Za-z+/=_-]{32,}")
+
+
+def _encoded_code(text: str) -> bool:
+    """A text that decodes (hex, base64, base32) to Python that imports or calls: code kept where no reading of
+    the cell sees it, for a runner to decode and run. A hash, a token id list or a key does not parse as such."""
+    if not _ENCODED.fullmatch(text.strip()):
+        return False
+    for decode in (bytes.fromhex, base64.b64decode, base64.urlsafe_b64decode, base64.b32decode):
+        try:
+            plain = decode(text.strip()).decode("utf-8")
+            tree = ast.parse(plain)
+        except (ValueError, UnicodeDecodeError, SyntaxError, binascii.Error):
+            continue
+        if any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.FunctionDef))
+               for n in ast.walk(tree)):
+            return True
+    return False
 
 
 def _names_a_module_part(parts: list[str]) -> bool:
@@ -1096,15 +1156,27 @@ def _code_in_text(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and isinstance(
-            tree.body[0].value, (ast.Name, ast.Attribute, ast.Constant)):
-        return False                    # a name ("torch.Tensor"): what _dotted_text reads
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and (isinstance(
+            tree.body[0].value, (ast.Name, ast.Attribute, ast.Constant)) or _TYPE_NAME.fullmatch(text.strip())):
+        return False                    # a name ("torch.Tensor") or a type ("list[torch.Tensor] | None")
+    # an attribute set to a value that is no literal swaps something in (`k.refusals.watch = quiet`); one set to
+    # a literal is prose about code (`"p.grad = None"`, `"h.shape = (B, H)"`)
+    swapped = {id(t) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and n.value is not None and not _literal(n.value)
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}
     return any(isinstance(n, ast.Import) and any(_reaches(a.name) for a in n.names)
                or isinstance(n, ast.ImportFrom) and _reaches(n.module or "builtins")
-               or isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))
-               or isinstance(n, ast.Name) and n.id in _REACHING
+               or isinstance(n, ast.Attribute) and (isinstance(n.ctx, ast.Del) or id(n) in swapped)
+               or isinstance(n, ast.Name) and n.id in _REACHING and n.id != "torch"
                or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _RUNNERS
                for n in ast.walk(tree))
+
+
+def _literal(node: ast.expr) -> bool:
+    """A value written out: a constant, or a tuple, list, set or dict of names and constants (``(B, H)``)."""
+    return all(isinstance(n, (ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load,
+                              ast.UnaryOp, ast.USub, ast.BinOp, ast.operator))
+               for n in ast.walk(node)) and not isinstance(node, ast.Name)
 
 
 def _reaches(module: str) -> bool:

@@ -707,3 +707,153 @@ def test_modules_carried_under_a_listed_name_are_read_as_themselves(flagged):
     """The thirteenth red team: a listed module holds the modules it imported as plain attributes; a path
     through one is read as the module it reaches."""
     assert scan_source(flagged), flagged
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # numpy's test helpers that run a text: only the assertions of numpy.testing and torch.testing are listed
+    ("import numpy as np\nnp.testing.measure(t)\n", "import numpy as np\nnp.testing.assert_array_equal(a, b)\n"),
+    ("from numpy.testing import runstring\nrunstring(t, {})\n", "from numpy.testing import assert_allclose\n"),
+    ("import torch\ntorch.testing.FileCheck()\n", "import torch\ntorch.testing.assert_close(a, b)\n"),
+    # a function or class a listed module imported by name from a module the list leaves out
+    ("import torch.utils.checkpoint as c\nc.get_type_hints(f)\n",
+     "import torch.utils.checkpoint as c\ny = c.checkpoint(f, x, use_reentrant=False)\n"),
+    ("import pathlib\npathlib.attrgetter(n)(x)\n", "import pathlib\np = pathlib.Path('x')\n"),
+    ("from torch.utils.checkpoint import ForwardRef\n", "from torch.nn.functional import softplus\n"),
+    ("import matplotlib\nmatplotlib.Parameter\n", "import matplotlib.pyplot as plt\nplt.cycler(color=['r'])\n"),
+])
+def test_the_fourteenth_red_teams_routes_are_named(flagged, honest):
+    """numpy.testing.measure and runstring run a text; torch.utils.checkpoint.get_type_hints is typing's and
+    pathlib.attrgetter operator's, imported there by name. Each is read at its home. The honest neighbour of
+    each (torch.save and torch.load, whose home is torch.serialization, among them) is not flagged."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("honest", [
+    'import torch\ndef f(x: "torch.Tensor | None", ps: "list[torch.nn.Parameter]") -> "torch.Tensor":\n'
+    '    return x\n',
+    'import torch\nh_t = torch.zeros(2, 3)\nassert h_t.shape == (2, 3), "h_t.shape = (B, H)"\n',
+    'import matplotlib.pyplot as plt\nplt.plot([1], label="torch.tanh(x)")\n',
+    'HINT = "p.grad = None"\n',
+    'import os\nos.environ.setdefault("TORCH_HOME", "cache")\n',
+    'import torch\ntorch.save({"w": torch.ones(1)}, "w.pt")\nw = torch.load("w.pt")\n',
+])
+def test_valid_answers_the_fourteenth_red_team_wrote_are_not_flagged(honest):
+    """String type hints, an assertion's message and a plot label that quote code, a cache's folder."""
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+# Listed public functions and classes whose own code runs, compiles or imports a text, read and found harmless:
+# each takes no text from its caller to run (a regular expression is compiled, not run; a module is imported
+# by a fixed name; a class's repr is evaluated), or is read by a rule of its own (np.load's allow_pickle).
+_RUNNERS_REVIEWED = {
+    "numpy.fromregex": "compiles a regular expression",
+    "numpy.rec.fromrecords": "pickles only in its docstring's example",
+    "regex.Regex": "compiles a regular expression",
+    "numpy.load": "unpickles only with allow_pickle=True, a finding of its own",
+    "torch.load": "unpickles code only with weights_only=False or a pickle_module, findings of their own",
+    "torch.serialization.load": "the same function as torch.load",
+    "torch.autocast": "evaluates no text of the caller's",
+    "torch.compile": "compiles the caller's function, not a text",
+    "torch.cond": "compiles the caller's functions, not a text",
+    "torch.inference_mode": "evaluates no text of the caller's",
+    "torch.nn.Module": "Module.compile and Module.eval take no text",
+    "torch.nn.MultiheadAttention": "calls self.eval-like methods only",
+    "torch.nn.SyncBatchNorm": "calls self.eval-like methods only",
+    "torch.nn.TransformerEncoderLayer": "calls self.eval-like methods only",
+    "torch.nn.functional.interpolate": "imports a fixed module",
+    "torch.nn.functional.pad": "imports a fixed module",
+    "torch.nn.functional.max_pool3d_with_indices": "imports a fixed module",
+    "torch.nn.functional.linear_cross_entropy": "compiles the function, not a text",
+    "torch.utils.checkpoint.TorchDispatchMode": "compiles no text of the caller's",
+    "functools.namedtuple": "evaluates code made from field names it has checked are identifiers",
+    "collections.namedtuple": "the same function as functools' namedtuple",
+    "re.Scanner": "compiles regular expressions",
+    "re.compile": "compiles a regular expression",
+    "re.template": "compiles a regular expression",
+    "string.Template": "compiles a regular expression",
+    "textwrap.TextWrapper": "compiles regular expressions",
+    "csv.Sniffer": "compiles regular expressions",
+    "logging.PercentStyle": "compiles a regular expression",
+    "logging.StrFormatStyle": "compiles a regular expression",
+    "warnings.filterwarnings": "compiles a regular expression",
+    "pprint.isreadable": "evaluates nothing the caller gives",
+    "matplotlib.RcParams": "compiles regular expressions",
+    "matplotlib.pyplot.figure": "imports a backend by the configured name (matplotlib.use is a finding)",
+    "datetime.date": "unpickles nothing the caller gives",
+    "datetime.datetime": "unpickles nothing the caller gives",
+    "datetime.time": "unpickles nothing the caller gives",
+}
+
+
+def _listed_runners():
+    """Every public function and class the course's list allows whose own source calls a code runner."""
+    import importlib
+    import inspect
+    import re
+    import types
+
+    from lmcourse.grading import scan
+
+    runs = re.compile(r"(?<![\w.])(exec|eval|compile|__import__)\s*\(|\b(import_module|run_path|run_module|"
+                      r"pickle\.loads?|rundocs|runstring)\s*\(")
+    roots = sorted(m for m in scan._LISTED_MODULES if m not in ("lmcourse", "__future__")) + [
+        f"{top}.{sub}" for top, subs in scan._LISTED_SUBMODULES.items() for sub in subs] + list(scan._PARTLY_LISTED)
+    found, seen = {}, set()
+    for root in roots:
+        try:
+            module = importlib.import_module(root)
+        except Exception:       # a listed module this machine lacks (regex) or cannot import: nothing to read
+            continue
+        for name in dir(module):
+            dotted = f"{root}.{name}"
+            if name.startswith("_") or not scan._listed(dotted):
+                continue
+            try:
+                obj = getattr(module, name)
+                if isinstance(obj, types.ModuleType) or id(obj) in seen or not callable(obj):
+                    continue
+                seen.add(id(obj))
+                source = inspect.getsource(obj)
+            except Exception:   # a C function, a value: no Python source to read
+                continue
+            if runs.search(source):
+                found[dotted] = sorted({m.group(1) or m.group(2) for m in runs.finditer(source)})
+    return found
+
+
+def test_every_listed_function_that_runs_a_text_has_been_read():
+    """The fourteenth red team found numpy.testing.measure, a listed function that runs a text, by reading the
+    list's libraries for code runners. This reads them the same way: each listed function or class whose own
+    source runs, compiles or imports a text must be off the list or reviewed above, so a new version of a
+    library that adds one fails here before a submission uses it."""
+    found = _listed_runners()
+    unread = {name: calls for name, calls in found.items() if name not in _RUNNERS_REVIEWED}
+    assert not unread, f"listed functions that run a text, unreviewed (unlist them or review them): {unread}"
+    assert "numpy.testing.measure" not in found and "numpy.testing.runstring" not in found
+
+
+def _encoded_routes():
+    import base64
+
+    hidden = "import lmcourse as L\nL.marking.refusals.watch = quiet\n"
+    return [f"_notes = bytes.fromhex({hidden.encode().hex()!r}).decode()\n",
+            f"_notes = {base64.b64encode(hidden.encode()).decode()!r}\n",
+            f"_notes = {base64.b32encode(hidden.encode()).decode()!r}\n",
+            f"_notes = {hidden.encode()!r}.decode()\n"]
+
+
+@pytest.mark.parametrize("flagged", _encoded_routes())
+def test_code_kept_encoded_is_named(flagged):
+    """Every route of rounds twelve to fourteen handed a runner a text kept as hex: the text, once decoded
+    (hex, base64, base32, a bytes literal), is Python that imports and sets, and that is a flag."""
+    assert any("code in a" in f for f in scan_source(flagged)), (flagged, scan_source(flagged))
+
+
+@pytest.mark.parametrize("honest", [
+    "digest = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'\n",
+    "tip = 'SGVsbG8gd29ybGQsIHRoaXMgaXMgYSBzZW50ZW5jZSBvZiBwcm9zZQ=='\n",
+    "raw = b'hello world'\nodd = b'\\xff\\x00'\nword = 'abcdefghijklmnopqrstuvwxyzabcdefghij'\n",
+])
+def test_hashes_keys_and_bytes_are_not_encoded_code(honest):
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -433,9 +433,9 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
 
 def refused_answers(nb, notebook: str) -> dict[str, str]:
     """exercise -> why it scores 0: its answer, as its test cell meets it, names what the exercise refuses.
-    That is the answer cell (the code cell whose grade id is the exercise's name) and what the cells before
-    the test bind its name to, and, followed name by name through each scope's free names, what it takes from
-    those cells: the binding in force before the test, with every later change to it. Imports count from the
+    That is what the cells before the test bind the answer's name to (the answer cell's other statements ran
+    before the test, like any cell's), and, followed name by name through each scope's free names, what it
+    takes from those cells: the binding in force before the test, with every later change to it. Imports count from the
     cells before the test. The names other exercises answer with are the student's own and are followed only
     where a cell that is not an answer binds them: each answer is judged on its own, and a later exercise's test
     runs the reference's in its place (one mistake costs once)."""

@@ -431,6 +431,22 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
     return "\n".join(texts)
 
 
+def code_cells(nb) -> tuple[list, dict, list]:
+    """A notebook's code cells, each one's index by its grade id, and their syntax trees (None: no parse)."""
+    cells = [c for c in nb.cells if c.get("cell_type") == "code"]
+    by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
+    return cells, by_id, [scan._read(c.get("source", ""))[0] for c in cells]
+
+
+def names_before(trees: list, test: int) -> scan.Names:
+    """The names the cells before the test cell import, as the scan reads them."""
+    names = scan.Names()
+    for tree in trees[:test]:
+        if tree is not None:
+            names.learn(tree)
+    return names
+
+
 def refused_answers(nb, notebook: str) -> dict[str, str]:
     """exercise -> why it scores 0: its answer, as its test cell meets it, names what the exercise refuses.
     That is what the cells before the test bind the answer's name to (the answer cell's other statements ran
@@ -442,21 +458,16 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
     from lmcourse.marking.notebooks import load
 
     exercises = load(notebook).exercises
-    cells = [c for c in nb.cells if c.get("cell_type") == "code"]
+    cells, by_id, trees = code_cells(nb)
     answered = {ex.answer or ex.name for ex in exercises}
-    by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
     answer_cells = {by_id[ex.name] for ex in exercises if ex.name in by_id}
-    trees = [scan._read(c.get("source", ""))[0] for c in cells]
     out: dict[str, str] = {}
     for ex in exercises:
         refused = _exercise_list(notebook, ex.name) if ex.name in by_id else None
         if refused is None:
             continue
         test = by_id.get(ex.test_id, len(cells))
-        names = scan.Names()
-        for tree in trees[:test]:
-            if tree is not None:
-                names.learn(tree)
+        names = names_before(trees, test)
         name = ex.answer or ex.name
         held = _bindings([c.get("source", "") for c in cells[:test]], names)
         # another exercise's answer is judged on its own: its name is followed only where a cell that is not an

@@ -756,7 +756,8 @@ _UNLISTED_PARTS = ("operator.attrgetter", "operator.methodcaller",
                    # imported by name) or unpickles one: any name, no text naming it (torch.load and np.load
                    # unpickle only when told to: _unpickling_keyword)
                    "logging.config", "logging.handlers", "string.Formatter", "typing.get_type_hints",
-                   "typing.ForwardRef", "matplotlib.use", "matplotlib.backends", "torch.hub", "torch.package",
+                   "typing.ForwardRef", "matplotlib.use", "matplotlib.backends", "matplotlib.pyplot.switch_backend",
+                   "torch.hub", "torch.package",
                    "torch.utils.model_zoo", "pandas.read_pickle", "pandas.eval", "pandas.io",
                    # what runs a string as code (a benchmark's statement, a file's doctests)
                    "torch.utils.benchmark",
@@ -1088,6 +1089,30 @@ def _dotted_text(node, names: Names, docstrings: set[int]):
         yield f"{OFF_LIST}: code in a text {_shown(repr(text))}"
     elif _encoded_code(text):
         yield f"{OFF_LIST}: code in an encoded text {_shown(repr(text))}"
+    elif "module://" in text:
+        yield f"{LOADING}: a module imported by name {_shown(repr(text))}"  # matplotlib's backend by name
+
+
+def _pieces_of_text(node, names: Names, inner: set[int]):
+    """Texts kept in pieces (a list or tuple of strings, strings added up) that together decode to code: short
+    pieces pass the length an encoded text needs, joined they do not."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        pieces = [_text(e) for e in node.elts]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and not getattr(node, "_scan_piece", False):
+        pieces, todo = [], [node]
+        while todo:
+            part = todo.pop()
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
+                part._scan_piece = part is not node     # read once, as the whole sum (the walk meets it first)
+                todo += [part.right, part.left]
+            else:
+                pieces.append(_text(part))
+    else:
+        return
+    if len(pieces) > 1 and all(p is not None for p in pieces):
+        joined = "".join(pieces)
+        if _encoded_code(joined):
+            yield f"{OFF_LIST}: code in a text kept in pieces {_shown(repr(joined))}"
 
 
 # an encoded text: hex or base64 without spaces, long enough to hold a statement
@@ -1097,11 +1122,12 @@ _ENCODED = re.compile(r"[0-9A-Za-z+/=_-]{32,}")
 def _encoded_code(text: str) -> bool:
     """A text that decodes (hex, base64, base32) to Python that imports or calls: code kept where no reading of
     the cell sees it, for a runner to decode and run. A hash, a token id list or a key does not parse as such."""
-    if not _ENCODED.fullmatch(text.strip()):
+    text = "".join(text.split())          # spaces and line breaks between the pieces of one encoding
+    if not _ENCODED.fullmatch(text):
         return False
     for decode in (bytes.fromhex, base64.b64decode, base64.urlsafe_b64decode, base64.b32decode):
         try:
-            plain = decode(text.strip()).decode("utf-8")
+            plain = decode(text).decode("utf-8")
             tree = ast.parse(plain)
         except (ValueError, UnicodeDecodeError, SyntaxError, binascii.Error):
             continue
@@ -1199,7 +1225,7 @@ def _private_path(dotted: str) -> bool:
 
 _NODE_FINDINGS = (_imports_and_dotted_names, _named, _shell, _magic, _detaching_keyword, _unpickling_keyword,
                   _builtin_by_computed_name, _computed_name, _file_run_as_code, _machinery_write, _beyond_the_list,
-                  _module_as_value, _annotation_text, _runner_method)
+                  _module_as_value, _annotation_text, _runner_method, _pieces_of_text)
 
 
 def _cell_findings(tree: ast.Module, names: Names):

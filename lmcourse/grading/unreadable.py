@@ -37,7 +37,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from lmcourse.grading import scan
-from lmcourse.grading.how import _binding_history, _free_names, _roots, _with_helpers
+from lmcourse.grading.how import _binding_history, _free_names, _roots, _with_helpers, code_cells, names_before
 
 __all__ = ["UNREADABLE", "unreadable_answers"]
 
@@ -361,9 +361,7 @@ def unreadable_answers(nb, notebook: str) -> dict[str, str]:
     from lmcourse.marking.notebooks import load
 
     spec = load(notebook)
-    cells = [c for c in nb.cells if c.get("cell_type") == "code"]
-    by_id = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id"): i for i, c in enumerate(cells)}
-    trees = [scan._read(c.get("source", ""))[0] for c in cells]
+    cells, by_id, trees = code_cells(nb)
     answered = {ex.answer or ex.name for ex in spec.exercises}
     out: dict[str, str] = {}
     for ex in spec.exercises:
@@ -371,10 +369,7 @@ def unreadable_answers(nb, notebook: str) -> dict[str, str]:
         if ex.name not in by_id or not _graded_as_code(spec.reference, name):
             continue
         test = by_id.get(ex.test_id, len(cells))
-        names = scan.Names()
-        for tree in trees[:test]:
-            if tree is not None:
-                names.learn(tree)
+        names = names_before(trees, test)
         reader = _Reader(_binding_history([c.get("source", "") for c in cells[:test]], names), names)
         kind = reader.name(name)
         if name not in reader.history and name not in names.modules:

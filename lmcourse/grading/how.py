@@ -284,6 +284,10 @@ def _binds(node: ast.stmt, modules: set[str] = frozenset()) -> tuple[list[str], 
             changed.append(inner.name)
         elif isinstance(inner, ast.NamedExpr):
             changed += _roots(inner.target)
+        elif isinstance(inner, (ast.MatchAs, ast.MatchStar)) and inner.name:
+            changed.append(inner.name)          # `case top_k_filter:` binds the subject to the name
+        elif isinstance(inner, ast.MatchMapping) and inner.rest:
+            changed.append(inner.rest)
         elif isinstance(inner, ast.Global):
             changed += inner.names
         elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):

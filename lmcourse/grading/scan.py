@@ -504,14 +504,19 @@ _UNPICKLING = {"allow_pickle": True, "weights_only": False}
 _UNPICKLING_ALWAYS = ("pickle_module",)
 
 
+# loaders whose third argument or ** can turn unpickling of code on
+_LOADERS = ("numpy.load", "torch.load", "torch.serialization.load")
+
+
 def _unpickling_keyword(node, names: Names, inner: set[int]):
     if isinstance(node, ast.keyword) and (node.arg in _UNPICKLING_ALWAYS or node.arg in _UNPICKLING and not (
             isinstance(node.value, ast.Constant) and node.value.value is not _UNPICKLING[node.arg])):
         yield f"{LOADING}: {node.arg}={_shown(node.value)}"
     elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and (
             names.dotted(node.func) if isinstance(node.func, ast.Attribute) else names.modules.get(
-                node.func.id)) == "numpy.load" and (len(node.args) >= 3 or any(k.arg is None for k in node.keywords)):
-        yield f"{LOADING}: {_shown(node)} (allow_pickle by position or by **)"   # np.load(f, None, True)
+                node.func.id)) in _LOADERS and (len(node.args) >= 3 or any(k.arg is None for k in node.keywords)):
+        # np.load(f, None, True); torch.load(f, None, pickle_module) or **{"weights_only": False}
+        yield f"{LOADING}: {_shown(node)} (unpickling by position or by **)"
     elif _environ_written(node, names):
         # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 and its kind turn a safe load into an unpickling one
         yield f"{LOADING}: {_shown(node)} (the environment written)"
@@ -730,7 +735,10 @@ _PARTLY_LISTED = {"os": ("path", "getcwd", "getpid", "cpu_count", "environ", "ge
                   "IPython.display": ("display", "Markdown", "HTML", "Image", "clear_output"),
                   # the test helpers' assertions; the rest of them runs doctests and strings (numpy's measure)
                   "numpy.testing": ("assert_*",),
-                  "torch.testing": ("assert_close", "assert_allclose", "make_tensor")}
+                  "torch.testing": ("assert_close", "assert_allclose", "make_tensor"),
+                  # torch.save and torch.load live here; its safe-globals lists let a weights-only load call code
+                  "torch.serialization": ("load", "save"),
+                  "types": ("SimpleNamespace",)}
 # the submodules of the large listed libraries an answer may reach (a name and all inside it); their other
 # submodules hold servers, compilers, profilers, string runners and process pools an answer has no use for
 # (torch.utils.benchmark runs a string, numpy.f2py compiles, tqdm.contrib.concurrent starts processes). A
@@ -739,7 +747,7 @@ _LISTED_SUBMODULES = {
     "torch": ("nn", "optim", "utils.data", "utils.checkpoint", "utils.flop_counter", "linalg", "special", "fft",
               "autograd", "cuda",
               "backends", "amp", "testing", "distributions", "func", "random", "mps", "cpu", "types", "version",
-              "return_types", "functional", "storage", "profiler", "masked", "serialization", "utils.dlpack", "signal"),
+              "return_types", "functional", "storage", "profiler", "masked", "utils.dlpack", "signal"),
     "numpy": ("random", "linalg", "fft", "ma", "polynomial", "typing", "testing", "char", "strings", "exceptions",
               "dtypes", "version", "lib.stride_tricks", "lib.scimath", "rec"),
     "matplotlib": ("pyplot", "colors", "cm", "ticker", "patches", "lines", "gridspec", "figure", "axes",
@@ -771,7 +779,7 @@ _LISTED_SPECIAL = frozenset((
     "__init__", "__name__", "__qualname__", "__doc__", "__version__", "__len__", "__getitem__", "__contains__",
     "__iter__", "__next__", "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
     "__matmul__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
-    "__repr__", "__str__", "__bool__", "__float__", "__int__", "__index__"))
+    "__repr__", "__str__", "__bool__", "__float__", "__int__", "__index__", "__call__"))
 # special names a cell may write or read as a bare name (a class's __slots__, `if __name__ == ...`)
 _LISTED_SPECIAL_NAMES = frozenset(("__name__", "__slots__", "__all__", "__doc__", "__debug__", *_LISTED_SPECIAL))
 # special methods whose definition changes how Python finds or checks things, not what a value is

@@ -70,6 +70,12 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+def _captures(pattern: ast.pattern) -> set[str]:
+    """The names a case pattern binds."""
+    return {n.name if isinstance(n, (ast.MatchAs, ast.MatchStar)) else n.rest for n in ast.walk(pattern)
+            if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name or isinstance(n, ast.MatchMapping) and n.rest}
+
+
 def _params(args: ast.arguments) -> set[str]:
     return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
 
@@ -168,9 +174,18 @@ class _Reader:
                 out += [self.item(node.iter)] if name in _roots(node.target) else []
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 out += [self.item(node.context_expr)] if name in _roots(node.optional_vars) else []
+            elif isinstance(node, ast.Match):
+                out += [self._captured(node.subject, case.pattern) for case in node.cases
+                        if name in _captures(case.pattern)]
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 out += [LIBRARY for a in node.names if (a.asname or a.name.split(".")[0]) == name]
         return out
+
+    def _captured(self, subject: ast.expr, pattern: ast.pattern) -> ast.expr | str:
+        """What a case binds: the subject itself (``case f:``, ``case f as g:``), else a part of it."""
+        while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            pattern = pattern.pattern           # `case (x as y)`: the inner pattern decides
+        return subject if isinstance(pattern, ast.MatchAs) else self.item(subject)
 
     def _given(self, target: ast.expr, value: ast.expr, name: str) -> list[ast.expr | str]:
         if isinstance(target, ast.Name):

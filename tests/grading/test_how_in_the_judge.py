@@ -370,6 +370,8 @@ UNREADABLE_ROUTES = {
     # the answer's own code, which uses a helper a hidden text bound (round 13's tokenizer and layer routes)
     "a helper no cell binds": (
         {"elman_step": f"def elman_step{_SIG}:\n    return _cell{_SIG}.clone()\n"}, []),
+    "a case capture of such an item": (
+        {"elman_step": 'match _impl["e"]:\n    case elman_step:\n        pass\n'}, ["_impl = {}\n"]),
     "a helper whose helper no cell binds": (
         {"elman_step": f"def elman_step{_SIG}:\n    return _h{_SIG} + 0\n"},
         [f"def _h{_SIG}:\n    return _cell{_SIG} * 1\n"]),
@@ -402,6 +404,9 @@ READABLE_NEIGHBOURS = {
     "the answer rebound through a library": (
         {"elman_step": f"import functools\n\n\ndef elman_step{_SIG}:\n    return my_step{_SIG}\n\n\n"
                        "elman_step = functools.wraps(elman_step)(functools.partial(elman_step))\n"}, [_STEP]),
+    # the fifteenth red team's valid rewrites: a match statement's capture binds its subject
+    "a case capture of one's own def": ({"elman_step": "match my_step:\n    case elman_step:\n        pass\n"},
+                                        [_STEP]),
     "a class with a library base and decorator": (
         {"RNNLM": "import dataclasses\n\n\n@dataclasses.dataclass(eq=False)\nclass RNNLM(nn.Module):\n    pass\n"}, []),
 }

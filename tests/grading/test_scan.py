@@ -880,3 +880,21 @@ def test_the_fifteenth_red_teams_routes_are_named(flagged, honest):
     spaces) is joined before it is read. The honest neighbour of each is not flagged."""
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # torch's weights-only loader calls whatever its safe-globals list holds
+    ("import torch\ntorch.serialization.add_safe_globals([f])\n",
+     "import torch\nsd = torch.load('w.pt', map_location='cpu')\n"),
+    ("from torch.serialization import safe_globals\n", "from torch.serialization import load, save\n"),
+    # a loader told to unpickle code by ** or by position
+    ("import torch\ntorch.load(p, **{'weights_only': False})\n", "import torch\ntorch.load(p, 'cpu')\n"),
+    ("import torch\ntorch.load(p, None, pk)\n", "import torch\ntorch.save(m.state_dict(), 'w.pt')\n"),
+    ("import types\nf = types.FunctionType(c, g)\n", "from types import SimpleNamespace\nns = SimpleNamespace(a=1)\n"),
+])
+def test_the_fifteenth_red_teams_loader_routes_are_named(flagged, honest):
+    """torch's safe-globals lists and a loader told by ** or by position to unpickle are findings; torch.save,
+    torch.load and types.SimpleNamespace are listed, a method read as ``obj.__call__`` too."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))
+    assert scan_source("class TopK:\n    def __call__(self, x):\n        return x\nf = TopK().__call__\n") == []

@@ -235,6 +235,16 @@ def test_a_library_asked_for_the_source_by_the_answer_gets_none():
     assert _library["getsource"](ngram.mle_prob).startswith("def mle_prob")      # outside: allowed
 
 
+# the helper each script below prints its verdicts with
+_ATTEMPT = r'''
+def attempt(label, fn):
+    try:
+        fn()
+        print(label, "allowed")
+    except confine.Confined as e:
+        print(label, "refused:", e)
+'''
+
 # A graded kernel (the grader's preamble calls confine.arm): a process started from a student's code is
 # refused at any time, not only inside a graded call. Arming is for good, so it is tried in a fresh
 # interpreter; its code, compiled from a string, counts as a student's.
@@ -243,13 +253,7 @@ import multiprocessing, os, subprocess, sys, sysconfig
 from lmcourse.marking import confine
 from lmcourse.commands import setup_torch
 
-def attempt(label, fn):
-    try:
-        fn()
-        print(label, "allowed")
-    except confine.Confined as e:
-        print(label, "refused:", e)
-
+{ATTEMPT}
 def fork():
     pid = os.fork()
     if pid == 0:
@@ -298,7 +302,7 @@ def test_an_armed_kernel_refuses_a_students_process_at_any_time(tmp_path):
     import sys
 
     script = tmp_path / "armed.py"
-    script.write_text(_ARMED)
+    script.write_text(_ARMED.replace("{ATTEMPT}", _ATTEMPT))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     said = {}
@@ -329,13 +333,7 @@ class Reaches:
         import lmcourse.marking.notebooks as n
         return (n.load, ("02_rnn",))
 
-def attempt(label, fn):
-    try:
-        fn()
-        print(label, "allowed")
-    except confine.Confined as e:
-        print(label, "refused:", e)
-
+{ATTEMPT}
 buf = io.BytesIO()
 torch.save({"w": torch.ones(2), "cfg": {"lr": 1e-3}, "a": np.arange(3)}, buf)
 attempt("exec before arming", lambda: pickle.loads(pickle.dumps(Runs())))
@@ -370,7 +368,7 @@ def test_an_armed_kernel_unpickles_data_but_no_code_runner(tmp_path):
     import sys
 
     script = tmp_path / "unpickling.py"
-    script.write_text(_UNPICKLING)
+    script.write_text(_UNPICKLING.replace("{ATTEMPT}", _ATTEMPT))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -383,3 +381,46 @@ def test_an_armed_kernel_unpickles_data_but_no_code_runner(tmp_path):
         assert f"refused: a pickle naming {name}" in said, said
     assert "a checkpoint allowed" in lines and "plain data allowed" in lines, lines
     assert lines.count("the hidden text ran") == 1, lines
+
+
+_CODE_FILES = r'''
+import os, pathlib, sys
+import numpy as np
+from lmcourse.marking import confine
+
+{ATTEMPT}
+os.chdir(sys.argv[1])
+attempt("before arming", lambda: open("early.py", "w").close())
+confine.arm()
+attempt("open w", lambda: open("_notes.py", "w").close())
+attempt("open a", lambda: open("early.py", "a").close())
+attempt("os.open", lambda: os.close(os.open("_n.pth", os.O_WRONLY | os.O_CREAT)))
+attempt("write_text", lambda: pathlib.Path("_n.py").write_text("x = 1"))
+attempt("rename", lambda: (open("n.txt", "w").close(), os.rename("n.txt", "n.py")))
+attempt("read", lambda: open("early.py").read())
+attempt("data", lambda: open("notes.txt", "w").write("x"))
+attempt("a library", lambda: np.savetxt("table.py", np.zeros(2)))
+'''
+
+
+def test_an_armed_kernel_writes_no_code_file_from_a_students_code(tmp_path):
+    """The sixteenth red team wrote a module with open() and had matplotlib import it by name (round fifteen's
+    backend route), then could have deleted it before the written-code check lists the folder. Once armed, a
+    student's code writes, renames or links no file a module is imported from; data files, reading and a
+    library's own writes go on."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "code_files.py"
+    script.write_text(_CODE_FILES.replace("{ATTEMPT}", _ATTEMPT))
+    (tmp_path / "run").mkdir()
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for label in ("open w", "open a", "os.open", "write_text", "rename"):
+        said = next(x for x in lines if x.startswith(label + " "))
+        assert "refused: writing a code file" in said, said
+    for label in ("before arming", "read", "data", "a library"):
+        assert f"{label} allowed" in lines, lines
+    assert not (tmp_path / "run" / "_notes.py").exists() and not (tmp_path / "run" / "n.py").exists()

@@ -1104,6 +1104,12 @@ def _dotted_text(node, names: Names, docstrings: set[int]):
 def _pieces_of_text(node, names: Names, inner: set[int]):
     """Texts kept in pieces (a list or tuple of strings, strings added up) that together decode to code: short
     pieces pass the length an encoded text needs, joined they do not."""
+    if isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) >= 16 and all(
+            isinstance(e, ast.Constant) and type(e.value) is int and 0 < e.value < 0x110000 for e in node.elts):
+        # character codes or bytes (bytes([105, 109, ...]).decode(), "".join(map(chr, ...)))
+        if _statements("".join(chr(e.value) for e in node.elts)):
+            yield f"{OFF_LIST}: code in a list of character codes {_shown(ast.unparse(node))}"
+        return
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         pieces = [_text(e) for e in node.elts]
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and not getattr(node, "_scan_piece", False):
@@ -1136,13 +1142,21 @@ def _encoded_code(text: str) -> bool:
     for decode in (bytes.fromhex, base64.b64decode, base64.urlsafe_b64decode, base64.b32decode):
         try:
             plain = decode(text).decode("utf-8")
-            tree = ast.parse(plain)
-        except (ValueError, UnicodeDecodeError, SyntaxError, binascii.Error):
+        except (ValueError, UnicodeDecodeError, binascii.Error):
             continue
-        if any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.FunctionDef))
-               for n in ast.walk(tree)):
+        if _statements(plain):
             return True
     return False
+
+
+def _statements(plain: str) -> bool:
+    """Whether a decoded text is Python that imports, calls, assigns or defines."""
+    try:
+        tree = ast.parse(plain)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.FunctionDef))
+               for n in ast.walk(tree))
 
 
 def _names_a_module_part(parts: list[str]) -> bool:

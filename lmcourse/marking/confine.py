@@ -115,6 +115,14 @@ WHY_UNPICKLE = ("a pickle in a graded notebook may rebuild data (tensors, arrays
                 "(weights_only, the default)")
 
 
+# files a module is imported from: a graded notebook's own code never writes one (a cell that wrote one and had it
+# imported would run code no reading of the cells sees); a library's (torch's compiler caches) may
+_CODE_SUFFIXES = (".py", ".pyw", ".pyc", ".pth", ".so", ".pyd")
+_PLACING = ("os.rename", "os.link", "os.symlink")
+WHY_CODE_FILE = ("a module written by the notebook would run code that no reading of its cells sees; keep data in "
+                 "other files (.txt, .json, .pt, .npy)")
+
+
 class Confined(RuntimeError):
     """A graded call did something it must not: start a thread or process, or read course source."""
 
@@ -159,8 +167,11 @@ def _install():
     events, why, confined, withheld = dict(_EVENTS), WHY, Confined, SourceWithheld
     process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
     data_names, data_modules, why_unpickle = _UNPICKLE_DATA_NAMES, _UNPICKLE_DATA_MODULES, WHY_UNPICKLE
+    code_suffixes, why_code_file, placing = _CODE_SUFFIXES, WHY_CODE_FILE, _PLACING
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     py2_names, py2_modules = _compat_pickle.NAME_MAPPING, _compat_pickle.IMPORT_MAPPING
-    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event, "pickle.find_class"}
+    watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event, "pickle.find_class",
+                                   *placing}
     modules, setprofile = sys.modules, sys.setprofile
 
     def is_course_frame(f) -> bool:
@@ -235,6 +246,23 @@ def _install():
         return torch is not None and isinstance_(value, (torch.dtype, torch.layout, torch.qscheme,
                                                          torch.memory_format))
 
+    def writes_code(event, args) -> bool:
+        # open(path, mode, flags) for writing, or a file renamed or linked to, whose name a module would import
+        path = args[1] if event in placing else args[0] if args else None
+        if isinstance_(path, bytes_):
+            path = path.decode(errors="replace")
+        elif type_(path) is not str_:
+            try:
+                path = fspath(path)
+            except TypeError:
+                return False                 # a file descriptor
+        if type_(path) is not str_ or not path.lower().endswith(code_suffixes):
+            return False
+        if event in placing:
+            return True
+        mode, flags = (args[1], args[2]) if len(args) >= 3 else (None, 0)
+        return any(c in mode for c in "wax+") if type_(mode) is str_ else bool(flags & writing)
+
     def watch(frame, event, arg):
         # the profile function of a student's thread: any call while a graded call is open is noted,
         # and the graded call fails when it ends (raising here would only stop this thread)
@@ -278,6 +306,9 @@ def _install():
             if get_ident() in watched_threads:
                 raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
             return
+        if armed and (event in placing or event == "open") and writes_code(event, args) and started_by_student():
+            raise confined(f"writing a code file ({args[1] if event in placing else args[0]}) from your code is "
+                           f"refused in a graded notebook: {why_code_file}.")
         stop = inside.get(get_ident(), inside)
         if stop is inside:
             # (frames: 0 started_by_student, 1 this hook, 2 what raised the event; 3 past the fork_exec gate)

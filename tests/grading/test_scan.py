@@ -898,3 +898,16 @@ def test_the_fifteenth_red_teams_loader_routes_are_named(flagged, honest):
     assert scan_source(flagged), flagged
     assert scan_source(honest) == [], (honest, scan_source(honest))
     assert scan_source("class TopK:\n    def __call__(self, x):\n        return x\nf = TopK().__call__\n") == []
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    (f"_notes = bytes({list(b'import lmcourse as L' + bytes([10]) + b'L.marking.refusals.watch = q')!r}).decode()\n",
+     "ids = [72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 33, 33, 33, 33, 33]\n"),
+    (f"_notes = ''.join(map(chr, {[ord(c) for c in 'import os; os.system(c)']!r}))\n",
+     "ids = [256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270, 271]\n"),
+])
+def test_code_kept_as_character_codes_is_named(flagged, honest):
+    """The sixteenth red team kept its module's text as a list of integers: one that decodes to code is a finding;
+    token ids and bytes of prose are not."""
+    assert any("character codes" in f for f in scan_source(flagged)), scan_source(flagged)
+    assert scan_source(honest) == [], (honest, scan_source(honest))

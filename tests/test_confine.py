@@ -399,15 +399,16 @@ attempt("write_text", lambda: pathlib.Path("_n.py").write_text("x = 1"))
 attempt("rename", lambda: (open("n.txt", "w").close(), os.rename("n.txt", "n.py")))
 attempt("read", lambda: open("early.py").read())
 attempt("data", lambda: open("notes.txt", "w").write("x"))
-attempt("a library", lambda: np.savetxt("table.py", np.zeros(2)))
+attempt("a library", lambda: np.savetxt("table.py", np.zeros(0), header="print(1)", comments=""))
 '''
 
 
 def test_an_armed_kernel_writes_no_code_file_from_a_students_code(tmp_path):
     """The sixteenth red team wrote a module with open() and had matplotlib import it by name (round fifteen's
-    backend route), then could have deleted it before the written-code check lists the folder. Once armed, a
-    student's code writes, renames or links no file a module is imported from; data files, reading and a
-    library's own writes go on."""
+    backend route), then could have deleted it before the written-code check lists the folder; another planted
+    one where torch's compiler would import it (np.savetxt writes any text, through a library's frame). Once
+    armed, only the course and torch's compiler write, rename or link a file a module is imported from; data
+    files and reading go on."""
     import subprocess
     import sys
 
@@ -418,9 +419,9 @@ def test_an_armed_kernel_writes_no_code_file_from_a_students_code(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    for label in ("open w", "open a", "os.open", "write_text", "rename"):
+    for label in ("open w", "open a", "os.open", "write_text", "rename", "a library"):
         said = next(x for x in lines if x.startswith(label + " "))
         assert "refused: writing a code file" in said, said
-    for label in ("before arming", "read", "data", "a library"):
+    for label in ("before arming", "read", "data"):
         assert f"{label} allowed" in lines, lines
     assert not (tmp_path / "run" / "_notes.py").exists() and not (tmp_path / "run" / "n.py").exists()

@@ -209,7 +209,10 @@ def _env(base: str, data_dir: str) -> dict[str, str]:
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
             "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1", "LMCOURSE_THREADS": "1", "NBGRADER_EXECUTION": "autograde",
-            "LMCOURSE_DATA_DIR": data_dir}
+            "LMCOURSE_DATA_DIR": data_dir,
+            # torch's compiler keeps no cache on disk here: a cached graph is a pickle and a cached kernel a
+            # module, which a cell could plant where the compiler would read them back
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
 
 
 NONE = "none"                 # the one spelling of "grade without a sandbox" (flag and variable)

@@ -44,6 +44,7 @@ def _test_cell(cell) -> bool:
 
 
 CODE_SUFFIXES = (".py", ".pyc", ".pth", ".so", ".pyx")
+COMPILER_FOLDERS = ("torchinductor_", ".triton")
 MAX_WRITTEN = 200_000          # characters of written code returned to the grader's scan, in all
 
 
@@ -58,8 +59,10 @@ def written_code(base: Path) -> dict[str, str]:
         return found
     for top, dirs, files in os.walk(base):
         # only what lies on the writable folder itself: a folder bound read-only inside it (the corpus, a
-        # checkout or venv under /tmp) is the grader's, not written by the kernel
-        dirs[:] = sorted(d for d in dirs if _same_device(os.path.join(top, d), device))
+        # checkout or venv under /tmp) is the grader's, not written by the kernel; torch's compiler writes its
+        # generated kernels in a folder of its own, and only it may write code files there (the kernel's rules)
+        dirs[:] = sorted(d for d in dirs if _same_device(os.path.join(top, d), device)
+                         and not d.startswith(COMPILER_FOLDERS))
         for name in sorted(files):
             path = os.path.join(top, name)
             if not name.endswith(CODE_SUFFIXES):

@@ -118,6 +118,9 @@ WHY_UNPICKLE = ("a pickle in a graded notebook may rebuild data (tensors, arrays
 # files a module is imported from: a graded notebook's own code never writes one (a cell that wrote one and had it
 # imported would run code no reading of the cells sees); a library's (torch's compiler caches) may
 _CODE_SUFFIXES = (".py", ".pyw", ".pyc", ".pth", ".so", ".pyd")
+# the code that may write one in a graded kernel: torch's compiler, writing the kernels it generated (with its
+# on-disk caches off in a graded kernel, it reads back no file it did not write in this run)
+_COMPILERS = ("torch/_inductor", "torch/_dynamo", "triton")
 _PLACING = ("os.rename", "os.link", "os.symlink")
 WHY_CODE_FILE = ("a module written by the notebook would run code that no reading of its cells sees; keep data in "
                  "other files (.txt, .json, .pt, .npy)")
@@ -133,10 +136,10 @@ class SourceWithheld(Confined, OSError):
     and a correct answer that makes a library warn is not failed for it."""
 
 
-def _launcher_dirs() -> tuple[str, ...]:
-    # where each installed launcher lies (see _LAUNCHERS), found without importing it
+def _library_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    # where each of these installed libraries (or parts: "torch/_inductor") lies, found without importing it
     dirs = []
-    for name in _LAUNCHERS:
+    for name in names:
         top, _, rest = name.partition("/")
         try:
             spec = importlib.util.find_spec(top)
@@ -160,7 +163,7 @@ def _install():
     watched_threads: set[int] = set()        # threads a student's code started (see the docstring)
     ran_beside: list[int] = []               # watched threads that ran code while a graded call was open
     armed: list[bool] = []                   # a graded kernel: no process from a student's code, ever (arm())
-    launchers = _launcher_dirs()
+    launchers, compilers = _library_dirs(_LAUNCHERS), _library_dirs(_COMPILERS)
     get_ident, getframe, realpath, fspath = threading.get_ident, sys._getframe, os.path.realpath, os.fspath
     str_, bytes_, isinstance_, type_ = str, bytes, isinstance, type
     # bound here: rebinding the module's names later changes nothing the hook reads
@@ -246,6 +249,19 @@ def _install():
         return torch is not None and isinstance_(value, (torch.dtype, torch.layout, torch.qscheme,
                                                          torch.memory_format))
 
+    def compiling() -> bool:
+        # the nearest frame that is neither the standard library nor frozen import code decides: the course's,
+        # or torch's compiler writing what it generated (a student's code and any other library's may not)
+        f = getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if fn.startswith("<frozen importlib"):
+                return True                  # the import system caching a module's bytecode
+            if not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
+                return fn.startswith(compilers) or is_course_frame(f)
+            f = f.f_back
+        return False
+
     def writes_code(event, args) -> bool:
         # open(path, mode, flags) for writing, or a file renamed or linked to, whose name a module would import
         path = args[1] if event in placing else args[0] if args else None
@@ -306,7 +322,7 @@ def _install():
             if get_ident() in watched_threads:
                 raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
             return
-        if armed and (event in placing or event == "open") and writes_code(event, args) and started_by_student():
+        if armed and (event in placing or event == "open") and writes_code(event, args) and not compiling():
             raise confined(f"writing a code file ({args[1] if event in placing else args[0]}) from your code is "
                            f"refused in a graded notebook: {why_code_file}.")
         stop = inside.get(get_ident(), inside)

@@ -160,9 +160,14 @@ def test_an_assignment_that_is_none_of_the_courses_gets_no_answer_at_all(assignm
 
 # --- what the red team tried from inside, each closed -----------------------------------------------
 TRICKS = [
-    # a module written into the kernel's folder and imported: code no cell shows
-    'open("nb_helper.py", "w").write("X = 1\\n")\nopen("/tmp/tmp_helper.py", "w").write("Y = 2\\n")\n'
-    'try:\n    import nb_helper\n    print("imported")\n'
+    # a module written into the kernel's folder and imported: code no cell shows. The kernel refuses the write;
+    # one made past its rules (libc through ctypes, which the scan flags) is listed for the scan
+    'import ctypes, os\nfor name in ("nb_helper.py", "/tmp/tmp_helper.py"):\n    try:\n'
+    '        open(name, "w").write("X = 1\\n")\n        print("written", name)\n'
+    '    except Exception as e:\n        print("refused", type(e).__name__)\n'
+    'libc = ctypes.CDLL(None)\nfd = libc.open(b"c_helper.py", os.O_WRONLY | os.O_CREAT, 0o644)\n'
+    'libc.write(fd, b"Z = 3\\n", 6)\nlibc.close(fd)\n'
+    'try:\n    import c_helper\n    print("imported")\n'
     'except ImportError:\n    print("not importable")\n',
     # records typed outside a test cell, to pass the output cap
     'from IPython.display import publish_display_data\nfor _ in range(3):\n'
@@ -188,11 +193,10 @@ def tricked(tmp_path_factory) -> dict:
     return _run(nb, package, tmp_path_factory, output_chars=200_000, memory_mb=2000)
 
 
-def test_a_module_written_by_the_notebook_is_not_importable_and_is_listed(tricked):
-    out = tricked["nb"]["cells"][1]["outputs"]
-    assert "not importable" in "".join(o.get("text", "") for o in out), out
-    assert tricked["written_code"] == {"run/nb_helper.py": "X = 1\n", "/tmp/tmp_helper.py": "Y = 2\n"}, \
-        tricked["written_code"]
+def test_a_module_written_by_the_notebook_is_refused_not_importable_and_listed(tricked):
+    out = "".join(o.get("text", "") for o in tricked["nb"]["cells"][1]["outputs"])
+    assert out.count("refused Confined") == 2 and "written" not in out and "not importable" in out, out
+    assert tricked["written_code"] == {"run/c_helper.py": "Z = 3\n"}, tricked["written_code"]
 
 
 def test_records_outside_a_test_cell_count_against_the_output_cap(tricked):

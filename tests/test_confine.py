@@ -400,13 +400,15 @@ attempt("rename", lambda: (open("n.txt", "w").close(), os.rename("n.txt", "n.py"
 attempt("read", lambda: open("early.py").read())
 attempt("data", lambda: open("notes.txt", "w").write("x"))
 attempt("a library", lambda: np.savetxt("table.py", np.zeros(0), header="print(1)", comments=""))
+attempt("set_data", lambda: np.__loader__.set_data("planted.py", b"print(1)"))
 '''
 
 
 def test_an_armed_kernel_writes_no_code_file_from_a_students_code(tmp_path):
     """The sixteenth red team wrote a module with open() and had matplotlib import it by name (round fifteen's
     backend route), then could have deleted it before the written-code check lists the folder; another planted
-    one where torch's compiler would import it (np.savetxt writes any text, through a library's frame). Once
+    one where torch's compiler would import it (np.savetxt writes any text, through a library's frame; the
+    seventeenth, a loader's set_data, through the import system's frames). Once
     armed, only the course and torch's compiler write, rename or link a file a module is imported from; data
     files and reading go on."""
     import subprocess
@@ -419,9 +421,45 @@ def test_an_armed_kernel_writes_no_code_file_from_a_students_code(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    for label in ("open w", "open a", "os.open", "write_text", "rename", "a library"):
+    for label in ("open w", "open a", "os.open", "write_text", "rename", "a library", "set_data"):
         said = next(x for x in lines if x.startswith(label + " "))
         assert "refused: writing a code file" in said, said
     for label in ("before arming", "read", "data"):
         assert f"{label} allowed" in lines, lines
     assert not (tmp_path / "run" / "_notes.py").exists() and not (tmp_path / "run" / "n.py").exists()
+
+
+_PROGRAMS = r'''
+import os, subprocess, sys
+from lmcourse.marking import confine
+{ATTEMPT}
+os.chdir(sys.argv[1])
+open("cxx.txt", "w").write("#!/bin/sh\necho ran\n")
+os.chmod("cxx.txt", 0o755)
+confine.arm()
+attempt("a written program", lambda: subprocess.run([os.path.abspath("cxx.txt")]))
+attempt("a written program by name", lambda: subprocess.run("./cxx.txt", shell=False))
+attempt("a system program", lambda: subprocess.run(["true"]))
+'''
+
+
+def test_an_armed_kernel_runs_no_program_from_a_folder_it_can_write(tmp_path):
+    """The seventeenth red team gave torch.compile a shell script of its own as the C++ compiler
+    (``options={"cpp.cxx": ...}``): the compiler may start processes, even inside a graded call, so whoever
+    starts it, a program lying where the notebook writes (its folder, its temporary folder, its home) is
+    refused, while a system program is refused only as a student's process."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "programs.py"
+    script.write_text(_PROGRAMS.replace("{ATTEMPT}", _ATTEMPT))
+    (tmp_path / "run").mkdir()
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for label in ("a written program", "a written program by name"):
+        said = next(x for x in lines if x.startswith(label + " "))
+        assert "refused: running a program that lies in a folder this notebook can write" in said, said
+    said = next(x for x in lines if x.startswith("a system program "))
+    assert "refused: starting a process (subprocess) from your code" in said, said

@@ -894,7 +894,9 @@ def _beyond_the_list(node, names: Names, inner: set[int]):
                 yield f"{OFF_LIST}: import {a.name}"
     elif isinstance(node, ast.ImportFrom):
         module = node.module or ""
-        unlisted = [f"{module}.{a.name}" for a in node.names if not _listed(f"{module}.{a.name}")]
+        # a module's special names (its __builtins__, its __loader__) are its machinery, imported like any name
+        unlisted = [f"{module}.{a.name}" for a in node.names if not _listed(f"{module}.{a.name}")
+                    or _special(a.name) and a.name not in ("__version__", "__all__", "__doc__", "__name__")]
         if node.level or (not _listed(module) or unlisted) and not any(map(_dotted_above, [module, *unlisted])):
             yield f"{OFF_LIST}: from {'.' * node.level}{module} import"
     elif isinstance(node, ast.Attribute):

@@ -126,6 +126,10 @@ WHY_CODE_FILE = ("a module written by the notebook would run code that no readin
                  "other files (.txt, .json, .pt, .npy)")
 
 
+WHY_PROGRAM = ("a program the notebook could have written would run code that no reading of its cells sees; "
+               "leave a library's programs (its compiler) at their defaults")
+
+
 class Confined(RuntimeError):
     """A graded call did something it must not: start a thread or process, or read course source."""
 
@@ -171,6 +175,11 @@ def _install():
     process, arm_event, why_process, audit = _PROCESS, _ARM, WHY_PROCESS, sys.audit
     data_names, data_modules, why_unpickle = _UNPICKLE_DATA_NAMES, _UNPICKLE_DATA_MODULES, WHY_UNPICKLE
     code_suffixes, why_code_file, placing = _CODE_SUFFIXES, WHY_CODE_FILE, _PLACING
+    why_program, environ, sep, pathsep = WHY_PROGRAM, os.environ, os.sep, os.pathsep
+    join, exists, dirname, getcwd = os.path.join, os.path.exists, os.path.dirname, os.getcwd
+    # the interpreter's own installation: the grader's, read-only in a sandbox, wherever a home folder puts it
+    environment = tuple({os.path.join(os.path.realpath(p), "") for p in (sys.prefix, sys.base_prefix,
+                                                                          sys.exec_prefix)})
     writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     py2_names, py2_modules = _compat_pickle.NAME_MAPPING, _compat_pickle.IMPORT_MAPPING
     watched = frozenset(events) | {"open", "sys.setprofile", "sys.settrace", arm_event, "pickle.find_class",
@@ -249,29 +258,74 @@ def _install():
         return torch is not None and isinstance_(value, (torch.dtype, torch.layout, torch.qscheme,
                                                          torch.memory_format))
 
-    def compiling() -> bool:
+    def program_of(event, args):
+        # the program a process event runs: Popen's executable or first argument, exec's and spawn's path, the
+        # first word of a shell command
+        first = args[0] if args else None
+        if event == "subprocess.Popen" and first is None and len(args) > 1:
+            first = args[1]
+            first = first.split()[0] if isinstance_(first, (str_, bytes_)) and first.split() else (
+                first[0] if isinstance_(first, (list, tuple)) and first else None)
+        elif event == "os.system" and isinstance_(first, (str_, bytes_)):
+            first = first.split()[0] if first.split() else None
+        if isinstance_(first, bytes_):
+            first = first.decode(errors="replace")
+        try:
+            return fspath(first) if first is not None else None
+        except TypeError:
+            return None
+
+    def writable_program(event, args) -> bool:
+        # a program the notebook could have written (a script given to a library as its compiler): what it
+        # runs is text no reading of the cells sees; programs on the system's PATH are the system's
+        program = program_of(event, args)
+        if type_(program) is not str_ or not program:
+            return False
+        if sep not in program:
+            found = [join(d, program) for d in environ.get("PATH", "").split(pathsep) if d]
+            program = next((f for f in found if exists(f)), None)
+            if program is None:
+                return False
+        real = realpath(program)
+        return any(real.startswith(place) for place in writable_places()) and not real.startswith(environment)
+
+    def writable_places() -> list[str]:
+        # where a graded kernel writes: its folder, its temporary folder and home, the system's temporary
+        # folders, and the sandbox's world (the folder above its course cache)
+        places = [getcwd(), environ.get("TMPDIR", ""), environ.get("HOME", ""), "/tmp", "/var/tmp", "/dev/shm"]
+        data = environ.get("LMCOURSE_DATA_DIR", "")
+        places += [dirname(data.rstrip(sep))] if data else []
+        return [join(realpath(p), "") for p in places if p and realpath(p) != sep]
+
+    def compiling(path, depth: int = 2) -> bool:
         # the nearest frame that is neither the standard library nor frozen import code decides: the course's,
-        # or torch's compiler writing what it generated (a student's code and any other library's may not)
-        f = getframe(2)
+        # or torch's compiler writing what it generated (a student's code and any other library's may not). The
+        # import system writes bytecode caches only (its loaders' set_data writes anywhere it is told to)
+        cache = type_(path) is str_ and path.endswith(".pyc") and "__pycache__" in path
+        f = getframe(depth)
         while f is not None:
             fn = f.f_code.co_filename
-            if fn.startswith("<frozen importlib"):
-                return True                  # the import system caching a module's bytecode
+            if fn.startswith("<frozen importlib") and cache:
+                return True
             if not (fn.startswith(stdlib) or fn.startswith("<frozen ")):
                 return fn.startswith(compilers) or is_course_frame(f)
             f = f.f_back
         return False
 
-    def writes_code(event, args) -> bool:
-        # open(path, mode, flags) for writing, or a file renamed or linked to, whose name a module would import
+    def code_path(event, args):
         path = args[1] if event in placing else args[0] if args else None
         if isinstance_(path, bytes_):
-            path = path.decode(errors="replace")
-        elif type_(path) is not str_:
+            return path.decode(errors="replace")
+        if type_(path) is not str_:
             try:
-                path = fspath(path)
+                return fspath(path)
             except TypeError:
-                return False                 # a file descriptor
+                return None                  # a file descriptor
+        return path
+
+    def writes_code(event, args) -> bool:
+        # open(path, mode, flags) for writing, or a file renamed or linked to, whose name a module would import
+        path = code_path(event, args)
         if type_(path) is not str_ or not path.lower().endswith(code_suffixes):
             return False
         if event in placing:
@@ -298,7 +352,7 @@ def _install():
     def start_new_thread(function, args, kwargs=None, /):
         # Python 3.11 raises no audit event for a new thread (3.13 does): threading, _thread and
         # concurrent.futures all start theirs through this one function
-        if get_ident() in inside:
+        if get_ident() in inside and not compiling(None):      # torch's compiler's own workers may start
             raise confined(f"{events['_thread.start_new_thread']} inside a graded call is refused: {why}.")
         if started_by_student():
             function = watched_thread(function)
@@ -322,10 +376,17 @@ def _install():
             if get_ident() in watched_threads:
                 raise confined(f"switching off the watch of a thread your code started ({event}) is refused: {why}.")
             return
-        if armed and (event in placing or event == "open") and writes_code(event, args) and not compiling():
+        if armed and (event in placing or event == "open") and writes_code(event, args) and not compiling(
+                code_path(event, args)):
             raise confined(f"writing a code file ({args[1] if event in placing else args[0]}) from your code is "
                            f"refused in a graded notebook: {why_code_file}.")
+        if armed and event in process and writable_program(event, args):
+            raise confined(f"running a program that lies in a folder this notebook can write "
+                           f"({program_of(event, args)}) is refused in a graded notebook: {why_program}.")
         stop = inside.get(get_ident(), inside)
+        if stop is not inside and event in process and compiling(None, 3 if event == "_posixsubprocess.fork_exec"
+                                                                 else 2):
+            return                           # torch's compiler running the C++ compiler for a graded answer
         if stop is inside:
             # (frames: 0 started_by_student, 1 this hook, 2 what raised the event; 3 past the fork_exec gate)
             if armed and event in process and started_by_student(3 if event == "_posixsubprocess.fork_exec" else 2,

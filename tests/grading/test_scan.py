@@ -911,3 +911,15 @@ def test_code_kept_as_character_codes_is_named(flagged, honest):
     token ids and bytes of prose are not."""
     assert any("character codes" in f for f in scan_source(flagged)), scan_source(flagged)
     assert scan_source(honest) == [], (honest, scan_source(honest))
+
+
+@pytest.mark.parametrize("flagged, honest", [
+    # a module's special names imported by name: its builtins (exec by a computed key), its loader (set_data)
+    ("from tempfile import __builtins__ as _shelf\n_shelf['ex' + 'ec'](t)\n", "from tempfile import mkdtemp\n"),
+    ("from torch import __loader__ as _w\n_w.set_data(p, b)\n", "from torch import __version__\n"),
+])
+def test_the_seventeenth_red_teams_routes_are_named(flagged, honest):
+    """`from X import __builtins__` reached exec with no name of it written; `from torch import __loader__`
+    wrote a module through the import system's set_data. The honest neighbour of each is not flagged."""
+    assert scan_source(flagged), flagged
+    assert scan_source(honest) == [], (honest, scan_source(honest))

@@ -111,6 +111,8 @@ UPWARD = {
     ("lmcourse.marking.grader", "lmcourse.grading.how"): "the answers' text read for what they refuse, "
                                                          "outside the kernel",
     ("lmcourse.marking.grader", "lmcourse.grading.sandbox_runner"): "a display update kept as its record",
+    ("lmcourse.marking.grader", "lmcourse.grading.unreadable"): "answers whose code the judge cannot read, "
+                                                                "flagged outside the kernel",
     # given code that runs an earlier notebook's answer when called (09's prose names it where it is)
     ("lmcourse.nn.seq2seq", "lmcourse.reference.decoding"): "beam_decode runs 07's beam_search",
 }

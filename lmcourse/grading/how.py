@@ -33,7 +33,8 @@ from typing import Any
 
 from lmcourse.grading import scan
 
-__all__ = ["Refused", "check", "dotted", "from_rules", "refused_answers", "unreadable_answers"]
+__all__ = ["Refused", "binding_history", "check", "code_cells", "dotted", "free_names", "from_rules",
+           "names_before", "refused_answers", "roots", "with_helpers"]
 
 # modules whose names the check imports to read what a name is (the libraries a notebook imports)
 _IMPORTABLE = ("torch", "lmcourse", "numpy", "math", "collections", "functools", "itertools")
@@ -247,14 +248,14 @@ def _exercise_list(notebook: str, exercise: str) -> Refused | None:
     return None if ex.rules is None else from_rules(ex.rules())
 
 
-def _roots(target: ast.expr) -> list[str]:
+def roots(target: ast.expr) -> list[str]:
     """The names an assignment target binds or changes: ``a``, ``a.f``, ``a[0]``, ``(a, b)``, ``*a``."""
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for t in target.elts for n in _roots(t)]
+        return [n for t in target.elts for n in roots(t)]
     if isinstance(target, ast.Starred):
-        return _roots(target.value)
+        return roots(target.value)
     while isinstance(target, (ast.Attribute, ast.Subscript)):
         target = target.value
     return [target.id] if isinstance(target, ast.Name) else []
@@ -275,15 +276,15 @@ def _binds(node: ast.stmt, modules: set[str] = frozenset()) -> tuple[list[str], 
     for inner in ast.walk(node):
         if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (inner.targets if isinstance(inner, ast.Assign) else [inner.target]):
-                changed += _roots(t)
+                changed += roots(t)
         elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension)):
-            changed += _roots(inner.target)
+            changed += roots(inner.target)
         elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
-            changed += _roots(inner.optional_vars)
+            changed += roots(inner.optional_vars)
         elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             changed.append(inner.name)
         elif isinstance(inner, ast.NamedExpr):
-            changed += _roots(inner.target)
+            changed += roots(inner.target)
         elif isinstance(inner, (ast.MatchAs, ast.MatchStar)) and inner.name:
             changed.append(inner.name)          # `case top_k_filter:` binds the subject to the name
         elif isinstance(inner, ast.MatchMapping) and inner.rest:
@@ -291,10 +292,10 @@ def _binds(node: ast.stmt, modules: set[str] = frozenset()) -> tuple[list[str], 
         elif isinstance(inner, ast.Global):
             changed += inner.names
         elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-            changed += _roots(inner.func.value)
+            changed += roots(inner.func.value)
         elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "setattr" \
                 and inner.args:
-            changed += _roots(inner.args[0])
+            changed += roots(inner.args[0])
     # a module's functions called (torch.manual_seed(0), plt.show()) change what the student's names hold, not it
     return [], [n for n in dict.fromkeys(changed) if n not in modules]
 
@@ -326,7 +327,7 @@ class _RunNow(ast.NodeTransformer):
         return node
 
 
-def _binding_history(sources: list[str], names: scan.Names) -> dict[str, list[list[ast.stmt]]]:
+def binding_history(sources: list[str], names: scan.Names) -> dict[str, list[list[ast.stmt]]]:
     """name -> the statements that bound it, in order and by epoch: a definition or plain assignment starts an
     epoch, every later change to the name adds to it (a statement can serve several names)."""
     held: dict[str, list[list[ast.stmt]]] = {}
@@ -365,7 +366,7 @@ def _bindings(sources: list[str], names: scan.Names) -> dict[str, str]:
                                           else _RunNow(names).visit(copy.deepcopy(node)))
         return texts[id(node)]
 
-    return {name: "\n".join(map(text, epochs[-1])) for name, epochs in _binding_history(sources, names).items()}
+    return {name: "\n".join(map(text, epochs[-1])) for name, epochs in binding_history(sources, names).items()}
 
 
 def _scope_bound(body: list[ast.stmt], args: ast.arguments | None = None) -> set[str]:
@@ -389,7 +390,7 @@ def _scope_bound(body: list[ast.stmt], args: ast.arguments | None = None) -> set
     return bound
 
 
-def _free_names(tree: ast.Module) -> set[str]:
+def free_names(tree: ast.Module) -> set[str]:
     """Names a text reads in some scope that neither that scope nor an enclosing one of the text binds: what it
     takes from the rest of the notebook (a parameter named like a global elsewhere hides it only in its own
     function)."""
@@ -420,7 +421,7 @@ def _free_names(tree: ast.Module) -> set[str]:
     return free
 
 
-def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
+def with_helpers(answer: str, definitions: dict[str, str]) -> str:
     """The answer's text and, followed name by name, the text of what it takes from the other cells (a helper
     defined elsewhere runs inside the graded call as much as the answer does)."""
     texts, seen, todo = [answer], set(), [answer]
@@ -428,7 +429,7 @@ def _with_helpers(answer: str, definitions: dict[str, str]) -> str:
         tree, _ = scan._read(todo.pop())
         if tree is None:
             continue
-        for name in sorted(_free_names(tree) & set(definitions) - seen):
+        for name in sorted(free_names(tree) & set(definitions) - seen):
             seen.add(name)
             texts.append(definitions[name])
             todo.append(definitions[name])
@@ -484,20 +485,11 @@ def refused_answers(nb, notebook: str) -> dict[str, str]:
         # the answer's name as the test meets it; the answer cell's other statements count like any cell's (a
         # check against torch's own function at the end of the cell runs before the test, not in it)
         answer = held.pop(name, "")
-        hits, _ = check(_with_helpers(answer, held), refused, names, own=frozenset(answered - {name}))
+        hits, _ = check(with_helpers(answer, held), refused, names, own=frozenset(answered - {name}))
         if hits:
             used = ", ".join(h.removeprefix("refused: ") for h in hits)
             out[ex.name] = f"the answer uses {used}, which this exercise refuses: {refused.reason}"
     return out
-
-
-def unreadable_answers(nb, notebook: str) -> dict[str, str]:
-    """exercise -> why the judge cannot read its answer's code (an item of a value no visible cell fills, a name
-    no visible cell binds, a function that only forwards to one): :func:`lmcourse.grading.unreadable.
-    unreadable_answers`, a flag for a person, never a score."""
-    from lmcourse.grading.unreadable import unreadable_answers as unreadable
-
-    return unreadable(nb, notebook)
 
 
 if __name__ == "__main__":      # python -m lmcourse.grading.how FILE: the check of one file against torch softmax

@@ -37,7 +37,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from lmcourse.grading import scan
-from lmcourse.grading.how import _binding_history, _free_names, _roots, _with_helpers, code_cells, names_before
+from lmcourse.grading.how import binding_history, code_cells, free_names, names_before, roots, with_helpers
 
 __all__ = ["UNREADABLE", "unreadable_answers"]
 
@@ -171,9 +171,9 @@ class _Reader:
             elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
                 out += self._given(node.target, node.value, name)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
-                out += [self.item(node.iter)] if name in _roots(node.target) else []
+                out += [self.item(node.iter)] if name in roots(node.target) else []
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                out += [self.item(node.context_expr)] if name in _roots(node.optional_vars) else []
+                out += [self.item(node.context_expr)] if name in roots(node.optional_vars) else []
             elif isinstance(node, ast.Match):
                 out += [self._captured(node.subject, case.pattern) for case in node.cases
                         if name in _captures(case.pattern)]
@@ -190,7 +190,7 @@ class _Reader:
     def _given(self, target: ast.expr, value: ast.expr, name: str) -> list[ast.expr | str]:
         if isinstance(target, ast.Name):
             return [value] if target.id == name else []
-        if isinstance(target, (ast.Tuple, ast.List)) and name in _roots(target):
+        if isinstance(target, (ast.Tuple, ast.List)) and name in roots(target):
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) and not any(
                     isinstance(t, ast.Starred) for t in target.elts):
                 return [v for t, v in zip(target.elts, value.elts) for v in self._given(t, v, name)]
@@ -314,9 +314,9 @@ class _Reader:
     def _fills(call: ast.Call, name: str) -> bool:
         """A call that may store its arguments into ``name``: a method of it (``d.update(...)``), or setattr."""
         if isinstance(call.func, ast.Attribute):
-            return name in _roots(call.func.value)
+            return name in roots(call.func.value)
         return isinstance(call.func, ast.Name) and call.func.id == "setattr" and bool(call.args) and \
-            name in _roots(call.args[0])
+            name in roots(call.args[0])
 
     def _stored(self, name: str) -> str:
         """What the value ``name`` holds was visibly given: its making, and every item or attribute set on it,
@@ -333,12 +333,12 @@ class _Reader:
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     if isinstance(target, ast.Name) and target.id == name:
                         given.append(self._made_of(node.value))
-                    elif name in _roots(target):
+                    elif name in roots(target):
                         given.append(self.value(node.value))
             elif isinstance(node, ast.Call) and self._fills(node, name):
                 given += [self.value(a) for a in [*node.args, *(k.value for k in node.keywords)]
                           if not (isinstance(a, ast.Name) and a.id == name)]
-            elif isinstance(node, (ast.For, ast.AsyncFor)) and name in _roots(node.target):
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and name in roots(node.target):
                 given.append(self.item(node.iter))
             elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
                     (a.asname or a.name.split(".")[0]) == name for a in node.names):
@@ -355,8 +355,8 @@ def _unbound_helpers(reader: _Reader, name: str, answered: set[str]) -> list[str
         return []       # a star import binds names no text shows
     texts = {n: "\n".join(ast.unparse(s) for s in epochs[-1]) for n, epochs in reader.history.items()
              if epochs and (n == name or n not in answered)}
-    tree, _ = scan._read(_with_helpers(texts.get(name, ""), texts))
-    free = _free_names(tree) if tree is not None else set()
+    tree, _ = scan._read(with_helpers(texts.get(name, ""), texts))
+    free = free_names(tree) if tree is not None else set()
     return sorted(n for n in free - set(reader.history) - set(reader.names.modules) - answered
                   if not hasattr(builtins, n) and n not in _KERNEL)
 
@@ -385,7 +385,7 @@ def unreadable_answers(nb, notebook: str) -> dict[str, str]:
             continue
         test = by_id.get(ex.test_id, len(cells))
         names = names_before(trees, test)
-        reader = _Reader(_binding_history([c.get("source", "") for c in cells[:test]], names), names)
+        reader = _Reader(binding_history([c.get("source", "") for c in cells[:test]], names), names)
         kind = reader.name(name)
         if name not in reader.history and name not in names.modules:
             out[ex.name] = f"no cell before its test binds `{name}` where the judge can read it"

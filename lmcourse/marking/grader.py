@@ -136,12 +136,11 @@ def judge_notebook(nb, notebook: str) -> dict[str, Outcome]:
 
 def unreadable_findings(nb, notebook: str, outcomes: dict[str, Outcome]) -> list[str]:
     """The scan-style findings (``label: what``) for answers that scored from code the judge cannot read
-    (:func:`lmcourse.grading.how.unreadable_answers`): flags for a person beside the scan's, the score unchanged.
+    (:func:`lmcourse.grading.unreadable.unreadable_answers`): flags for a person beside the scan's, the score unchanged.
     ``outcomes``: :func:`judge_notebook`'s; an answer that lost its points needs no flag."""
     if not marked(notebook):
         return []
-    from lmcourse.grading.how import unreadable_answers
-    from lmcourse.grading.unreadable import UNREADABLE
+    from lmcourse.grading.unreadable import UNREADABLE, unreadable_answers
 
     tests = {ex.name: ex.test_id for ex in load(notebook).exercises}
     return [f"{UNREADABLE}: {exercise} ({why})" for exercise, why in unreadable_answers(nb, notebook).items()

@@ -414,7 +414,7 @@ READABLE_NEIGHBOURS = {
 
 @pytest.mark.parametrize("route", sorted(UNREADABLE_ROUTES))
 def test_an_answer_the_judge_cannot_read_is_found(route):
-    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import unreadable_answers
 
     answers, before = UNREADABLE_ROUTES[route]
     nb = _with_cells("02_rnn", answers, before)
@@ -425,21 +425,21 @@ def test_an_answer_the_judge_cannot_read_is_found(route):
 
 @pytest.mark.parametrize("answer", sorted(READABLE_NEIGHBOURS))
 def test_an_answer_the_judge_can_read_is_not_found(answer):
-    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import unreadable_answers
 
     answers, before = READABLE_NEIGHBOURS[answer]
     assert unreadable_answers(_with_cells("02_rnn", answers, before), "02_rnn") == {}
 
 
 def test_a_library_function_as_the_answer_is_the_refused_names_checks_alone():
-    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import unreadable_answers
 
     nb = _with_cells("02_rnn", {"elman_step": "elman_step = torch.rnn_tanh_cell\n"})
     assert unreadable_answers(nb, "02_rnn") == {} and set(refused_answers(nb, "02_rnn")) == {"elman_step"}
 
 
 def test_a_quiz_answer_is_data_not_code():
-    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import unreadable_answers
 
     nb = _with_cells("02_rnn", {"q1": 'answer_q1 = _impl["q1"]\n'}, ["_impl = {}\n"])
     assert unreadable_answers(nb, "02_rnn") == {}
@@ -463,7 +463,7 @@ def _submissions(notebook: str):
 
 @pytest.mark.parametrize("notebook", MARKED)
 def test_no_answer_of_the_solution_or_an_alternative_is_found_unreadable(notebook):
-    from lmcourse.grading.how import unreadable_answers
+    from lmcourse.grading.unreadable import unreadable_answers
 
     assert unreadable_answers(_perfect(notebook), notebook) == {}
     for names, nb in _submissions(notebook):
